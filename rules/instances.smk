@@ -1,0 +1,24 @@
+# Stage 1, instances (SPEC §3): per family and split, the agent-visible data of every instance
+# (results/instances/...) and, kept apart, the hidden truth (results/truth/...).
+
+
+rule instances:
+    output:
+        data=directory("results/instances/{family}/{split}"),
+        graphs="results/truth/{family}/{split}/graphs.parquet",
+        nodes="results/truth/{family}/{split}/nodes.parquet",
+    log:
+        "logs/instances/{family}/{split}.log",
+    benchmark:
+        "results/benchmarks/instances/{family}/{split}.tsv"
+    params:
+        spec=instance_params,
+        n_instances=n_instances,
+    threads: 1
+    conda:
+        "../environment.yml"
+    resources:
+        mem_mb=2000,
+        runtime=15,
+    script:
+        "../workflow/scripts/instances.py"

@@ -1,0 +1,101 @@
+"""The ``heuresis`` command: one subcommand per workflow stage, plus inspection helpers.
+
+The workflow runs the stages through Snakemake (which passes the validated config); the
+commands here run the same package functions by hand, from config files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from heuresis import __version__
+
+DEFAULT_CONFIG = "config/config.yaml"
+
+
+def _load(paths: list[str] | None) -> dict:
+    from heuresis.config import load_config
+
+    return load_config(*(paths or [DEFAULT_CONFIG]))
+
+
+def cmd_check_config(args: argparse.Namespace) -> int:
+    cfg = _load(args.config)
+    fams = ", ".join(f"{name} ({', '.join(f['kinds'])})" for name, f in cfg["families"].items())
+    print(f"config OK: d={cfg['instances']['d']}, n={cfg['instances']['n']}, "
+          f"{cfg['instances']['n_dev']} dev + {cfg['instances']['n_test']} test instances per family")
+    print(f"families: {fams}")
+    return 0
+
+
+def cmd_instances(args: argparse.Namespace) -> int:
+    from heuresis.config import SPLITS
+    from heuresis.instances import instance_spec, write_split
+    from heuresis.logs import stage_logger
+
+    cfg = _load(args.config)
+    families = args.family or list(cfg["families"])
+    splits = args.split or list(SPLITS)
+    log = stage_logger(None)
+    out = Path(args.results)
+    for fam in families:
+        spec = instance_spec(cfg, fam)
+        for split in splits:
+            write_split(spec, fam, split, int(cfg["instances"][f"n_{split}"]), out / "instances" / fam / split,
+                        out / "truth" / fam / split, log=log)
+    return 0
+
+
+def cmd_show_instance(args: argparse.Namespace) -> int:
+    """Print an instance's hidden truth (for auditing; never shown to agents)."""
+    from heuresis.instances import load_truth
+
+    fam, split, idx = args.instance.split("/")
+    truth = load_truth(Path(args.results) / "truth" / fam / split)[int(idx)]
+    rec = {k: v for k, v in truth.record.items() if k not in ("dag", "cpdag")}
+    print(json.dumps(rec, indent=2, default=str))
+    print("true DAG:  ", "; ".join(truth.dag.to_lines()))
+    print("true CPDAG:", "; ".join(truth.cpdag.to_lines()))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="heuresis", description=__doc__.splitlines()[0])
+    p.add_argument("--version", action="version", version=f"heuresis {__version__}")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    def with_config(sp):
+        sp.add_argument("--config", action="append", metavar="YAML",
+                        help=f"config file(s), later ones merged over earlier (default {DEFAULT_CONFIG})")
+        return sp
+
+    sp = with_config(sub.add_parser("check-config", help="validate a configuration"))
+    sp.set_defaults(func=cmd_check_config)
+
+    sp = with_config(sub.add_parser("instances", help="stage 1: generate instances (data and hidden truth)"))
+    sp.add_argument("--family", action="append", help="family to generate (default: all)")
+    sp.add_argument("--split", action="append", choices=["dev", "test"], help="split (default: both)")
+    sp.add_argument("--results", default="results", help="results folder (default: results)")
+    sp.set_defaults(func=cmd_instances)
+
+    sp = sub.add_parser("show-instance", help="print the hidden truth of one instance")
+    sp.add_argument("instance", help="family/split/index, e.g. wild/test/0003")
+    sp.add_argument("--results", default="results")
+    sp.set_defaults(func=cmd_show_instance)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except (ValueError, FileNotFoundError) as exc:
+        print(f"heuresis {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,173 @@
+"""Loading and validating the workflow configuration.
+
+Validation is two-step: the JSON schema (``heuresis/data/config.schema.yaml``, also linked as
+``workflow/schemas/config.schema.yaml``) fills defaults and checks types and required keys; the
+semantic checks here catch what a schema cannot say (unknown mechanism kinds, inverted
+ranges, kinds that need a noise range).  Every error names the offending config key.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from collections.abc import Mapping
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+from jsonschema import Draft202012Validator, validators
+
+from heuresis.mechanisms import MECHANISMS
+
+__all__ = ["ConfigError", "load_config", "validate_config", "config_digest", "SPLITS", "merge_configs"]
+
+SPLITS = ("dev", "test")
+
+
+class ConfigError(ValueError):
+    """A configuration problem; the message names the offending key."""
+
+
+def _schema() -> dict:
+    text = resources.files("heuresis").joinpath("data/config.schema.yaml").read_text()
+    return yaml.safe_load(text)
+
+
+def _with_defaults(validator_class):
+    """A validator that also fills in the schema's ``default`` values (jsonschema FAQ recipe)."""
+    validate_properties = validator_class.VALIDATORS["properties"]
+
+    def set_defaults(validator, properties, instance, schema):
+        if isinstance(instance, dict):
+            for key, sub in properties.items():
+                if "default" in sub and key not in instance:
+                    instance[key] = copy.deepcopy(sub["default"])
+        yield from validate_properties(validator, properties, instance, schema)
+
+    return validators.extend(validator_class, {"properties": set_defaults})
+
+
+def _key(path) -> str:
+    return ".".join(str(p) for p in path) or "<top level>"
+
+
+def _schema_errors(config: dict) -> list[str]:
+    validator = _with_defaults(Draft202012Validator)(_schema())
+    msgs = []
+    for err in sorted(validator.iter_errors(config), key=lambda e: list(map(str, e.absolute_path))):
+        key = _key(err.absolute_path)
+        if err.validator == "required":
+            missing = err.message.split("'")[1] if "'" in err.message else err.message
+            key = _key([*err.absolute_path, missing])
+            msgs.append(f"config key {key}: missing (required)")
+        elif err.validator == "additionalProperties":
+            msgs.append(f"config key {key}: {err.message}")
+        else:
+            msgs.append(f"config key {key}: {err.message}")
+    return msgs
+
+
+def _check_range(key: str, value, msgs: list[str], allow_negative: bool = False) -> None:
+    lo, hi = value
+    if not allow_negative and lo < 0:
+        msgs.append(f"config key {key}: negative bound {lo} in range {list(value)}")
+    if lo > hi:
+        msgs.append(f"config key {key}: inverted range {list(value)} (lo > hi)")
+
+
+def _semantic_errors(config: dict) -> list[str]:
+    msgs: list[str] = []
+    for kind in config.get("mechanisms", {}):
+        if kind not in MECHANISMS:
+            msgs.append(f"config key mechanisms.{kind}: unknown mechanism kind {kind!r}; "
+                        f"known: {sorted(MECHANISMS)}")
+    for name, fam in config.get("families", {}).items():
+        base = f"families.{name}"
+        _check_range(f"{base}.root_noise", fam["root_noise"], msgs)
+        kinds = fam.get("kinds", {})
+        if not kinds:
+            msgs.append(f"config key {base}.kinds: empty mixture (family {name!r} names no mechanism kind)")
+            continue
+        if sum(k["weight"] for k in kinds.values()) <= 0:
+            msgs.append(f"config key {base}.kinds: all mixture weights are zero in family {name!r}")
+        for kind, spec in kinds.items():
+            key = f"{base}.kinds.{kind}"
+            if kind not in MECHANISMS:
+                msgs.append(f"config key {key}: unknown mechanism kind {kind!r} in family {name!r}; "
+                            f"known: {sorted(MECHANISMS)}")
+                continue
+            if MECHANISMS[kind].uses_noise_scale and "noise" not in spec:
+                msgs.append(f"config key {key}.noise: missing (kind {kind!r} needs a noise-scale range)")
+            if "noise" in spec:
+                if not MECHANISMS[kind].uses_noise_scale:
+                    msgs.append(f"config key {key}.noise: kind {kind!r} has an input-dependent noise "
+                                f"scale and takes no noise range")
+                else:
+                    _check_range(f"{key}.noise", spec["noise"], msgs)
+            if kind not in config.get("mechanisms", {}):
+                msgs.append(f"config key mechanisms.{kind}: missing (constants of kind {kind!r}, "
+                            f"used by family {name!r})")
+            else:
+                signed = MECHANISMS[kind].signed_constants
+                msgs.extend(_constant_errors(f"mechanisms.{kind}", config["mechanisms"][kind], signed))
+                msgs.extend(_constant_errors(f"{key}.params", spec.get("params", {}), signed))
+    return msgs
+
+
+def _constant_errors(key: str, constants: Mapping, signed: tuple[str, ...] = ()) -> list[str]:
+    """Range-valued constants (two numbers) must be ordered; only ``signed`` ones may be negative."""
+    msgs: list[str] = []
+    for k, v in constants.items():
+        if isinstance(v, list) and len(v) == 2 and all(isinstance(x, (int, float)) for x in v):
+            _check_range(f"{key}.{k}", v, msgs, allow_negative=k in signed)
+        elif isinstance(v, (int, float)) and not isinstance(v, bool) and v < 0:
+            msgs.append(f"config key {key}.{k}: negative value {v}")
+    return msgs
+
+
+def validate_config(config: Mapping[str, Any]) -> dict:
+    """Validate a configuration and return a copy with schema defaults filled in.
+
+    Raises
+    ------
+    ConfigError
+        Listing every problem, each naming its config key.
+    """
+    cfg = copy.deepcopy(dict(config))
+    msgs = _schema_errors(cfg)
+    if not msgs:
+        msgs = _semantic_errors(cfg)
+    if msgs:
+        raise ConfigError("invalid configuration:\n  " + "\n  ".join(msgs))
+    return cfg
+
+
+def merge_configs(base: Mapping, override: Mapping) -> dict:
+    """Deep merge as Snakemake merges ``--configfile`` files over the default config."""
+    out = copy.deepcopy(dict(base))
+    for k, v in override.items():
+        if isinstance(v, Mapping) and isinstance(out.get(k), Mapping):
+            out[k] = merge_configs(out[k], v)
+        else:
+            out[k] = copy.deepcopy(v)
+    return out
+
+
+def load_config(*paths: str | Path) -> dict:
+    """Load one or more YAML files, later ones merged over earlier ones, and validate."""
+    cfg: dict = {}
+    for p in paths:
+        with open(p) as fh:
+            data = yaml.safe_load(fh) or {}
+        if not isinstance(data, dict):
+            raise ConfigError(f"config file {p} must hold a mapping, got {type(data).__name__}")
+        cfg = merge_configs(cfg, data)
+    return validate_config(cfg)
+
+
+def config_digest(obj: Any) -> str:
+    """SHA-256 of a canonical JSON rendering (sorted keys) of a config or config slice."""
+    text = json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()

@@ -1,0 +1,344 @@
+"""Instance generation (SPEC §3): random DAG, per-node mechanisms, anonymous standardized data.
+
+Every random draw of an instance comes from one ``numpy.random.Generator`` seeded by
+``SeedSequence(entropy=config.seed, spawn_key=(family_key, split_key, index))``, where the keys
+are stable hashes of the family and split *names*.  So an instance depends only on the global
+seed, its family's config entry, the instance settings (d, n, graph prior) and its index:
+adding a family, reordering families or raising the instance count changes no existing byte.
+
+The draw order within an instance (fixed; changing it changes every instance):
+prior, causal order, edges, then per node in causal order its kind, parameters and noise, and
+last the column permutation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from heuresis.config import SPLITS
+from heuresis.graph import Graph, dag_to_cpdag
+from heuresis.mechanisms import MECHANISMS, standardize
+from heuresis.provenance import PROVENANCE_KEY, provenance_record, utc_now, dumps
+from heuresis.schemas import INSTANCE_INDEX, TRUTH_GRAPHS, TRUTH_NODES, data_schema, read_table, write_table
+
+__all__ = [
+    "stable_key",
+    "instance_seed",
+    "sample_dag",
+    "Instance",
+    "generate_instance",
+    "instance_spec",
+    "write_split",
+    "load_data",
+    "load_truth",
+    "var_sortability",
+    "r2_sortability",
+    "instance_id",
+]
+
+
+def stable_key(name: str) -> int:
+    """A 32-bit integer derived from a name's bytes (independent of Python's hash seed)."""
+    return int.from_bytes(hashlib.sha256(name.encode()).digest()[:4], "little")
+
+
+def instance_id(family: str, split: str, index: int) -> str:
+    return f"{family}/{split}/{index:04d}"
+
+
+def instance_seed(seed: int, family: str, split: str, index: int) -> np.random.SeedSequence:
+    """The SeedSequence of one instance; dev and test keys differ, so their streams are disjoint."""
+    if split not in SPLITS:
+        raise ValueError(f"unknown split {split!r}; known: {list(SPLITS)}")
+    if index < 0:
+        raise ValueError(f"instance index must be >= 0, got {index}")
+    return np.random.SeedSequence(entropy=seed, spawn_key=(stable_key(family), stable_key(split), index))
+
+
+# --- graphs ------------------------------------------------------------------------------
+def sample_dag(rng: np.random.Generator, d: int, prior: str, expected_degree: float) -> tuple[np.ndarray, np.ndarray]:
+    """Draw a DAG from a random-graph prior over a uniformly random causal order.
+
+    Returns ``(adj, order)`` with ``adj[i, j] = 1`` for ``i -> j`` in node space and ``order``
+    the causal order (a permutation of 0..d-1).
+
+    * ``er``: each forward pair of the order is an edge with probability k / (d - 1), so the
+      expected number of edges is k d / 2.
+    * ``ba``: the t-th node of the order attaches to min(m_t, t) distinct earlier nodes chosen
+      with probability proportional to (degree + 1); m_t = floor(k/2) plus one with probability
+      frac(k/2), so each new node attaches to about k/2 earlier nodes.
+    """
+    order = rng.permutation(d)
+    adj = np.zeros((d, d), dtype=np.int8)
+    k = float(expected_degree)
+    if prior == "er":
+        p = min(1.0, k / (d - 1)) if d > 1 else 0.0
+        upper = np.triu(rng.random((d, d)) < p, 1)
+        ii, jj = np.nonzero(upper)
+        adj[order[ii], order[jj]] = 1
+    elif prior == "ba":
+        half = k / 2.0
+        base, frac = int(np.floor(half)), half - np.floor(half)
+        degree = np.zeros(d)
+        for t in range(1, d):
+            m = min(t, base + int(rng.random() < frac))
+            if m == 0:
+                continue
+            earlier = order[:t]
+            w = degree[earlier] + 1.0
+            chosen = rng.choice(earlier, size=m, replace=False, p=w / w.sum())
+            node = order[t]
+            adj[chosen, node] = 1
+            degree[chosen] += 1
+            degree[node] += m
+    else:
+        raise ValueError(f"unknown graph prior {prior!r}; known: ['er', 'ba']")
+    return adj, order
+
+
+# --- sortability diagnostics ----------------------------------------------------------------
+def _ancestor_pairs(adj: np.ndarray) -> np.ndarray:
+    """Boolean matrix R with R[i, j] when a directed path i -> ... -> j exists."""
+    d = adj.shape[0]
+    reach = adj.astype(bool)
+    for k in range(d):  # Warshall's transitive closure
+        reach |= reach[:, [k]] & reach[[k], :]
+    return reach
+
+
+def _sortability(scores: np.ndarray, adj: np.ndarray, tol: float = 1e-9) -> float:
+    """Share of (ancestor, descendant) pairs whose score increases along the path; ties count 1/2.
+
+    Reisach, Seiler & Weichwald (2021): 0.5 is chance; near 1 lets sorting by the score recover
+    the causal order.  Scores within ``tol`` (relative) are ties.  NaN when the DAG has no edge.
+    """
+    reach = _ancestor_pairs(adj)
+    i, j = np.nonzero(reach)
+    if len(i) == 0:
+        return float("nan")
+    a, b = scores[i], scores[j]
+    close = np.abs(b - a) <= tol * np.maximum(np.abs(a), np.abs(b))
+    return float(np.mean(np.where(close, 0.5, (b > a).astype(float))))
+
+
+def var_sortability(x: np.ndarray, adj: np.ndarray) -> float:
+    """Var-sortability of data ``x`` (n, d) with respect to the DAG ``adj`` over its columns."""
+    return _sortability(np.var(x, axis=0), adj)
+
+
+def r2_sortability(x: np.ndarray, adj: np.ndarray) -> float:
+    """R^2-sortability: the score of node j is the R^2 of regressing it on all other columns.
+
+    Computed in closed form from the inverse correlation matrix, R^2_j = 1 - 1 / (C^-1)_jj.
+    """
+    c = np.corrcoef(x, rowvar=False)
+    r2 = 1.0 - 1.0 / np.diag(np.linalg.pinv(c))
+    return _sortability(r2, adj)
+
+
+# --- one instance -----------------------------------------------------------------------------
+@dataclass
+class Instance:
+    """One generated instance: agent-visible data and the hidden truth."""
+
+    family: str
+    split: str
+    index: int
+    data: np.ndarray  # (n, d) standardized, columns X1..Xd
+    dag: np.ndarray  # (d, d) int8 over X1..Xd
+    prior: str
+    causal_order: list[str]
+    nodes: list[dict] = field(default_factory=list)
+    spawn_key: tuple[int, ...] = ()
+    entropy: int = 0
+    var_sortability_raw: float = float("nan")
+    var_sortability: float = float("nan")
+    r2_sortability: float = float("nan")
+
+    @property
+    def id(self) -> str:
+        return instance_id(self.family, self.split, self.index)
+
+    @property
+    def names(self) -> list[str]:
+        return [f"X{k + 1}" for k in range(self.data.shape[1])]
+
+    def cpdag(self) -> Graph:
+        return dag_to_cpdag(self.dag)
+
+
+def _kind_constants(config: Mapping, family: Mapping, kind: str) -> dict:
+    constants = dict(config["mechanisms"].get(kind, {}))
+    constants.update(family["kinds"][kind].get("params", {}))
+    return constants
+
+
+def generate_instance(spec: Mapping, family: str, split: str, index: int) -> Instance:
+    """Generate one instance from an instance spec (see :func:`instance_spec`)."""
+    fam = spec["family"]
+    d, n = int(spec["instances"]["d"]), int(spec["instances"]["n"])
+    ss = instance_seed(int(spec["seed"]), family, split, index)
+    rng = np.random.default_rng(ss)
+
+    priors = list(spec["graph"]["priors"])
+    prior = priors[int(rng.integers(len(priors)))]
+    adj, order = sample_dag(rng, d, prior, spec["graph"]["expected_degree"])
+
+    kinds = list(fam["kinds"])
+    weights = np.array([fam["kinds"][k]["weight"] for k in kinds], dtype=float)
+    weights /= weights.sum()
+
+    x = np.zeros((n, d))
+    node_records: dict[int, dict] = {}
+    for rank, j in enumerate(order):
+        parents = np.flatnonzero(adj[:, j])
+        if len(parents) == 0:
+            s = float(rng.uniform(*fam["root_noise"]))
+            x[:, j] = s * rng.standard_normal(n)
+            node_records[j] = dict(kind="root", noise_scale=s, standardize_output=False, params={}, rank=rank,
+                                   parents=parents)
+            continue
+        kind = kinds[int(rng.choice(len(kinds), p=weights))]
+        mk = MECHANISMS[kind]
+        kspec = fam["kinds"][kind]
+        sigma = float(rng.uniform(*kspec["noise"])) if mk.uses_noise_scale else None
+        u = x[:, parents]
+        if mk.standardize_parents:
+            u = standardize(u)
+        signal, noise, params = mk.fn(rng, u, sigma, spec["mechanisms"][kind])
+        if kspec.get("standardize_output", False):
+            signal = standardize(signal)
+        x[:, j] = signal + noise
+        node_records[j] = dict(kind=kind, noise_scale=sigma, standardize_output=bool(kspec.get("standardize_output")),
+                               params=params, rank=rank, parents=parents)
+
+    if not np.all(np.isfinite(x)):
+        raise FloatingPointError(f"instance {instance_id(family, split, index)}: non-finite values generated")
+    vs_raw = var_sortability(x, adj)
+
+    # anonymize: column k of the stored data is node perm[k], named X{k+1}
+    perm = rng.permutation(d)
+    inv = np.argsort(perm)
+    data = standardize(x[:, perm])
+    dag = adj[np.ix_(perm, perm)]
+    names = [f"X{k + 1}" for k in range(d)]
+    nodes = []
+    for k in range(d):
+        rec = node_records[int(perm[k])]
+        nodes.append(dict(node=names[k], causal_rank=rec["rank"], kind=rec["kind"],
+                          parents=[names[int(inv[p])] for p in rec["parents"]],
+                          noise_scale=rec["noise_scale"], standardize_output=rec["standardize_output"],
+                          params=json.dumps(rec["params"], sort_keys=True)))
+    return Instance(family=family, split=split, index=index, data=data, dag=dag, prior=prior,
+                    causal_order=[names[int(inv[j])] for j in order], nodes=nodes,
+                    spawn_key=tuple(int(v) for v in ss.spawn_key), entropy=int(ss.entropy),
+                    var_sortability_raw=vs_raw, var_sortability=var_sortability(data, dag),
+                    r2_sortability=r2_sortability(data, dag))
+
+
+def instance_spec(config: Mapping, family: str) -> dict:
+    """The slice of the config that a family's instances depend on (and nothing else).
+
+    The workflow passes this as the rule's ``params`` so that editing another family, or an
+    unrelated setting, does not regenerate this family's instances.  Mechanism constants are
+    resolved per kind (global constants merged with the family's overrides).
+    """
+    if family not in config["families"]:
+        raise ValueError(f"unknown family {family!r}; configured: {sorted(config['families'])}")
+    fam = config["families"][family]
+    return {
+        "seed": config["seed"],
+        "instances": {"d": config["instances"]["d"], "n": config["instances"]["n"]},
+        "graph": dict(config["graph"]),
+        "family": fam,
+        "mechanisms": {k: _kind_constants(config, fam, k) for k in fam["kinds"]},
+    }
+
+
+def write_split(spec: Mapping, family: str, split: str, n_instances: int, data_dir: str | Path,
+                truth_dir: str | Path, log=None) -> None:
+    """Generate ``n_instances`` instances of one family and split and write them.
+
+    Writes the agent-visible ``data_dir/{index:04d}/data.parquet`` files and
+    ``data_dir/index.parquet``, and, apart from them, the hidden truth
+    ``truth_dir/graphs.parquet`` (one row per instance) and ``truth_dir/nodes.parquet`` (one row
+    per node).  Data files carry no seed, family or time in their metadata: they are
+    byte-identical across runs, and nothing in them leaks the truth.
+    """
+    started = utc_now()
+    data_dir, truth_dir = Path(data_dir), Path(truth_dir)
+    index_rows, graph_rows, node_rows = [], [], []
+    t0 = time.perf_counter()
+    for i in range(n_instances):
+        inst = generate_instance(spec, family, split, i)
+        rel = f"{i:04d}/data.parquet"
+        schema = data_schema(inst.data.shape[1])
+        table = pa.table({name: inst.data[:, k] for k, name in enumerate(schema.schema.names)})
+        path = write_table(table, data_dir / rel, schema)
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        index_rows.append(dict(family=family, split=split, instance=i, instance_id=inst.id, path=rel,
+                               n=inst.data.shape[0], d=inst.data.shape[1], data_sha256=digest))
+        graph_rows.append(dict(family=family, split=split, instance=i, instance_id=inst.id,
+                               seed_entropy=inst.entropy, seed_spawn_key=list(inst.spawn_key), prior=inst.prior,
+                               d=inst.data.shape[1], n=inst.data.shape[0], n_edges=int(inst.dag.sum()),
+                               dag=inst.dag.ravel().tolist(), cpdag=inst.cpdag().amat.ravel().tolist(),
+                               causal_order=inst.causal_order, var_sortability_raw=inst.var_sortability_raw,
+                               var_sortability=inst.var_sortability, r2_sortability=inst.r2_sortability,
+                               data_sha256=digest))
+        for rec in inst.nodes:
+            node_rows.append(dict(family=family, split=split, instance=i, **rec))
+        if log is not None and (i + 1) % 25 == 0:
+            log(f"{family}/{split}: {i + 1}/{n_instances} instances ({time.perf_counter() - t0:.1f} s)")
+    seeds = {"entropy": int(spec["seed"]), "spawn_key": [stable_key(family), stable_key(split), "index"]}
+    prov = dumps(provenance_record(stage="instances", config=dict(spec), seeds=seeds, started=started))
+    meta = {PROVENANCE_KEY: prov}
+    write_table(_rows_to_table(graph_rows, TRUTH_GRAPHS), truth_dir / "graphs.parquet", TRUTH_GRAPHS, meta)
+    write_table(_rows_to_table(node_rows, TRUTH_NODES), truth_dir / "nodes.parquet", TRUTH_NODES, meta)
+    write_table(_rows_to_table(index_rows, INSTANCE_INDEX), data_dir / "index.parquet", INSTANCE_INDEX, meta)
+    if log is not None:
+        log(f"{family}/{split}: wrote {n_instances} instances in {time.perf_counter() - t0:.1f} s")
+
+
+def _rows_to_table(rows: Sequence[dict], schema) -> pa.Table:
+    cols = {name: [r[name] for r in rows] for name in schema.schema.names}
+    return pa.table(cols, schema=schema.schema)
+
+
+# --- readers ----------------------------------------------------------------------------------
+def load_data(data_dir: str | Path, index: int) -> np.ndarray:
+    """The agent-visible data matrix (n, d) of one instance."""
+    path = Path(data_dir) / f"{index:04d}" / "data.parquet"
+    meta_d = pq.read_schema(path).names
+    table = read_table(path, data_schema(len(meta_d)))
+    return np.column_stack([table.column(c).to_numpy() for c in table.column_names])
+
+
+@dataclass(frozen=True)
+class Truth:
+    """The hidden truth of one instance."""
+
+    instance_id: str
+    dag: Graph
+    cpdag: Graph
+    record: dict
+
+
+def load_truth(truth_dir: str | Path) -> dict[int, Truth]:
+    """Truth of every instance of a family and split, keyed by instance index."""
+    rows = read_table(Path(truth_dir) / "graphs.parquet", TRUTH_GRAPHS).to_pylist()
+    out = {}
+    for r in rows:
+        d = r["d"]
+        dag = Graph.from_dag(np.array(r["dag"], dtype=np.int8).reshape(d, d))
+        cpdag = Graph(np.array(r["cpdag"], dtype=np.int8).reshape(d, d))
+        out[r["instance"]] = Truth(r["instance_id"], dag, cpdag, r)
+    return out
