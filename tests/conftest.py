@@ -1,0 +1,39 @@
+"""Shared fixtures: the repository root, the validated configs, random DAGs."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session")
+def root() -> Path:
+    return ROOT
+
+
+@pytest.fixture(scope="session")
+def paper_config() -> dict:
+    from heuresis.config import load_config
+
+    return load_config(ROOT / "config/config.yaml")
+
+
+@pytest.fixture(scope="session")
+def quick_config() -> dict:
+    from heuresis.config import load_config
+
+    return load_config(ROOT / "config/config.yaml", ROOT / "config/quick.yaml")
+
+
+def random_dag(rng: np.random.Generator, d: int, p: float) -> np.ndarray:
+    """A random DAG (ER over a random order) as a 0/1 adjacency matrix, i -> j at [i, j]."""
+    perm = rng.permutation(d)
+    a = np.triu(rng.random((d, d)) < p, 1).astype(np.int8)
+    return a[np.ix_(perm, perm)]

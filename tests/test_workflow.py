@@ -1,0 +1,94 @@
+"""The workflow as a user runs it: lint, dry run, a small run, a seventh family, a bad config."""
+
+import hashlib
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+
+pytestmark = pytest.mark.slow
+
+
+def _snakemake(workdir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "snakemake", "--cores", "2", *args]
+    proc = subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, timeout=600)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"{' '.join(cmd)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    return proc
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory) -> Path:
+    """A copy of the workflow (not of results) in a fresh folder."""
+    wd = tmp_path_factory.mktemp("wf")
+    for name in ("Snakefile", "rules", "workflow", "config", "environment.yml"):
+        src = ROOT / name
+        if src.is_dir():
+            shutil.copytree(src, wd / name, symlinks=True)
+        else:
+            shutil.copy(src, wd / name)
+    return wd
+
+
+def _digests(folder: Path) -> dict[str, str]:
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*.parquet"))}
+
+
+def test_lint_is_clean(workdir):
+    proc = _snakemake(workdir, "--lint")
+    assert "Lints for" not in proc.stdout + proc.stderr
+
+
+def test_dry_run_lists_every_stage_output(workdir, quick_config):
+    out = _snakemake(workdir, "-n", "--configfile", "config/quick.yaml").stdout
+    for family in quick_config["families"]:
+        for split in ("dev", "test"):
+            assert f"results/instances/{family}/{split}" in out
+            assert f"results/truth/{family}/{split}/graphs.parquet" in out
+
+
+def test_small_run_then_a_seventh_family_changes_no_existing_byte(workdir, quick_config):
+    _snakemake(workdir, "all", "--configfile", "config/quick.yaml")
+    data = workdir / "results" / "instances"
+    before = _digests(workdir / "results")
+    n_dev, n_test = quick_config["instances"]["n_dev"], quick_config["instances"]["n_test"]
+    assert len(list(data.glob("*/dev/*/data.parquet"))) == 6 * n_dev
+    assert len(list(data.glob("*/test/*/data.parquet"))) == 6 * n_test
+
+    (workdir / "config" / "seventh.yaml").write_text(
+        "families:\n"
+        "  smooth:\n"
+        "    root_noise: [1.0, 1.0]\n"
+        "    kinds:\n"
+        "      sigmoid: {weight: 2, noise: [0.2, 0.3]}\n"
+        "      piecewise: {weight: 1, noise: [0.2, 0.3]}\n"
+    )
+    args = ["--configfile", "config/quick.yaml", "config/seventh.yaml"]
+    dry = _snakemake(workdir, "-n", *args).stdout
+    assert "results/instances/smooth/dev" in dry
+    planned = [line.split()[1] for line in dry.splitlines() if line.startswith("instances ")]
+    assert planned and set(planned) == {"2"}, dry     # only the new family's two jobs
+    _snakemake(workdir, "all", *args)
+    after = _digests(workdir / "results")
+    assert {k: after[k] for k in before} == before
+    assert len(list(data.glob("smooth/*/*/data.parquet"))) == n_dev + n_test
+
+
+def test_bad_config_fails_at_start_naming_the_key(workdir):
+    (workdir / "config" / "bad.yaml").write_text(
+        "families:\n"
+        "  broken:\n"
+        "    root_noise: [1.0, 0.5]\n"
+        "    kinds:\n"
+        "      wavelet: {weight: 1, noise: [0.1, 0.2]}\n"
+    )
+    proc = _snakemake(workdir, "-n", "--configfile", "config/quick.yaml", "config/bad.yaml", check=False)
+    text = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert "config key families.broken.kinds.wavelet" in text
+    assert "config key families.broken.root_noise" in text
