@@ -9,6 +9,9 @@ configfile: "config/config.yaml"
 
 include: "rules/common.smk"
 include: "rules/instances.smk"
+include: "rules/references.smk"
+include: "rules/headroom.smk"
+include: "rules/targets.smk"
 
 
 rule all:

@@ -20,6 +20,7 @@ FAMILIES = list(config["families"])
 wildcard_constraints:
     family="|".join(FAMILIES),
     split="|".join(SPLITS),
+    shard=r"\d+",
 
 
 def n_instances(wildcards):
@@ -46,4 +47,62 @@ def instance_outputs():
 
 def all_targets():
     """Every final target of the workflow (stages add theirs here as they land)."""
-    return instance_outputs()
+    return instance_outputs() + target_outputs()
+
+
+# --- references ------------------------------------------------------------------------------
+from heuresis.references import shards as _shards, shard_indices as _shard_indices
+
+MENU = list(config["references"]["algorithms"])
+BASELINES = list(config["references"].get("baselines", {}))
+SWEPT = MENU + BASELINES
+SLOW_ALGORITHMS = {"pc_kci", "router", "resit"}  # KCI or forests: longer jobs
+
+
+def algorithm_params(name):
+    section = "algorithms" if name in config["references"]["algorithms"] else "baselines"
+    return dict(config["references"][section][name])
+
+
+def reference_params(wildcards):
+    return algorithm_params(wildcards.algorithm)
+
+
+def reference_indices(wildcards):
+    n = n_instances(wildcards)
+    return _shard_indices(int(wildcards.shard), n, config["references"]["shard_size"])
+
+
+def reference_runtime(wildcards):
+    """Minutes requested per reference job (paper scale: 25 instances; KCI is the slow part)."""
+    return 120 if wildcards.algorithm in SLOW_ALGORITHMS else 20
+
+
+def reference_outputs(algorithms=None, families=None, splits=SPLITS):
+    out = []
+    for algorithm in algorithms or SWEPT:
+        for family in families or FAMILIES:
+            for split in splits:
+                n = int(config["instances"][f"n_{split}"])
+                for shard in _shards(n, config["references"]["shard_size"]):
+                    out.append(f"results/references/{algorithm}/{family}/{split}/shard-{shard:03d}.parquet")
+    return out
+
+
+# --- headroom and targets ----------------------------------------------------------------------
+def headroom_params(wildcards=None):
+    return {"menu": MENU, "baselines": BASELINES, **config["headroom"]}
+
+
+def test_truth():
+    return expand("results/truth/{family}/test/graphs.parquet", family=FAMILIES)
+
+
+HEADROOM_TABLES = ["table2", "table3", "table11"]
+HEADROOM_FIGURES = ["figure1c"]
+
+
+def target_outputs():
+    tables = expand("results/tables/{table}.{ext}", table=HEADROOM_TABLES, ext=["parquet", "md", "tex"])
+    figures = expand("results/figures/{figure}.{ext}", figure=HEADROOM_FIGURES, ext=["pdf", "png"])
+    return tables + figures

@@ -113,6 +113,35 @@ def _semantic_errors(config: dict) -> list[str]:
                 signed = MECHANISMS[kind].signed_constants
                 msgs.extend(_constant_errors(f"mechanisms.{kind}", config["mechanisms"][kind], signed))
                 msgs.extend(_constant_errors(f"{key}.params", spec.get("params", {}), signed))
+    msgs.extend(_reference_errors(config))
+    return msgs
+
+
+def _reference_errors(config: dict) -> list[str]:
+    """Menu and baselines name registered algorithms with valid parameters; grades are ordered."""
+    from heuresis.algorithms import ALGORITHMS, make_algorithm
+    from heuresis.grades import validate_grades
+
+    msgs: list[str] = []
+    refs = config.get("references", {})
+    for section in ("algorithms", "baselines"):
+        for name, params in refs.get(section, {}).items():
+            key = f"references.{section}.{name}"
+            if name not in ALGORITHMS:
+                msgs.append(f"config key {key}: unknown algorithm {name!r}; known: {sorted(ALGORITHMS)}")
+                continue
+            try:
+                make_algorithm(name, **params)
+            except ValueError as exc:
+                msgs.append(f"config key {key}: {exc}")
+    overlap = set(refs.get("algorithms", {})) & set(refs.get("baselines", {}))
+    if overlap:
+        msgs.append(f"config key references.baselines: {sorted(overlap)} also on the menu (references.algorithms)")
+    if "grades" in config:
+        try:
+            validate_grades([(g["upto"], g["label"]) for g in config["grades"]])
+        except ValueError as exc:
+            msgs.append(f"config key grades: {exc}")
     return msgs
 
 

@@ -26,6 +26,10 @@ __all__ = [
     "INSTANCE_INDEX",
     "TRUTH_GRAPHS",
     "TRUTH_NODES",
+    "REFERENCES",
+    "DELETION",
+    "HEADROOM_SELECTION",
+    "HEADROOM_SCORES",
     "write_table",
     "read_table",
     "read_metadata",
@@ -105,6 +109,56 @@ TRUTH_NODES = _schema("truth_nodes", 1, [
     ("noise_scale", pa.float64(), "sigma (null for input-dependent noise kinds)"),
     ("standardize_output", pa.bool_(), "whether the map output was standardized before noise"),
     ("params", pa.string(), "JSON of every drawn mechanism parameter"),
+])
+
+DELETION = pa.struct([
+    pa.field("x", pa.string()), pa.field("y", pa.string()), pa.field("sepset", pa.list_(pa.string())),
+    pa.field("test", pa.string()), pa.field("pvalue", pa.float64()), pa.field("level", pa.int32()),
+    pa.field("grade", pa.string()), pa.field("wrong", pa.bool_()),
+])
+
+REFERENCES = _schema("references", 1, [
+    ("algorithm", pa.string(), "menu algorithm or baseline name"),
+    ("family", pa.string(), "mechanism family"),
+    ("split", pa.string(), "dev or test"),
+    ("instance", pa.int32(), "instance index within family and split"),
+    ("instance_id", pa.string(), "family/split/index"),
+    ("status", pa.string(), "ok, or failed (then the graph is empty and error says why)"),
+    ("error", pa.string(), "error message of a failed run"),
+    ("graph", pa.list_(pa.int8()), "output mark matrix over X1..Xd, row-major"),
+    ("edges", pa.string(), "output edges as 'Xi -> Xj' / 'Xi -- Xj', '; '-separated"),
+    ("runtime_s", pa.float64(), "wall time of the run in seconds"),
+    ("n_tests", pa.int32(), "CI tests run (0 for score-based and functional methods)"),
+    ("f1", pa.float64(), "adjacency F1 against the true skeleton"),
+    ("precision", pa.float64(), "adjacency precision"),
+    ("recall", pa.float64(), "adjacency recall"),
+    ("shd", pa.int32(), "SHD against the true CPDAG after Meek completion"),
+    ("nshd", pa.float64(), "SHD / (d(d-1)/2)"),
+    ("n_edges", pa.int32(), "edges in the output"),
+    ("details", pa.string(), "JSON of algorithm parameters and method-specific output"),
+    ("deletions", pa.list_(DELETION), "PC variants: the deletion log with the hidden wrong label"),
+])
+
+HEADROOM_SELECTION = _schema("headroom_selection", 1, [
+    ("scope", pa.string(), "a family (BCA_f) or 'all' (BCA_g)"),
+    ("algorithm", pa.string(), "menu algorithm"),
+    ("dev_f1", pa.float64(), "mean adjacency F1 over the scope's dev instances"),
+    ("dev_n", pa.int64(), "dev instances in the mean"),
+    ("chosen", pa.bool_(), "the scope's best chosen algorithm"),
+])
+
+HEADROOM_SCORES = _schema("headroom_scores", 1, [
+    ("family", pa.string(), "mechanism family"),
+    ("instance", pa.int64(), "test instance index"),
+    ("method", pa.string(), "menu algorithm, baseline, bca_g, bca_f, oracle, empty, complete or random_restoration"),
+    ("algorithm", pa.string(), "algorithm behind the method (bca_*: the chosen one; oracle: pc_kci)"),
+    ("f1", pa.float64(), "adjacency F1 (random_restoration: mean over draws)"),
+    ("precision", pa.float64(), "adjacency precision"),
+    ("recall", pa.float64(), "adjacency recall"),
+    ("shd", pa.float64(), "SHD against the true CPDAG after Meek completion"),
+    ("nshd", pa.float64(), "SHD / (d(d-1)/2)"),
+    ("n_deletions", pa.float64(), "PC-KCI deletions on the instance (pc_kci, oracle, random_restoration rows)"),
+    ("n_wrong_deletions", pa.float64(), "PC-KCI wrong deletions (same rows)"),
 ])
 
 

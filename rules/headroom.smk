@@ -1,0 +1,24 @@
+# Stage 3, headroom (SPEC §4.3): BCA_g and BCA_f on dev; oracle, floors and every reference
+# scored on test, per instance.
+
+
+rule headroom:
+    input:
+        refs=reference_outputs(),
+        truth=test_truth(),
+    output:
+        selection="results/headroom/selection.parquet",
+        scores="results/headroom/test_scores.parquet",
+    log:
+        "logs/headroom/headroom.log",
+    params:
+        headroom=headroom_params(),
+        families=FAMILIES,
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=20,
+    conda:
+        "../environment.yml"
+    script:
+        "../workflow/scripts/headroom.py"

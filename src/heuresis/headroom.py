@@ -1,0 +1,146 @@
+"""Stage 3, headroom (SPEC §4.3): BCA selection on dev, the ideal oracle and floors on test.
+
+* **BCA_g** is the menu algorithm with the best mean adjacency F1 over the dev instances of all
+  families; **BCA_f** the best on family f's dev instances.  Only dev rows enter the selection
+  (ties go to the earlier algorithm in the configured menu order).
+* The **oracle** takes PC-KCI's output and restores, as undirected edges, every pair PC-KCI
+  wrongly deleted (the hidden label of its deletion log), changing nothing else.
+* **Floors** per test instance: the empty graph, the complete graph, PC-KCI, random restoration
+  of as many of PC-KCI's deleted pairs as the oracle restores (mean over ``random_restorations``
+  draws), and the oracle.
+
+The stage writes per-instance test scores in long form (one row per instance and method), so
+every later table computes its means and paired bootstrap intervals from the same numbers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from heuresis.graph import Graph, Relation
+from heuresis.instances import load_truth, stable_key
+from heuresis.metrics import score_graph
+from heuresis.references import graph_of, load_references
+from heuresis.schemas import HEADROOM_SCORES, HEADROOM_SELECTION, read_table, write_table
+
+__all__ = ["select_bca", "restore_pairs", "build_headroom", "load_scores", "load_selection",
+           "GLOBAL"]
+
+GLOBAL = "all"  # the scope name of BCA_g and of rows over all families
+
+
+def select_bca(refs: pd.DataFrame, menu: Sequence[str]) -> pd.DataFrame:
+    """Mean dev F1 per scope (each family, and ``all``) and algorithm, with the chosen one marked.
+
+    Raises if a menu algorithm has no dev rows for a family: a selection over an incomplete sweep
+    would silently favour the algorithms that happened to finish.
+    """
+    dev = refs[(refs["split"] == "dev") & refs["algorithm"].isin(menu)]
+    if dev.empty:
+        raise ValueError("BCA selection needs dev references; none found (is instances.n_dev 0?)")
+    families = sorted(dev["family"].unique())
+    rows = []
+    for scope in [*families, GLOBAL]:
+        part = dev if scope == GLOBAL else dev[dev["family"] == scope]
+        means = part.groupby("algorithm")["f1"].agg(["mean", "count"])
+        missing = [a for a in menu if a not in means.index]
+        if missing:
+            raise ValueError(f"no dev references of {missing} for scope {scope!r}")
+        best = max(menu, key=lambda a: (means.loc[a, "mean"], -list(menu).index(a)))
+        for a in menu:
+            rows.append(dict(scope=scope, algorithm=a, dev_f1=float(means.loc[a, "mean"]),
+                             dev_n=int(means.loc[a, "count"]), chosen=a == best))
+    return pd.DataFrame(rows)
+
+
+def restore_pairs(graph: Graph, pairs: Sequence[tuple[int, int]]) -> Graph:
+    """``graph`` with each pair set to an undirected edge (existing relations elsewhere kept)."""
+    out = graph.copy()
+    for x, y in pairs:
+        out.set(x, y, Relation.UNDIRECTED)
+    return out
+
+
+def _deleted_pairs(row: Mapping, names: Sequence[str]) -> tuple[list[tuple[int, int]], list[bool]]:
+    index = {n: k for k, n in enumerate(names)}
+    log = row["deletions"]
+    if log is None:
+        raise ValueError(f"{row['algorithm']} row of {row['instance_id']} has no deletion log")
+    return [(index[d["x"]], index[d["y"]]) for d in log], [bool(d["wrong"]) for d in log]
+
+
+def _score_row(family, index, method, algorithm, truth, graph, **extra) -> dict:
+    s = score_graph(truth.dag, truth.cpdag, graph)
+    return dict(family=family, instance=int(index), method=method, algorithm=algorithm, f1=s.f1,
+                precision=s.precision, recall=s.recall, shd=float(s.shd), nshd=s.nshd,
+                n_deletions=extra.get("n_deletions"), n_wrong_deletions=extra.get("n_wrong_deletions"))
+
+
+def build_headroom(ref_paths: Sequence[str | Path], truth_dirs: Mapping[str, str | Path], menu: Sequence[str],
+                   baselines: Sequence[str], *, random_restorations: int, seed: int,
+                   pc_algorithm: str = "pc_kci") -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Selection table and per-instance test scores (see module docstring).
+
+    ``truth_dirs`` maps each family to its *test* truth folder.
+    """
+    refs = load_references(ref_paths)
+    selection = select_bca(refs, menu)
+    chosen = selection[selection["chosen"]].set_index("scope")["algorithm"].to_dict()
+    test = refs[refs["split"] == "test"]
+    rows = []
+    for family, truth_dir in truth_dirs.items():
+        truths = load_truth(truth_dir)
+        fam = test[test["family"] == family].set_index(["algorithm", "instance"]).sort_index()
+        for index, truth in sorted(truths.items()):
+            def ref(algorithm):
+                try:
+                    return fam.loc[(algorithm, index)]
+                except KeyError:
+                    raise ValueError(f"no {algorithm} reference for {truth.instance_id}") from None
+
+            pc_row = ref(pc_algorithm).to_dict()
+            pc_row.update(algorithm=pc_algorithm, instance_id=truth.instance_id)
+            pc_graph = graph_of(pc_row)
+            pairs, wrong = _deleted_pairs(pc_row, pc_graph.names)
+            n_wrong = int(sum(wrong))
+            stats = dict(n_deletions=len(pairs), n_wrong_deletions=n_wrong)
+            for a in [*menu, *baselines]:
+                rows.append(_score_row(family, index, a, a, truth, graph_of(ref(a)),
+                                       **(stats if a == pc_algorithm else {})))
+            for method, scope in (("bca_g", GLOBAL), ("bca_f", family)):
+                a = chosen.get(scope, chosen[GLOBAL])  # a family without dev instances falls back to BCA_g
+                rows.append(_score_row(family, index, method, a, truth, graph_of(ref(a))))
+            rows.append(_score_row(family, index, "oracle", pc_algorithm, truth,
+                                   restore_pairs(pc_graph, [p for p, w in zip(pairs, wrong) if w]), **stats))
+            rows.append(_score_row(family, index, "empty", "", truth, Graph.empty(truth.dag.d)))
+            rows.append(_score_row(family, index, "complete", "", truth, Graph.complete(truth.dag.d)))
+            rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(stable_key(family), index)))
+            draws = []
+            for _ in range(random_restorations):
+                pick = rng.choice(len(pairs), size=n_wrong, replace=False) if n_wrong else []
+                draws.append(_score_row(family, index, "random_restoration", pc_algorithm, truth,
+                                        restore_pairs(pc_graph, [pairs[k] for k in pick])))
+            mean = {k: float(np.mean([d[k] for d in draws])) for k in ("f1", "precision", "recall", "shd", "nshd")}
+            rows.append({**draws[0], **mean, **stats})
+    scores = pd.DataFrame(rows)
+    return selection, scores
+
+
+def write_headroom(selection: pd.DataFrame, scores: pd.DataFrame, selection_path, scores_path, meta) -> None:
+    write_table(pa.Table.from_pandas(selection, schema=HEADROOM_SELECTION.schema, preserve_index=False),
+                selection_path, HEADROOM_SELECTION, meta)
+    write_table(pa.Table.from_pandas(scores, schema=HEADROOM_SCORES.schema, preserve_index=False),
+                scores_path, HEADROOM_SCORES, meta)
+
+
+def load_scores(path) -> pd.DataFrame:
+    return read_table(path, HEADROOM_SCORES).to_pandas()
+
+
+def load_selection(path) -> pd.DataFrame:
+    return read_table(path, HEADROOM_SELECTION).to_pandas()

@@ -1,0 +1,142 @@
+"""Paper tables and figures built from the headroom stage's per-instance test scores.
+
+Each builder returns ``(numbers, display)``: a DataFrame of numbers (written to Parquet) and one
+of formatted strings (Markdown and LaTeX).  Every interval is a 95% paired bootstrap over test
+instances (:mod:`heuresis.bootstrap`) with the configured seed and resample count.  Families
+appear in config order (SPEC §3.3: lg, anm, hetero, wild, mixed, gauntlet), then ``all``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from heuresis.bootstrap import Interval, bootstrap_mean, paired_bootstrap
+from heuresis.foundation import foundation_model
+from heuresis.headroom import GLOBAL
+
+__all__ = ["table2", "table3", "table11", "figure1c", "method_f1", "FLOORS"]
+
+FLOORS = ("empty", "complete", "pc_kci", "random_restoration", "oracle")
+
+
+def _boot(cfg: Mapping) -> dict:
+    return dict(resamples=int(cfg["resamples"]), seed=int(cfg["seed"]), level=float(cfg["level"]))
+
+
+def method_f1(scores: pd.DataFrame, family: str, method: str) -> np.ndarray:
+    """Per-instance F1 of a method on a family (``all``: every family), in instance order."""
+    part = scores[scores["method"] == method]
+    if family != GLOBAL:
+        part = part[part["family"] == family]
+    return part.sort_values(["family", "instance"])["f1"].to_numpy()
+
+
+def _scopes(families: Sequence[str]) -> list[str]:
+    return [*families, GLOBAL]
+
+
+def _f(x: float, digits: int = 3) -> str:
+    return "n/a" if x is None or (isinstance(x, float) and np.isnan(x)) else f"{x:.{digits}f}"
+
+
+def _iv(iv: Interval, prefix: str) -> dict:
+    return {f"{prefix}": iv.estimate, f"{prefix}_lo": iv.lo, f"{prefix}_hi": iv.hi}
+
+
+def table2(scores: pd.DataFrame, families: Mapping[str, Mapping], boot: Mapping) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Families, their mechanism kinds, PC-KCI's wrong deletions, and the oracle's gain over PC-KCI."""
+    rows, disp = [], []
+    for fam in _scopes(list(families)):
+        pc = scores[(scores["method"] == "pc_kci") & ((scores["family"] == fam) | (fam == GLOBAL))]
+        wrong = pc["n_wrong_deletions"].to_numpy(dtype=float)
+        gain = paired_bootstrap(method_f1(scores, fam, "oracle"), method_f1(scores, fam, "pc_kci"), **_boot(boot))
+        kinds = ", ".join(families[fam]["kinds"]) if fam != GLOBAL else ""
+        rows.append(dict(family=fam, kinds=kinds, n_instances=len(pc), wrong_deletions_mean=float(wrong.mean()),
+                         share_without_wrong_deletion=float(np.mean(wrong == 0)),
+                         **_iv(gain, "oracle_minus_pc_kci")))
+        disp.append({"family": fam, "mechanism kinds": kinds or "(all families)", "test instances": len(pc),
+                     "wrongly deleted edges / instance": _f(wrong.mean(), 2),
+                     "instances with none": f"{np.mean(wrong == 0):.0%}",
+                     "oracle − PC-KCI (F1)": gain.fmt()})
+    return pd.DataFrame(rows), pd.DataFrame(disp)
+
+
+def table3(scores: pd.DataFrame, selection: pd.DataFrame, families: Sequence[str], boot: Mapping,
+           foundation: Sequence[str] = (), router: str = "router") -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Reference points: F1 of BCA_f and oracle, both headrooms, the router's residual gain."""
+    chosen = selection[selection["chosen"]].set_index("scope")["algorithm"]
+    has_router = router in set(scores["method"])
+    rows, disp = [], []
+    for fam in _scopes(families):
+        bca_g, bca_f, oracle = (method_f1(scores, fam, m) for m in ("bca_g", "bca_f", "oracle"))
+        hs = paired_bootstrap(bca_f, bca_g, **_boot(boot))
+        hr = paired_bootstrap(oracle, bca_f, **_boot(boot))
+        rg = paired_bootstrap(method_f1(scores, fam, router), bca_f, **_boot(boot)) if has_router else None
+        rows.append(dict(row=fam, kind="family" if fam != GLOBAL else "all", bca_g=chosen.get(GLOBAL, ""),
+                         bca_f=chosen.get(fam, "") if fam != GLOBAL else "per family",
+                         f1_bca_f=float(bca_f.mean()), f1_oracle=float(oracle.mean()), **_iv(hs, "h_s"),
+                         **_iv(hr, "h_r"), **(_iv(rg, "router_delta_r") if rg else
+                                              {"router_delta_r": np.nan, "router_delta_r_lo": np.nan,
+                                               "router_delta_r_hi": np.nan}),
+                         note=""))
+        disp.append({"family": fam, "BCA_f": chosen.get(fam, "per family") if fam != GLOBAL else "per family",
+                     "F1(BCA_f)": _f(bca_f.mean()), "F1(oracle)": _f(oracle.mean()), "H^s": hs.fmt(), "H^r": hr.fmt(),
+                     "router Δ^r": rg.fmt() if rg else "not run (no router in references.baselines)"})
+    for name in foundation:
+        model = foundation_model(name)
+        ok, reason = model.availability()
+        rows.append(dict(row=model.title, kind="foundation_model", bca_g="", bca_f="", f1_bca_f=np.nan,
+                         f1_oracle=np.nan, h_s=np.nan, h_s_lo=np.nan, h_s_hi=np.nan, h_r=np.nan, h_r_lo=np.nan,
+                         h_r_hi=np.nan, router_delta_r=np.nan, router_delta_r_lo=np.nan, router_delta_r_hi=np.nan,
+                         note=reason))
+        disp.append({"family": model.title, "BCA_f": "—", "F1(BCA_f)": "—", "F1(oracle)": "—", "H^s": "—", "H^r": "—",
+                     "router Δ^r": reason})
+    return pd.DataFrame(rows), pd.DataFrame(disp)
+
+
+def table11(scores: pd.DataFrame, families: Sequence[str], boot: Mapping) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Trivial floors per family: F1 of empty, complete, PC-KCI, random restoration, oracle."""
+    labels = {"empty": "empty", "complete": "complete", "pc_kci": "PC-KCI", "random_restoration": "random restoration",
+              "oracle": "oracle"}
+    rows, disp = [], []
+    for fam in _scopes(families):
+        r, d = {"family": fam}, {"family": fam}
+        for m in FLOORS:
+            iv = bootstrap_mean(method_f1(scores, fam, m), **_boot(boot))
+            r.update(_iv(iv, m))
+            d[labels[m]] = f"{iv.estimate:.3f} [{iv.lo:.3f}, {iv.hi:.3f}]"
+        rows.append(r)
+        disp.append(d)
+    return pd.DataFrame(rows), pd.DataFrame(disp)
+
+
+def figure1c(scores: pd.DataFrame, families: Sequence[str], boot: Mapping):
+    """F1 per family of BCA_g, BCA_f and the oracle with bootstrap intervals; returns (fig, numbers)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    methods = (("bca_g", "BCA$_g$", "#9e9e9e"), ("bca_f", "BCA$_f$", "#4c72b0"), ("oracle", "oracle", "#dd8452"))
+    scopes = _scopes(families)
+    rows = []
+    fig, ax = plt.subplots(figsize=(1.2 * len(scopes) + 2, 3.2))
+    width = 0.8 / len(methods)
+    for k, (m, label, color) in enumerate(methods):
+        ivs = [bootstrap_mean(method_f1(scores, fam, m), **_boot(boot)) for fam in scopes]
+        x = np.arange(len(scopes)) + (k - 1) * width
+        est = np.array([iv.estimate for iv in ivs])
+        err = np.array([[iv.estimate - iv.lo for iv in ivs], [iv.hi - iv.estimate for iv in ivs]])
+        ax.bar(x, est, width, yerr=err, capsize=2, label=label, color=color)
+        rows += [dict(family=fam, method=m, **_iv(iv, "f1")) for fam, iv in zip(scopes, ivs)]
+    ax.set_xticks(np.arange(len(scopes)), scopes)
+    ax.set_ylabel("adjacency F1 (test, mean ± 95% CI)")
+    ax.set_xlabel("mechanism family")
+    ax.set_ylim(0, 1.05)
+    ax.legend(frameon=False, ncol=3, loc="upper center", bbox_to_anchor=(0.5, 1.15))
+    ax.spines[["top", "right"]].set_visible(False)
+    fig.tight_layout()
+    return fig, pd.DataFrame(rows)

@@ -1,0 +1,181 @@
+"""Reference sweeps, BCA selection, the oracle, floors, bootstrap and the paper targets."""
+
+import copy
+import json
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+from scipy import stats
+
+from heuresis.algorithms.router import holm_adjust
+from heuresis.bootstrap import bootstrap_mean, paired_bootstrap
+from heuresis.checkpoint import Checkpoint
+from heuresis.headroom import build_headroom, select_bca
+from heuresis.instances import instance_spec, write_split
+from heuresis.references import graph_of, load_references, run_shard, shard_indices, shards
+from heuresis import targets
+
+
+# --- bootstrap -------------------------------------------------------------------------------
+def test_bootstrap_matches_scipy_percentile_interval():
+    rng = np.random.default_rng(0)
+    x = rng.normal(0.3, 1.0, size=150)
+    ours = bootstrap_mean(x, resamples=4000, seed=1)
+    ref = stats.bootstrap((x,), np.mean, n_resamples=4000, method="percentile", random_state=2).confidence_interval
+    width = ref.high - ref.low
+    assert ours.estimate == pytest.approx(x.mean())
+    assert abs(ours.lo - ref.low) < 0.1 * width and abs(ours.hi - ref.high) < 0.1 * width
+    # and the normal approximation mean +- 1.96 sd / sqrt(n)
+    half = 1.96 * x.std(ddof=1) / np.sqrt(len(x))
+    assert (ours.hi - ours.lo) / 2 == pytest.approx(half, rel=0.1)
+
+
+def test_paired_bootstrap_keeps_the_pairing():
+    rng = np.random.default_rng(1)
+    base = rng.uniform(0, 1, 80)
+    a, b = base + 0.05, base          # constant paired difference: a zero-width interval
+    iv = paired_bootstrap(a, b, resamples=500, seed=3)
+    assert iv.lo == pytest.approx(0.05) and iv.hi == pytest.approx(0.05)
+    with pytest.raises(ValueError, match="NaN"):
+        bootstrap_mean([0.1, np.nan])
+    with pytest.raises(ValueError, match="equal shapes"):
+        paired_bootstrap([1, 2], [1])
+    noisy = a + rng.normal(0, 0.05, 80)
+    first = paired_bootstrap(noisy, b, resamples=500, seed=3)
+    assert first == paired_bootstrap(noisy, b, resamples=500, seed=3)      # seeded: reproducible
+    assert first != paired_bootstrap(noisy, b, resamples=500, seed=4)
+    assert first.lo < first.estimate < first.hi
+
+
+def test_holm_equals_statsmodels():
+    multipletests = pytest.importorskip("statsmodels.stats.multitest").multipletests
+    rng = np.random.default_rng(2)
+    for _ in range(50):
+        p = rng.uniform(0, 0.2, size=int(rng.integers(1, 15)))
+        assert np.allclose(holm_adjust(p), multipletests(p, method="holm")[1])
+
+
+# --- shards and checkpoints ----------------------------------------------------------------
+def test_shards_cover_every_instance_once():
+    for n, size in [(100, 25), (32, 25), (7, 10), (1, 1)]:
+        got = [i for s in shards(n, size) for i in shard_indices(s, n, size)]
+        assert got == list(range(n))
+    with pytest.raises(ValueError, match="shard 4 is out of range"):
+        shard_indices(4, 100, 25)
+
+
+def test_checkpoint_resumes_and_ignores_stale_parts(tmp_path):
+    art = tmp_path / "x.parquet"
+    c = Checkpoint(art, key="k1")
+    c.save(3, {"v": 1})
+    assert 3 in Checkpoint(art, key="k1") and 3 not in Checkpoint(art, key="k2")
+    c.clear()
+    assert not (tmp_path / "x.parquet.parts").exists()
+
+
+# --- a small real sweep ---------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def sweep(quick_config, tmp_path_factory):
+    """pc_fisherz (as the PC of the oracle), ges and notears on two families' dev and test."""
+    cfg = copy.deepcopy(quick_config)
+    cfg["instances"].update(d=6, n=300)
+    root = tmp_path_factory.mktemp("sweep")
+    families = ["lg", "gauntlet"]
+    menu = {"pc_fisherz": {"alpha": 0.05}, "ges": {}, "notears": {"lambda1": 0.1, "w_threshold": 0.3}}
+    paths = []
+    for fam in families:
+        for split, n in (("dev", 4), ("test", 5)):
+            data, truth = root / "instances" / fam / split, root / "truth" / fam / split
+            write_split(instance_spec(cfg, fam), fam, split, n, data, truth)
+            for algo, params in menu.items():
+                out = root / "references" / algo / fam / split / "shard-000.parquet"
+                run_shard(algo, params, fam, split, list(range(n)), data, truth, out, grades=cfg["grades"])
+                paths.append(out)
+    return dict(root=root, paths=paths, families=families, menu=list(menu), cfg=cfg)
+
+
+def test_reference_rows_have_scores_and_a_labelled_deletion_log(sweep):
+    refs = load_references(sweep["paths"])
+    assert len(refs) == 2 * (4 + 5) * 3 and set(refs["status"]) == {"ok"}
+    pc = refs[refs["algorithm"] == "pc_fisherz"]
+    for row in pc.itertuples():
+        g = graph_of(row._asdict())
+        for dl in row.deletions:
+            i, j = int(dl["x"][1:]) - 1, int(dl["y"][1:]) - 1
+            assert not g.skeleton()[i, j]                 # a deleted pair stays deleted
+            assert dl["pvalue"] > 0.05 and dl["grade"].startswith("no evidence")
+        assert row.n_tests > 0
+    assert (refs[refs["algorithm"] != "pc_fisherz"]["deletions"].isna()).all()
+
+
+def test_oracle_restores_exactly_the_wrong_deletions(sweep):
+    refs = load_references(sweep["paths"])
+    truth_dirs = {f: sweep["root"] / "truth" / f / "test" for f in sweep["families"]}
+    _, scores = build_headroom(sweep["paths"], truth_dirs, sweep["menu"], [], random_restorations=5, seed=1,
+                               pc_algorithm="pc_fisherz")
+    test = refs[(refs["split"] == "test") & (refs["algorithm"] == "pc_fisherz")]
+    from heuresis.instances import load_truth
+    for row in test.itertuples():
+        truth = load_truth(truth_dirs[row.family])[row.instance]
+        pc_skel = graph_of(row._asdict()).skeleton()
+        wrong = {(int(d["x"][1:]) - 1, int(d["y"][1:]) - 1) for d in row.deletions if d["wrong"]}
+        true_skel = truth.dag.skeleton()
+        assert all(true_skel[i, j] for i, j in wrong)
+        s = scores[(scores.family == row.family) & (scores.instance == row.instance)].set_index("method")
+        # oracle recall = recall of pc + restored true edges; precision never drops
+        tp_pc = (np.triu(pc_skel & true_skel, 1)).sum()
+        expected_recall = (tp_pc + len(wrong)) / max(np.triu(true_skel, 1).sum(), 1)
+        assert s.loc["oracle", "recall"] == pytest.approx(expected_recall)
+        assert s.loc["oracle", "f1"] >= s.loc["pc_fisherz", "f1"] - 1e-12
+        assert s.loc["oracle", "n_wrong_deletions"] == len(wrong)
+        assert s.loc["empty", "f1"] == 0.0
+        if not wrong:
+            assert s.loc["random_restoration", "f1"] == pytest.approx(s.loc["pc_fisherz", "f1"])
+
+
+def test_bca_selection_uses_dev_only(sweep):
+    refs = load_references(sweep["paths"])
+    sel = select_bca(refs, sweep["menu"])
+    # rewrite every test score so that the worst dev algorithm looks perfect on test
+    worst = sel[sel.scope == "all"].sort_values("dev_f1")["algorithm"].iloc[0]
+    tampered = refs.copy()
+    tampered.loc[(tampered.split == "test") & (tampered.algorithm == worst), "f1"] = 1.0
+    tampered.loc[(tampered.split == "test") & (tampered.algorithm != worst), "f1"] = 0.0
+    assert select_bca(tampered, sweep["menu"]).equals(sel)
+    best = sel[(sel.scope == "all")].sort_values("dev_f1", ascending=False)["algorithm"].iloc[0]
+    assert sel[(sel.scope == "all") & sel.chosen]["algorithm"].item() == best
+    dev_mean = refs[(refs.split == "dev") & (refs.algorithm == best)]["f1"].mean()
+    assert sel[(sel.scope == "all") & (sel.algorithm == best)]["dev_f1"].item() == pytest.approx(dev_mean)
+
+
+def test_tables_and_figure(sweep, tmp_path):
+    from heuresis.report import save_figure, write_paper_table
+
+    truth_dirs = {f: sweep["root"] / "truth" / f / "test" for f in sweep["families"]}
+    selection, scores = build_headroom(sweep["paths"], truth_dirs, sweep["menu"], [], random_restorations=5,
+                                       seed=1, pc_algorithm="pc_fisherz")
+    scores.loc[scores.method == "pc_fisherz", "method"] = "pc_kci"   # the tables read PC-KCI rows
+    fams = {f: sweep["cfg"]["families"][f] for f in sweep["families"]}
+    boot = {"resamples": 200, "seed": 1, "level": 0.95}
+    n2, d2 = targets.table2(scores, fams, boot)
+    assert list(n2["family"]) == ["lg", "gauntlet", "all"]
+    n3, d3 = targets.table3(scores, selection, list(fams), boot, ["cdfm", "tabcausal"])
+    fm = n3[n3.kind == "foundation_model"]
+    assert len(fm) == 2 and fm["note"].str.contains("checkpoint not available offline").all()
+    assert "not run" in d3["router Δ^r"].iloc[0]
+    for fam in ["lg", "gauntlet"]:
+        r = n3.set_index("row").loc[fam]
+        assert r.h_s == pytest.approx(r.f1_bca_f - scores[(scores.family == fam) & (scores.method == "bca_g")].f1.mean())
+        assert r.h_r == pytest.approx(r.f1_oracle - r.f1_bca_f)
+        assert r.h_r_lo <= r.h_r <= r.h_r_hi
+    n11, d11 = targets.table11(scores, list(fams), boot)
+    write_paper_table(n11, d11, tmp_path / "table11", caption="floors", provenance={"stage": "test"})
+    assert (tmp_path / "table11.md").read_text().count("\n") >= 5
+    assert "\\begin{tabular}" in (tmp_path / "table11.tex").read_text()
+    assert json.loads(pq.read_schema(tmp_path / "table11.parquet").metadata[b"heuresis.provenance"])["stage"] == "test"
+    fig, numbers = targets.figure1c(scores, list(fams), boot)
+    save_figure(fig, tmp_path / "figure1c", provenance={"stage": "test"})
+    assert (tmp_path / "figure1c.pdf").stat().st_size > 1000 and (tmp_path / "figure1c.png").stat().st_size > 1000
+    assert set(numbers["method"]) == {"bca_g", "bca_f", "oracle"}

@@ -1,0 +1,20 @@
+"""Snakemake adapter for the headroom stage (logic: heuresis.headroom)."""
+
+from pathlib import Path
+
+from heuresis.headroom import build_headroom, write_headroom
+from heuresis.logs import stage_logger
+from heuresis.provenance import PROVENANCE_KEY, dumps, provenance_record, utc_now
+
+sm = snakemake  # noqa: F821  (injected by Snakemake)
+log = stage_logger(sm.log[0])
+started = utc_now()
+hp = sm.params.headroom
+truth_dirs = {Path(p).parts[-3]: Path(p).parent for p in sm.input.truth}
+selection, scores = build_headroom(sm.input.refs, truth_dirs, hp["menu"], hp["baselines"],
+                                   random_restorations=hp["random_restorations"], seed=hp["seed"])
+prov = provenance_record(stage="headroom", config=dict(hp), seeds={"random_restoration": hp["seed"]},
+                         inputs=[*sm.input.refs, *sm.input.truth], started=started)
+write_headroom(selection, scores, sm.output.selection, sm.output.scores, {PROVENANCE_KEY: dumps(prov)})
+chosen = selection[selection["chosen"]]
+log("BCA: " + ", ".join(f"{r.scope}={r.algorithm} ({r.dev_f1:.3f})" for r in chosen.itertuples()))
