@@ -51,11 +51,13 @@ def all_targets():
 
 
 # --- references ------------------------------------------------------------------------------
+from heuresis.config import reference_batches
 from heuresis.references import shards as _shards, shard_indices as _shard_indices
 
 MENU = list(config["references"]["algorithms"])
 BASELINES = list(config["references"].get("baselines", {}))
 SWEPT = MENU + BASELINES
+REFERENCE_BATCHES = reference_batches(config)
 SLOW_ALGORITHMS = {"pc_kci", "router", "resit"}  # KCI or forests: longer jobs
 
 
@@ -64,18 +66,14 @@ def algorithm_params(name):
     return dict(config["references"][section][name])
 
 
-def reference_params(wildcards):
-    return algorithm_params(wildcards.algorithm)
-
-
 def reference_indices(wildcards):
     n = n_instances(wildcards)
     return _shard_indices(int(wildcards.shard), n, config["references"]["shard_size"])
 
 
-def reference_runtime(wildcards):
+def reference_runtime(batch):
     """Minutes requested per reference job (paper scale: 25 instances; KCI is the slow part)."""
-    return 120 if wildcards.algorithm in SLOW_ALGORITHMS else 20
+    return 120 if SLOW_ALGORITHMS & set(batch) else 30
 
 
 def reference_outputs(algorithms=None, families=None, splits=SPLITS):

@@ -21,9 +21,16 @@ def _snakemake(workdir: Path, *args: str, check: bool = True) -> subprocess.Comp
     return proc
 
 
+TINY = """\
+# the small config made smaller still, so that the whole workflow runs in a test
+instances: {d: 5, n: 200, n_dev: 2, n_test: 2}
+bootstrap: {resamples: 200}
+"""
+
+
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory) -> Path:
-    """A copy of the workflow (not of results) in a fresh folder."""
+    """A copy of the workflow (not of results) in a fresh folder, plus config/tiny.yaml."""
     wd = tmp_path_factory.mktemp("wf")
     for name in ("Snakefile", "rules", "workflow", "config", "environment.yml"):
         src = ROOT / name
@@ -31,6 +38,7 @@ def workdir(tmp_path_factory) -> Path:
             shutil.copytree(src, wd / name, symlinks=True)
         else:
             shutil.copy(src, wd / name)
+    (wd / "config" / "tiny.yaml").write_text(TINY)
     return wd
 
 
@@ -50,13 +58,26 @@ def test_dry_run_lists_every_stage_output(workdir, quick_config):
         for split in ("dev", "test"):
             assert f"results/instances/{family}/{split}" in out
             assert f"results/truth/{family}/{split}/graphs.parquet" in out
+            for algorithm in [*quick_config["references"]["algorithms"], *quick_config["references"]["baselines"]]:
+                assert f"results/references/{algorithm}/{family}/{split}/shard-000.parquet" in out
+    for target in ("results/headroom/selection.parquet", "results/headroom/test_scores.parquet",
+                   "results/tables/table2.md", "results/tables/table3.tex", "results/tables/table11.parquet",
+                   "results/figures/figure1c.pdf", "results/figures/figure1c.png"):
+        assert target in out
 
 
-def test_small_run_then_a_seventh_family_changes_no_existing_byte(workdir, quick_config):
-    _snakemake(workdir, "all", "--configfile", "config/quick.yaml")
+def test_small_run_then_a_seventh_family_changes_no_existing_byte(workdir):
+    small = ["--configfile", "config/quick.yaml", "config/tiny.yaml"]
+    _snakemake(workdir, "all", *small)
+    for target in ("tables/table2", "tables/table3", "tables/table11"):
+        for ext in ("parquet", "md", "tex"):
+            assert (workdir / "results" / f"{target}.{ext}").stat().st_size > 0
+    assert (workdir / "results/figures/figure1c.pdf").exists() and (workdir / "results/figures/figure1c.png").exists()
+    table3 = (workdir / "results/tables/table3.md").read_text()
+    assert "checkpoint not available offline" in table3
     data = workdir / "results" / "instances"
-    before = _digests(workdir / "results")
-    n_dev, n_test = quick_config["instances"]["n_dev"], quick_config["instances"]["n_test"]
+    before = {k: v for k, v in _digests(workdir / "results").items() if k.startswith(("instances", "truth"))}
+    n_dev, n_test = 2, 2
     assert len(list(data.glob("*/dev/*/data.parquet"))) == 6 * n_dev
     assert len(list(data.glob("*/test/*/data.parquet"))) == 6 * n_test
 
@@ -68,15 +89,19 @@ def test_small_run_then_a_seventh_family_changes_no_existing_byte(workdir, quick
         "      sigmoid: {weight: 2, noise: [0.2, 0.3]}\n"
         "      piecewise: {weight: 1, noise: [0.2, 0.3]}\n"
     )
-    args = ["--configfile", "config/quick.yaml", "config/seventh.yaml"]
+    args = [*small, "config/seventh.yaml"]
     dry = _snakemake(workdir, "-n", *args).stdout
     assert "results/instances/smooth/dev" in dry
     planned = [line.split()[1] for line in dry.splitlines() if line.startswith("instances ")]
     assert planned and set(planned) == {"2"}, dry     # only the new family's two jobs
+    # existing families' reference sweeps are not redone either: only the new family's
+    sweeps = [line for line in dry.splitlines() if line.strip().startswith("output: results/references/")]
+    assert sweeps and all("/smooth/" in line for line in sweeps), sweeps
     _snakemake(workdir, "all", *args)
     after = _digests(workdir / "results")
     assert {k: after[k] for k in before} == before
     assert len(list(data.glob("smooth/*/*/data.parquet"))) == n_dev + n_test
+    assert "| smooth |" in (workdir / "results/tables/table2.md").read_text()
 
 
 def test_bad_config_fails_at_start_naming_the_key(workdir):

@@ -21,7 +21,8 @@ from jsonschema import Draft202012Validator, validators
 
 from heuresis.mechanisms import MECHANISMS
 
-__all__ = ["ConfigError", "load_config", "validate_config", "config_digest", "SPLITS", "merge_configs"]
+__all__ = ["ConfigError", "load_config", "validate_config", "config_digest", "SPLITS", "merge_configs",
+           "reference_batches"]
 
 SPLITS = ("dev", "test")
 
@@ -137,6 +138,15 @@ def _reference_errors(config: dict) -> list[str]:
     overlap = set(refs.get("algorithms", {})) & set(refs.get("baselines", {}))
     if overlap:
         msgs.append(f"config key references.baselines: {sorted(overlap)} also on the menu (references.algorithms)")
+    swept = [*refs.get("algorithms", {}), *refs.get("baselines", {})]
+    seen: dict[str, int] = {}
+    for k, batch in enumerate(refs.get("batches", [])):
+        for name in batch:
+            if name not in swept:
+                msgs.append(f"config key references.batches.{k}: {name!r} is neither on the menu nor a baseline")
+            elif name in seen:
+                msgs.append(f"config key references.batches.{k}: {name!r} is already in batch {seen[name]}")
+            seen.setdefault(name, k)
     if "grades" in config:
         try:
             validate_grades([(g["upto"], g["label"]) for g in config["grades"]])
@@ -200,3 +210,12 @@ def config_digest(obj: Any) -> str:
     """SHA-256 of a canonical JSON rendering (sorted keys) of a config or config slice."""
     text = json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def reference_batches(config: Mapping) -> list[list[str]]:
+    """The swept algorithms grouped into jobs: the configured batches, then each unlisted one alone."""
+    refs = config["references"]
+    swept = [*refs["algorithms"], *refs.get("baselines", {})]
+    batches = [[a for a in b if a in swept] for b in refs.get("batches", [])]
+    listed = {a for b in batches for a in b}
+    return [b for b in batches if b] + [[a] for a in swept if a not in listed]
