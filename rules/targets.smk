@@ -1,52 +1,66 @@
 # Paper targets built from the headroom stage: each table (Parquet + Markdown + LaTeX) and
-# figure (PDF + PNG) is its own rule. Changing the bootstrap settings reruns only these.
+# figure (PDF + PNG) is its own rule, named after it. Changing the bootstrap settings reruns
+# only these.
+
+for _table in HEADROOM_TABLES:
+
+    rule:
+        name:
+            _table
+        input:
+            scores="results/headroom/test_scores.parquet",
+            selection="results/headroom/selection.parquet",
+        output:
+            parquet=f"results/tables/{_table}.parquet",
+            md=report(
+                f"results/tables/{_table}.md",
+                caption=f"../workflow/report/{_table}.rst",
+                category="Tables",
+            ),
+            tex=f"results/tables/{_table}.tex",
+        log:
+            f"logs/tables/{_table}.log",
+        params:
+            target=_table,
+            families={f: config["families"][f] for f in FAMILIES},
+            bootstrap=config["bootstrap"],
+            foundation_models=config["headroom"]["foundation_models"],
+        threads: 1
+        resources:
+            mem_mb=2000,
+            runtime=10,
+        conda:
+            "../environment.yml"
+        script:
+            "../workflow/scripts/targets.py"
 
 
-rule table:
-    input:
-        scores="results/headroom/test_scores.parquet",
-        selection="results/headroom/selection.parquet",
-    output:
-        parquet="results/tables/{table}.parquet",
-        md=report("results/tables/{table}.md", caption="../workflow/report/{table}.rst", category="Tables"),
-        tex="results/tables/{table}.tex",
-    log:
-        "logs/tables/{table}.log",
-    wildcard_constraints:
-        table="|".join(HEADROOM_TABLES),
-    params:
-        families={f: config["families"][f] for f in FAMILIES},
-        bootstrap=config["bootstrap"],
-        foundation_models=config["headroom"]["foundation_models"],
-    threads: 1
-    resources:
-        mem_mb=2000,
-        runtime=10,
-    conda:
-        "../environment.yml"
-    script:
-        "../workflow/scripts/targets.py"
+for _figure in HEADROOM_FIGURES:
 
-
-rule figure:
-    input:
-        scores="results/headroom/test_scores.parquet",
-        selection="results/headroom/selection.parquet",
-    output:
-        pdf="results/figures/{figure}.pdf",
-        png=report("results/figures/{figure}.png", caption="../workflow/report/{figure}.rst", category="Figures"),
-    log:
-        "logs/figures/{figure}.log",
-    wildcard_constraints:
-        figure="|".join(HEADROOM_FIGURES),
-    params:
-        families={f: config["families"][f] for f in FAMILIES},
-        bootstrap=config["bootstrap"],
-    threads: 1
-    resources:
-        mem_mb=2000,
-        runtime=10,
-    conda:
-        "../environment.yml"
-    script:
-        "../workflow/scripts/targets.py"
+    rule:
+        name:
+            _figure
+        input:
+            scores="results/headroom/test_scores.parquet",
+            selection="results/headroom/selection.parquet",
+        output:
+            pdf=f"results/figures/{_figure}.pdf",
+            png=report(
+                f"results/figures/{_figure}.png",
+                caption=f"../workflow/report/{_figure}.rst",
+                category="Figures",
+            ),
+        log:
+            f"logs/figures/{_figure}.log",
+        params:
+            target=_figure,
+            families={f: config["families"][f] for f in FAMILIES},
+            bootstrap=config["bootstrap"],
+        threads: 1
+        resources:
+            mem_mb=2000,
+            runtime=10,
+        conda:
+            "../environment.yml"
+        script:
+            "../workflow/scripts/targets.py"

@@ -75,6 +75,9 @@ def test_small_run_then_a_seventh_family_changes_no_existing_byte(workdir):
     assert (workdir / "results/figures/figure1c.pdf").exists() and (workdir / "results/figures/figure1c.png").exists()
     table3 = (workdir / "results/tables/table3.md").read_text()
     assert "checkpoint not available offline" in table3
+    _snakemake(workdir, "--report", "report.html", *small)
+    html = (workdir / "report.html").read_text(errors="replace")
+    assert "figure1c.png" in html and "table3.md" in html
     data = workdir / "results" / "instances"
     before = {k: v for k, v in _digests(workdir / "results").items() if k.startswith(("instances", "truth"))}
     n_dev, n_test = 2, 2

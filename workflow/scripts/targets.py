@@ -21,8 +21,8 @@ CAPTIONS = {
     "table3": "Table 3. Reference points per family: BCA_f, oracle, headrooms and the router (test).",
     "table11": "Table 11. Trivial floors: adjacency F1 on test with 95% bootstrap intervals.",
 }
-if "table" in sm.wildcards.keys():
-    name = sm.wildcards.table
+name = sm.params.target
+if name.startswith("table"):
     if name == "table2":
         numbers, display = targets.table2(scores, families, boot)
     elif name == "table3":
@@ -35,4 +35,4 @@ if "table" in sm.wildcards.keys():
 else:
     fig, numbers = targets.figure1c(scores, list(families), boot)
     save_figure(fig, Path(sm.output.pdf).with_suffix(""), provenance={**prov, "numbers": numbers.to_dict("records")})
-    log(f"{sm.wildcards.figure}: written")
+    log(f"{name}: written")
