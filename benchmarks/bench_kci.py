@@ -1,0 +1,189 @@
+"""Benchmark: causal-learn PC-stable with causal-learn's KCI vs. with heuresis' KCI.
+
+Both runs use causal-learn's own ``pc(..., stable=True)``; only the CI test
+object differs. Our test is plugged in through causal-learn's custom-CIT
+registry (``causallearn.utils.cit.register_ci_test``) via a thin adapter that
+keeps causal-learn's canonicalisation and p-value caching, so the PC
+algorithm is identical. Runs are interleaved per instance after a warm-up.
+
+Usage::
+
+    PYTHONPATH=src python benchmarks/bench_kci.py --instances 10 --n 600
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import statistics
+import sys
+import time
+import tracemalloc
+from collections import defaultdict
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
+
+from causallearn.search.ConstraintBased.PC import pc  # noqa: E402
+from causallearn.utils import cit as cl_cit  # noqa: E402
+
+from heuresis.ci import KCI  # noqa: E402
+
+
+# --------------------------------------------------------------------- data
+def random_scm(d: int, n: int, seed: int, p_edge: float = 0.3) -> np.ndarray:
+    """Random DAG with mixed nonlinear / linear mechanisms and Gaussian noise."""
+    rng = np.random.default_rng(seed)
+    A = np.triu(rng.random((d, d)) < p_edge, 1)
+    funcs = [np.sin, np.tanh, lambda u: 0.5 * u ** 2, lambda u: u, lambda u: u,
+             np.abs, np.cos, lambda u: u * np.exp(-0.25 * u ** 2)]
+    X = np.zeros((n, d))
+    for j in range(d):
+        val = rng.uniform(0.3, 1.0) * rng.standard_normal(n)
+        for i in np.nonzero(A[:, j])[0]:
+            f = funcs[rng.integers(len(funcs))]
+            val = val + rng.uniform(0.5, 1.5) * rng.choice([-1.0, 1.0]) * f(X[:, i])
+        if rng.random() < 0.2:  # occasional multiplicative interaction
+            pa = np.nonzero(A[:, j])[0]
+            if len(pa) >= 2:
+                val = val + 0.5 * X[:, pa[0]] * X[:, pa[1]]
+        X[:, j] = val
+    return X[:, rng.permutation(d)]
+
+
+# --------------------------------------------------------------------- CIT adapters
+LOG: list = []  # (key, depth, p, seconds) for every cache-miss evaluation
+
+
+class LoggedCausalLearnKCI(cl_cit.KCI):
+    """causal-learn's KCI, logging every computed test."""
+
+    def __call__(self, X, Y, condition_set=None):
+        _, _, cs, key = self.get_formatted_XYZ_and_cachekey(X, Y, condition_set)
+        if key in self.pvalue_cache:
+            return self.pvalue_cache[key]
+        t0 = time.perf_counter()
+        p = super().__call__(X, Y, condition_set)
+        LOG.append((key, len(cs), p, time.perf_counter() - t0))
+        return p
+
+
+class HeuresisKCIAdapter(cl_cit.CIT_Base):
+    """heuresis' KCI behind causal-learn's CIT interface (same keys, same cache)."""
+
+    def __init__(self, data, **kwargs):
+        super().__init__(data, **kwargs)
+        self.check_cache_method_consistent("kci", "heuresis-kci")
+        self.assert_input_data_is_valid()
+        self.impl = KCI(data)
+
+    def __call__(self, X, Y, condition_set=None):
+        Xs, Ys, cs, key = self.get_formatted_XYZ_and_cachekey(X, Y, condition_set)
+        if key in self.pvalue_cache:
+            return self.pvalue_cache[key]
+        t0 = time.perf_counter()
+        p = self.impl.pvalue(Xs[0], Ys[0], cs)
+        LOG.append((key, len(cs), p, time.perf_counter() - t0))
+        self.pvalue_cache[key] = p
+        return p
+
+
+cl_cit.register_ci_test("bench_cl_kci", LoggedCausalLearnKCI)
+cl_cit.register_ci_test("bench_heuresis_kci", HeuresisKCIAdapter)
+
+
+def run_pc(data: np.ndarray, method: str):
+    LOG.clear()
+    t0 = time.perf_counter()
+    cg = pc(data, alpha=0.05, indep_test=method, stable=True, show_progress=False)
+    dt = time.perf_counter() - t0
+    return cg.G.graph.copy(), list(LOG), dt, cg
+
+
+# --------------------------------------------------------------------- main
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--instances", type=int, default=10)
+    ap.add_argument("--n", type=int, default=600)
+    ap.add_argument("--d", type=int, default=10)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--p-edge", type=float, default=0.3)
+    ap.add_argument("--blas-threads", type=int, default=0,
+                    help="limit BLAS threads (threadpoolctl) for both libraries; 0 = leave as is. "
+                         "1 is much more stable on a shared/oversubscribed machine")
+    ap.add_argument("--no-tracemalloc", action="store_true",
+                    help="skip the separate (untimed) tracemalloc pass")
+    args = ap.parse_args(argv)
+    if args.blas_threads > 0:
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(args.blas_threads)
+
+    # warm-up (imports, BLAS threads, caches of the libraries)
+    warm = random_scm(5, min(args.n, 200), 12345)
+    run_pc(warm, "bench_cl_kci")
+    run_pc(warm, "bench_heuresis_kci")
+
+    print(f"PC-stable, KCI, alpha=0.05, d={args.d}, n={args.n}, {args.instances} instances, "
+          f"BLAS threads: {args.blas_threads or 'default'}")
+    print(f"{'inst':>4} {'#tests':>6} {'cl [s]':>8} {'ours [s]':>8} {'ratio':>6} {'graph':>5} {'tests':>5} {'max|dp|':>9}")
+    t_cl_all, t_us_all, ratios = [], [], []
+    depth_cl, depth_us, depth_n = defaultdict(float), defaultdict(float), defaultdict(int)
+    all_graph_eq = all_tests_eq = True
+    max_dp = 0.0
+    for i in range(args.instances):
+        data = random_scm(args.d, args.n, args.seed + i, args.p_edge)
+        g_cl, log_cl, t_cl, _ = run_pc(data, "bench_cl_kci")
+        g_us, log_us, t_us, _ = run_pc(data, "bench_heuresis_kci")
+        graph_eq = bool(np.array_equal(g_cl, g_us))
+        keys_cl = [k for k, *_ in log_cl]
+        keys_us = [k for k, *_ in log_us]
+        tests_eq = keys_cl == keys_us
+        pcl = {k: p for k, _, p, _ in log_cl}
+        dps = [abs(pcl[k] - p) for k, _, p, _ in log_us if k in pcl]
+        dp = max(dps) if dps else 0.0
+        max_dp = max(max_dp, dp)
+        all_graph_eq &= graph_eq
+        all_tests_eq &= tests_eq
+        for _, depth, _, s in log_cl:
+            depth_cl[depth] += s
+            depth_n[depth] += 1
+        for _, depth, _, s in log_us:
+            depth_us[depth] += s
+        t_cl_all.append(t_cl)
+        t_us_all.append(t_us)
+        ratios.append(t_cl / t_us)
+        print(f"{i:>4} {len(log_cl):>6} {t_cl:>8.2f} {t_us:>8.3f} {t_cl / t_us:>6.1f} "
+              f"{'same' if graph_eq else 'DIFF':>5} {'same' if tests_eq else 'DIFF':>5} {dp:>9.2e}", flush=True)
+
+    print()
+    print(f"total causal-learn {sum(t_cl_all):.2f} s, ours {sum(t_us_all):.2f} s")
+    print(f"ratio of sums      {sum(t_cl_all) / sum(t_us_all):.1f}x")
+    print(f"median ratio       {statistics.median(ratios):.1f}x  (min {min(ratios):.1f}x, max {max(ratios):.1f}x)")
+    print("per depth (time in computed tests only):")
+    for depth in sorted(depth_cl):
+        print(f"  |S|={depth}: {depth_n[depth]:>5} tests, causal-learn {depth_cl[depth]:8.2f} s, "
+              f"ours {depth_us[depth]:7.3f} s, ratio {depth_cl[depth] / max(depth_us[depth], 1e-12):6.1f}x")
+    print(f"graphs identical: {all_graph_eq}; sets of tests identical: {all_tests_eq}; "
+          f"max |p_ours - p_causallearn| = {max_dp:.3e}")
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"peak RSS of this process (both libraries): {rss:.0f} MB")
+
+    if not args.no_tracemalloc:
+        data = random_scm(args.d, args.n, args.seed, args.p_edge)
+        tracemalloc.start()
+        run_pc(data, "bench_heuresis_kci")
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        tracemalloc.start()
+        run_pc(data, "bench_cl_kci")
+        _, peak_cl = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        print(f"tracemalloc peak over one PC run (instance 0): ours {peak / 2**20:.0f} MB, "
+              f"causal-learn {peak_cl / 2**20:.0f} MB")
+    return 0 if (all_graph_eq and all_tests_eq) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,118 @@
+"""Conditional-independence (CI) test interface and registry.
+
+A :class:`CITest` is built once from a data matrix ``(n, d)`` and answers
+``pvalue(x, y, S)`` queries for column indices.  Every call is counted in
+``n_tests`` (a call is a test charged to the caller, whether or not it was
+served from the cache); repeated queries are served from a p-value cache whose
+key follows causal-learn's convention: the unordered pair ``{x, y}`` (stored
+as ``(min, max)``) plus the sorted, de-duplicated conditioning set.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Callable, ClassVar, Dict, Sequence, Tuple, Type
+
+import numpy as np
+
+__all__ = ["CITest", "CI_TESTS", "register_ci_test", "make_ci_test", "CacheKey"]
+
+CacheKey = Tuple[int, int, Tuple[int, ...]]
+
+
+class CITest(ABC):
+    """Abstract conditional-independence test on a fixed data matrix.
+
+    Subclasses implement :meth:`_compute`, which receives a canonical query
+    ``(x, y, S)`` with ``x < y`` and ``S`` a sorted tuple not containing x, y.
+    """
+
+    name: ClassVar[str] = ""
+
+    def __init__(self, data: np.ndarray) -> None:
+        arr = np.asarray(data, dtype=float)
+        if arr.ndim != 2:
+            raise ValueError(f"data must be a 2-D array (n, d); got shape {arr.shape}")
+        if arr.shape[0] < 4:
+            raise ValueError(f"need at least 4 samples; got {arr.shape[0]}")
+        if not np.all(np.isfinite(arr)):
+            raise ValueError("data contains NaN or Inf")
+        self.data: np.ndarray = arr
+        self.n_samples, self.n_vars = arr.shape
+        self.n_tests: int = 0        # every call to pvalue()
+        self.n_cache_hits: int = 0   # calls answered from the p-value cache
+        self._pcache: Dict[CacheKey, float] = {}
+
+    # ------------------------------------------------------------------ keys
+    def cache_key(self, x: int, y: int, S: Sequence[int] = ()) -> CacheKey:
+        """Canonical key: ``(min(x,y), max(x,y), sorted(set(S)))`` (validated)."""
+        x, y = int(x), int(y)
+        cond = tuple(sorted({int(s) for s in S}))
+        d = self.n_vars
+        if x == y:
+            raise ValueError(f"x and y must differ; got x = y = {x}")
+        for v in (x, y) + cond:
+            if not 0 <= v < d:
+                raise ValueError(f"variable index {v} out of range [0, {d})")
+        if x in cond or y in cond:
+            raise ValueError(f"x={x} and y={y} must not be in the conditioning set {cond}")
+        return (x, y, cond) if x < y else (y, x, cond)
+
+    # ------------------------------------------------------------------ API
+    def pvalue(self, x: int, y: int, S: Sequence[int] = ()) -> float:
+        """p-value of the test ``x _||_ y | S``; cached, and always counted."""
+        key = self.cache_key(x, y, S)
+        self.n_tests += 1
+        p = self._pcache.get(key)
+        if p is not None:
+            self.n_cache_hits += 1
+            return p
+        p = float(self._compute(*key))
+        self._pcache[key] = p
+        return p
+
+    __call__ = pvalue
+
+    @property
+    def n_computed(self) -> int:
+        """Number of distinct tests actually computed (cache misses)."""
+        return len(self._pcache)
+
+    def clear_cache(self) -> None:
+        """Drop cached p-values (counters are kept)."""
+        self._pcache.clear()
+
+    @abstractmethod
+    def _compute(self, x: int, y: int, S: Tuple[int, ...]) -> float:
+        """p-value for canonical ``x < y`` and sorted ``S``."""
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}(n={self.n_samples}, d={self.n_vars}, "
+                f"n_tests={self.n_tests}, n_computed={self.n_computed})")
+
+
+CI_TESTS: Dict[str, Type[CITest]] = {}
+
+
+def register_ci_test(name: str) -> Callable[[Type[CITest]], Type[CITest]]:
+    """Class decorator registering a :class:`CITest` subclass under ``name``."""
+
+    def deco(cls: Type[CITest]) -> Type[CITest]:
+        if not (isinstance(cls, type) and issubclass(cls, CITest)):
+            raise TypeError(f"{cls!r} is not a CITest subclass")
+        if name in CI_TESTS and CI_TESTS[name] is not cls:
+            raise ValueError(f"CI test {name!r} already registered to {CI_TESTS[name].__name__}")
+        cls.name = name
+        CI_TESTS[name] = cls
+        return cls
+
+    return deco
+
+
+def make_ci_test(name: str, data: np.ndarray, **options) -> CITest:
+    """Instantiate the registered CI test ``name`` on ``data``."""
+    try:
+        cls = CI_TESTS[name]
+    except KeyError:
+        known = ", ".join(sorted(CI_TESTS))
+        raise ValueError(f"unknown CI test {name!r}; known: {known}") from None
+    return cls(data, **options)
