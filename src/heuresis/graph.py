@@ -35,6 +35,7 @@ __all__ = [
     "dag_to_cpdag",
     "meek_closure",
     "v_structures",
+    "has_directed_path",
 ]
 
 
@@ -377,8 +378,11 @@ def dag_to_cpdag(adj: np.ndarray) -> Graph:
     return meek_closure(Graph(amat), rules=(1, 2, 3))
 
 
-def _reaches(directed: np.ndarray, src: int, dst: int) -> bool:
-    """Whether a directed path src -> ... -> dst exists (used to refuse cycle-making orientations)."""
+def has_directed_path(directed: np.ndarray, src: int, dst: int) -> bool:
+    """Whether a directed path src -> ... -> dst exists in the boolean matrix ``directed``.
+
+    Used to refuse orientations that would close a directed cycle (Meek's rules, PC).
+    """
     seen = {src}
     stack = [src]
     while stack:
@@ -434,7 +438,7 @@ def meek_closure(graph: Graph, rules: Sequence[int] = (1, 2, 3, 4)) -> Graph:
                         if any(not adj[e, c] and e != c for e in es):
                             hit = True
                             break
-                if hit and not _reaches(dirc, c, b):
+                if hit and not has_directed_path(dirc, c, b):
                     m[c, b] = 0
                     und[b, c] = und[c, b] = False
                     dirc[b, c] = True

@@ -26,6 +26,8 @@ from typing import Any
 
 import numpy as np
 
+from heuresis.registry import Registry
+
 __all__ = ["MechanismKind", "MECHANISMS", "register_mechanism", "standardize", "softplus"]
 
 MechanismFn = Callable[[np.random.Generator, np.ndarray, "float | None", dict], tuple[np.ndarray, np.ndarray, dict]]
@@ -56,7 +58,7 @@ class MechanismKind:
     signed_constants: tuple[str, ...] = ()
 
 
-MECHANISMS: dict[str, MechanismKind] = {}
+MECHANISMS = Registry("mechanism kind")
 
 
 def register_mechanism(name: str, *, uses_noise_scale: bool = True, standardize_parents: bool = True,
@@ -64,9 +66,7 @@ def register_mechanism(name: str, *, uses_noise_scale: bool = True, standardize_
     """Register a mechanism function under ``name`` (see module docstring for its contract)."""
 
     def deco(fn: MechanismFn) -> MechanismFn:
-        if name in MECHANISMS:
-            raise ValueError(f"mechanism kind {name!r} registered twice")
-        MECHANISMS[name] = MechanismKind(name, fn, uses_noise_scale, standardize_parents, signed_constants)
+        MECHANISMS.add(name, MechanismKind(name, fn, uses_noise_scale, standardize_parents, signed_constants))
         return fn
 
     return deco

@@ -45,7 +45,7 @@ from itertools import combinations
 import numpy as np
 
 from .grades import DEFAULT_GRADES, grade_of, validate_grades
-from .graph import Graph, Relation, d_separated
+from .graph import Graph, Relation, d_separated, has_directed_path
 
 __all__ = [
     "CIRecord",
@@ -212,19 +212,7 @@ def _kites(m: np.ndarray, triangles: list[tuple[int, int, int]]) -> list[tuple[i
 
 def _reaches(m: np.ndarray, src: int, dst: int) -> bool:
     """Whether a directed path ``src -> ... -> dst`` exists in mark matrix ``m``."""
-    dirc = (m == 1) & (m.T == 0)
-    seen = {src}
-    stack = [src]
-    while stack:
-        k = stack.pop()
-        if k == dst:
-            return True
-        for c in np.flatnonzero(dirc[k]):
-            c = int(c)
-            if c not in seen:
-                seen.add(c)
-                stack.append(c)
-    return False
+    return has_directed_path((m == 1) & (m.T == 0), src, dst)
 
 
 def orient(skeleton: Graph, sepsets: dict[Pair, Sequence[int]]) -> Graph:

@@ -28,6 +28,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from heuresis.registry import Registry
 from heuresis.graph import Graph
 
 __all__ = [
@@ -230,28 +231,15 @@ def _jsonable(obj: Any) -> Any:
 
 
 # --- registry -------------------------------------------------------------------------------
-ALGORITHMS: dict[str, type[Algorithm]] = {}
+ALGORITHMS = Registry("algorithm", Algorithm)
 
-
-def register_algorithm(name: str):
-    """Class decorator: register an :class:`Algorithm` subclass under ``name``."""
-
-    def deco(cls: type[Algorithm]) -> type[Algorithm]:
-        if not (isinstance(cls, type) and issubclass(cls, Algorithm)):
-            raise TypeError(f"{cls!r} is not an Algorithm subclass")
-        if name in ALGORITHMS and ALGORITHMS[name] is not cls:
-            raise ValueError(f"algorithm {name!r} registered twice")
-        cls.name = name
-        ALGORITHMS[name] = cls
-        return cls
-
-    return deco
+#: Class decorator: register an :class:`Algorithm` subclass under a name (sets ``cls.name``).
+register_algorithm = ALGORITHMS.register
 
 
 def make_algorithm(name: str, **params: Any) -> Algorithm:
     """The registered algorithm ``name`` with the given parameters."""
-    try:
-        cls = ALGORITHMS[name]
-    except (KeyError, TypeError):
-        raise ValueError(f"unknown algorithm {name!r}; known: {sorted(ALGORITHMS)}") from None
+    if not isinstance(name, str):
+        raise ValueError(f"unknown algorithm {name!r}; known: {sorted(ALGORITHMS)}")
+    cls = ALGORITHMS.lookup(name)
     return cls(**params)

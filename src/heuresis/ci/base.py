@@ -14,6 +14,8 @@ from typing import Callable, ClassVar, Dict, Sequence, Tuple, Type
 
 import numpy as np
 
+from heuresis.registry import Registry
+
 __all__ = ["CITest", "CI_TESTS", "register_ci_test", "make_ci_test", "CacheKey"]
 
 CacheKey = Tuple[int, int, Tuple[int, ...]]
@@ -90,29 +92,12 @@ class CITest(ABC):
                 f"n_tests={self.n_tests}, n_computed={self.n_computed})")
 
 
-CI_TESTS: Dict[str, Type[CITest]] = {}
+CI_TESTS = Registry("CI test", CITest)
 
-
-def register_ci_test(name: str) -> Callable[[Type[CITest]], Type[CITest]]:
-    """Class decorator registering a :class:`CITest` subclass under ``name``."""
-
-    def deco(cls: Type[CITest]) -> Type[CITest]:
-        if not (isinstance(cls, type) and issubclass(cls, CITest)):
-            raise TypeError(f"{cls!r} is not a CITest subclass")
-        if name in CI_TESTS and CI_TESTS[name] is not cls:
-            raise ValueError(f"CI test {name!r} already registered to {CI_TESTS[name].__name__}")
-        cls.name = name
-        CI_TESTS[name] = cls
-        return cls
-
-    return deco
+#: Class decorator registering a :class:`CITest` subclass under a name (sets ``cls.name``).
+register_ci_test = CI_TESTS.register
 
 
 def make_ci_test(name: str, data: np.ndarray, **options) -> CITest:
     """Instantiate the registered CI test ``name`` on ``data``."""
-    try:
-        cls = CI_TESTS[name]
-    except KeyError:
-        known = ", ".join(sorted(CI_TESTS))
-        raise ValueError(f"unknown CI test {name!r}; known: {known}") from None
-    return cls(data, **options)
+    return CI_TESTS.lookup(name)(data, **options)

@@ -1,0 +1,48 @@
+"""Name registries: mechanism kinds, CI tests, algorithms and agents are registered by name so
+that the config can name them (STYLE: interfaces that get swapped register by name)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+__all__ = ["Registry"]
+
+T = TypeVar("T")
+
+
+class Registry(dict):
+    """A ``dict`` of name -> implementation with one error message for unknown names.
+
+    Parameters
+    ----------
+    kind : str
+        What is registered ("algorithm", "CI test", ...), used in error messages.
+    base : type, optional
+        When given, only subclasses of ``base`` may be registered, and each gets ``cls.name``.
+    """
+
+    def __init__(self, kind: str, base: type | None = None) -> None:
+        super().__init__()
+        self.kind = kind
+        self.base = base
+
+    def add(self, name: str, obj: Any) -> Any:
+        if self.base is not None and not (isinstance(obj, type) and issubclass(obj, self.base)):
+            raise TypeError(f"{obj!r} is not a {self.base.__name__} subclass")
+        if name in self and self[name] is not obj:
+            raise ValueError(f"{self.kind} {name!r} registered twice")
+        if self.base is not None:
+            obj.name = name
+        self[name] = obj
+        return obj
+
+    def register(self, name: str) -> Callable[[T], T]:
+        """Decorator registering a class (or function) under ``name``."""
+        return lambda obj: self.add(name, obj)
+
+    def lookup(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise ValueError(f"unknown {self.kind} {name!r}; known: {sorted(self)}") from None
