@@ -12,6 +12,8 @@ include: "rules/instances.smk"
 include: "rules/references.smk"
 include: "rules/headroom.smk"
 include: "rules/targets.smk"
+include: "rules/verification.smk"
+include: "rules/episodes.smk"
 
 
 rule all:

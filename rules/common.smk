@@ -47,7 +47,7 @@ def instance_outputs():
 
 def all_targets():
     """Every final target of the workflow (stages add theirs here as they land)."""
-    return instance_outputs() + target_outputs()
+    return instance_outputs() + target_outputs() + episode_outputs() + verification_outputs()
 
 
 # --- references ------------------------------------------------------------------------------
@@ -104,3 +104,64 @@ def target_outputs():
     tables = expand("results/tables/{table}.{ext}", table=HEADROOM_TABLES, ext=["parquet", "md", "tex"])
     figures = expand("results/figures/{figure}.{ext}", figure=HEADROOM_FIGURES, ext=["pdf", "png"])
     return tables + figures
+
+
+# --- episodes ------------------------------------------------------------------------------------
+from heuresis.config import episode_jobs as _episode_jobs
+
+EPISODE_JOBS = _episode_jobs(config)
+
+
+def episode_indices(wildcards):
+    n = n_instances(wildcards)
+    return _shard_indices(int(wildcards.shard), n, config["episodes"]["shard_size"])
+
+
+def agent_spec(wildcards):
+    """The config entry of the job's agent (kind and parameters)."""
+    return dict(config["agents"][wildcards.agent])
+
+
+def episode_pc_kci(wildcards):
+    """PC-KCI references of the family and split: the guided start and the test budget."""
+    return reference_outputs(["pc_kci"], [wildcards.family], [wildcards.split])
+
+
+def episode_outputs():
+    return [
+        f"results/episodes/{j['agent']}/{j['condition_id']}/{j['family']}/{j['split']}/shard-{j['shard']:03d}.parquet"
+        for j in EPISODE_JOBS
+    ]
+
+
+# --- verification (Table 5) ---------------------------------------------------------------------
+from heuresis.verification import CHECKS as _VERIFICATION, check_settings as _check_settings
+
+VERIFICATION_CHECKS = list(_VERIFICATION)
+VERIFICATION_SCALE = config["verification"]["scale"]
+
+
+def verification_settings(wildcards):
+    """The config slice of one check (its scale's sizes, seed, tolerances, instance specs)."""
+    return _check_settings(config, wildcards.check)
+
+
+def verification_threads(wildcards):
+    """Workers of a check: the exhaustive CPDAG enumeration is parallel, determinism runs 2-thread BLAS."""
+    return {"cpdag_bruteforce": 8, "determinism": 2}.get(wildcards.check, 1)
+
+
+def verification_mem_mb(wildcards):
+    large = VERIFICATION_SCALE != "small"
+    return 8000 if large and wildcards.check == "cpdag_bruteforce" else 2000
+
+
+def verification_runtime(wildcards):
+    """Minutes per check job (large: the exhaustive d = 6 run and causal-learn's PC-KCI are the long ones)."""
+    if VERIFICATION_SCALE == "small":
+        return 15
+    return {"cpdag_bruteforce": 90, "pc_vs_causallearn": 90, "oracle_pc": 60, "dsep": 60}.get(wildcards.check, 30)
+
+
+def verification_outputs():
+    return expand("results/tables/table5.{ext}", ext=["parquet", "md", "tex"])

@@ -22,7 +22,7 @@ from jsonschema import Draft202012Validator, validators
 from heuresis.mechanisms import MECHANISMS
 
 __all__ = ["ConfigError", "load_config", "validate_config", "config_digest", "SPLITS", "merge_configs",
-           "reference_batches"]
+           "reference_batches", "episode_jobs"]
 
 SPLITS = ("dev", "test")
 
@@ -115,6 +115,8 @@ def _semantic_errors(config: dict) -> list[str]:
                 msgs.extend(_constant_errors(f"mechanisms.{kind}", config["mechanisms"][kind], signed))
                 msgs.extend(_constant_errors(f"{key}.params", spec.get("params", {}), signed))
     msgs.extend(_reference_errors(config))
+    msgs.extend(_verification_errors(config))
+    msgs.extend(_episode_errors(config))
     return msgs
 
 
@@ -152,6 +154,62 @@ def _reference_errors(config: dict) -> list[str]:
             validate_grades([(g["upto"], g["label"]) for g in config["grades"]])
         except ValueError as exc:
             msgs.append(f"config key grades: {exc}")
+    return msgs
+
+
+def _verification_errors(config: dict) -> list[str]:
+    """The chosen scale exists; node-count ranges are integer, ordered, >= 2; determinism compares runs."""
+    msgs: list[str] = []
+    v = config.get("verification")
+    if not v:
+        return msgs
+    if v["scale"] not in v["scales"]:
+        msgs.append(f"config key verification.scale: {v['scale']!r} is not one of verification.scales "
+                    f"({sorted(v['scales'])})")
+    for name, sizes in v["scales"].items():
+        for check, spec in sizes.items():
+            key = f"verification.scales.{name}.{check}"
+            if "d" in spec:
+                lo, hi = spec["d"]
+                if not all(float(b).is_integer() for b in (lo, hi)):
+                    msgs.append(f"config key {key}.d: node counts must be integers, got {list(spec['d'])}")
+                elif lo < 2:
+                    msgs.append(f"config key {key}.d: node counts start at 2, got {list(spec['d'])}")
+                _check_range(f"{key}.d", spec["d"], msgs)
+        det = sizes.get("determinism", {})
+        if det and len(det["thread_counts"]) * len(det["hash_seeds"]) < 2:
+            msgs.append(f"config key verification.scales.{name}.determinism: one thread count and one hash seed "
+                        f"make a single run, nothing to compare")
+    return msgs
+
+
+def _episode_errors(config: dict) -> list[str]:
+    """Agents have registered kinds; grids name known agents, budgets, families; run names known grids."""
+    from heuresis.agents import AGENTS
+
+    msgs: list[str] = []
+    agents = config.get("agents", {})
+    for name, spec in agents.items():
+        if spec.get("kind") not in AGENTS:
+            msgs.append(f"config key agents.{name}.kind: unknown agent kind {spec.get('kind')!r}; known: {sorted(AGENTS)}")
+    eps = config.get("episodes", {})
+    grids = eps.get("grids", {})
+    for g in eps.get("run", []):
+        if g not in grids:
+            msgs.append(f"config key episodes.run: unknown grid {g!r}; known: {sorted(grids)}")
+    for gname, grid in grids.items():
+        key = f"episodes.grids.{gname}"
+        for a in grid.get("agents", []):
+            if a not in agents:
+                msgs.append(f"config key {key}.agents: unknown agent {a!r}; known: {sorted(agents)}")
+        for b in grid.get("budget", []):
+            if b not in eps.get("budgets", {}):
+                msgs.append(f"config key {key}.budget: unknown budget setting {b!r}; known: {sorted(eps.get('budgets', {}))}")
+        for f in grid.get("families") or []:
+            if f not in config.get("families", {}):
+                msgs.append(f"config key {key}.families: unknown family {f!r}")
+    if grids and eps.get("run") and "pc_kci" not in config.get("references", {}).get("algorithms", {}):
+        msgs.append("config key references.algorithms: episodes need pc_kci on the menu (guided start, test budget)")
     return msgs
 
 
@@ -219,3 +277,20 @@ def reference_batches(config: Mapping) -> list[list[str]]:
     batches = [[a for a in b if a in swept] for b in refs.get("batches", [])]
     listed = {a for b in batches for a in b}
     return [b for b in batches if b] + [[a] for a in swept if a not in listed]
+
+
+def episode_jobs(config: Mapping) -> list[dict]:
+    """Every episode job: agent, condition_id, family, split, shard (one Parquet each)."""
+    from heuresis.harness.conditions import expand_conditions
+
+    size = int(config["episodes"]["shard_size"])
+    out, seen = [], set()
+    for cell in expand_conditions(config):
+        n = int(config["instances"][f"n_{cell.split}"])
+        for family in cell.families:
+            for shard in range((n + size - 1) // size):
+                key = (cell.condition.agent, cell.condition.condition_id, family, cell.split, shard)
+                if key not in seen:
+                    seen.add(key)
+                    out.append(dict(zip(("agent", "condition_id", "family", "split", "shard"), key)))
+    return out

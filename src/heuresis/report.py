@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -31,13 +31,18 @@ def atomic_write_text(path: str | Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def to_markdown(df: pd.DataFrame, caption: str = "") -> str:
+def to_markdown(df: pd.DataFrame, caption: str = "", highlight: Sequence[bool] | None = None) -> str:
+    """Markdown table; rows flagged in ``highlight`` are set in bold."""
     cols = [str(c) for c in df.columns]
     lines = [f"**{caption}**", ""] if caption else []
     lines.append("| " + " | ".join(cols) + " |")
     lines.append("| " + " | ".join("---" for _ in cols) + " |")
-    for row in df.itertuples(index=False):
-        lines.append("| " + " | ".join(str(v) for v in row) + " |")
+    flags = list(highlight) if highlight is not None else [False] * len(df)
+    for row, flag in zip(df.itertuples(index=False), flags):
+        cells = [str(v) for v in row]
+        if flag:
+            cells = [f"**{c}**" if c else c for c in cells]
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -50,9 +55,12 @@ def _tex(v) -> str:
     return "".join(_LATEX_ESCAPES.get(ch, ch) for ch in s).replace("−", "-").replace("–", "--")
 
 
-def to_latex(df: pd.DataFrame, caption: str = "", label: str = "") -> str:
+def to_latex(df: pd.DataFrame, caption: str = "", label: str = "", highlight: Sequence[bool] | None = None) -> str:
+    """LaTeX table (booktabs); rows flagged in ``highlight`` are set in red (needs ``xcolor``)."""
     cols = list(df.columns)
     out = [r"\begin{table}[t]", r"\centering"]
+    if highlight is not None and any(highlight):
+        out.insert(0, r"% red rows need \usepackage{xcolor}")
     if caption:
         out.append(rf"\caption{{{_tex(caption)}}}")
     if label:
@@ -61,15 +69,23 @@ def to_latex(df: pd.DataFrame, caption: str = "", label: str = "") -> str:
     out.append(r"\toprule")
     out.append(" & ".join(_tex(c) for c in cols) + r" \\")
     out.append(r"\midrule")
-    for row in df.itertuples(index=False):
-        out.append(" & ".join(_tex(v) for v in row) + r" \\")
+    flags = list(highlight) if highlight is not None else [False] * len(df)
+    for row, flag in zip(df.itertuples(index=False), flags):
+        cells = [_tex(v) for v in row]
+        if flag:
+            cells = [rf"\textcolor{{red}}{{{c}}}" for c in cells]
+        out.append(" & ".join(cells) + r" \\")
     out.extend([r"\bottomrule", r"\end{tabular}", r"\end{table}"])
     return "\n".join(out) + "\n"
 
 
 def write_paper_table(numbers: pd.DataFrame, display: pd.DataFrame, stem: str | Path, *, caption: str,
-                      provenance: Mapping) -> None:
-    """Write ``stem.parquet`` (numbers), ``stem.md`` and ``stem.tex`` (display)."""
+                      provenance: Mapping, highlight: Sequence[bool] | None = None) -> None:
+    """Write ``stem.parquet`` (numbers), ``stem.md`` and ``stem.tex`` (display).
+
+    ``highlight`` flags display rows to stand out (bold in Markdown, red in LaTeX), e.g. failing
+    checks of Table 5.
+    """
     stem = Path(stem)
     stem.parent.mkdir(parents=True, exist_ok=True)
     table = pa.Table.from_pandas(numbers, preserve_index=False)
@@ -81,8 +97,9 @@ def write_paper_table(numbers: pd.DataFrame, display: pd.DataFrame, stem: str | 
     os.close(fd)
     pq.write_table(table, tmp)
     os.replace(tmp, stem.with_suffix(".parquet"))
-    atomic_write_text(stem.with_suffix(".md"), to_markdown(display, caption))
-    atomic_write_text(stem.with_suffix(".tex"), to_latex(display, caption, label=f"tab:{stem.name}"))
+    atomic_write_text(stem.with_suffix(".md"), to_markdown(display, caption, highlight))
+    atomic_write_text(stem.with_suffix(".tex"), to_latex(display, caption, label=f"tab:{stem.name}",
+                                                         highlight=highlight))
 
 
 def save_figure(fig, stem: str | Path, *, provenance: Mapping) -> None:

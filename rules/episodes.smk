@@ -1,0 +1,36 @@
+# Stage 4, episodes (SPEC §5): one job runs one agent under one condition on a shard of a family's
+# split; it writes the episodes and calls tables and one JSON transcript per episode
+# (results/transcripts/{agent}/{condition_id}/{family}/{split}/{index:04d}.json).
+
+
+rule episodes:
+    wildcard_constraints:
+        agent="|".join(config["agents"]) or "none",
+        condition_id=r"(full|minimal)-(guided|unguided)-p[0-3]-(none|cpdag|dag)-[a-z0-9_]+-(none|once|retry)-r\d+",
+    input:
+        data="results/instances/{family}/{split}",
+        truth="results/truth/{family}/{split}/graphs.parquet",
+        pc_kci=episode_pc_kci,
+    output:
+        episodes="results/episodes/{agent}/{condition_id}/{family}/{split}/shard-{shard}.parquet",
+        calls="results/episodes/{agent}/{condition_id}/{family}/{split}/shard-{shard}.calls.parquet",
+    log:
+        "logs/episodes/{agent}/{condition_id}/{family}/{split}/shard-{shard}.log",
+    benchmark:
+        "results/benchmarks/episodes/{agent}/{condition_id}/{family}/{split}/shard-{shard}.tsv"
+    params:
+        agent_spec=agent_spec,
+        indices=episode_indices,
+        episodes=config["episodes"],
+        menu=config["references"]["algorithms"],
+        grades=config["grades"],
+        seed=config["seed"],
+        transcripts="results/transcripts/{agent}/{condition_id}/{family}/{split}",
+    threads: 1
+    resources:
+        mem_mb=3000,
+        runtime=120,
+    conda:
+        "../environment.yml"
+    script:
+        "../workflow/scripts/episodes.py"

@@ -1,0 +1,10 @@
+"""Agents (SPEC §5.5): the interface, its registry, and the offline baselines.
+
+``make_agent(name, spec, algorithm_map=...)`` builds an agent from its config entry
+(``{kind: ..., **params}``).  Importing this package registers every built-in kind.
+"""
+
+from . import offline  # noqa: F401  (registration)
+from .base import AGENTS, Agent, AgentReply, Usage, make_agent, register_agent, tool_call
+
+__all__ = ["AGENTS", "Agent", "AgentReply", "Usage", "make_agent", "register_agent", "tool_call"]

@@ -1,0 +1,113 @@
+"""The agent interface (SPEC §5.5) and its registry.
+
+An agent sees OpenAI chat-format messages and tool specs and returns one assistant message::
+
+    reply = agent.respond(messages, tools)   # AgentReply
+    reply.message   # {"role": "assistant", "content": str | None,
+                    #  "tool_calls": [{"id", "type": "function",
+                    #                  "function": {"name", "arguments": <JSON string>}}]}
+    reply.usage     # Usage: tokens in/out, cost, latency, retries, model, provider
+
+Agents register by *kind* (``@register_agent("merge")``); the config's ``agents`` section names
+agents and gives each a kind and parameters, e.g. ``merge: {kind: merge, k: 2}``.
+:func:`make_agent` builds one per episode.  An agent class may declare itself ``privileged``
+(the offline baselines do): the harness then passes the episode's unmasking map
+(``algorithm_map``: masked name -> menu name) to its constructor and records that it did.
+"""
+
+from __future__ import annotations
+
+import itertools
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any, ClassVar
+
+__all__ = ["Agent", "AgentReply", "Usage", "AGENTS", "register_agent", "make_agent", "tool_call"]
+
+
+@dataclass
+class Usage:
+    """What one reply cost (None/0 for offline agents)."""
+
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost: float = 0.0
+    latency_s: float = 0.0
+    retries: int = 0
+    model: str | None = None
+    provider: str | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class AgentReply:
+    message: dict
+    usage: Usage = field(default_factory=Usage)
+
+
+class Agent(ABC):
+    """An agent: ``respond(messages, tools) -> AgentReply``, nothing else."""
+
+    kind: ClassVar[str] = ""
+    privileged: ClassVar[bool] = False   # receives the unmasking map (baselines only)
+
+    def __init__(self, name: str, **params: Any) -> None:
+        self.name = name
+        self.params = params
+
+    @abstractmethod
+    def respond(self, messages: list[dict], tools: list[dict]) -> AgentReply:
+        """The next assistant message given the conversation so far and the tools offered now."""
+
+    @property
+    def model(self) -> str | None:
+        return None
+
+    @property
+    def provider(self) -> str | None:
+        return None
+
+
+AGENTS: dict[str, type[Agent]] = {}
+
+
+def register_agent(kind: str):
+    """Class decorator: register an :class:`Agent` subclass under ``kind``."""
+
+    def deco(cls: type[Agent]) -> type[Agent]:
+        if kind in AGENTS and AGENTS[kind] is not cls:
+            raise ValueError(f"agent kind {kind!r} registered twice")
+        cls.kind = kind
+        AGENTS[kind] = cls
+        return cls
+
+    return deco
+
+
+def make_agent(name: str, spec: Mapping, *, algorithm_map: Mapping[str, str] | None = None) -> Agent:
+    """Build agent ``name`` from its config entry ``{kind: ..., **params}``."""
+    import heuresis.agents  # noqa: F401  (registers the built-in kinds)
+
+    params = dict(spec)
+    kind = params.pop("kind", None)
+    if kind not in AGENTS:
+        raise ValueError(f"agent {name!r}: unknown kind {kind!r}; known: {sorted(AGENTS)}")
+    cls = AGENTS[kind]
+    if cls.privileged:
+        params["algorithm_map"] = dict(algorithm_map or {})
+    return cls(name, **params)
+
+
+_ids = itertools.count()
+
+
+def tool_call(name: str, arguments: Mapping, call_id: str | None = None) -> dict:
+    """One tool call in OpenAI format (arguments serialized to a JSON string)."""
+    import json
+
+    return {"id": call_id or f"call_{next(_ids)}", "type": "function",
+            "function": {"name": name, "arguments": json.dumps(dict(arguments))}}

@@ -1,0 +1,111 @@
+"""Stage 4, episodes (SPEC §5): one job runs one agent under one condition on a shard of a
+family's split and writes
+
+* ``results/episodes/{agent}/{condition_id}/{family}/{split}/shard-XXX.parquet`` (:data:`EPISODES`),
+* ``.../shard-XXX.calls.parquet`` (:data:`CALLS`, one row per tool call),
+* ``results/transcripts/{agent}/{condition_id}/{family}/{split}/{index:04d}.json`` per episode.
+
+Each finished episode is checkpointed (:class:`heuresis.checkpoint.Checkpoint`; its transcript
+is written first), so a killed job resumes without redoing or losing an episode; an episode
+whose agent crashes is recorded with status ``failed`` and its error.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+import pyarrow as pa
+
+from heuresis.checkpoint import Checkpoint
+from heuresis.config import config_digest
+from heuresis.harness.budgets import BudgetSettings
+from heuresis.harness.conditions import Condition
+from heuresis.harness.episode import EpisodeInput, EpisodeSettings, episode_seed, run_episode
+from heuresis.harness.sandbox import SandboxLimits
+from heuresis.instances import load_data, load_truth
+from heuresis.provenance import PROVENANCE_KEY, dumps, provenance_record, utc_now
+from heuresis.references import grade_table, graph_of, load_references
+from heuresis.report import atomic_write_text
+from heuresis.schemas import CALLS, EPISODES, write_table
+
+__all__ = ["run_episode_shard", "episode_settings", "load_episode_inputs"]
+
+
+def episode_settings(episodes_cfg: Mapping, menu: Mapping, grades: Sequence[Mapping], budget: str) -> EpisodeSettings:
+    """Settings of an episode from the config slices (``episodes``, the menu, ``grades``)."""
+    return EpisodeSettings(budget=BudgetSettings.from_config(budget, episodes_cfg["budgets"][budget]),
+                           menu={k: dict(v) for k, v in menu.items()}, grades=grade_table(grades),
+                           alpha=float(episodes_cfg.get("alpha", 0.05)),
+                           code_limits=SandboxLimits(**episodes_cfg.get("code_tool", {})))
+
+
+def load_episode_inputs(family: str, split: str, indices: Sequence[int], data_dir, truth_dir,
+                        pc_kci_paths: Sequence) -> dict[int, EpisodeInput]:
+    """The instances of a shard with PC-KCI's graph, test count and (label-free) deletion log."""
+    refs = load_references(pc_kci_paths)
+    refs = {int(r["instance"]): r for r in refs.to_dict("records")}
+    truth = load_truth(truth_dir)
+    out = {}
+    for i in indices:
+        if i not in refs:
+            raise ValueError(f"no pc_kci references row for {family}/{split}/{i:04d} in {list(map(str, pc_kci_paths))}")
+        r = refs[i]
+        if r["status"] != "ok":
+            raise ValueError(f"pc_kci failed on {r['instance_id']} ({r['error']}); the guided start and the test "
+                             "budget need it")
+        log = [{"x": d["x"], "y": d["y"], "sepset": list(d["sepset"]), "test": d["test"], "grade": d["grade"]}
+               for d in (r["deletions"] if r["deletions"] is not None else [])]
+        out[i] = EpisodeInput(family, split, i, truth[i].instance_id, load_data(data_dir, i), truth[i].dag,
+                              truth[i].cpdag, graph_of(r), int(r["n_tests"]), log)
+    return out
+
+
+def run_episode_shard(agent: str, agent_spec: Mapping, condition_id: str, family: str, split: str,
+                      indices: Sequence[int], *, data_dir, truth_dir, pc_kci_paths: Sequence, episodes_cfg: Mapping,
+                      menu: Mapping, grades: Sequence[Mapping], seed: int, out: str | Path, calls_out: str | Path,
+                      transcripts_dir: str | Path, log: Callable[[str], None] = lambda m: None,
+                      after_episode: Callable[[int], None] | None = None) -> Path:
+    """Run every episode of one job and write its two tables (transcripts as they finish)."""
+    started = utc_now()
+    cond = Condition.from_id(agent, condition_id)
+    settings = episode_settings(episodes_cfg, menu, grades, cond.budget)
+    inputs = load_episode_inputs(family, split, indices, data_dir, truth_dir, pc_kci_paths)
+    cfg_slice = {"agent": agent, "agent_spec": dict(agent_spec), "condition": condition_id,
+                 "budget": episodes_cfg["budgets"][cond.budget], "code_tool": episodes_cfg.get("code_tool", {}),
+                 "alpha": episodes_cfg.get("alpha", 0.05), "menu": dict(menu), "grades": list(grades), "seed": seed}
+    key = config_digest({**cfg_slice, "data": [inputs[i].instance_id for i in indices],
+                         "pc_kci_tests": [inputs[i].pc_kci_tests for i in indices]})
+    ckpt = Checkpoint(out, key)
+    if len(ckpt):
+        log(f"{agent} {condition_id} {family}/{split}: resuming, {len(ckpt)} of {len(indices)} episodes done")
+    tdir = Path(transcripts_dir)
+    tdir.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    for done, i in enumerate(indices, 1):
+        if i in ckpt:
+            continue
+        inp = inputs[i]
+        res = run_episode(agent, agent_spec, cond, inp, settings, episode_seed(seed, agent, condition_id, inp.instance_id))
+        res.row["transcript"] = str(tdir / f"{i:04d}.json")
+        atomic_write_text(tdir / f"{i:04d}.json", json.dumps(res.transcript, indent=1, default=str))
+        ckpt.save(i, {"row": res.row, "calls": res.calls})
+        r = res.row
+        log(f"{agent} {condition_id} {family}/{split}: {done}/{len(indices)} ({time.perf_counter() - t0:.1f} s) "
+            f"{inp.instance_id} {r['status']} {r['termination']} F1={r['f1']:.3f} (pc_kci {r['pc_kci_f1']:.3f}) "
+            f"in {r['wall_s']:.1f} s" + (f" ERROR {r['error']}" if r["error"] else ""))
+        if after_episode is not None:
+            after_episode(i)
+    rows = [ckpt.get(i)["row"] for i in indices]
+    calls = [c for i in indices for c in ckpt.get(i)["calls"]]
+    prov = provenance_record(stage="episodes", config=cfg_slice, seeds={"seed": seed},
+                             inputs=[Path(truth_dir) / "graphs.parquet", *map(Path, pc_kci_paths)], started=started)
+    meta = {PROVENANCE_KEY: dumps(prov)}
+    write_table(pa.table({c: [r[c] for r in calls] for c in CALLS.schema.names}, schema=CALLS.schema), calls_out,
+                CALLS, meta)
+    write_table(pa.table({c: [r[c] for r in rows] for c in EPISODES.schema.names}, schema=EPISODES.schema), out,
+                EPISODES, meta)
+    ckpt.clear()
+    return Path(out)

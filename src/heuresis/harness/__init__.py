@@ -1,0 +1,8 @@
+"""The agent harness (SPEC §5): conditions, budgets, tools, the episode loop, the parser of
+submitted edge lists, prompt templates and the code tool's sandbox."""
+
+from .budgets import Budgets, BudgetSettings
+from .conditions import Condition, expand_conditions
+from .parse import ParseError, parse_edge_list
+
+__all__ = ["Budgets", "BudgetSettings", "Condition", "expand_conditions", "ParseError", "parse_edge_list"]

@@ -1,0 +1,125 @@
+"""Budgets of an episode (SPEC §5.4): one object the loop checks, not scattered ifs.
+
+Five limits: *test units* (one per statistical test an agent asks for: a CI test costs 1, a
+stability check one per resample), *turns* (assistant replies before the last turn), *output
+tokens per turn*, *algorithm calls* and *wall time*.  The test-unit limit is sized in PC's own
+cost: ``test_units_factor`` times the number of CI tests PC-KCI ran on the instance (from its
+references row).  :meth:`Budgets.line` renders what remains as the one line appended to every
+tool result and shown in the prompt.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+__all__ = ["BudgetSettings", "Budgets", "EXHAUSTION_KINDS"]
+
+#: Names of the limits, as recorded in ``episodes.exhausted``.
+EXHAUSTION_KINDS = ("test_units", "turns", "output_tokens", "algorithm_calls", "wall_time")
+
+
+@dataclass(frozen=True)
+class BudgetSettings:
+    """A named budget setting of the config (``episodes.budgets.<name>``)."""
+
+    name: str
+    test_units_factor: float = 1.0
+    turns: int = 30
+    output_tokens_per_turn: int = 4000
+    algorithm_calls: int = 10
+    wall_seconds: float = 600.0
+
+    @classmethod
+    def from_config(cls, name: str, spec: Mapping) -> BudgetSettings:
+        return cls(name=name, **dict(spec))
+
+    def test_units(self, pc_kci_tests: int) -> int:
+        """Test units of an instance: the factor times PC-KCI's test count (at least 1)."""
+        return max(1, int(math.ceil(self.test_units_factor * int(pc_kci_tests))))
+
+
+class Budgets:
+    """What an episode may still spend; the loop asks :meth:`exhausted` before every turn."""
+
+    def __init__(self, settings: BudgetSettings, pc_kci_tests: int, clock=time.monotonic) -> None:
+        self.settings = settings
+        self.test_units = settings.test_units(pc_kci_tests)
+        self.turns = int(settings.turns)
+        self.output_tokens_per_turn = int(settings.output_tokens_per_turn)
+        self.algorithm_calls = int(settings.algorithm_calls)
+        self.wall_seconds = float(settings.wall_seconds)
+        self._clock = clock
+        self._t0 = clock()
+        self.used_test_units = 0
+        self.used_turns = 0
+        self.used_algorithm_calls = 0
+        self.max_output_tokens = 0
+        self._output_overrun = False
+
+    # --- spending -----------------------------------------------------------------------
+    def remaining_test_units(self) -> int:
+        return self.test_units - self.used_test_units
+
+    def charge_tests(self, units: int) -> None:
+        if units > self.remaining_test_units():
+            raise BudgetError(f"this call needs {units} test unit(s) but only {self.remaining_test_units()} remain")
+        self.used_test_units += units
+
+    def charge_algorithm_call(self) -> None:
+        if self.used_algorithm_calls >= self.algorithm_calls:
+            raise BudgetError(f"no algorithm calls remain (limit {self.algorithm_calls})")
+        self.used_algorithm_calls += 1
+
+    def record_turn(self, output_tokens: int) -> bool:
+        """Count one assistant reply; False when it exceeded the output-token limit of a turn."""
+        self.used_turns += 1
+        self.max_output_tokens = max(self.max_output_tokens, int(output_tokens))
+        if output_tokens > self.output_tokens_per_turn:
+            self._output_overrun = True
+            return False
+        return True
+
+    def elapsed(self) -> float:
+        return self._clock() - self._t0
+
+    def remaining_wall(self) -> float:
+        return max(0.0, self.wall_seconds - self.elapsed())
+
+    # --- checks -------------------------------------------------------------------------
+    def exhausted(self) -> str | None:
+        """The first exhausted limit (one of :data:`EXHAUSTION_KINDS`), or None."""
+        if self.used_test_units >= self.test_units:
+            return "test_units"
+        if self.used_turns >= self.turns:
+            return "turns"
+        if self._output_overrun:
+            return "output_tokens"
+        if self.used_algorithm_calls >= self.algorithm_calls:
+            return "algorithm_calls"
+        if self.elapsed() >= self.wall_seconds:
+            return "wall_time"
+        return None
+
+    def line(self) -> str:
+        """One line with what remains of every budget (appended to every tool result)."""
+        return (f"[budgets left: test units {self.remaining_test_units()}/{self.test_units}; "
+                f"turns {self.turns - self.used_turns}/{self.turns}; "
+                f"algorithm calls {self.algorithm_calls - self.used_algorithm_calls}/{self.algorithm_calls}; "
+                f"wall time {self.remaining_wall():.0f}/{self.wall_seconds:.0f} s; "
+                f"output tokens per turn {self.output_tokens_per_turn}]")
+
+    def used(self) -> dict:
+        return {"test_units": self.used_test_units, "turns": self.used_turns,
+                "algorithm_calls": self.used_algorithm_calls, "wall_s": round(self.elapsed(), 3),
+                "max_output_tokens": self.max_output_tokens}
+
+    def limits(self) -> dict:
+        return {"test_units": self.test_units, "turns": self.turns, "algorithm_calls": self.algorithm_calls,
+                "wall_seconds": self.wall_seconds, "output_tokens_per_turn": self.output_tokens_per_turn}
+
+
+class BudgetError(RuntimeError):
+    """A call that the remaining budget cannot pay for (answered to the agent as an error)."""

@@ -1,0 +1,92 @@
+"""The episode sweep: tables and transcripts, resume after a kill, failures recorded."""
+
+import copy
+import json
+
+import pytest
+
+from heuresis.episodes import run_episode_shard
+from heuresis.instances import instance_spec, write_split
+from heuresis.references import run_shard
+from heuresis.schemas import CALLS, EPISODES, read_table
+
+COND = "full-guided-p0-none-standard-once-r0"
+
+
+@pytest.fixture(scope="module")
+def small(quick_config, tmp_path_factory):
+    """Four lg test instances (d = 5, n = 200) with their pc_kci references."""
+    cfg = copy.deepcopy(quick_config)
+    cfg["instances"].update(d=5, n=200)
+    root = tmp_path_factory.mktemp("episodes")
+    data, truth = root / "instances/lg/test", root / "truth/lg/test"
+    write_split(instance_spec(cfg, "lg"), "lg", "test", 4, data, truth)
+    ref = root / "references/pc_kci/lg/test/shard-000.parquet"
+    run_shard("pc_kci", {"alpha": 0.05}, "lg", "test", list(range(4)), data, truth, ref, grades=cfg["grades"])
+    return dict(cfg=cfg, root=root, data=data, truth=truth, ref=ref)
+
+
+def _run(small, out_name, agent="shortcut", spec=None, cond=COND, **kw):
+    cfg, root = small["cfg"], small["root"]
+    out = root / "episodes" / out_name / "shard-000.parquet"
+    return run_episode_shard(agent, spec or {"kind": agent}, cond, "lg", "test", [0, 1, 2, 3],
+                             data_dir=small["data"], truth_dir=small["truth"], pc_kci_paths=[small["ref"]],
+                             episodes_cfg=cfg["episodes"], menu=cfg["references"]["algorithms"],
+                             grades=cfg["grades"], seed=cfg["seed"], out=out,
+                             calls_out=out.with_name("shard-000.calls.parquet"),
+                             transcripts_dir=root / "transcripts" / out_name, **kw)
+
+
+def test_tables_and_transcripts(small):
+    out = _run(small, "plain")
+    ep = read_table(out, EPISODES).to_pandas()
+    calls = read_table(out.with_name("shard-000.calls.parquet"), CALLS).to_pandas()
+    assert list(ep.instance) == [0, 1, 2, 3] and ep.finished.all() and (ep.status == "ok").all()
+    assert (ep.f1 == ep.pc_kci_f1).all()          # the shortcut agent submits PC-KCI's output
+    assert set(calls.tool) == {"run_algorithm", "submit"} and len(calls) == 8
+    tr = json.loads((small["root"] / "transcripts/plain/0002.json").read_text())
+    call = tr["calls"][0]
+    assert {"arguments", "result", "test_units", "wall_s"} <= set(call)
+    assert json.loads(call["arguments"])["algorithm"] in tr["algorithm_map"]
+    assert tr["algorithm_map"][json.loads(call["arguments"])["algorithm"]] == "pc_kci"
+    assert [m["role"] for m in tr["messages"]][:3] == ["system", "user", "assistant"]
+    assert "wrong" not in json.dumps(tr["deletion_log_shown"])
+
+
+class Killed(BaseException):
+    """Stands for SIGKILL: not an Exception, so nothing inside the sweep can catch it."""
+
+
+def test_killed_sweep_resumes_to_the_same_episodes(small):
+    done = []
+
+    def die_after_two(i):
+        done.append(i)
+        if len(done) == 2:
+            raise Killed
+
+    with pytest.raises(Killed):
+        _run(small, "killed", after_episode=die_after_two)
+    out = small["root"] / "episodes/killed/shard-000.parquet"
+    assert not out.exists()
+    first = {i: (small["root"] / f"transcripts/killed/{i:04d}.json").stat().st_mtime_ns for i in done}
+    redone = []
+    _run(small, "killed", after_episode=redone.append)
+    assert sorted(redone) == [2, 3]               # finished episodes are not redone
+    ep = read_table(out, EPISODES).to_pandas()
+    assert sorted(ep.instance) == [0, 1, 2, 3] and ep.episode_id.is_unique
+    assert all((small["root"] / f"transcripts/killed/{i:04d}.json").stat().st_mtime_ns == t for i, t in first.items())
+    ref = read_table(_run(small, "reference"), EPISODES).to_pandas()
+    assert list(ep.edges) == list(ref.edges) and list(ep.seed) == list(ref.seed)
+    assert not out.with_name("shard-000.parquet.parts").exists()
+
+
+def test_a_crashing_agent_is_recorded_failed(small):
+    # the merge agent asked for an algorithm missing from the menu crashes in its first turn
+    menu_without_pc = {k: v for k, v in small["cfg"]["references"]["algorithms"].items() if k != "pc_kci"}
+    cfg = copy.deepcopy(small["cfg"])
+    cfg["references"]["algorithms"] = menu_without_pc
+    out = _run(dict(small, cfg=cfg), "crash", agent="shortcut")
+    ep = read_table(out, EPISODES).to_pandas()
+    assert (ep.status == "failed").all() and ep.error.str.contains("not on the menu").all()
+    assert (~ep.finished).all() and (ep.termination == "failed").all()

@@ -1,0 +1,27 @@
+"""Snakemake adapter for one episode job: an agent under one condition on a shard of instances."""
+
+from pathlib import Path
+
+from heuresis.episodes import run_episode_shard
+from heuresis.logs import stage_logger
+
+sm = snakemake  # noqa: F821  (injected by Snakemake)
+run_episode_shard(
+    sm.wildcards.agent,
+    sm.params.agent_spec,
+    sm.wildcards.condition_id,
+    sm.wildcards.family,
+    sm.wildcards.split,
+    sm.params.indices,
+    data_dir=sm.input.data,
+    truth_dir=Path(sm.input.truth).parent,
+    pc_kci_paths=list(sm.input.pc_kci),
+    episodes_cfg=sm.params.episodes,
+    menu=sm.params.menu,
+    grades=sm.params.grades,
+    seed=sm.params.seed,
+    out=sm.output.episodes,
+    calls_out=sm.output.calls,
+    transcripts_dir=sm.params.transcripts,
+    log=stage_logger(sm.log[0]),
+)
