@@ -19,13 +19,17 @@ class Registry(dict):
     kind : str
         What is registered ("algorithm", "CI test", ...), used in error messages.
     base : type, optional
-        When given, only subclasses of ``base`` may be registered, and each gets ``cls.name``.
+        When given, only subclasses of ``base`` may be registered, and each gets its registered
+        name as the class attribute ``attr``.
+    attr : str
+        Class attribute that receives the registered name (default ``name``).
     """
 
-    def __init__(self, kind: str, base: type | None = None) -> None:
+    def __init__(self, kind: str, base: type | None = None, attr: str = "name") -> None:
         super().__init__()
         self.kind = kind
         self.base = base
+        self.attr = attr
 
     def add(self, name: str, obj: Any) -> Any:
         if self.base is not None and not (isinstance(obj, type) and issubclass(obj, self.base)):
@@ -33,7 +37,7 @@ class Registry(dict):
         if name in self and self[name] is not obj:
             raise ValueError(f"{self.kind} {name!r} registered twice")
         if self.base is not None:
-            obj.name = name
+            setattr(obj, self.attr, name)
         self[name] = obj
         return obj
 

@@ -23,6 +23,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
 
+from heuresis.registry import Registry
+
 __all__ = ["Agent", "AgentReply", "Usage", "AGENTS", "register_agent", "make_agent", "tool_call"]
 
 
@@ -72,20 +74,10 @@ class Agent(ABC):
         return None
 
 
-AGENTS: dict[str, type[Agent]] = {}
+AGENTS = Registry("agent kind", Agent, attr="kind")
 
-
-def register_agent(kind: str):
-    """Class decorator: register an :class:`Agent` subclass under ``kind``."""
-
-    def deco(cls: type[Agent]) -> type[Agent]:
-        if kind in AGENTS and AGENTS[kind] is not cls:
-            raise ValueError(f"agent kind {kind!r} registered twice")
-        cls.kind = kind
-        AGENTS[kind] = cls
-        return cls
-
-    return deco
+#: Class decorator: register an :class:`Agent` subclass under a kind (sets ``cls.kind``).
+register_agent = AGENTS.register
 
 
 def make_agent(name: str, spec: Mapping, *, algorithm_map: Mapping[str, str] | None = None) -> Agent:
@@ -96,7 +88,7 @@ def make_agent(name: str, spec: Mapping, *, algorithm_map: Mapping[str, str] | N
     kind = params.pop("kind", None)
     if kind not in AGENTS:
         raise ValueError(f"agent {name!r}: unknown kind {kind!r}; known: {sorted(AGENTS)}")
-    cls = AGENTS[kind]
+    cls = AGENTS.lookup(kind)
     if cls.privileged:
         params["algorithm_map"] = dict(algorithm_map or {})
     return cls(name, **params)
