@@ -49,4 +49,4 @@ rule table5:
     conda:
         "../environment.yml"
     script:
-        "../workflow/scripts/verification.py"
+        "../workflow/scripts/table5.py"

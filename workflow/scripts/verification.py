@@ -1,46 +1,18 @@
-"""Snakemake adapter for instrument verification (logic: heuresis.verification).
-
-Rule ``verification_check`` runs one check; rule ``table5`` collects the records into
-``checks.parquet`` and Table 5, then exits non-zero if a check in ``verification.required``
-failed (the Markdown table is also in the log, as Snakemake removes a failed job's outputs).
-"""
-
-import sys
-from pathlib import Path
+"""Snakemake adapter: run one instrument-verification check (logic: heuresis.verification)."""
 
 from heuresis import verification as V
 from heuresis.logs import stage_logger
 from heuresis.provenance import PROVENANCE_KEY, dumps, provenance_record, utc_now
-from heuresis.report import to_markdown, write_paper_table
 
 sm = snakemake  # noqa: F821  (injected by Snakemake)
 log = stage_logger(sm.log[0])
 started = utc_now()
-
-if sm.rule == "verification_check":
-    check = sm.wildcards.check
-    settings = sm.params.settings
-    log(f"{check}: scale {settings['scale']}, sizes {settings['sizes']}, {sm.threads} worker(s)")
-    result = V.run_check(check, settings, workers=sm.threads, log=log)
-    prov = provenance_record(stage="verification", config=settings, seeds={"verification": settings["seed"]},
-                             started=started)
-    V.write_check(result, sm.output.record, sm.output.examples, {PROVENANCE_KEY: dumps(prov)})
-    log(f"{check}: {'pass' if result.passed else 'FAIL'} - {result.n_cases} cases, {result.disagreements} "
-        f"disagreements, {len(result.examples)} examples; {result.finding} ({result.runtime_s:.1f} s)")
-else:
-    checks = V.read_checks(sm.input.records)
-    numbers, display, highlight, failed = V.table5(checks, sm.params.required)
-    prov = provenance_record(stage="verification", config={"required": list(sm.params.required),
-                                                          "scale": sm.params.scale},
-                             inputs=sm.input.records, started=started)
-    V.write_checks_table(numbers, sm.output.checks, {PROVENANCE_KEY: dumps(prov)})
-    caption = (f"Table 5. Instrument verification ({sm.params.scale} scale): each check against an "
-               f"independent truth; disagreements are counted over all cases.")
-    write_paper_table(numbers, display, Path(sm.output.parquet).with_suffix(""), caption=caption,
-                      provenance=prov, highlight=highlight)
-    log("\n" + to_markdown(display, caption, highlight))
-    if failed:
-        log(f"required check(s) failed: {', '.join(failed)}; examples under results/verification/examples/; "
-            "Snakemake removes the failed job's outputs (the table is above; --keep-incomplete keeps them)")
-        sys.exit(1)
-    log(f"{len(numbers)} checks, {int((~numbers['passed']).sum())} failing (none required)")
+check = sm.wildcards.check
+settings = sm.params.settings
+log(f"{check}: scale {settings['scale']}, sizes {settings['sizes']}, {sm.threads} worker(s)")
+result = V.run_check(check, settings, workers=sm.threads, log=log)
+prov = provenance_record(stage="verification", config=settings, seeds={"verification": settings["seed"]},
+                         started=started)
+V.write_check(result, sm.output.record, sm.output.examples, {PROVENANCE_KEY: dumps(prov)})
+log(f"{check}: {'pass' if result.passed else 'FAIL'} - {result.n_cases} cases, {result.disagreements} "
+    f"disagreements, {len(result.examples)} examples; {result.finding} ({result.runtime_s:.1f} s)")
