@@ -10,12 +10,12 @@ masked algorithm is PC-KCI; an agent under study never gets it.
 * ``merge`` — run every menu algorithm, add to PC-KCI's output (as undirected) every pair that at
   least ``k`` of the other algorithms join, submit.
 * ``evidence`` — start from PC-KCI's output (guided: the starting graph and deletion log of the
-  prompt; unguided: run PC-KCI and take every non-adjacent pair as a candidate), re-test each
-  candidate with KCI under alternative conditioning sets (the empty set and each endpoint's
-  neighbours in the current graph, up to ``max_set`` variables), then run a stability check on
-  the candidates dependent under every alternative (at the deleting set when known) and restore
-  a pair, undirected, when at least ``min_dependent_share`` of the subsamples find dependence —
-  all within the test budget read from the budgets line; then submit.
+  prompt, candidates the borderline deletions; unguided: run PC-KCI, every non-adjacent pair a
+  candidate), re-test each candidate with KCI given each endpoint's neighbours in the current
+  graph (common children left out), restore it, undirected, when every such set finds dependence
+  and one finds it strongly (optionally confirmed by a stability check) — within the test budget
+  read from the budgets line; then submit.  Details and the dev-tuned thresholds:
+  :class:`EvidenceAgent`.
 
 When offered only ``submit`` (the last turn) every agent submits the best graph it has.
 """
@@ -175,18 +175,55 @@ class MergeAgent(_Offline):
 
 @register_agent("evidence")
 class EvidenceAgent(_Offline):
-    """Re-tests PC-KCI's deletions under alternative sets and restores robustly dependent pairs."""
+    """Re-tests PC-KCI's doubtful deletions under alternative sets; restores robustly dependent pairs.
 
-    def __init__(self, name: str, algorithm_map=None, test: str = "kci", max_set: int = 3, resamples: int = 6,
-                 min_dependent_share: float = 0.5, **params) -> None:
+    The rule (tuned on dev instances only; the measurements are in the README, Stage 4):
+
+    1. *Candidates.* Guided: the deletions whose logged grade is in ``candidate_grades`` (default:
+       the borderline bin, 0.05 < p <= 0.2 — a deleting test that barely failed to reject, the
+       likeliest to lack power), highest PC level first (a deletion found late used a large set).
+       Unguided: the log is not visible, so every pair PC-KCI leaves non-adjacent is a candidate.
+    2. *Re-test* each candidate x, y with ``test`` under the two alternative conditioning sets the
+       current graph implies: the neighbours of x (without y) and of y (without x), each *minus the
+       colliders* c with x -> c <- y in the current graph (conditioning on a common child makes
+       non-adjacent x, y dependent).  A set equal to the deleting set is not re-run (its result is
+       the logged grade), a set larger than ``max_set`` is skipped; all within the test budget read
+       from the budgets line, candidates in priority order.
+    3. *Decide.* Restore x -- y (undirected) when the weakest grade over the alternative sets is in
+       ``min_grade_all`` (every alternative finds dependence) and the strongest in
+       ``min_grade_any`` (at least one finds it strongly); the unguided condition, which lacks the
+       borderline screen, uses the stricter ``unguided_min_grade_all``.
+    4. *Stability* (optional, ``resamples`` > 0 and the tool offered): the pairs that pass are
+       re-tested on ``resamples`` subsamples at their weakest alternative set and kept when at
+       least ``min_dependent_share`` of them are dependent.  Off by default: on dev the subsample
+       share added nothing over the full-data grades (AUC 0.53 at the deleting set).
+    """
+
+    def __init__(self, name: str, algorithm_map=None, test: str = "kci", max_set: int = 3, resamples: int = 0,
+                 min_dependent_share: float = 0.5,
+                 candidate_grades=("no evidence (borderline)",),
+                 min_grade_all=("strong dependence", "moderate dependence", "weak dependence"),
+                 min_grade_any=("strong dependence",),
+                 unguided_min_grade_all=("strong dependence",), **params) -> None:
         super().__init__(name, algorithm_map, test=test, max_set=max_set, resamples=resamples,
-                         min_dependent_share=min_dependent_share, **params)
+                         min_dependent_share=min_dependent_share, candidate_grades=list(candidate_grades or []),
+                         min_grade_all=list(min_grade_all), min_grade_any=list(min_grade_any),
+                         unguided_min_grade_all=list(unguided_min_grade_all), **params)
         self.test, self.max_set, self.resamples = test, int(max_set), int(resamples)
         self.min_share = float(min_dependent_share)
-        self.candidates: list[tuple[int, int, tuple[int, ...] | None, str]] = []
+        self.candidate_grades = [str(g) for g in (candidate_grades or [])]
+        self.grade_all = {str(g) for g in min_grade_all}
+        self.grade_any = {str(g) for g in min_grade_any}
+        self.grade_all_unguided = {str(g) for g in unguided_min_grade_all}
+        self.guided = False
+        # candidate: (x, y, deleting set or None, logged grade or "", PC level or -1)
+        self.candidates: list[tuple[int, int, tuple[int, ...] | None, str, int]] = []
         self.phase = "start"
-        self.dependent_all: dict[tuple[int, int], bool] = {}
+        self.grades: dict[tuple[int, int], list[tuple[str, tuple[int, ...]]]] = {}
+        self.passed: list[tuple[int, int]] = []
+        self._tools: list[dict] | None = None
 
+    # --- helpers ---------------------------------------------------------------------------
     def _start_guided(self, messages, names) -> None:
         prompt = _prompt(messages)
         start = prompt.split("Starting graph", 1)[1].split("PC deletion log", 1)[0]
@@ -194,23 +231,36 @@ class EvidenceAgent(_Offline):
         self.best = Graph.empty(len(names), names) if "(no edges)" in start else parse_edge_list(start, names)
         idx = {n: k for k, n in enumerate(names)}
         for x, y, given, _test, grade in _LOG.findall(prompt):
-            sep = tuple(idx[v.strip()] for v in given.split(",") if v.strip())
-            self.candidates.append((idx[x], idx[y], sep, grade.strip()))
+            sep = tuple(sorted(idx[v.strip()] for v in given.split(",") if v.strip()))
+            grade = grade.strip()
+            if not self.candidate_grades or grade in self.candidate_grades:
+                self.candidates.append((idx[x], idx[y], sep, grade, len(sep)))
+        rank = {g: k for k, g in enumerate(self.candidate_grades)}
+        self.candidates.sort(key=lambda c: (rank.get(c[3], len(rank)), -c[4], c[0], c[1]))
 
-    def _alternatives(self, x: int, y: int, sep) -> list[tuple[int, ...]]:
-        skel = self.best.skeleton()
-        sets = [(), tuple(sorted(k for k in range(skel.shape[0]) if skel[x, k] and k != y)),
-                tuple(sorted(k for k in range(skel.shape[0]) if skel[y, k] and k != x))]
+    def _alternatives(self, x: int, y: int) -> list[tuple[int, ...]]:
+        """Neighbours of x (resp. y) in the current graph, without the other end and common children."""
+        a = self.best.amat != 0
+        d = a.shape[0]
+        child = {k for k in range(d) if a[x, k] and not a[k, x] and a[y, k] and not a[k, y]}
         out = []
-        for s in sets:
-            if len(s) <= self.max_set and s != sep and s not in out:
+        for u, v in ((x, y), (y, x)):
+            s = tuple(k for k in range(d) if k != v and k not in child and (a[u, k] or a[k, u]))
+            if s not in out:
                 out.append(s)
         return out
 
+    @staticmethod
+    def _grade(result: str) -> str | None:
+        hit = re.search(r"\}: (.+?) \(verdict: ", result)
+        return hit.group(1).strip() if hit and not result.startswith("ERROR") else None
+
+    # --- the policy --------------------------------------------------------------------------
     def act(self, messages, results):
         names = _names(messages)
         if self.phase == "start":
             if "PC deletion log" in _prompt(messages):
+                self.guided = True
                 self._start_guided(messages, names)
                 self.phase = "retest"
             else:
@@ -224,58 +274,79 @@ class EvidenceAgent(_Offline):
                 return _submit(None)
             self.best = g
             skel = g.skeleton()
-            self.candidates = [(i, j, None, "") for i in range(len(names)) for j in range(i + 1, len(names))
+            self.candidates = [(i, j, None, "", -1) for i in range(len(names)) for j in range(i + 1, len(names))
                                if not skel[i, j]]
             self.phase = "retest"
         left = _test_units_left(messages) or 0
         if self.phase == "retest":
-            # borderline deletions first: the likeliest to be a test without power
-            order = sorted(self.candidates, key=lambda c: (0 if "borderline" in c[3] else 1, c[0], c[1]))
             calls, self.pending = [], {}
-            reserve = self.resamples
-            for x, y, sep, _grade in order:
-                alts = self._alternatives(x, y, sep)
-                if not alts or len(alts) + reserve > left:
+            for x, y, sep, grade, _level in self.candidates:
+                todo, known = [], []
+                for s in self._alternatives(x, y):
+                    if sep is not None and s == sep:
+                        known.append((grade, s))       # the deleting test itself: its logged grade
+                    elif len(s) <= self.max_set:
+                        todo.append(s)
+                need = self.grade_all if sep is not None else self.grade_all_unguided
+                if not todo or len(todo) > left or any(g not in need for g, _ in known):
                     continue
-                left -= len(alts)
-                reserve += self.resamples
-                for s in alts:
+                left -= len(todo)
+                self.grades[(x, y)] = list(known)
+                for s in todo:
                     tc = tool_call("ci_test", {"x": names[x], "y": names[y], "given": [names[k] for k in s],
                                                "test": self.test})
-                    self.pending[tc["id"]] = (x, y)
+                    self.pending[tc["id"]] = (x, y, s)
                     calls.append(tc)
-            self.phase = "stability"
-            if calls:
-                return _msg(calls)
-        if self.phase == "stability":
-            dep: dict[tuple[int, int], bool] = {}
-            for cid, pair in self.pending.items():
-                r = results.get(cid, "ERROR")
-                dep[pair] = dep.get(pair, True) and ("verdict: dependent" in r)
-            calls, self.pending = [], {}
-            seps = {(x, y): sep for x, y, sep, _ in self.candidates}
-            for (x, y), all_dep in dep.items():
-                if not all_dep or self.resamples > left:
-                    continue
-                sep = seps[(x, y)]
-                if sep is None:  # unguided: the largest alternative set
-                    sep = max(self._alternatives(x, y, None), key=len)
-                left -= self.resamples
-                tc = tool_call("stability_check", {"x": names[x], "y": names[y], "given": [names[k] for k in sep],
-                                                   "test": self.test, "resamples": self.resamples})
-                self.pending[tc["id"]] = (x, y)
-                calls.append(tc)
             self.phase = "decide"
             if calls:
                 return _msg(calls)
         if self.phase == "decide":
-            g = self.best.copy()
+            for cid, (x, y, s) in self.pending.items():
+                self.grades[(x, y)].append((self._grade(results.get(cid, "ERROR")) or "", s))
+            need_all = self.grade_all if self.guided else self.grade_all_unguided
+            self.passed = []
+            weakest: dict[tuple[int, int], tuple[int, ...]] = {}
+            for pair, got in self.grades.items():
+                labels = [g for g, _ in got]
+                if labels and all(g in need_all for g in labels) and any(g in self.grade_any for g in labels):
+                    self.passed.append(pair)
+                    weak = [s for g, s in got if g not in self.grade_any]
+                    weakest[pair] = weak[0] if weak else got[0][1]
+            self.pending = {}
+            offered = {t["function"]["name"] for t in (self._tools or [])}
+            if self.resamples > 0 and "stability_check" in offered:
+                calls = []
+                for x, y in self.passed:
+                    if self.resamples > left:
+                        break
+                    left -= self.resamples
+                    s = weakest[(x, y)]
+                    tc = tool_call("stability_check", {"x": names[x], "y": names[y], "given": [names[k] for k in s],
+                                                       "test": self.test, "resamples": self.resamples})
+                    self.pending[tc["id"]] = (x, y)
+                    calls.append(tc)
+                self.phase = "stability"
+                if calls:
+                    return _msg(calls)
+            self.phase = "restore"
+        if self.phase == "stability":
+            keep = []
             for cid, (x, y) in self.pending.items():
                 hit = re.search(r"dependent (\d+), independent (\d+)", results.get(cid, ""))
                 if hit:
                     dep_n, ind_n = int(hit.group(1)), int(hit.group(2))
                     if dep_n / max(1, dep_n + ind_n) >= self.min_share:
-                        g.set(x, y, Relation.UNDIRECTED)
+                        keep.append((x, y))
+            self.passed = keep
+            self.phase = "restore"
+        if self.phase == "restore":
+            g = self.best.copy()
+            for x, y in self.passed:
+                g.set(x, y, Relation.UNDIRECTED)
             self.best = g
             self.phase = "done"
         return _submit(self.best)
+
+    def respond(self, messages: list[dict], tools: list[dict]) -> AgentReply:
+        self._tools = tools
+        return super().respond(messages, tools)
