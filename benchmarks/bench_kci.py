@@ -54,6 +54,7 @@ def random_scm(d: int, n: int, seed: int, p_edge: float = 0.3) -> np.ndarray:
 
 # --------------------------------------------------------------------- CIT adapters
 LOG: list = []  # (key, depth, p, seconds) for every cache-miss evaluation
+IMPLS: list = []  # heuresis KCI objects of the runs (for cache statistics)
 
 
 class LoggedCausalLearnKCI(cl_cit.KCI):
@@ -77,6 +78,7 @@ class HeuresisKCIAdapter(cl_cit.CIT_Base):
         self.check_cache_method_consistent("kci", "heuresis-kci")
         self.assert_input_data_is_valid()
         self.impl = KCI(data)
+        IMPLS.append(self.impl)
 
     def __call__(self, X, Y, condition_set=None):
         Xs, Ys, cs, key = self.get_formatted_XYZ_and_cachekey(X, Y, condition_set)
@@ -128,6 +130,7 @@ def main(argv=None) -> int:
     print(f"PC-stable, KCI, alpha=0.05, d={args.d}, n={args.n}, {args.instances} instances, "
           f"BLAS threads: {args.blas_threads or 'default'}")
     print(f"{'inst':>4} {'#tests':>6} {'cl [s]':>8} {'ours [s]':>8} {'ratio':>6} {'graph':>5} {'tests':>5} {'max|dp|':>9}")
+    IMPLS.clear()
     t_cl_all, t_us_all, ratios = [], [], []
     depth_cl, depth_us, depth_n = defaultdict(float), defaultdict(float), defaultdict(int)
     all_graph_eq = all_tests_eq = True
@@ -167,6 +170,11 @@ def main(argv=None) -> int:
               f"ours {depth_us[depth]:7.3f} s, ratio {depth_cl[depth] / max(depth_us[depth], 1e-12):6.1f}x")
     print(f"graphs identical: {all_graph_eq}; sets of tests identical: {all_tests_eq}; "
           f"max |p_ours - p_causallearn| = {max_dp:.3e}")
+    cond = sum(v for k, v in depth_n.items() if k > 0)
+    built = sum(t.stats["dense_x"] + t.stats["lowrank_x"] for t in IMPLS)
+    peak_cache = max((t.peak_cache_bytes for t in IMPLS), default=0)
+    print(f"X-role (x, S) factors built {built} for {cond} conditional tests "
+          f"(cache hit rate {1 - built / max(cond, 1):.0%}); peak matrix cache {peak_cache / 2**20:.0f} MB")
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"peak RSS of this process (both libraries): {rss:.0f} MB")
 

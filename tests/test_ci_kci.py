@@ -192,3 +192,40 @@ def test_registry():
     assert isinstance(t, KCI) and t.name == "kci"
     with pytest.raises(ValueError, match=r"unknown CI test 'nope'; known: .*fisherz.*kci"):
         make_ci_test("nope", data)
+
+
+# ---------------------------------------------------------------- building blocks
+def test_top_eigh_matches_full_eigh():
+    """Partial eigensolver = eigh + causal-learn's cut (kept part of A)."""
+    from heuresis.ci.kci import _top_eigh
+
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((300, 3))
+    sq = ((X[:, None, :] - X[None, :, :]) ** 2).sum(-1)
+    K = np.exp(-0.5 * sq)
+    K -= K.mean(0)
+    K -= K.mean(1)[:, None]
+    for thresh in (1e-5, 1e-3):
+        w, V = _top_eigh(K, thresh)
+        w0, V0 = np.linalg.eigh(K)
+        keep = w0 > w0.max() * thresh
+        assert len(w) == keep.sum() and 0 < len(w) < 300
+        A, A0 = (V * w) @ V.T, (V0[:, keep] * w0[keep]) @ V0[:, keep].T
+        assert np.abs(A - A0).max() <= 1e-12 * w0.max()
+        assert np.abs(V.T @ V - np.eye(len(w))).max() <= 1e-12
+
+
+def test_projector_paths_agree():
+    """Factored and dense P (Cholesky inverse) give the same P K P."""
+    from heuresis.ci.kci import kci_theta
+
+    data = _scm("nonlinear", 150, 0)
+    low, dense = KCI(data, rank_frac=1.0), KCI(data, rank_frac=0.0)
+    S = (0, 3)
+    Pl, Pd = low._projector(S), dense._projector(S)
+    assert Pl.Rz is None and Pd.Rz is not None
+    th = kci_theta(150, 2)
+    K = low._prodkernel((2, th), S, 0.25 * th)
+    ref = Pd.apply(Pd.apply(K).T)
+    for P in (Pl, Pd):
+        assert np.abs(P.sandwich(K) - ref).max() <= 1e-10 * np.abs(ref).max()

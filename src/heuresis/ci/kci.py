@@ -38,19 +38,32 @@ How we are faster (no change of any decision)
 ---------------------------------------------
 * ``Rz H = H Rz`` (``Kzc`` annihilates the constant vector), so with
   ``P = Rz H`` we have ``KxR = P Kx P`` and ``KyR = P Ky P``.
-* Gaussian kernels on 1-3 dimensions have low numerical rank. We factor
-  ``K = L L^T`` by pivoted Cholesky, stopped only when every residual diagonal
-  entry is below ``chol_tol`` (default 1e-15, i.e. at the rounding level of
-  the kernel entries, which are <= 1; the residual is PSD so its norm is
-  bounded by its trace). Then ``Rz = I - B diag(1/(s+eps)) B^T`` (Woodbury,
-  ``B`` from the eigenpairs of the small Gram matrix of ``H Lz``), and the
-  eigenpairs of ``KxR = Mx Mx^T`` with ``Mx = P Lx`` come from the small
-  Gram matrix ``Mx^T Mx``. When a factor's rank would exceed ``rank_frac * n``
-  we fall back to the dense computation (eigh of ``Kzc`` for ``Rz``, dense
-  ``KxR`` and one ``eigh``), still exact.
-* Caches (LRU, bounded in bytes) hold z-scored columns, unconditional centred
-  kernels per variable, the ``P`` operator per conditioning set, the Y-role
-  factor per (variable, |S|) and the X-role eigen-factor per (x, S).
+* Kernels of concatenated columns are products of cached per-column kernels
+  (``exp(-a - b) = exp(-a) exp(-b)`` to a few ulp): the X-role kernel on
+  ``[x, 0.5 Z]`` is ``K_x(theta) o prod_s K_s(theta / 4)``, ``Kz`` is
+  ``prod_s K_s(theta)``; no per-test ``exp`` over n^2 entries.
+* Gaussian kernels on 1-2 dimensions have low numerical rank. We factor
+  ``K = L L^T`` by pivoted Cholesky (LAPACK ``dpstrf``), stopped only when every
+  residual diagonal entry is below ``chol_tol`` (default 1e-15, i.e. at the
+  rounding level of the kernel entries, which are <= 1; the residual is PSD so
+  its norm is bounded by its trace). Then ``P = H - B diag(1/(s+eps)) B^T``
+  (Woodbury, ``B`` from the eigenpairs of the small Gram matrix of ``H Lz``),
+  and the eigenpairs of ``KxR = Mx Mx^T`` with ``Mx = P Lx`` come from the
+  small Gram matrix ``Mx^T Mx``. When a factor's rank would exceed
+  ``rank_frac * n`` (|S| >= 2 for the X role, |S| >= 3 for Kz at n = 600) we use
+  the dense computation, still exact: ``Rz = eps (Kzc + eps I)^-1`` by Cholesky
+  inversion (``dpotrf``/``dpotri``, ~5x cheaper than the eigendecomposition),
+  ``KxR = P Kx P`` (with a factored P in two n^2 r products instead of four),
+  and only the kept eigenpairs of ``KxR`` (``_top_eigh``: tridiagonalisation,
+  all eigenvalues without vectors, inverse iteration for the ~100 kept ones,
+  back-transformation; ~60% of a full ``eigh``).
+* Caches (LRU, bounded in bytes) hold per-column kernels, unconditional
+  centred kernels per variable, the ``P`` operator per conditioning set, the
+  Y-role factor per (variable, |S|) and the X-role eigen-factor per (x, S).
+
+Threads: the LAPACK calls go through scipy, whose bundled OpenBLAS is a
+second thread pool next to numpy's. Limit both (``threadpoolctl``, or
+``OPENBLAS_NUM_THREADS=1``) when several processes share few cores.
 """
 from __future__ import annotations
 
@@ -59,6 +72,7 @@ from typing import Any, Hashable, Optional, Tuple
 
 import numpy as np
 from scipy import special, stats
+from scipy.linalg import lapack as _lapack
 
 from .base import CITest, register_ci_test
 
@@ -88,56 +102,73 @@ def _center(K: np.ndarray) -> np.ndarray:
     return K - (cs[None, :] + cs[:, None]) / n + (cs.sum() / n ** 2)
 
 
-def _sqdist(D: np.ndarray) -> np.ndarray:
-    """Dense squared Euclidean distances of the rows of D (n, q)."""
-    if D.shape[1] == 1:
-        d = D[:, 0]
-        diff = d[:, None] - d[None, :]
-        return diff * diff
-    sq = np.zeros((D.shape[0], D.shape[0]))
-    for k in range(D.shape[1]):
-        diff = D[:, k, None] - D[None, :, k]
-        sq += diff * diff
-    return sq
+def _gauss_col(v: np.ndarray, theta: float) -> np.ndarray:
+    """exp(-0.5 theta (v_i - v_j)^2): the Gaussian kernel of one column."""
+    diff = v[:, None] - v[None, :]
+    diff *= diff
+    diff *= -0.5 * theta
+    return np.exp(diff, out=diff)
 
 
-def _gauss_dense(D: np.ndarray, theta: float) -> np.ndarray:
-    return np.exp(-0.5 * _sqdist(D) * theta)
+def _pchol(K: np.ndarray, tol: float, max_rank: int) -> Optional[np.ndarray]:
+    """Pivoted Cholesky (LAPACK ``dpstrf``) of a PSD kernel: K ~= L L^T, L (n, r).
 
-
-def _pivoted_cholesky(D: np.ndarray, theta: float, tol: float, max_rank: int) -> Optional[np.ndarray]:
-    """Factor K = exp(-0.5 theta ||D_i - D_j||^2) ~= L L^T (L is (n, r)).
-
-    Greedy diagonal pivoting; stops once every residual diagonal entry is
-    <= tol (the residual is PSD, so it is then negligible). Returns None if
-    that needs more than ``max_rank`` columns.
+    Stops once every residual diagonal entry is <= tol (the residual is PSD, so
+    it is then negligible). Returns None if the rank exceeds ``max_rank``.
     """
-    n, q = D.shape
-    max_rank = min(max_rank, n)
-    Lr = np.empty((max_rank, n))  # rows are the factor's columns
-    resid = np.ones(n)            # diag of a Gaussian kernel is exactly 1
-    cols = [np.ascontiguousarray(D[:, k]) for k in range(q)]
-    half_theta = -0.5
-    for j in range(max_rank + 1):
-        p = int(np.argmax(resid))
-        piv = resid[p]
-        if piv <= tol:
-            return Lr[:j].T
-        if j == max_rank:
-            return None
-        diff = cols[0] - cols[0][p]
-        sq = diff * diff
-        for k in range(1, q):
-            diff = cols[k] - cols[k][p]
-            sq += diff * diff
-        col = np.exp(half_theta * sq * theta)
-        if j:
-            col -= Lr[:j, p] @ Lr[:j]
-        col *= 1.0 / np.sqrt(piv)
-        Lr[j] = col
-        resid -= col * col
-        resid[p] = 0.0
-    return None  # pragma: no cover
+    c, piv, rank, info = _lapack.dpstrf(K, tol=tol, lower=1)
+    if info < 0:  # pragma: no cover - invalid argument
+        raise RuntimeError(f"dpstrf failed (info={info})")
+    if rank > max_rank:
+        return None
+    L = np.empty((K.shape[0], rank))
+    L[piv - 1] = np.tril(c[:, :rank])
+    return L
+
+
+_SYTRD_LWORK: dict = {}
+
+
+def _top_eigh(A: np.ndarray, thresh: float, max_frac: float = 0.4) -> Tuple[np.ndarray, np.ndarray]:
+    """Eigenpairs (w, V) of symmetric A with w > thresh * max(w) (only the lower
+    triangle of A is read).
+
+    Same eigenpairs as ``eigh`` followed by causal-learn's cut, but only the kept
+    eigenvectors are computed: Householder tridiagonalisation (``dsytrd``), all
+    eigenvalues of the tridiagonal matrix (``dsterf``, no vectors), inverse
+    iteration for the kept ones (``dstein``) and back-transformation
+    (``dormqr``). Costs about 60% of a full ``eigh`` when few are kept; falls
+    back to ``numpy.linalg.eigh`` when many are kept or LAPACK reports a
+    problem.
+    """
+    n = A.shape[0]
+    if n >= 96:
+        lw = _SYTRD_LWORK.get(n)
+        if lw is None:
+            lw = _SYTRD_LWORK[n] = max(int(_lapack.dsytrd_lwork(n)[0]), n)
+        c, d, e, tau, info = _lapack.dsytrd(A, lower=1, lwork=lw)
+        if info == 0 and np.all(e != 0.0):
+            w, info = _lapack.dsterf(d.copy(), e.copy())
+            if info == 0 and w[-1] > 0.0:
+                k = n - int(np.searchsorted(w, w[-1] * thresh, side="right"))
+                if 0 < k <= max_frac * n:
+                    wk = w[n - k:]
+                    iblock = np.zeros(n, dtype=np.int32)
+                    iblock[:k] = 1
+                    isplit = np.zeros(n, dtype=np.int32)
+                    isplit[0] = n
+                    Z, info = _lapack.dstein(d, e, wk, iblock, isplit)
+                    if info == 0:
+                        V = np.empty((n, k))
+                        V[0] = Z[0, :k]
+                        cq, _, info = _lapack.dormqr("L", "N", c[1:, :n - 1], tau, Z[1:, :k],
+                                                     lwork=64 * k + 4224)
+                        if info == 0:
+                            V[1:] = cq
+                            return wk, V
+    w, V = np.linalg.eigh(A)
+    keep = w > w.max() * thresh
+    return w[keep], V[:, keep]
 
 
 class _LRU:
@@ -180,7 +211,11 @@ def _nb(*arrays: Optional[np.ndarray]) -> int:
 
 
 class _Projector:
-    """P = Rz H with Rz = eps (H Kz H + eps I)^-1, factored or dense."""
+    """P = Rz H with Rz = eps (H Kz H + eps I)^-1, factored or dense.
+
+    Factored: ``P = H - B diag(dinv) B^T`` with centred ``B`` (Woodbury on a
+    pivoted-Cholesky factor of Kz). Dense: explicit ``Rz``.
+    """
 
     __slots__ = ("B", "dinv", "Rz")
 
@@ -188,10 +223,40 @@ class _Projector:
         self.B, self.dinv, self.Rz = B, dinv, Rz
 
     def apply(self, M: np.ndarray) -> np.ndarray:
+        """P M."""
         Mc = M - M.mean(axis=0)
         if self.Rz is not None:
             return self.Rz @ Mc
         return Mc - self.B @ (self.dinv[:, None] * (self.B.T @ Mc))
+
+    def sandwich(self, K: np.ndarray) -> np.ndarray:
+        """P K P for symmetric K (the residual kernel KR = Rz (H K H) Rz)."""
+        if self.Rz is not None:
+            return (self.Rz @ _center(K)) @ self.Rz
+        # P = H - B D B^T with H B = B, D = diag(dinv). With m the column means
+        # of K and mu their mean, H K H = K - (m' 1^T + 1 m'^T), m' = m - mu/2,
+        # and P K P = K - (V + V^T) with
+        #   V = B E^T + m' 1^T,  E = G D - B (D C D) / 2,
+        #   G = (H K H) B = K B - 1 (m^T B),  C = B^T G
+        # (two n^2 r products instead of four for applying P twice).
+        B, dinv = self.B, self.dinv
+        n = K.shape[0]
+        m = K.mean(axis=0)
+        G = K @ B
+        G -= m @ B
+        C = B.T @ G
+        E = G * dinv
+        E -= B @ (0.5 * (dinv[:, None] * C * dinv[None, :]))
+        Ba = np.empty((n, B.shape[1] + 1))
+        Ba[:, :-1] = B
+        Ba[:, -1] = m - 0.5 * m.mean()
+        Ea = np.empty((n, B.shape[1] + 1))
+        Ea[:, :-1] = E
+        Ea[:, -1] = 1.0
+        V = Ba @ Ea.T
+        out = K - V
+        out -= V.T
+        return out
 
     @property
     def nbytes(self) -> int:
@@ -214,15 +279,13 @@ class _XRole:
 
 def _truncated_from_gram(M: np.ndarray, thresh: float) -> np.ndarray:
     """Fx = V_k sqrt(w_k) for the eigenpairs of M M^T with w > max(w) * thresh."""
-    w, V = np.linalg.eigh(M.T @ M)
-    keep = w > w.max() * thresh
-    return M @ V[:, keep]
+    _, V = _top_eigh(M.T @ M, thresh)
+    return M @ V
 
 
 def _truncated_from_dense(K: np.ndarray, thresh: float) -> np.ndarray:
-    w, V = np.linalg.eigh(0.5 * (K + K.T))
-    keep = w > w.max() * thresh
-    return V[:, keep] * np.sqrt(w[keep])
+    w, V = _top_eigh(K, thresh)
+    return V * np.sqrt(w)
 
 
 # ----------------------------------------------------------------- the test
@@ -286,12 +349,32 @@ class KCI(CITest):
     def peak_cache_bytes(self) -> int:
         return self._mats.peak_bytes
 
+    # ------------------------------------------------------------ kernels
+    def _colkernel(self, v: int, theta: float) -> np.ndarray:
+        """Gaussian kernel of z-scored column v (cached per (v, theta))."""
+        key = ("k", v, theta)
+        K = self._mats.get(key)
+        if K is None:
+            K = _gauss_col(self._z[:, v], theta)
+            self._mats.put(key, K, _nb(K))
+        return K
+
+    def _prodkernel(self, first: Tuple[int, float], rest: Tuple[int, ...], theta: float) -> np.ndarray:
+        """Gaussian kernel of concatenated columns as the product of column kernels.
+
+        ``exp(-a - b) = exp(-a) exp(-b)`` up to rounding (a few ulp per entry).
+        """
+        K = self._colkernel(*first).copy()
+        for s in rest:
+            K *= self._colkernel(s, theta)
+        return K
+
     # ------------------------------------------------------------ unconditional
     def _ukernel(self, v: int):
         key = ("u", v)
         ent = self._mats.get(key)
         if ent is None:
-            K = _center(_gauss_dense(self._z[:, [v]], hsic_theta(self.n_samples, 1)))
+            K = _center(_gauss_col(self._z[:, v], hsic_theta(self.n_samples, 1)))
             ent = (K, float(np.trace(K)), float(np.sum(K ** 2)))
             self._mats.put(key, ent, _nb(K))
         return ent
@@ -306,12 +389,15 @@ class KCI(CITest):
         return stat, mean ** 2 / var, var / mean
 
     # ------------------------------------------------------------ conditional
-    def _try_factor(self, role: str, dz: int, D: np.ndarray, theta: float) -> Optional[np.ndarray]:
+    def _use_factor(self, role: str, dz: int) -> bool:
         hist = self._factor_hist.setdefault((role, dz), [0, 0])
-        if hist[1] >= 2 and hist[1] > 2 * hist[0]:
-            return None  # this size keeps exceeding the rank cap: go dense directly
-        L = _pivoted_cholesky(D, theta, self.chol_tol, self._max_rank)
-        hist[0 if L is not None else 1] += 1
+        return not (hist[1] >= 2 and hist[1] > 2 * hist[0])  # keeps exceeding the cap: go dense
+
+    def _try_factor(self, role: str, dz: int, K: np.ndarray) -> Optional[np.ndarray]:
+        if not self._use_factor(role, dz):
+            return None
+        L = _pchol(K, self.chol_tol, self._max_rank)
+        self._factor_hist[(role, dz)][0 if L is not None else 1] += 1
         return L
 
     def _projector(self, S: Tuple[int, ...]) -> _Projector:
@@ -321,17 +407,27 @@ class KCI(CITest):
             return P
         n, eps = self.n_samples, self.epsilon
         theta = kci_theta(n, len(S))
-        Dz = self._z[:, list(S)]
-        Lz = self._try_factor("z", len(S), Dz, theta)
+        Kz = self._prodkernel((S[0], theta), S[1:], theta)
+        Lz = self._try_factor("z", len(S), Kz)
         if Lz is not None:
             C = Lz - Lz.mean(axis=0)
             s, V = np.linalg.eigh(C.T @ C)
             P = _Projector(B=C @ V, dinv=1.0 / (s + eps))
             self.stats["lowrank_z"] += 1
         else:
-            Kzc = _center(_gauss_dense(Dz, theta))
-            lam, U = np.linalg.eigh(Kzc)
-            P = _Projector(Rz=(U * (eps / (lam + eps))) @ U.T)
+            A = _center(Kz)
+            A.flat[:: n + 1] += eps
+            c, info = _lapack.dpotrf(A, lower=1, clean=0, overwrite_a=1)
+            if info == 0:
+                Rz, info = _lapack.dpotri(c, lower=1, overwrite_c=1)
+            if info == 0:
+                Rz = np.tril(Rz)
+                Rz += np.tril(Rz, -1).T
+                Rz *= eps
+            else:  # pragma: no cover - (Kzc + eps I) is PD by construction
+                lam, U = np.linalg.eigh(_center(Kz))
+                Rz = (U * (eps / (lam + eps))) @ U.T
+            P = _Projector(Rz=Rz)
             self.stats["dense_z"] += 1
         self._mats.put(key, P, P.nbytes)
         return P
@@ -340,13 +436,7 @@ class KCI(CITest):
         key = ("Ly", v, dz)
         L = self._mats.get(key)
         if L is None:
-            theta = kci_theta(self.n_samples, dz)
-            D = self._z[:, [v]]
-            L = _pivoted_cholesky(D, theta, self.chol_tol, self._max_rank)
-            if L is None:  # very narrow kernel: exact dense factor
-                lam, U = np.linalg.eigh(_gauss_dense(D, theta))
-                pos = lam > 0
-                L = U[:, pos] * np.sqrt(lam[pos])
+            L = _pchol(self._colkernel(v, kci_theta(self.n_samples, dz)), self.chol_tol, self.n_samples)
             self._mats.put(key, L, _nb(L))
         return L
 
@@ -355,20 +445,16 @@ class KCI(CITest):
         ent = self._mats.get(key)
         if ent is not None:
             return ent
-        n = self.n_samples
-        theta = kci_theta(n, len(S))
-        Dx = np.empty((n, 1 + len(S)), order="F")
-        Dx[:, 0] = self._z[:, x]
-        Dx[:, 1:] = 0.5 * self._z[:, list(S)]
-        Lx = self._try_factor("x", len(S), Dx, theta)
+        theta = kci_theta(self.n_samples, len(S))
+        # kernel on [x, 0.5 Z]: exp(-theta/2 (dx^2 + dz^2 / 4))
+        Kx = self._prodkernel((x, theta), S, 0.25 * theta)
+        Lx = self._try_factor("x", len(S), Kx)
         if Lx is not None:
             M = P.apply(Lx)
             ent = _XRole(M, None, _truncated_from_gram(M, self.eig_thresh))
             self.stats["lowrank_x"] += 1
         else:
-            Kx = _gauss_dense(Dx, theta)
-            PK = P.apply(Kx)            # P Kx
-            KxR = P.apply(PK.T)         # P (P Kx)^T = P Kx P
+            KxR = P.sandwich(Kx)
             ent = _XRole(None, KxR, _truncated_from_dense(KxR, self.eig_thresh))
             self.stats["dense_x"] += 1
         self._mats.put(key, ent, ent.nbytes)
