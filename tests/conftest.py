@@ -37,3 +37,14 @@ def random_dag(rng: np.random.Generator, d: int, p: float) -> np.ndarray:
     perm = rng.permutation(d)
     a = np.triu(rng.random((d, d)) < p, 1).astype(np.int8)
     return a[np.ix_(perm, perm)]
+
+
+@pytest.fixture(scope="session")
+def tiny_run(tmp_path_factory) -> Path:
+    """The tiny workflow (tests/tinyflow.py) run once locally through the local profile; shared by
+    the SLURM and fault tests as the uninterrupted reference run. Do not modify: copy it."""
+    from tinyflow import CONFIG, TARGETS, copy_workflow, run_snakemake
+
+    wd = copy_workflow(tmp_path_factory.mktemp("tiny_local"))
+    run_snakemake(wd, *TARGETS, "--profile", "workflow/profiles/local", "--cores", "2", *CONFIG)
+    return wd

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from heuresis import __version__
+from heuresis.schemas import ArtifactError
 
 DEFAULT_CONFIG = "config/config.yaml"
 
@@ -62,6 +63,41 @@ def cmd_show_instance(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_provenance(args: argparse.Namespace) -> int:
+    """Print an artifact's lineage back to config and seeds; exit 1 when it is stale."""
+    from heuresis.lineage import format_lineage, lineage, to_dict
+
+    node = lineage(args.path, root=args.root, max_depth=args.depth)
+    if args.json:
+        print(json.dumps(to_dict(node), indent=2, sort_keys=True, default=str))
+    else:
+        print(format_lineage(node, show_config=args.show_config))
+    return 1 if node.stale else 0
+
+
+def cmd_verify_artifacts(args: argparse.Namespace) -> int:
+    """Find truncated or corrupt artifacts; with --delete remove them so that a rerun rebuilds them."""
+    from heuresis.integrity import remove_damaged, scan
+
+    damaged = scan(args.results)
+    for d in damaged:
+        print(f"DAMAGED {d.path}: {d.reason}")
+    if not damaged:
+        print(f"all artifacts under {args.results} are readable and match their recorded digests")
+        return 0
+    if args.delete:
+        removed = remove_damaged(damaged)
+        for out in removed:
+            print(f"removed {out}")
+        # name them as targets: Snakemake does not rerun a job only because an intermediate file is
+        # missing when everything downstream exists; a requested file is rebuilt, and then everything
+        # downstream of it reruns (its input is newer)
+        print("rebuild them and everything downstream with:\n  snakemake all " + " ".join(map(str, removed)))
+        return 0
+    print("rerun with --delete to remove them, then run snakemake again to rebuild them")
+    return 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="heuresis", description=__doc__.splitlines()[0])
     p.add_argument("--version", action="version", version=f"heuresis {__version__}")
@@ -85,6 +121,26 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("instance", help="family/split/index, e.g. wild/test/0003")
     sp.add_argument("--results", default="results")
     sp.set_defaults(func=cmd_show_instance)
+
+    sp = sub.add_parser("provenance", help="lineage of an artifact back to config and seeds; flags stale inputs",
+                        description="Print the provenance of an artifact (stage, config digest, code version, "
+                                    "packages, seeds, command, host, times) and of every input it was computed "
+                                    "from, recursively; an input whose bytes changed or that is missing is "
+                                    "STALE. Exit status 1 when anything upstream is stale.")
+    sp.add_argument("path", help="a Parquet artifact, a table (.md/.tex), a figure (.pdf/.png), "
+                                 "an instance folder or data file")
+    sp.add_argument("--root", help="folder the workflow ran in (default: current folder, then the artifact's "
+                                   "ancestors)")
+    sp.add_argument("--depth", type=int, help="follow inputs at most this many levels (default: all)")
+    sp.add_argument("--show-config", action="store_true", help="print each record's config slice")
+    sp.add_argument("--json", action="store_true", help="the lineage tree as JSON")
+    sp.set_defaults(func=cmd_provenance)
+
+    sp = sub.add_parser("verify-artifacts", help="find truncated or corrupt artifacts (and remove them)")
+    sp.add_argument("results", nargs="?", default="results", help="results folder (default: results)")
+    sp.add_argument("--delete", action="store_true",
+                    help="remove the outputs holding damaged files so that the next snakemake run rebuilds them")
+    sp.set_defaults(func=cmd_verify_artifacts)
     return p
 
 
@@ -92,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except (ValueError, FileNotFoundError) as exc:
+    except (ValueError, FileNotFoundError, ArtifactError) as exc:
         print(f"heuresis {args.command}: error: {exc}", file=sys.stderr)
         return 2
 

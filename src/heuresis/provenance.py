@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -66,6 +67,29 @@ def package_versions() -> dict[str, str]:
     return out
 
 
+def _launcher() -> str | None:
+    """The Snakemake command line that started this process, if any (nearest ancestor process).
+
+    Under Snakemake's ``script:`` directive ``sys.argv`` names a temporary copy of the script;
+    the command that ran the job (a local run, or the job's own Snakemake under SLURM with its
+    ``--target-jobs``) is one of the parent processes.
+    """
+    pid = os.getppid()
+    for _ in range(6):
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            return None
+        text = " ".join(a.decode(errors="replace") for a in argv if a)
+        if "snakemake" in text and ".snakemake/scripts/" not in text:
+            return text
+        pid = int(stat.rsplit(")", 1)[1].split()[1])
+        if pid <= 1:
+            return None
+    return None
+
+
 def provenance_record(*, stage: str, config: Mapping | None, seeds: Mapping | None = None,
                       inputs: Iterable[str | Path] = (), started: str | None = None) -> dict[str, object]:
     """A provenance record for an artifact written now.
@@ -92,6 +116,7 @@ def provenance_record(*, stage: str, config: Mapping | None, seeds: Mapping | No
         "seeds": dict(seeds or {}),
         "inputs": {str(p): file_sha256(p) for p in inputs},
         "command": " ".join(sys.argv),
+        "launched_by": _launcher(),
         "host": socket.gethostname(),
         "started": started or utc_now(),
         "finished": utc_now(),

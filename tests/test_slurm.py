@@ -1,0 +1,87 @@
+"""The workflow on a real (single-node) SLURM cluster gives the same artifacts as a local run.
+
+The fixture brings up slurmctld + slurmd + munged on this machine with tests/cluster/slurm_up.sh
+(Debian's slurm-wlm and munge, root; .ci/run installs them) and stops exactly those daemons
+afterwards.  Without them the tests are skipped, saying why, except in CI (CI=true), where
+that is a failure.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import subprocess
+import pytest
+
+from conftest import ROOT
+from tinyflow import CONFIG, TARGETS, assert_same_artifacts, copy_workflow, run_snakemake
+
+pytestmark = pytest.mark.slow
+
+UP, DOWN = ROOT / "tests/cluster/slurm_up.sh", ROOT / "tests/cluster/slurm_down.sh"
+SLURM_ARGS = ["--profile", "workflow/profiles/slurm", "--cores", "2", "--jobs", "4",
+              "--slurm-status-command", "squeue",            # no accounting database here
+              "--slurm-init-seconds-before-status-checks", "2",
+              "--slurm-no-account", "--latency-wait", "5"]
+
+
+def _why_not() -> str | None:
+    if os.geteuid() != 0:
+        return "SLURM test cluster needs root (slurmd)"
+    missing = [b for b in ("munged", "mungekey", "slurmctld", "slurmd", "sbatch", "squeue") if not shutil.which(b)]
+    if missing:
+        return f"SLURM test cluster needs Debian's slurm-wlm and munge (missing {', '.join(missing)})"
+    if importlib.util.find_spec("snakemake_executor_plugin_slurm") is None:
+        return "snakemake-executor-plugin-slurm is not installed (pip install -e '.[test]')"
+    return None
+
+
+@pytest.fixture(scope="module")
+def slurm(tmp_path_factory):
+    """SLURM_CONF of a running single-node cluster; daemons this fixture started are stopped after."""
+    reason = _why_not()
+    if reason and os.environ.get("CI") == "true":
+        pytest.fail(f"{reason}; .ci/run installs them, so in CI this is an error")
+    if reason:
+        pytest.skip(reason)
+    env = {**os.environ, "HEURESIS_SLURM_DIR": os.environ.get("HEURESIS_SLURM_DIR", "/tmp/heuresis-slurm")}
+    proc = subprocess.run(["bash", str(UP)], capture_output=True, text=True, env=env, timeout=120)
+    if proc.returncode != 0:
+        (pytest.fail if os.environ.get("CI") == "true" else pytest.skip)(
+            f"SLURM test cluster did not come up: {proc.stderr.strip()[-1500:]}")
+    started_here = "already running" not in proc.stderr
+    conf = proc.stdout.strip().split("=", 1)[1]
+    yield conf
+    if started_here:
+        subprocess.run(["bash", str(DOWN)], env=env, timeout=120, check=False)
+
+
+def test_slurm_run_equals_local_run(slurm, tiny_run, tmp_path_factory):
+    wd = copy_workflow(tmp_path_factory.mktemp("slurm"))
+    proc = run_snakemake(wd, *TARGETS, *SLURM_ARGS, *CONFIG, env={"SLURM_CONF": slurm}, timeout=1500)
+    log = proc.stdout + proc.stderr
+    assert "submitted with SLURM jobid" in log, log[-3000:]
+    # the instance jobs went to SLURM as one group job, not one job each
+    assert "group_instances" in log and log.count("rule_instances") == 0, log[-3000:]
+    n = assert_same_artifacts(tiny_run / "results", wd / "results")
+    assert n > 20
+
+
+def test_job_killed_by_time_limit_is_reported_with_rule_wildcards_and_log(slurm, tmp_path):
+    """A job SLURM kills (here: its time limit) fails the run naming rule, wildcards and logs."""
+    (tmp_path / "Snakefile").write_text(
+        "rule slow:\n"
+        "    output: 'out/{name}.txt'\n"
+        "    log: 'logs/slow/{name}.log'\n"
+        "    resources: runtime=1, mem_mb=100\n"
+        "    shell: 'echo start > {log}; sleep 300; touch {output}'\n")
+    args = [str(ROOT / a) if a == "workflow/profiles/slurm" else a for a in SLURM_ARGS]
+    proc = run_snakemake(tmp_path, "out/sleepy.txt", *args, "--retries", "0", env={"SLURM_CONF": slurm},
+                         timeout=600, check=False)
+    log = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert "Error in rule slow" in log, log[-3000:]
+    assert "TIMEOUT" in log, log[-3000:]
+    assert "wildcards: name=sleepy" in log
+    assert "logs/slow/sleepy.log" in log and ".snakemake/slurm_logs/rule_slow/sleepy/" in log

@@ -1,0 +1,122 @@
+"""The tiny workflow run by the cluster and fault tests: copy, run, and compare artifacts.
+
+`TARGETS` covers the stages that compute benchmark numbers (instances, references, headroom,
+paper targets); artifacts are compared by content, ignoring what legitimately differs between
+two runs of the same code and config: wall-clock columns and the provenance fields that record
+when, where and how a file was made (times, host, command, and input digests, which cover those
+times too).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from conftest import ROOT
+
+TINY = """\
+# the small config made smaller still, so that the whole workflow runs in a test
+instances: {d: 5, n: 200, n_dev: 2, n_test: 2}
+bootstrap: {resamples: 200}
+"""
+CONFIG = ["--configfile", "config/quick.yaml", "config/tiny.yaml"]
+TARGETS = ["results/tables/table2.parquet", "results/tables/table3.parquet", "results/tables/table11.parquet",
+           "results/figures/figure1c.png"]
+VOLATILE_COLUMNS = {"runtime_s", "wall_s"}
+VOLATILE_PROVENANCE = {"started", "finished", "host", "command", "launched_by", "inputs"}
+# floats are compared to 1e-9 relative (see _assert_close); everything else exactly
+
+
+def copy_workflow(dest: Path) -> Path:
+    """A copy of the workflow (not of results) in ``dest``, plus config/tiny.yaml."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in ("Snakefile", "rules", "workflow", "config", "environment.yml"):
+        src = ROOT / name
+        if src.is_dir():
+            shutil.copytree(src, dest / name, symlinks=True)
+        else:
+            shutil.copy(src, dest / name)
+    (dest / "config" / "tiny.yaml").write_text(TINY)
+    return dest
+
+
+def snakemake_cmd(*args: str) -> list[str]:
+    return [sys.executable, "-m", "snakemake", *args]
+
+
+def run_snakemake(workdir: Path, *args: str, env: dict | None = None, timeout: int = 900,
+                  check: bool = True) -> subprocess.CompletedProcess:
+    cmd = snakemake_cmd(*args)
+    proc = subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **(env or {})})
+    if check and proc.returncode != 0:
+        raise AssertionError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n"
+                             f"{proc.stderr[-4000:]}")
+    return proc
+
+
+def _strip_provenance(meta: dict[bytes, bytes]) -> dict[str, object]:
+    out: dict[str, object] = {}
+    for k, v in meta.items():
+        key = k.decode()
+        if key.startswith("ARROW:") or key == "pandas":
+            continue
+        if key == "heuresis.provenance":
+            rec = json.loads(v)
+            out[key] = {f: x for f, x in rec.items() if f not in VOLATILE_PROVENANCE}
+            out[key + ".inputs"] = sorted(rec.get("inputs", {}))      # which inputs, not their digests
+        else:
+            out[key] = v.decode(errors="replace")
+    return out
+
+
+def artifact_contents(results: Path) -> dict[str, tuple]:
+    """Every Parquet artifact under ``results``: (table without volatile columns, stable metadata)."""
+    out = {}
+    for p in sorted(results.rglob("*.parquet")):
+        if "benchmarks" in p.parts:
+            continue
+        table = pq.read_table(p)
+        keep = [c for c in table.column_names if c not in VOLATILE_COLUMNS]
+        meta = _strip_provenance(table.schema.metadata or {})
+        out[str(p.relative_to(results))] = (table.select(keep).replace_schema_metadata(None), meta)
+    return out
+
+
+def assert_same_artifacts(a: Path, b: Path) -> int:
+    """The Parquet artifacts under two results folders hold the same data; returns their count."""
+    ca, cb = artifact_contents(a), artifact_contents(b)
+    assert sorted(ca) == sorted(cb), (sorted(set(ca) ^ set(cb)))
+    for rel in ca:
+        ta, ma = ca[rel]
+        tb, mb = cb[rel]
+        assert ta.schema == tb.schema, rel
+        if not ta.equals(tb):
+            _assert_close(ta.to_pylist(), tb.to_pylist(), rel)
+        assert ma == mb, f"{rel}: metadata differ"
+    return len(ca)
+
+
+def _assert_close(a, b, where: str) -> None:
+    """Equal, except floats may differ in the last bits (rel. 1e-9): KCI p-values computed in two
+    processes can differ by one ulp (BLAS reduction order); every discrete result must be equal."""
+    if isinstance(a, float) and isinstance(b, float):
+        assert math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12) or (math.isnan(a) and math.isnan(b)), \
+            f"{where}: {a!r} != {b!r}"
+    elif isinstance(a, dict) and isinstance(b, dict):
+        assert a.keys() == b.keys(), f"{where}: keys {sorted(a)} != {sorted(b)}"
+        for k in a:
+            _assert_close(a[k], b[k], f"{where}.{k}")
+    elif isinstance(a, list) and isinstance(b, list):
+        assert len(a) == len(b), f"{where}: {len(a)} != {len(b)} items"
+        for i, (x, y) in enumerate(zip(a, b)):
+            _assert_close(x, y, f"{where}[{i}]")
+    else:
+        assert a == b, f"{where}: {a!r} != {b!r}"
