@@ -28,6 +28,24 @@ from .base import Algorithm, AlgorithmResult, Param, is_pos_int, is_prob, is_see
 __all__ = ["Router", "holm_adjust"]
 
 
+def _distance_correlation():
+    """``dcor.distance_correlation``, imported without numba compilation when possible.
+
+    dcor compiles numba kernels at import (6-25 s per process here), and two fresh processes
+    writing numba's cache at once were seen to abort (SIGABRT). We only use its ``naive`` method,
+    which is plain numpy, so when numba is not loaded yet we import dcor with the JIT disabled;
+    the values are identical either way for that method.
+    """
+    import os
+    import sys
+
+    if "numba" not in sys.modules:
+        os.environ.setdefault("NUMBA_DISABLE_JIT", "1")
+    import dcor
+
+    return dcor.distance_correlation
+
+
 def holm_adjust(pvalues) -> np.ndarray:
     """Holm-Bonferroni adjusted p-values (step-down, monotone, capped at 1)."""
     p = np.asarray(pvalues, dtype=float)
@@ -59,8 +77,6 @@ class Router(Algorithm):
     }
 
     def _run(self, data: np.ndarray) -> AlgorithmResult:
-        import dcor
-
         from heuresis.ci import make_ci_test
         from heuresis.graph import Relation
         from heuresis.pc import pc
@@ -73,9 +89,10 @@ class Router(Algorithm):
         rows = np.sort(rng.choice(n, size=min(n, p["subsample"]), replace=False))
         sub = data[rows]
         flagged = []
+        dcor = _distance_correlation() if fz.deletions else None
         for dl in fz.deletions:
             a, b = sub[:, dl.x], sub[:, dl.y]
-            gap = float(dcor.distance_correlation(a, b)) - abs(float(np.corrcoef(a, b)[0, 1]))
+            gap = float(dcor(a, b, method="naive")) - abs(float(np.corrcoef(a, b)[0, 1]))
             if gap >= p["gap"]:
                 flagged.append((dl.x, dl.y, gap))
         share = len(flagged) / len(fz.deletions) if fz.deletions else 0.0
