@@ -57,6 +57,19 @@ def test_holm_equals_statsmodels():
         assert np.allclose(holm_adjust(p), multipletests(p, method="holm")[1])
 
 
+def test_distance_correlation_equals_dcor():
+    dcor = pytest.importorskip("dcor")
+    from heuresis.algorithms.router import distance_correlation
+
+    rng = np.random.default_rng(5)
+    for _ in range(20):
+        x = rng.normal(size=int(rng.integers(10, 300)))
+        y = rng.choice([np.sin(3 * x), x ** 2, rng.normal(size=len(x)), 2 * x])
+        y = y + 0.1 * rng.normal(size=len(x))
+        assert distance_correlation(x, y) == pytest.approx(dcor.distance_correlation(x, y, method="naive"), abs=1e-12)
+    assert distance_correlation(np.ones(5), np.arange(5.0)) == 0.0
+
+
 # --- shards and checkpoints ----------------------------------------------------------------
 def test_shards_cover_every_instance_once():
     for n, size in [(100, 25), (32, 25), (7, 10), (1, 1)]:

@@ -2,7 +2,7 @@
 
 1. **Screen.** Run PC-Fisher-z at ``alpha``.  For each pair it deleted compute the gap
    dCor(x, y) − |Pearson r(x, y)| on one fixed random subsample of at most ``subsample`` rows
-   (distance correlation from the ``dcor`` package); a gap ≥ ``gap`` flags the pair as a
+   (distance correlation, equal to the ``dcor`` package's, see :func:`distance_correlation`); a gap ≥ ``gap`` flags the pair as a
    nonlinear dependence that Fisher-z cannot see.
 2. **Route.** If the flagged pairs are at least ``tau`` of the deleted pairs, switch to PC-KCI;
    otherwise return PC-Fisher-z's graph.
@@ -25,25 +25,23 @@ import numpy as np
 
 from .base import Algorithm, AlgorithmResult, Param, is_pos_int, is_prob, is_seed, register_algorithm
 
-__all__ = ["Router", "holm_adjust"]
+__all__ = ["Router", "holm_adjust", "distance_correlation"]
 
 
-def _distance_correlation():
-    """``dcor.distance_correlation``, imported without numba compilation when possible.
+def distance_correlation(x: np.ndarray, y: np.ndarray) -> float:
+    """Distance correlation (Szekely et al. 2007; V-statistic), exact, in numpy.
 
-    dcor compiles numba kernels at import (6-25 s per process here), and two fresh processes
-    writing numba's cache at once were seen to abort (SIGABRT). We only use its ``naive`` method,
-    which is plain numpy, so when numba is not loaded yet we import dcor with the JIT disabled;
-    the values are identical either way for that method.
+    Equal to ``dcor.distance_correlation(x, y, method="naive")`` (tested).  We do not call dcor
+    in the pipeline: importing it compiles numba kernels (6-25 s per process here), and in fresh
+    environments two jobs compiling at once aborted (SIGABRT) or failed numba typing.
     """
-    import os
-    import sys
+    def centred(v):
+        d = np.abs(v[:, None] - v[None, :])
+        return d - d.mean(axis=0) - d.mean(axis=1)[:, None] + d.mean()
 
-    if "numba" not in sys.modules:
-        os.environ.setdefault("NUMBA_DISABLE_JIT", "1")
-    import dcor
-
-    return dcor.distance_correlation
+    a, b = centred(np.asarray(x, float)), centred(np.asarray(y, float))
+    dvar = np.sqrt((a * a).mean() * (b * b).mean())
+    return float(np.sqrt(max((a * b).mean(), 0.0) / dvar)) if dvar > 0 else 0.0
 
 
 def holm_adjust(pvalues) -> np.ndarray:
@@ -89,10 +87,9 @@ class Router(Algorithm):
         rows = np.sort(rng.choice(n, size=min(n, p["subsample"]), replace=False))
         sub = data[rows]
         flagged = []
-        dcor = _distance_correlation() if fz.deletions else None
         for dl in fz.deletions:
             a, b = sub[:, dl.x], sub[:, dl.y]
-            gap = float(dcor(a, b, method="naive")) - abs(float(np.corrcoef(a, b)[0, 1]))
+            gap = distance_correlation(a, b) - abs(float(np.corrcoef(a, b)[0, 1]))
             if gap >= p["gap"]:
                 flagged.append((dl.x, dl.y, gap))
         share = len(flagged) / len(fz.deletions) if fz.deletions else 0.0
