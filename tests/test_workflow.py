@@ -1,14 +1,13 @@
 """The workflow as a user runs it: lint, dry run, a small run, a seventh family, a bad config."""
 
 import hashlib
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from tinyflow import copy_workflow
 
 pytestmark = pytest.mark.slow
 
@@ -21,39 +20,10 @@ def _snakemake(workdir: Path, *args: str, check: bool = True) -> subprocess.Comp
     return proc
 
 
-TINY = """\
-# the small config made smaller still, so that the whole workflow runs in a test
-instances: {d: 5, n: 200, n_dev: 2, n_test: 2}
-bootstrap: {resamples: 200}
-verification:
-  scale: tiny
-  scales:
-    tiny:
-      dsep: {dags: 20, queries: 5, d: [3, 6]}
-      cpdag_bruteforce: {max_d: 4}
-      cpdag_causallearn: {dags: 20, d: [2, 6]}
-      oracle_pc: {dags: 10, d: [3, 6]}
-      pc_vs_causallearn: {fisherz: 1, kci: 1}
-      shd_gadjid: {pairs: 50, d: [2, 8]}
-      kci_causallearn: {instances: 1, tests: 2, max_cond: 2}
-      invariance_no_repair: {instances: 1}
-      invariance_relabel: {instances: 1, dags: 10, d: [3, 6]}
-      determinism: {instances: 1, kci_tests: 2, thread_counts: [1, 2], hash_seeds: [0, 1]}
-"""
-
-
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory) -> Path:
     """A copy of the workflow (not of results) in a fresh folder, plus config/tiny.yaml."""
-    wd = tmp_path_factory.mktemp("wf")
-    for name in ("Snakefile", "rules", "workflow", "config", "environment.yml"):
-        src = ROOT / name
-        if src.is_dir():
-            shutil.copytree(src, wd / name, symlinks=True)
-        else:
-            shutil.copy(src, wd / name)
-    (wd / "config" / "tiny.yaml").write_text(TINY)
-    return wd
+    return copy_workflow(tmp_path_factory.mktemp("wf"))
 
 
 def _digests(folder: Path) -> dict[str, str]:

@@ -25,6 +25,20 @@ TINY = """\
 # the small config made smaller still, so that the whole workflow runs in a test
 instances: {d: 5, n: 200, n_dev: 2, n_test: 2}
 bootstrap: {resamples: 200}
+verification:
+  scale: tiny
+  scales:
+    tiny:
+      dsep: {dags: 20, queries: 5, d: [3, 6]}
+      cpdag_bruteforce: {max_d: 4}
+      cpdag_causallearn: {dags: 20, d: [2, 6]}
+      oracle_pc: {dags: 10, d: [3, 6]}
+      pc_vs_causallearn: {fisherz: 1, kci: 1}
+      shd_gadjid: {pairs: 50, d: [2, 8]}
+      kci_causallearn: {instances: 1, tests: 2, max_cond: 2}
+      invariance_no_repair: {instances: 1}
+      invariance_relabel: {instances: 1, dags: 10, d: [3, 6]}
+      determinism: {instances: 1, kci_tests: 2, thread_counts: [1, 2], hash_seeds: [0, 1]}
 """
 CONFIG = ["--configfile", "config/quick.yaml", "config/tiny.yaml"]
 TARGETS = ["results/tables/table2.parquet", "results/tables/table3.parquet", "results/tables/table11.parquet",
