@@ -14,6 +14,14 @@ try:
 except ConfigError as exc:
     raise WorkflowError(str(exc))
 
+# a configured LLM agent without its credential stops the workflow here, not hours in
+from heuresis.agents.llm import CredentialsError, check_credentials
+
+try:
+    check_credentials(config)
+except CredentialsError as exc:
+    raise WorkflowError(str(exc))
+
 FAMILIES = list(config["families"])
 
 

@@ -14,6 +14,7 @@ rule episodes:
     output:
         episodes="results/episodes/{agent}/{condition_id}/{family}/{split}/shard-{shard}.parquet",
         calls="results/episodes/{agent}/{condition_id}/{family}/{split}/shard-{shard}.calls.parquet",
+        requests="results/episodes/{agent}/{condition_id}/{family}/{split}/shard-{shard}.requests.parquet",
     log:
         "logs/episodes/{agent}/{condition_id}/{family}/{split}/shard-{shard}.log",
     benchmark:

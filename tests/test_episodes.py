@@ -34,6 +34,7 @@ def _run(small, out_name, agent="shortcut", spec=None, cond=COND, **kw):
                              episodes_cfg=cfg["episodes"], menu=cfg["references"]["algorithms"],
                              grades=cfg["grades"], seed=cfg["seed"], out=out,
                              calls_out=out.with_name("shard-000.calls.parquet"),
+                             requests_out=out.with_name("shard-000.requests.parquet"),
                              transcripts_dir=root / "transcripts" / out_name, **kw)
 
 

@@ -29,6 +29,16 @@ def cmd_check_config(args: argparse.Namespace) -> int:
     print(f"config OK: d={cfg['instances']['d']}, n={cfg['instances']['n']}, "
           f"{cfg['instances']['n_dev']} dev + {cfg['instances']['n_test']} test instances per family")
     print(f"families: {fams}")
+    from heuresis.agents.llm import CredentialsError, check_credentials, llm_agents_in_use
+
+    llm = llm_agents_in_use(cfg)
+    if llm:
+        print("LLM agents in use: " + ", ".join(f"{a} ({s['model']})" for a, s in llm.items()))
+    try:
+        check_credentials(cfg)
+    except CredentialsError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -3,6 +3,8 @@ family's split and writes
 
 * ``results/episodes/{agent}/{condition_id}/{family}/{split}/shard-XXX.parquet`` (:data:`EPISODES`),
 * ``.../shard-XXX.calls.parquet`` (:data:`CALLS`, one row per tool call),
+* ``.../shard-XXX.requests.parquet`` (:data:`REQUESTS`, one row per model request: tokens, cost,
+  latency, retries),
 * ``results/transcripts/{agent}/{condition_id}/{family}/{split}/{index:04d}.json`` per episode.
 
 Each finished episode is checkpointed (:class:`heuresis.checkpoint.Checkpoint`; its transcript
@@ -29,7 +31,7 @@ from heuresis.instances import load_data, load_truth
 from heuresis.provenance import PROVENANCE_KEY, dumps, provenance_record, utc_now
 from heuresis.references import grade_table, graph_of, load_references
 from heuresis.report import atomic_write_text
-from heuresis.schemas import CALLS, EPISODES, write_table
+from heuresis.schemas import CALLS, EPISODES, REQUESTS, write_table
 
 __all__ = ["run_episode_shard", "episode_settings", "load_episode_inputs"]
 
@@ -66,7 +68,7 @@ def load_episode_inputs(family: str, split: str, indices: Sequence[int], data_di
 def run_episode_shard(agent: str, agent_spec: Mapping, condition_id: str, family: str, split: str,
                       indices: Sequence[int], *, data_dir, truth_dir, pc_kci_paths: Sequence, episodes_cfg: Mapping,
                       menu: Mapping, grades: Sequence[Mapping], seed: int, out: str | Path, calls_out: str | Path,
-                      transcripts_dir: str | Path, log: Callable[[str], None] = lambda m: None,
+                      requests_out: str | Path, transcripts_dir: str | Path, log: Callable[[str], None] = lambda m: None,
                       after_episode: Callable[[int], None] | None = None) -> Path:
     """Run every episode of one job and write its two tables (transcripts as they finish)."""
     started = utc_now()
@@ -91,7 +93,7 @@ def run_episode_shard(agent: str, agent_spec: Mapping, condition_id: str, family
         res = run_episode(agent, agent_spec, cond, inp, settings, episode_seed(seed, agent, condition_id, inp.instance_id))
         res.row["transcript"] = str(tdir / f"{i:04d}.json")
         atomic_write_text(tdir / f"{i:04d}.json", json.dumps(res.transcript, indent=1, default=str))
-        ckpt.save(i, {"row": res.row, "calls": res.calls})
+        ckpt.save(i, {"row": res.row, "calls": res.calls, "requests": res.requests})
         r = res.row
         log(f"{agent} {condition_id} {family}/{split}: {done}/{len(indices)} ({time.perf_counter() - t0:.1f} s) "
             f"{inp.instance_id} {r['status']} {r['termination']} F1={r['f1']:.3f} (pc_kci {r['pc_kci_f1']:.3f}) "
@@ -100,11 +102,14 @@ def run_episode_shard(agent: str, agent_spec: Mapping, condition_id: str, family
             after_episode(i)
     rows = [ckpt.get(i)["row"] for i in indices]
     calls = [c for i in indices for c in ckpt.get(i)["calls"]]
+    requests = [q for i in indices for q in ckpt.get(i).get("requests", [])]
     prov = provenance_record(stage="episodes", config=cfg_slice, seeds={"seed": seed},
                              inputs=[Path(truth_dir) / "graphs.parquet", *map(Path, pc_kci_paths)], started=started)
     meta = {PROVENANCE_KEY: dumps(prov)}
     write_table(pa.table({c: [r[c] for r in calls] for c in CALLS.schema.names}, schema=CALLS.schema), calls_out,
                 CALLS, meta)
+    write_table(pa.table({c: [r[c] for r in requests] for c in REQUESTS.schema.names}, schema=REQUESTS.schema),
+                requests_out, REQUESTS, meta)
     write_table(pa.table({c: [r[c] for r in rows] for c in EPISODES.schema.names}, schema=EPISODES.schema), out,
                 EPISODES, meta)
     ckpt.clear()

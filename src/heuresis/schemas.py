@@ -32,6 +32,7 @@ __all__ = [
     "HEADROOM_SCORES",
     "EPISODES",
     "CALLS",
+    "REQUESTS",
     "VERIFICATION_CHECKS",
     "write_table",
     "read_table",
@@ -183,7 +184,7 @@ VERIFICATION_CHECKS = _schema("verification_checks", 1, [
 ])
 
 
-EPISODES = _schema("episodes", 1, [
+EPISODES = _schema("episodes", 2, [
     ("episode_id", pa.string(), "agent/condition_id/family/split/index"),
     ("agent", pa.string(), "agent name (config agents)"),
     ("agent_kind", pa.string(), "agent kind: shortcut, merge, evidence, llm, ..."),
@@ -230,7 +231,8 @@ EPISODES = _schema("episodes", 1, [
     ("wall_s", pa.float64(), "wall time of the episode in seconds"),
     ("tokens_in", pa.int64(), "prompt tokens over all replies"),
     ("tokens_out", pa.int64(), "completion tokens over all replies"),
-    ("cost", pa.float64(), "cost in USD over all replies"),
+    ("cost", pa.float64(), "cost in USD over all replies; null when some reply's model has no known price"),
+    ("retries", pa.int32(), "model-call retries over the episode (rate limits, timeouts, 5xx)"),
     ("warnings", pa.string(), "warnings of the agent (e.g. a model without a known price)"),
     ("transcript", pa.string(), "path of the JSON transcript"),
 ])
@@ -258,6 +260,31 @@ CALLS = _schema("calls", 1, [
     ("details", pa.string(), "JSON not shown to the agent: unmasked algorithm, p-values, sandbox limits"),
 ])
 
+
+REQUESTS = _schema("requests", 1, [
+    ("episode_id", pa.string(), "episode of the request"),
+    ("agent", pa.string(), "agent name"),
+    ("condition_id", pa.string(), "condition"),
+    ("family", pa.string(), "mechanism family"),
+    ("split", pa.string(), "dev or test"),
+    ("instance", pa.int32(), "instance index"),
+    ("index", pa.int32(), "request number within the episode (0-based)"),
+    ("turn", pa.int32(), "turn the request answered"),
+    ("model", pa.string(), "model string (null for offline agents)"),
+    ("provider", pa.string(), "litellm provider (null for offline agents)"),
+    ("tokens_in", pa.int64(), "prompt tokens the provider reported"),
+    ("tokens_out", pa.int64(), "completion tokens the provider reported"),
+    ("cost", pa.float64(), "cost in USD; null when the model has no known price"),
+    ("price_source", pa.string(), "litellm (bundled map), config, unknown, offline or 'no reply'"),
+    ("latency_s", pa.float64(), "latency of the successful attempt in seconds"),
+    ("wall_s", pa.float64(), "wall time of the request, retries and backoff included"),
+    ("retries", pa.int32(), "failed attempts before the answer (or before giving up)"),
+    ("retry_log", pa.string(), "JSON list: per failed attempt the error, HTTP status, latency and backoff"),
+    ("finish_reason", pa.string(), "provider's finish reason"),
+    ("notes", pa.string(), "JSON list of recoveries: tool calls read from text, repaired arguments"),
+    ("warnings", pa.string(), "JSON list of warnings (e.g. no known price)"),
+    ("error", pa.string(), "the error of a request that failed for good ('' otherwise)"),
+])
 
 def _encode_metadata(meta: Mapping[str, object] | None) -> dict[bytes, bytes]:
     out = {}

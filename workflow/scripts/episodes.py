@@ -22,6 +22,7 @@ run_episode_shard(
     seed=sm.params.seed,
     out=sm.output.episodes,
     calls_out=sm.output.calls,
+    requests_out=sm.output.requests,
     transcripts_dir=sm.params.transcripts,
     log=stage_logger(sm.log[0]),
 )

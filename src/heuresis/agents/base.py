@@ -25,7 +25,11 @@ from typing import Any, ClassVar
 
 from heuresis.registry import Registry
 
-__all__ = ["Agent", "AgentReply", "Usage", "AGENTS", "register_agent", "make_agent", "tool_call"]
+__all__ = ["Agent", "AgentReply", "Usage", "AGENTS", "register_agent", "make_agent", "tool_call", "UNREADABLE_TOOL"]
+
+#: Name given to a tool call an agent wrote but that could not be read (the harness answers it
+#: with the problem, so the model can try again).
+UNREADABLE_TOOL = "unreadable_tool_call"
 
 
 @dataclass
@@ -34,12 +38,17 @@ class Usage:
 
     tokens_in: int = 0
     tokens_out: int = 0
-    cost: float = 0.0
+    cost: float | None = 0.0          # USD; None when the model has no known price (never a silent 0)
     latency_s: float = 0.0
     retries: int = 0
     model: str | None = None
     provider: str | None = None
     warnings: list[str] = field(default_factory=list)
+    retry_log: list[dict] = field(default_factory=list)   # one entry per failed attempt
+    notes: list[str] = field(default_factory=list)        # recoveries (tool calls from text, repaired JSON)
+    finish_reason: str | None = None
+    price_source: str = "offline"     # litellm, config, unknown, offline, no reply
+    error: str = ""                   # set on a call that failed for good
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -64,6 +73,9 @@ class Agent(ABC):
     @abstractmethod
     def respond(self, messages: list[dict], tools: list[dict]) -> AgentReply:
         """The next assistant message given the conversation so far and the tools offered now."""
+
+    def bind(self, limits: Mapping[str, Any]) -> None:
+        """Told the episode's limits (``output_tokens_per_turn``, ...) before the first turn."""
 
     @property
     def model(self) -> str | None:

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from heuresis.agents.base import Agent, make_agent
+from heuresis.agents.base import UNREADABLE_TOOL, Agent, make_agent
 from heuresis.graph import Graph
 from heuresis.harness.budgets import Budgets, BudgetSettings
 from heuresis.harness.conditions import Condition
@@ -75,6 +75,7 @@ class EpisodeOutcome:
     row: dict
     calls: list[dict]
     transcript: dict
+    requests: list[dict] = field(default_factory=list)   # one row per model request (:data:`REQUESTS`)
 
 
 def episode_seed(global_seed: int, agent: str, condition_id: str, instance_id: str) -> int:
@@ -147,25 +148,47 @@ class _Episode:
         self.termination = ""
         self.tokens_in = self.tokens_out = 0
         self.cost = 0.0
+        self.cost_unknown = False      # some reply had no known price: the total is unknown, not 0
         self.warnings: list[str] = []
+        self.requests: list[dict] = []
 
     # --- messages ------------------------------------------------------------------------------
     def _add(self, msg: dict, **meta) -> None:
         self.messages.append(msg)
         self.meta.append({"turn": self.turn, **meta})
 
+    def _account(self, u, wall: float) -> None:
+        """Add one model request to the totals and the request record."""
+        self.tokens_in += int(u.tokens_in or 0)
+        self.tokens_out += int(u.tokens_out or 0)
+        if u.cost is None:
+            self.cost_unknown = True
+        else:
+            self.cost += float(u.cost)
+        self.warnings += list(u.warnings or [])
+        self.requests.append({"turn": self.turn, "model": u.model, "provider": u.provider,
+                              "tokens_in": int(u.tokens_in or 0), "tokens_out": int(u.tokens_out or 0),
+                              "cost": None if u.cost is None else float(u.cost), "price_source": u.price_source,
+                              "latency_s": float(u.latency_s or 0.0), "wall_s": round(wall, 4),
+                              "retries": int(u.retries or 0), "retry_log": json.dumps(u.retry_log or []),
+                              "finish_reason": u.finish_reason, "notes": json.dumps(u.notes or []),
+                              "warnings": json.dumps(u.warnings or []), "error": u.error or ""})
+
     def _ask(self, tools: list[dict]):
         t0 = time.monotonic()
-        reply = self.agent.respond(copy.deepcopy(self.messages), tools)
+        try:
+            reply = self.agent.respond(copy.deepcopy(self.messages), tools)
+        except Exception as exc:   # a call that failed for good: record what it spent, then fail
+            u = getattr(exc, "usage", None)
+            if u is not None:
+                self._account(u, time.monotonic() - t0)
+            raise
         wall = time.monotonic() - t0
         msg = dict(reply.message)
         msg.setdefault("role", "assistant")
         msg.setdefault("content", None)
         u = reply.usage
-        self.tokens_in += int(u.tokens_in or 0)
-        self.tokens_out += int(u.tokens_out or 0)
-        self.cost += float(u.cost or 0.0)
-        self.warnings += list(u.warnings or [])
+        self._account(u, wall)
         self._add(msg, usage=u.as_dict(), wall_s=round(wall, 4))
         return msg, u
 
@@ -186,6 +209,15 @@ class _Episode:
         fn = tc.get("function") or {}
         name = fn.get("name")
         t0 = time.monotonic()
+        if name == UNREADABLE_TOOL:
+            try:
+                problem = json.loads(fn.get("arguments") or "{}").get("problem", "unreadable")
+            except (ValueError, AttributeError):
+                problem = "unreadable"
+            why = (f"could not read the tool call written in your message ({problem}); send it as a tool call "
+                   f"with a JSON object of arguments")
+            self._answer(tc, f"ERROR: {why}", ok=False, error=why, index=index, usage=usage, last_turn=last_turn)
+            return why
         if name not in allowed:
             why = ("only submit is allowed in the last turn" if last_turn else
                    f"unknown tool {name!r}; available: {sorted(allowed)}")
@@ -301,6 +333,7 @@ def run_episode(agent_name: str, agent_spec: Mapping, cond: Condition, inp: Epis
     amap = algorithm_mapping(list(settings.menu), rng)
     agent = make_agent(agent_name, agent_spec, algorithm_map=amap)
     ep = _Episode(agent, cond, inp, settings, int(rng.integers(2**32)), amap)
+    agent.bind(ep.budgets.limits())
     status, error, exhausted = "ok", "", ""
     prompt = build_prompt(cond, inp, ep.ctx.names, list(amap), ep.budgets)
     try:
@@ -326,7 +359,8 @@ def run_episode(agent_name: str, agent_spec: Mapping, cond: Condition, inp: Epis
         "test_units_used": ep.budgets.used_test_units, "test_units_limit": ep.budgets.test_units,
         "algorithm_calls_used": ep.budgets.used_algorithm_calls, "algorithm_calls_limit": ep.budgets.algorithm_calls,
         "turns_limit": ep.budgets.turns, "wall_s": round(time.monotonic() - t0, 3),
-        "tokens_in": ep.tokens_in, "tokens_out": ep.tokens_out, "cost": ep.cost,
+        "tokens_in": ep.tokens_in, "tokens_out": ep.tokens_out,
+        "cost": None if ep.cost_unknown else ep.cost, "retries": sum(r["retries"] for r in ep.requests),
         "warnings": "; ".join(dict.fromkeys(ep.warnings)),
     }
     calls = [{"episode_id": episode_id, "agent": agent_name, "condition_id": cond.condition_id,
@@ -343,4 +377,8 @@ def run_episode(agent_name: str, agent_spec: Mapping, cond: Condition, inp: Epis
     }
     if len(ep.meta) > len(ep.messages):
         transcript["error"] = ep.meta[-1]
-    return EpisodeOutcome(row, calls, transcript)
+    transcript["requests"] = ep.requests
+    requests = [{"episode_id": episode_id, "agent": agent_name, "condition_id": cond.condition_id,
+                 "family": inp.family, "split": inp.split, "instance": inp.instance, "index": k, **r}
+                for k, r in enumerate(ep.requests)]
+    return EpisodeOutcome(row, calls, transcript, requests)
