@@ -32,7 +32,7 @@ def _digests(folder: Path) -> dict[str, str]:
 
 
 def test_lint_is_clean(workdir):
-    proc = _snakemake(workdir, "--lint")
+    proc = _snakemake(workdir, "--lint", "--configfile", "config/quick.yaml")
     assert "Lints for" not in proc.stdout + proc.stderr
 
 
@@ -104,3 +104,23 @@ def test_bad_config_fails_at_start_naming_the_key(workdir):
     assert proc.returncode != 0
     assert "config key families.broken.kinds.wavelet" in text
     assert "config key families.broken.root_noise" in text
+
+
+def test_missing_llm_credential_stops_workflow_at_start(workdir, monkeypatch):
+    """An LLM agent in an active grid without its key: the dry run already fails, naming the variable."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    (workdir / "config" / "llm.yaml").write_text(
+        "agents:\n"
+        "  gpt: {kind: llm, model: openai/gpt-5}\n"
+        "episodes:\n"
+        "  grids:\n"
+        "    quick: {agents: [shortcut, gpt]}\n"
+    )
+    proc = _snakemake(workdir, "-n", "--configfile", "config/quick.yaml", "config/llm.yaml", check=False)
+    text = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert "agent 'gpt' (model openai/gpt-5) needs the environment variable OPENAI_API_KEY" in text
+    assert "rule instances" not in text          # nothing was planned or run
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-key")
+    dry = _snakemake(workdir, "-n", "--configfile", "config/quick.yaml", "config/llm.yaml").stdout
+    assert "results/episodes/gpt/" in dry
