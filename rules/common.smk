@@ -55,7 +55,8 @@ def instance_outputs():
 
 def all_targets():
     """Every final target of the workflow (stages add theirs here as they land)."""
-    return instance_outputs() + target_outputs() + episode_outputs() + verification_outputs()
+    return (instance_outputs() + target_outputs() + episode_outputs() + verification_outputs()
+            + leakage_outputs())
 
 
 # --- references ------------------------------------------------------------------------------
@@ -173,3 +174,15 @@ def verification_runtime(wildcards):
 
 def verification_outputs():
     return expand("results/tables/table5.{ext}", ext=["parquet", "md", "tex"])
+
+
+# --- leakage probe (Figure 1a) -------------------------------------------------------------------
+LEAKAGE_AGENTS = list(config["leakage"]["agents"])
+
+
+def leakage_spec(wildcards):
+    return dict(config["agents"][wildcards.agent])
+
+
+def leakage_outputs():
+    return expand("results/figures/figure1a.{ext}", ext=["pdf", "png"])

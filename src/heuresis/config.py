@@ -210,6 +210,18 @@ def _episode_errors(config: dict) -> list[str]:
                 msgs.append(f"config key {key}.families: unknown family {f!r}")
     if grids and eps.get("run") and "pc_kci" not in config.get("references", {}).get("algorithms", {}):
         msgs.append("config key references.algorithms: episodes need pc_kci on the menu (guided start, test budget)")
+    from heuresis.networks import NETWORKS
+
+    leak = config.get("leakage", {})
+    for a in leak.get("agents", []):
+        if a not in agents:
+            msgs.append(f"config key leakage.agents: unknown agent {a!r}; known: {sorted(agents)}")
+        elif agents[a].get("kind") != "llm":
+            msgs.append(f"config key leakage.agents: agent {a!r} is of kind {agents[a].get('kind')!r}; the leakage "
+                        f"probe asks an LLM (kind llm)")
+    for n in leak.get("networks", []):
+        if n not in NETWORKS:
+            msgs.append(f"config key leakage.networks: unknown network {n!r}; known: {list(NETWORKS)}")
     return msgs
 
 

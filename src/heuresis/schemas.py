@@ -33,6 +33,7 @@ __all__ = [
     "EPISODES",
     "CALLS",
     "REQUESTS",
+    "LEAKAGE",
     "VERIFICATION_CHECKS",
     "write_table",
     "read_table",
@@ -284,6 +285,33 @@ REQUESTS = _schema("requests", 1, [
     ("notes", pa.string(), "JSON list of recoveries: tool calls read from text, repaired arguments"),
     ("warnings", pa.string(), "JSON list of warnings (e.g. no known price)"),
     ("error", pa.string(), "the error of a request that failed for good ('' otherwise)"),
+])
+
+LEAKAGE = _schema("leakage", 1, [
+    ("agent", pa.string(), "LLM agent name (config agents)"),
+    ("model", pa.string(), "model string"),
+    ("provider", pa.string(), "litellm provider"),
+    ("network", pa.string(), "public network (heuresis.networks)"),
+    ("condition", pa.string(), "names (the network's variable names) or indices (X1..Xd, random assignment)"),
+    ("repeat", pa.int32(), "repeat index"),
+    ("seed", pa.int64(), "seed of the label assignment and the presentation order"),
+    ("d", pa.int32(), "variables"),
+    ("n_true_edges", pa.int32(), "edges of the true DAG"),
+    ("labels", pa.string(), "the labels as listed in the prompt, '; '-separated"),
+    ("status", pa.string(), "ok, unparsed (no edge list: scored as the empty graph) or failed (request failed)"),
+    ("error", pa.string(), "parse or request error"),
+    ("reply", pa.string(), "the model's answer"),
+    ("f1", pa.float64(), "adjacency F1 against the true skeleton"),
+    ("precision", pa.float64(), "adjacency precision"),
+    ("recall", pa.float64(), "adjacency recall"),
+    ("n_edges", pa.int32(), "edges in the answer"),
+    ("n_directed_judged", pa.int32(), "directed answer edges on true adjacencies"),
+    ("direction_accuracy", pa.float64(), "share of those oriented as in the true DAG (NaN when none)"),
+    ("tokens_in", pa.int64(), "prompt tokens"),
+    ("tokens_out", pa.int64(), "completion tokens"),
+    ("cost", pa.float64(), "cost in USD; null when the model has no known price"),
+    ("latency_s", pa.float64(), "latency of the request"),
+    ("retries", pa.int32(), "retries of the request"),
 ])
 
 def _encode_metadata(meta: Mapping[str, object] | None) -> dict[bytes, bytes]:
