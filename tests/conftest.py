@@ -48,3 +48,19 @@ def tiny_run(tmp_path_factory) -> Path:
     wd = copy_workflow(tmp_path_factory.mktemp("tiny_local"))
     run_snakemake(wd, *TARGETS, "--profile", "workflow/profiles/local", "--cores", "2", *CONFIG)
     return wd
+
+
+def small_lg_split(quick_config: dict, root: Path, n: int) -> dict:
+    """``n`` lg test instances (d = 5, n = 200) under ``root`` with their pc_kci references."""
+    import copy
+
+    from heuresis.instances import instance_spec, write_split
+    from heuresis.references import run_shard
+
+    cfg = copy.deepcopy(quick_config)
+    cfg["instances"].update(d=5, n=200)
+    data, truth = root / "instances/lg/test", root / "truth/lg/test"
+    write_split(instance_spec(cfg, "lg"), "lg", "test", n, data, truth)
+    ref = root / "references/pc_kci/lg/test/shard-000.parquet"
+    run_shard("pc_kci", {"alpha": 0.05}, "lg", "test", list(range(n)), data, truth, ref, grades=cfg["grades"])
+    return dict(cfg=cfg, root=root, data=data, truth=truth, ref=ref)

@@ -4,10 +4,9 @@ import copy
 import json
 
 import pytest
+from conftest import small_lg_split
 
 from heuresis.episodes import run_episode_shard
-from heuresis.instances import instance_spec, write_split
-from heuresis.references import run_shard
 from heuresis.schemas import CALLS, EPISODES, read_table
 
 COND = "full-guided-p0-none-standard-once-r0"
@@ -15,15 +14,8 @@ COND = "full-guided-p0-none-standard-once-r0"
 
 @pytest.fixture(scope="module")
 def small(quick_config, tmp_path_factory):
-    """Four lg test instances (d = 5, n = 200) with their pc_kci references."""
-    cfg = copy.deepcopy(quick_config)
-    cfg["instances"].update(d=5, n=200)
-    root = tmp_path_factory.mktemp("episodes")
-    data, truth = root / "instances/lg/test", root / "truth/lg/test"
-    write_split(instance_spec(cfg, "lg"), "lg", "test", 4, data, truth)
-    ref = root / "references/pc_kci/lg/test/shard-000.parquet"
-    run_shard("pc_kci", {"alpha": 0.05}, "lg", "test", list(range(4)), data, truth, ref, grades=cfg["grades"])
-    return dict(cfg=cfg, root=root, data=data, truth=truth, ref=ref)
+    """4 lg test instances (d = 5, n = 200) with their pc_kci references."""
+    return small_lg_split(quick_config, tmp_path_factory.mktemp("episodes"), 4)
 
 
 def _run(small, out_name, agent="shortcut", spec=None, cond=COND, **kw):

@@ -8,13 +8,12 @@ import json
 import os
 
 import pytest
+from conftest import small_lg_split
 
 from heuresis.agents.base import UNREADABLE_TOOL
 from heuresis.agents.llm import (CredentialsError, check_credentials, llm_agents_in_use, missing_credentials,
                                  recover_tool_calls, repair_arguments)
 from heuresis.episodes import run_episode_shard
-from heuresis.instances import instance_spec, write_split
-from heuresis.references import run_shard
 from heuresis.schemas import CALLS, EPISODES, REQUESTS, read_table
 from llm_server import ScriptedLLMServer
 
@@ -45,15 +44,8 @@ EVERY_TOOL = [
 
 @pytest.fixture(scope="module")
 def small(quick_config, tmp_path_factory):
-    """Three lg test instances (d = 5, n = 200) with their pc_kci references."""
-    cfg = copy.deepcopy(quick_config)
-    cfg["instances"].update(d=5, n=200)
-    root = tmp_path_factory.mktemp("llm")
-    data, truth = root / "instances/lg/test", root / "truth/lg/test"
-    write_split(instance_spec(cfg, "lg"), "lg", "test", 3, data, truth)
-    ref = root / "references/pc_kci/lg/test/shard-000.parquet"
-    run_shard("pc_kci", {"alpha": 0.05}, "lg", "test", [0, 1, 2], data, truth, ref, grades=cfg["grades"])
-    return dict(cfg=cfg, root=root, data=data, truth=truth, ref=ref)
+    """3 lg test instances (d = 5, n = 200) with their pc_kci references."""
+    return small_lg_split(quick_config, tmp_path_factory.mktemp("llm"), 3)
 
 
 def _sweep(small, name, spec, indices=(0,), cond=COND):

@@ -97,7 +97,8 @@ def run_episode_shard(agent: str, agent_spec: Mapping, condition_id: str, family
         r = res.row
         log(f"{agent} {condition_id} {family}/{split}: {done}/{len(indices)} ({time.perf_counter() - t0:.1f} s) "
             f"{inp.instance_id} {r['status']} {r['termination']} F1={r['f1']:.3f} (pc_kci {r['pc_kci_f1']:.3f}) "
-            f"in {r['wall_s']:.1f} s" + (f" ERROR {r['error']}" if r["error"] else ""))
+            f"in {r['wall_s']:.1f} s" + (f" ERROR {r['error']}" if r["error"] else "")
+            + (f" WARNING {r['warnings']}" if r["warnings"] else ""))
         if after_episode is not None:
             after_episode(i)
     rows = [ckpt.get(i)["row"] for i in indices]
