@@ -184,6 +184,28 @@ def cmd_play(args: argparse.Namespace, inp=input, out=print) -> int:
     return 0
 
 
+def cmd_game_references(args: argparse.Namespace) -> int:
+    """Optimum, trap, standard and threshold of game scenarios; writes JSON (the tests' golden file)."""
+    from heuresis.games.references import check_references, compute_references
+    from heuresis.games.scenario import load_scenarios
+    from heuresis.provenance import code_version
+
+    scns = load_scenarios(args.scenarios, args.scenario or None)
+    out: dict = {"_about": {"command": "heuresis game-references", "code": code_version(),
+                            "note": "optimum by CRN search (search.drones), verified on search.verify_fleets fresh "
+                                    "1,000-drone fleets; trap and standard on the same fleets"}}
+    for name, scn in scns.items():
+        ref = compute_references(scn)
+        out[name] = ref.as_dict()
+        print(f"{name:28s} optimum {ref.optimum:.3f} [{ref.optimum_lo:.3f}, {ref.optimum_hi:.3f}] "
+              f"(search {ref.optimum_search:.3f})  trap {ref.trap:.3f}  standard {ref.standard:.3f}  "
+              f"threshold {ref.threshold:.3f}", flush=True)
+        check_references(ref)
+    if args.out:
+        Path(args.out).write_text(json.dumps(out, indent=1, sort_keys=True) + "\n")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="heuresis", description=__doc__.splitlines()[0])
     p.add_argument("--version", action="version", version=f"heuresis {__version__}")
@@ -227,6 +249,12 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--delete", action="store_true",
                     help="remove the outputs holding damaged files so that the next snakemake run rebuilds them")
     sp.set_defaults(func=cmd_verify_artifacts)
+    sp = sub.add_parser("game-references", help="optimum, trap, standard and threshold of game scenarios")
+    sp.add_argument("scenario", nargs="*", help="scenario names (default: every file in the folder)")
+    sp.add_argument("--scenarios", default=None, help="scenario folder (default config/games)")
+    sp.add_argument("--out", help="write the references as JSON here")
+    sp.set_defaults(func=cmd_game_references)
+
     sp = sub.add_parser("play", help="play a game scenario by hand (deploy, history, submit, report)")
     sp.add_argument("scenario", help="scenario name (a file config/games/NAME.yaml) or a path")
     sp.add_argument("--scenarios", default=None, help="scenario folder (default config/games)")
