@@ -178,7 +178,6 @@ def test_simpsons_history_reverses(scenarios):
         scn = scenarios[name]
         good, trap = Game(scn, seed=0).history
         assert good.returned / good.count < trap.returned / trap.count        # the aggregate says "trap"
-        g = GOLDEN[name]
         s = verify(scn, np.stack([scn.space.vector(good.design), scn.space.vector(trap.design)]), fleets=2)
         assert s[0].mean() > s[1].mean() + 0.05                                 # Stage 2 says otherwise
 
@@ -195,12 +194,12 @@ def test_budget_refusals_leave_state_unchanged(scenarios):
     design = scn.spec["standard_design"]
     with pytest.raises(ToolError, match="deploy at least once"):
         tools["submit_final_design"].call(None, {"design": design})
-    for _ in range(3):
-        tools["deploy"].call(None, {"design": design, "count": 50})
+    for count in (50, 50, 50, 49):
+        tools["deploy"].call(None, {"design": design, "count": count})
     before = _state(game)
-    with pytest.raises(ToolError, match="exceeds the 50 Stage-1 drones left"):      # the 201st drone
-        tools["deploy"].call(None, {"design": design, "count": 50 + 1 - 0 if False else 50})  # noqa: SIM222
-    assert _state(game) == before or game.drones_left == 0
+    with pytest.raises(ToolError, match="count 2 exceeds the 1 Stage-1 drones left"):   # the 201st drone
+        tools["deploy"].call(None, {"design": design, "count": 2})
+    assert _state(game) == before and game.drones_used == 199
     game2 = Game(scn, seed=2)
     t2 = game_tools(game2)
     for _ in range(4):
@@ -283,7 +282,7 @@ def test_bad_calls_are_answered_and_recorded(scenarios):
         def respond(self, messages, tools):
             k = sum(m["role"] == "assistant" for m in messages)
             name, args = script[k]
-            tc = tool_call(name, args)
+            tc = tool_call(name, {} if isinstance(args, str) else args)
             if isinstance(args, str):
                 tc["function"]["arguments"] = args
             return AgentReply({"role": "assistant", "content": None, "tool_calls": [tc]})
