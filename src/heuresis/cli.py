@@ -108,6 +108,114 @@ def cmd_verify_artifacts(args: argparse.Namespace) -> int:
     return 1
 
 
+def _parse_design(text: str) -> dict:
+    """A design typed by a human: JSON (``{"engine": 3}``) or ``engine=3 wing=4 emi_filter=yes``."""
+    text = text.strip()
+    if text.startswith("{"):
+        return json.loads(text)
+    out: dict = {}
+    for part in text.replace(",", " ").split():
+        key, sep, val = part.partition("=")
+        if not sep:
+            raise ValueError(f"cannot read {part!r}: write component=points, e.g. engine=3")
+        low = val.lower()
+        out[key] = True if low in ("yes", "true", "on") else False if low in ("no", "false", "off") else int(val)
+    return out
+
+
+_PLAY_HELP = """commands:
+  status                          design space and budgets left
+  history                         every observed flight (free history and your deployments)
+  deploy COUNT DESIGN             fly COUNT drones, e.g.  deploy 20 engine=3 wing=4 camera=2
+  submit DESIGN                   the final design (once, irreversible), e.g. submit {"engine": 4, "wing": 5}
+  report TEXT                     your report (after submitting)
+  help | quit"""
+
+
+def cmd_play(args: argparse.Namespace, inp=input, out=print) -> int:
+    """Play a scenario by hand through the same game the agents play."""
+    from heuresis.games.agents import rows_of
+    from heuresis.games.game import GameError
+    from heuresis.games.play import task_prompt
+    from heuresis.games.scenario import load_scenario
+    from heuresis.games.tools import game_tools
+    from heuresis.games import Game
+
+    scn = load_scenario(args.scenario, args.scenarios)
+    game = Game(scn, seed=args.seed, threshold=args.threshold)
+    tools = game_tools(game)
+    out(task_prompt(game))
+    out("\n" + _PLAY_HELP)
+
+    def show(dep: dict) -> None:
+        out(f"deployment {dep['deployment']} ({dep['source']}): {dep['returned']}/{dep['count']} returned; "
+            f"design {json.dumps(dep['design'])}")
+        rows = rows_of(dep)
+        if rows:
+            out("  " + "  ".join(rows[0]))
+            for r in rows[: args.rows]:
+                out("  " + "  ".join(str(int(v)) if isinstance(v, float) and v == int(v) else str(v) for v in r.values()))
+            if len(rows) > args.rows:
+                out(f"  ... {len(rows) - args.rows} more rows")
+
+    while game.stage != "done":
+        try:
+            line = inp(f"[{game.stage}] > ").strip()
+        except EOFError:
+            break
+        cmd, _, rest = line.partition(" ")
+        try:
+            if cmd in ("quit", "exit"):
+                break
+            if cmd == "help" or not cmd:
+                out(_PLAY_HELP)
+            elif cmd == "status":
+                out(json.dumps(game.status(), indent=1))
+            elif cmd == "history":
+                res = json.loads(tools["get_history"].call(None, {}).text)
+                for dep in res["history"] + res["stage1"]:
+                    show(dep)
+            elif cmd == "deploy":
+                count, _, design = rest.strip().partition(" ")
+                res = json.loads(tools["deploy"].call(None, {"design": _parse_design(design), "count": int(count)}).text)
+                show(res)
+                out(f"left: {res['drones_left']} drones, {res['deployments_left']} deployments")
+            elif cmd == "submit":
+                out(tools["submit_final_design"].call(None, {"design": _parse_design(rest)}).text)
+            elif cmd == "report":
+                out(tools["write_report"].call(None, {"text": rest}).text)
+            else:
+                out(f"unknown command {cmd!r}\n{_PLAY_HELP}")
+        except (GameError, ValueError) as exc:
+            out(f"refused: {exc}")
+    if game.stage2 is not None:
+        s = game.stage2
+        out(f"final: {s.survived}/{s.fleet} survived ({s.survival:.1%})" + ("" if s.won is None else f", won: {s.won}"))
+    return 0
+
+
+def cmd_game_references(args: argparse.Namespace) -> int:
+    """Optimum, trap, standard and threshold of game scenarios; writes JSON (the tests' golden file)."""
+    from heuresis.games.references import check_references, compute_references
+    from heuresis.games.scenario import load_scenarios
+    from heuresis.provenance import code_version
+
+    scns = load_scenarios(args.scenarios, args.scenario or None)
+    out: dict = {"_about": {"command": "heuresis game-references", "code": code_version(),
+                            "note": "optimum by CRN search (search.drones), verified on search.verify_fleets fresh "
+                                    "1,000-drone fleets; trap and standard on the same fleets"}}
+    for name, scn in scns.items():
+        ref = compute_references(scn)
+        out[name] = ref.as_dict()
+        print(f"{name:28s} optimum {ref.optimum:.3f} [{ref.optimum_lo:.3f}, {ref.optimum_hi:.3f}] "
+              f"(search {ref.optimum_search:.3f})  trap {ref.trap:.3f}  standard {ref.standard:.3f}  "
+              f"threshold {ref.threshold:.3f}", flush=True)
+        check_references(ref)
+    if args.out:
+        Path(args.out).write_text(json.dumps(out, indent=1, sort_keys=True) + "\n")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="heuresis", description=__doc__.splitlines()[0])
     p.add_argument("--version", action="version", version=f"heuresis {__version__}")
@@ -151,6 +259,19 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--delete", action="store_true",
                     help="remove the outputs holding damaged files so that the next snakemake run rebuilds them")
     sp.set_defaults(func=cmd_verify_artifacts)
+    sp = sub.add_parser("game-references", help="optimum, trap, standard and threshold of game scenarios")
+    sp.add_argument("scenario", nargs="*", help="scenario names (default: every file in the folder)")
+    sp.add_argument("--scenarios", default=None, help="scenario folder (default config/games)")
+    sp.add_argument("--out", help="write the references as JSON here")
+    sp.set_defaults(func=cmd_game_references)
+
+    sp = sub.add_parser("play", help="play a game scenario by hand (deploy, history, submit, report)")
+    sp.add_argument("scenario", help="scenario name (a file config/games/NAME.yaml) or a path")
+    sp.add_argument("--scenarios", default=None, help="scenario folder (default config/games)")
+    sp.add_argument("--seed", type=int, default=0, help="play seed (Stage-1 and Stage-2 draws)")
+    sp.add_argument("--threshold", type=float, default=None, help="win threshold to show (default: none)")
+    sp.add_argument("--rows", type=int, default=15, help="per-drone rows shown per deployment")
+    sp.set_defaults(func=cmd_play)
     return p
 
 

@@ -1,0 +1,212 @@
+"""One play of a scenario (GAMES.md §1): free history, Stage 1, one Stage-2 submission, report.
+
+Observation rules (what :meth:`Game.deploy` and :attr:`Game.history` show):
+
+* per deployment the **exact** counts of returned and destroyed drones;
+* per drone a row with the hit count (total and per component) and the visible environment
+  variables — for the drones *reported* returned only when the scenario has selection bias,
+  for every drone with its reported status when it has none (``no_selection_bias``);
+* in the weather family the per-drone values (environment, hits, even the status) pass
+  through the family's measurement error; the counts stay exact;
+* latent variables, HP, detection and EMI are never shown.
+
+Budgets are enforced here, server-side: Stage 1 allows ``stage1_deployments`` deployments of
+1..``max_per_deployment`` drones and ``stage1_drones`` drones in all; one submission, only
+after at least one deployment; a report only after the submission.  A refused action raises
+:class:`GameError` and changes nothing.  Every draw derives from ``(scenario seed, play seed)``
+through :func:`~heuresis.games.references.seed_of`; the free history depends on the scenario
+only, so every agent sees the same history.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from heuresis.games.references import seed_of
+from heuresis.games.scenario import DesignError, Scenario
+from heuresis.games.scm import FAMILIES, draw, simulate
+
+__all__ = ["Game", "GameError", "Deployment", "Stage2", "observe_rows", "REPORT_MAX_CHARS"]
+
+REPORT_MAX_CHARS = 6000
+
+
+class GameError(ValueError):
+    """A refused action (budget, second submission, invalid design); the state is unchanged."""
+
+
+@dataclass
+class Deployment:
+    """A flown deployment as the agent sees it (``rows``) plus the hidden truth (``survived``)."""
+
+    index: int                     # 1.. for Stage 1, 0 for history groups
+    source: str                    # "history" or "stage1"
+    design: dict
+    count: int
+    returned: int
+    destroyed: int
+    rows: list[dict]
+    survived: np.ndarray = field(repr=False)
+
+    def summary(self) -> dict:
+        return {"deployment": self.index, "source": self.source, "design": self.design, "count": self.count,
+                "returned": self.returned, "destroyed": self.destroyed,
+                "survival_rate": round(self.returned / self.count, 4)}
+
+    def public(self) -> dict:
+        return {**self.summary(), "drones": self.rows}
+
+
+@dataclass
+class Stage2:
+    design: dict
+    fleet: int
+    survived: int
+    survival: float
+    threshold: float | None
+    won: bool | None
+
+
+def observe_rows(scn: Scenario, draws, survived: np.ndarray, hits: np.ndarray, first_id: int = 1) -> list[dict]:
+    """The per-drone rows an agent sees, by the scenario's observation rules."""
+    fam = FAMILIES.lookup(scn.family)
+    vis, hits_obs, reported = fam.observe(scn.spec, draws.env, hits, survived, np.random.default_rng(draws.u_obs))
+    comps = scn.space.components
+    rows = []
+    for i in range(draws.n):
+        if scn.spec["selection_bias"] and not reported[i]:
+            continue
+        row: dict = {"drone": first_id + i}
+        if not scn.spec["selection_bias"]:
+            row["status"] = "returned" if reported[i] else "destroyed"
+        row["hits"] = int(hits_obs[i].sum())
+        row.update({f"hits_{c}": int(hits_obs[i, k]) for k, c in enumerate(comps)})
+        for key, val in vis.items():
+            v = val[i]
+            row[key] = v if isinstance(v, str) else round(float(v), 1)
+        rows.append(row)
+    return rows
+
+
+class Game:
+    """State of one play: history, Stage-1 deployments, the submission, the report."""
+
+    def __init__(self, scn: Scenario, seed: int = 0, threshold: float | None = None) -> None:
+        self.scn = scn
+        self.seed = int(seed)
+        self.threshold = threshold
+        self.space = scn.space
+        self.history: list[Deployment] = []
+        for k, group in enumerate(scn.spec["history"]["groups"]):
+            design = self.space.validate(group["design"])
+            self.history.append(self._fly(design, int(group["n"]), seed_of(scn["seed"], scn.name, "history", k),
+                                          source="history", index=k + 1, force=group.get("force")))
+        self.deployments: list[Deployment] = []
+        self.stage2: Stage2 | None = None
+        self.report: str | None = None
+
+    # --- state -------------------------------------------------------------------------------------
+    @property
+    def drones_used(self) -> int:
+        return sum(d.count for d in self.deployments)
+
+    @property
+    def drones_left(self) -> int:
+        return int(self.scn.budgets["stage1_drones"]) - self.drones_used
+
+    @property
+    def deployments_left(self) -> int:
+        return int(self.scn.budgets["stage1_deployments"]) - len(self.deployments)
+
+    @property
+    def stage(self) -> str:
+        if self.stage2 is None:
+            return "stage1"
+        return "report" if self.report is None else "done"
+
+    def status(self) -> dict:
+        b = self.scn.budgets
+        return {
+            "scenario": self.scn.name, "stage": self.stage,
+            "design_space": self.space.describe(),
+            "visible_variables": self.scn.visible_variables(),
+            "per_drone_details": ("returned drones only" if self.scn.spec["selection_bias"]
+                                  else "every drone, with its status"),
+            "history_flights": sum(h.count for h in self.history),
+            "stage1": {"drones_left": self.drones_left, "drones_total": b["stage1_drones"],
+                       "deployments_left": self.deployments_left, "deployments_total": b["stage1_deployments"],
+                       "max_per_deployment": b["max_per_deployment"]},
+            "stage2": {"fleet": b["stage2_fleet"], "submitted": self.stage2 is not None,
+                       "threshold": self.threshold},
+            "deployed_designs": [d.summary() for d in self.deployments],
+        }
+
+    # --- actions -------------------------------------------------------------------------------------
+    def _fly(self, design: dict, count: int, ss, *, source: str, index: int, stage: int = 1,
+             force: Mapping | None = None) -> Deployment:
+        draws = draw(self.scn, ss, count, stage=stage, force=force)
+        flight = simulate(self.scn, draws, self.space.vector(design)[None])
+        survived, hits = flight.survived[0], flight.hits[0]
+        rows = observe_rows(self.scn, draws, survived, hits)
+        n_ret = int(survived.sum())
+        return Deployment(index, source, design, count, n_ret, count - n_ret, rows, survived)
+
+    def validate_design(self, design) -> dict:
+        try:
+            return self.space.validate(design)
+        except DesignError as exc:
+            raise GameError(str(exc)) from None
+
+    def deploy(self, design, count) -> Deployment:
+        """Fly ``count`` drones of ``design`` in Stage 1 (refused beyond any budget)."""
+        if self.stage2 is not None:
+            raise GameError("Stage 1 is over: the final design has been submitted")
+        b = self.scn.budgets
+        if isinstance(count, bool) or not isinstance(count, int):
+            raise GameError(f"count must be a whole number, got {count!r}")
+        if not 1 <= count <= b["max_per_deployment"]:
+            raise GameError(f"count {count} is outside 1..{b['max_per_deployment']} drones per deployment")
+        if self.deployments_left <= 0:
+            raise GameError(f"no deployments left: all {b['stage1_deployments']} Stage-1 deployments are used")
+        if count > self.drones_left:
+            raise GameError(f"count {count} exceeds the {self.drones_left} Stage-1 drones left "
+                            f"(budget {b['stage1_drones']})")
+        design = self.validate_design(design)
+        k = len(self.deployments) + 1
+        dep = self._fly(design, count, seed_of(self.scn["seed"], self.scn.name, "play", self.seed, "stage1", k),
+                        source="stage1", index=k)
+        self.deployments.append(dep)
+        return dep
+
+    def submit(self, design) -> Stage2:
+        """Submit the final design once; a Stage-2 fleet is flown and scored."""
+        if self.stage2 is not None:
+            raise GameError("the final design was already submitted; the submission is irreversible")
+        if not self.deployments:
+            raise GameError("deploy at least once in Stage 1 before submitting the final design")
+        design = self.validate_design(design)
+        n = int(self.scn.budgets["stage2_fleet"])
+        draws = draw(self.scn, seed_of(self.scn["seed"], self.scn.name, "play", self.seed, "stage2"), n, stage=2)
+        surv = int(simulate(self.scn, draws, self.space.vector(design)[None]).survived[0].sum())
+        rate = surv / n
+        won = None if self.threshold is None else bool(rate >= self.threshold)
+        self.stage2 = Stage2(design, n, surv, rate, self.threshold, won)
+        return self.stage2
+
+    def write_report(self, text) -> None:
+        if self.stage2 is None:
+            raise GameError("the report comes after the final design is submitted")
+        if self.report is not None:
+            raise GameError("the report was already written")
+        if not isinstance(text, str) or not text.strip():
+            raise GameError("the report must be non-empty text")
+        if len(text) > REPORT_MAX_CHARS:
+            raise GameError(f"the report has {len(text)} characters; at most {REPORT_MAX_CHARS}")
+        self.report = text
+
+    # --- what an agent has seen ------------------------------------------------------------------------
+    def observed(self) -> list[Deployment]:
+        return [*self.history, *self.deployments]
