@@ -15,6 +15,7 @@ include: "rules/targets.smk"
 include: "rules/verification.smk"
 include: "rules/episodes.smk"
 include: "rules/leakage.smk"
+include: "rules/games.smk"
 
 
 rule all:

@@ -56,7 +56,7 @@ def instance_outputs():
 def all_targets():
     """Every final target of the workflow (stages add theirs here as they land)."""
     return (instance_outputs() + target_outputs() + episode_outputs() + verification_outputs()
-            + leakage_outputs())
+            + leakage_outputs() + games_outputs())
 
 
 # --- references ------------------------------------------------------------------------------
@@ -186,3 +186,58 @@ def leakage_spec(wildcards):
 
 def leakage_outputs():
     return expand("results/figures/figure1a.{ext}", ext=["pdf", "png"])
+
+
+# --- games track (GAMES.md; rules/games.smk) ------------------------------------------------------
+from heuresis.games.scenario import load_scenario as _load_scenario
+from heuresis.games.workflow import play_jobs as _play_jobs, scenario_folder as _scenario_folder
+
+GAMES = config["games"]
+GAME_FOLDER = str(_scenario_folder(config))
+GAME_SCENARIOS = {s: _load_scenario(s, GAME_FOLDER) for s in sorted({j["scenario"] for j in _play_jobs(config)})}
+GAME_FAMILIES = sorted({s.family for s in GAME_SCENARIOS.values()})
+GAME_JOBS = _play_jobs(config)
+GAME_AGENT_MODES = sorted({(j["agent"], j["mode"]) for j in GAME_JOBS})
+GAME_TABLES = [f"games_{f}" for f in GAME_FAMILIES] + ["games_optima", "games_judges"]
+GAME_FIGURES = ["games_survival_rubric", "games_paths"]
+
+
+def game_scenario_file(wildcards):
+    return GAME_SCENARIOS[wildcards.scenario].path
+
+
+def game_agent_spec(wildcards):
+    return dict(config["agents"][wildcards.agent])
+
+
+def game_judge_spec(wildcards):
+    return dict(config["agents"][wildcards.judge])
+
+
+def game_references():
+    return expand("results/games/references/{scenario}.parquet", scenario=sorted(GAME_SCENARIOS))
+
+
+def game_plays(agent=None, mode=None):
+    return [f"results/games/plays/{j['agent']}/{j['mode']}/{j['scenario']}.parquet" for j in GAME_JOBS
+            if agent in (None, j["agent"]) and mode in (None, j["mode"])]
+
+
+def game_plays_of(wildcards):
+    """The plays a judgement job scores: every scenario of one agent x mode."""
+    return game_plays(wildcards.agent, wildcards.mode)
+
+
+def game_judgements():
+    return [f"results/games/judgements/{j}/{a}/{m}.parquet" for j in GAMES["judges"] for a, m in GAME_AGENT_MODES]
+
+
+def game_bootstrap():
+    """games.bootstrap over the top-level bootstrap section."""
+    return {**config["bootstrap"], **GAMES["bootstrap"]}
+
+
+def games_outputs():
+    tables = expand("results/tables/{table}.{ext}", table=GAME_TABLES, ext=["parquet", "md", "tex"])
+    figures = expand("results/figures/{figure}.{ext}", figure=GAME_FIGURES, ext=["pdf", "png"])
+    return tables + figures

@@ -117,6 +117,10 @@ def _semantic_errors(config: dict) -> list[str]:
     msgs.extend(_reference_errors(config))
     msgs.extend(_verification_errors(config))
     msgs.extend(_episode_errors(config))
+    if "games" in config:
+        from heuresis.games.workflow import config_errors as _games_errors
+
+        msgs.extend(_games_errors(config))
     return msgs
 
 
@@ -186,6 +190,7 @@ def _verification_errors(config: dict) -> list[str]:
 def _episode_errors(config: dict) -> list[str]:
     """Agents have registered kinds; grids name known agents, budgets, families; run names known grids."""
     from heuresis.agents import AGENTS
+    from heuresis.games.agents import GameAgent   # registers the offline game agents
 
     msgs: list[str] = []
     agents = config.get("agents", {})
@@ -202,6 +207,10 @@ def _episode_errors(config: dict) -> list[str]:
         for a in grid.get("agents", []):
             if a not in agents:
                 msgs.append(f"config key {key}.agents: unknown agent {a!r}; known: {sorted(agents)}")
+            elif isinstance(AGENTS.get(agents[a].get("kind")), type) and issubclass(AGENTS.get(agents[a]["kind"]),
+                                                                                     GameAgent):
+                msgs.append(f"config key {key}.agents: agent {a!r} is a game agent (kind {agents[a]['kind']!r}); "
+                            f"it plays games (games.agents), not episodes")
         for b in grid.get("budget", []):
             if b not in eps.get("budgets", {}):
                 msgs.append(f"config key {key}.budget: unknown budget setting {b!r}; known: {sorted(eps.get('budgets', {}))}")

@@ -107,12 +107,15 @@ def missing_credentials(spec: Mapping) -> list[str]:
 
 
 def llm_agents_in_use(config: Mapping) -> dict[str, dict]:
-    """The ``llm`` agents that the active episode grids or the leakage probe will run."""
+    """The ``llm`` agents that the active episode grids, the leakage probe or the games track
+    (``games.agents`` and ``games.judges``) will run."""
     used: set[str] = set()
     episodes = config.get("episodes", {})
     for grid in episodes.get("run", []):
         used.update(episodes.get("grids", {}).get(grid, {}).get("agents", []))
     used.update(config.get("leakage", {}).get("agents", []))
+    used.update(config.get("games", {}).get("agents", []))
+    used.update(config.get("games", {}).get("judges", []))
     agents = config.get("agents", {})
     return {a: dict(agents[a]) for a in sorted(used) if a in agents and agents[a].get("kind") == "llm"}
 
@@ -124,8 +127,8 @@ def check_credentials(config: Mapping) -> None:
     if missing:
         lines = [f"agent {a!r} (model {m}) needs the environment variable {v}, which is not set" for a, v, m in missing]
         raise CredentialsError("missing credentials: " + "; ".join(lines)
-                               + ". Export it, or remove the agent from the active grids (episodes.run) "
-                                 "and leakage.agents.")
+                               + ". Export it, or remove the agent from the active grids (episodes.run), "
+                                 "leakage.agents, games.agents and games.judges.")
 
 
 # --- recovering what the provider sent --------------------------------------------------------------

@@ -6,7 +6,8 @@
   random numbers), then **verified** on ``search.verify_fleets`` fresh fleets of the Stage-2
   size: the mean and a 95% interval over fleets.
 * **Trap** and **standard** designs of the scenario file, measured on the same fresh fleets.
-* **Threshold** — verified optimum minus the scenario's ``threshold_margin``.  A scenario whose
+* **Threshold** — verified optimum minus the scenario's ``threshold_margin``, or the scenario's
+  fixed ``threshold`` when it states one (:func:`quick_optimum` checks that one at workflow start).  A scenario whose
   verified optimum falls below its threshold, or whose trap survives as well as its optimum, is
   a :class:`~heuresis.games.scenario.ScenarioError`.
 
@@ -24,7 +25,8 @@ import numpy as np
 from heuresis.games.scenario import Scenario, ScenarioError
 from heuresis.games.scm import draw, survival
 
-__all__ = ["seed_of", "search_optimum", "verify", "References", "compute_references", "check_references"]
+__all__ = ["seed_of", "search_optimum", "verify", "References", "compute_references", "check_references",
+           "quick_optimum", "winnability_errors"]
 
 
 def seed_of(*parts) -> np.random.SeedSequence:
@@ -138,8 +140,9 @@ def compute_references(scn: Scenario, *, drones: int | None = None, starts: int 
     ver = verify(scn, np.stack([vec, trap, std]), fleets=fleets)
     (om, olo, ohi), (tm, tlo, thi), (sm, slo, shi) = (_interval(r) for r in ver)
     margin = scn.threshold_margin
+    threshold = float(scn.spec["threshold"]) if scn.spec.get("threshold") is not None else om - margin
     return References(scn.name, scn.family, scn.spec["variant"], space.design(vec), val, om, olo, ohi,
-                      space.design(trap), tm, tlo, thi, space.design(std), sm, slo, shi, om - margin, margin,
+                      space.design(trap), tm, tlo, thi, space.design(std), sm, slo, shi, threshold, margin,
                       int(drones or scn.spec["search"]["drones"]), n_eval, ver.shape[1],
                       int(scn.budgets["stage2_fleet"]), int(scn.spec["seed"]))
 
@@ -147,8 +150,38 @@ def compute_references(scn: Scenario, *, drones: int | None = None, starts: int 
 def check_references(ref: References) -> None:
     """A scenario must be winnable and its trap must be a trap; else a ScenarioError naming it."""
     if ref.optimum < ref.threshold:
-        raise ScenarioError(f"scenario {ref.scenario!r}: key threshold_margin: optimum {ref.optimum:.3f} is below "
+        key = "threshold" if abs(ref.threshold - (ref.optimum - ref.threshold_margin)) > 1e-12 else "threshold_margin"
+        raise ScenarioError(f"scenario {ref.scenario!r}: key {key}: optimum {ref.optimum:.3f} is below "
                             f"its threshold {ref.threshold:.3f} (unwinnable)")
     if ref.trap >= ref.threshold:
         raise ScenarioError(f"scenario {ref.scenario!r}: key trap_design: the trap survives {ref.trap:.3f}, at or "
                             f"above the threshold {ref.threshold:.3f}, so it is no trap")
+
+
+def quick_optimum(scn: Scenario, *, drones: int = 1000, starts: int = 2, fleets: int = 3) -> float:
+    """A fast estimate of the optimum (a short CRN search verified on ``fleets`` fresh fleets).
+
+    Used at workflow start for scenarios with a fixed ``threshold``: the search can only
+    under-estimate the optimum, so a threshold above this estimate is reported as unwinnable
+    before any job runs (the full search of the references rule checks again).
+    """
+    vec, _, _ = search_optimum(scn, drones=min(drones, int(scn.spec["search"]["drones"])), starts=starts)
+    return float(verify(scn, vec[None], fleets=fleets).mean())
+
+
+def winnability_errors(scenarios) -> list[str]:
+    """Scenarios whose optimum is below their fixed threshold, each naming the scenario and key.
+
+    A threshold of ``optimum - threshold_margin`` (margin >= 0 by the schema) is winnable by
+    construction; only a fixed ``threshold`` needs the quick search.
+    """
+    msgs = []
+    for scn in scenarios:
+        thr = scn.spec.get("threshold")
+        if thr is None:
+            continue
+        est = quick_optimum(scn)
+        if est < float(thr):
+            msgs.append(f"scenario {scn.name!r}: key threshold: {float(thr):.3f} is above the optimum found by a "
+                        f"quick search ({est:.3f}); the scenario is unwinnable")
+    return msgs

@@ -1,0 +1,272 @@
+"""The games track in the workflow (``rules/games.smk``): config checks, jobs, and their records.
+
+* :func:`config_errors` — the ``games:`` section checked at workflow start: every scenario file
+  loads (errors name the scenario and the key), agents and judges exist with the right kinds,
+  and a scenario with a fixed ``threshold`` above its optimum is unwinnable
+  (:func:`~heuresis.games.references.winnability_errors`);
+* :func:`play_jobs` — one job per agent x mode x scenario (offline agents play the tool-use
+  mode only; LLM agents every configured mode);
+* :func:`run_references` — the references of one scenario into :data:`GAME_REFERENCES`;
+* :func:`run_plays` — ``games.plays`` plays of one job into :data:`GAME_PLAYS` and
+  :data:`GAME_CALLS` plus one JSON transcript per play, each finished play checkpointed
+  (:class:`~heuresis.checkpoint.Checkpoint`) so a killed job resumes; a play whose agent or
+  harness crashes is recorded ``failed`` with its error, never dropped;
+* :func:`run_judgements` — one judge on every play of one agent x mode into
+  :data:`GAME_JUDGEMENTS`, checkpointed per play.
+
+Play ``r`` of a scenario has the seed :func:`play_seed` ``(games.seed, scenario, r)`` for every
+agent, so agents meet the same Stage-1 and Stage-2 draws (paired comparisons).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import traceback
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+import pyarrow as pa
+
+from heuresis.checkpoint import Checkpoint
+from heuresis.config import config_digest
+from heuresis.games.references import check_references, compute_references, seed_of, winnability_errors
+from heuresis.games.scenario import SCENARIO_DIR, Scenario, ScenarioError, load_scenario
+from heuresis.provenance import PROVENANCE_KEY, dumps, provenance_record, utc_now
+from heuresis.report import atomic_write_text
+from heuresis.schemas import GAME_CALLS, GAME_JUDGEMENTS, GAME_PLAYS, GAME_REFERENCES, read_table, write_table
+
+__all__ = ["MODES", "config_errors", "scenario_folder", "scenario_names", "play_jobs", "play_seed", "is_llm",
+           "game_agent_kinds", "run_references", "run_plays", "run_judgements", "load_references"]
+
+MODES = ("tools", "prompt")
+_Log = Callable[[str], None]
+
+
+def _quiet(msg: str) -> None:
+    pass
+
+
+def game_agent_kinds() -> set[str]:
+    """Registered kinds of the offline game agents."""
+    from heuresis.agents import AGENTS
+    from heuresis.games.agents import GameAgent
+
+    return {k for k, cls in AGENTS.items() if isinstance(cls, type) and issubclass(cls, GameAgent)}
+
+
+def is_llm(config: Mapping, agent: str) -> bool:
+    return config.get("agents", {}).get(agent, {}).get("kind") == "llm"
+
+
+def scenario_folder(config: Mapping) -> Path:
+    """``games.scenarios_dir``; a relative default that does not exist here falls back to the repository's."""
+    folder = Path(config.get("games", {}).get("scenarios_dir", SCENARIO_DIR))
+    if not folder.is_absolute() and not folder.is_dir():
+        repo = Path(__file__).resolve().parents[3] / folder
+        if repo.is_dir():
+            return repo
+    return folder
+
+
+def scenario_names(config: Mapping) -> list[str]:
+    names = list(config.get("games", {}).get("scenarios") or [])
+    if names:
+        return names
+    return sorted(p.stem for p in scenario_folder(config).glob("*.yaml"))
+
+
+def play_jobs(config: Mapping) -> list[dict]:
+    """Every play job: ``{agent, mode, scenario}``."""
+    g = config["games"]
+    out = []
+    for agent in g["agents"]:
+        modes = [m for m in g["modes"] if m == "tools" or is_llm(config, agent)]
+        for mode in modes:
+            for scn in scenario_names(config):
+                out.append({"agent": agent, "mode": mode, "scenario": scn})
+    return out
+
+
+def config_errors(config: Mapping) -> list[str]:
+    """Problems of the ``games:`` section, each naming its config key (and the scenario's key)."""
+    g = config.get("games")
+    if not g:
+        return []
+    msgs: list[str] = []
+    agents = config.get("agents", {})
+    kinds = game_agent_kinds()
+    for a in g["agents"]:
+        if a not in agents:
+            msgs.append(f"config key games.agents: unknown agent {a!r}; known: {sorted(agents)}")
+        elif agents[a].get("kind") not in kinds | {"llm"}:
+            msgs.append(f"config key games.agents: agent {a!r} is of kind {agents[a].get('kind')!r}, which cannot "
+                        f"play games; game kinds: {sorted(kinds)} or llm")
+    for j in g["judges"]:
+        if j not in agents:
+            msgs.append(f"config key games.judges: unknown agent {j!r}; known: {sorted(agents)}")
+        elif agents[j].get("kind") != "llm":
+            msgs.append(f"config key games.judges: agent {j!r} is of kind {agents[j].get('kind')!r}; a judge is an "
+                        f"LLM agent (kind llm)")
+    if "prompt" in g["modes"] and not any(is_llm(config, a) for a in g["agents"]):
+        pass  # allowed: prompting applies to LLM agents only, and there is none (documented)
+    folder = scenario_folder(config)
+    if not folder.is_dir():
+        return [*msgs, f"config key games.scenarios_dir: no folder {str(folder)!r}"]
+    names = scenario_names(config)
+    if not names:
+        msgs.append(f"config key games.scenarios: no scenario file in {str(folder)!r}")
+    loaded = []
+    for name in names:
+        try:
+            loaded.append(load_scenario(name, folder))
+        except ScenarioError as exc:
+            msgs.extend(f"config key games.scenarios: {line}" for line in str(exc).splitlines())
+    msgs.extend(f"config key games.scenarios: {m}" for m in winnability_errors(loaded))
+    return msgs
+
+
+def play_seed(seed: int, scenario: str, repeat: int) -> int:
+    """Seed of play ``repeat`` of ``scenario`` (the same for every agent and mode)."""
+    return int(seed_of(int(seed), scenario, "play", int(repeat)).generate_state(1)[0])
+
+
+# --- references ----------------------------------------------------------------------------------
+def run_references(scenario: str, folder: str | Path, search: Mapping, out: str | Path, *, log: _Log = _quiet) -> Path:
+    """Optimum (CRN search, verified on fresh fleets), trap, standard and threshold of one scenario.
+
+    Raises :class:`~heuresis.games.scenario.ScenarioError` (the job fails) when the scenario is
+    unwinnable or its trap is no trap.
+    """
+    started = utc_now()
+    t0 = time.perf_counter()
+    scn = load_scenario(scenario, folder)
+    ref = compute_references(scn, drones=search.get("drones"), starts=search.get("starts"),
+                             fleets=search.get("verify_fleets"))
+    log(f"{scenario}: optimum {ref.optimum:.3f} [{ref.optimum_lo:.3f}, {ref.optimum_hi:.3f}] (search "
+        f"{ref.optimum_search:.3f}, {ref.designs_evaluated} designs), trap {ref.trap:.3f}, standard {ref.standard:.3f}, "
+        f"threshold {ref.threshold:.3f} in {time.perf_counter() - t0:.1f} s")
+    check_references(ref)
+    row = ref.as_dict()
+    for k in ("optimum_design", "trap_design", "standard_design"):
+        row[k] = json.dumps(row[k], sort_keys=True)
+    row.update(bias=scn.spec["bias"], selection_bias=bool(scn.spec["selection_bias"]),
+               intended_mechanism=" ".join(scn.spec["intended_mechanism"].split()),
+               runtime_s=round(time.perf_counter() - t0, 3))
+    prov = provenance_record(stage="games_references", config={"scenario": scn.spec, "search": dict(search)},
+                             seeds={"scenario_seed": int(scn.spec["seed"])}, inputs=[scn.path], started=started)
+    table = pa.table({c: [row[c]] for c in GAME_REFERENCES.schema.names}, schema=GAME_REFERENCES.schema)
+    return write_table(table, out, GAME_REFERENCES, {PROVENANCE_KEY: dumps(prov)})
+
+
+def load_references(paths: Sequence[str | Path]) -> dict[str, dict]:
+    """References rows by scenario (designs decoded)."""
+    out = {}
+    for p in paths:
+        for r in read_table(p, GAME_REFERENCES).to_pylist():
+            for k in ("optimum_design", "trap_design", "standard_design"):
+                r[k] = json.loads(r[k])
+            out[r["scenario"]] = r
+    return out
+
+
+# --- plays -----------------------------------------------------------------------------------------
+def _failed_row(agent: str, spec: Mapping, scn: Scenario, mode: str, repeat: int, seed: int, ref: Mapping,
+                error: str) -> dict:
+    """The record of a play that crashed outside the agent loop (every column present)."""
+    row = {c: None for c in GAME_PLAYS.schema.names}
+    row.update(play_id=f"{agent}/{mode}/{scn.name}/r{repeat}", agent=agent, agent_kind=str(spec.get("kind")),
+               model=spec.get("model"), mode=mode, scenario=scn.name, family=scn.family, variant=scn.spec["variant"],
+               bias=scn.spec["bias"], repeat=repeat, seed=seed, status="failed", error=error, termination="failed",
+               submitted=False, design="null", survival=0.0, threshold=ref["threshold"], won=False,
+               optimum=ref["optimum"], gap=ref["optimum"], deployments=0, drones_used=0, designs_deployed="[]",
+               deployment_counts="[]", distinct_designs=0, report="", turns=0, n_calls=0, n_errors=0, tokens_in=0, tokens_out=0, cost=0.0,
+               retries=0, warnings="[]", wall_s=0.0)
+    return row
+
+
+def run_plays(agent: str, spec: Mapping, mode: str, scenario: str, folder: str | Path, *, plays: int, seed: int,
+              max_turns: int, references: str | Path, out: str | Path, calls_out: str | Path,
+              transcripts_dir: str | Path, log: _Log = _quiet) -> Path:
+    """``plays`` plays of ``scenario`` by ``agent`` in ``mode``; checkpointed per play."""
+    from heuresis.games.play import run_play
+
+    started = utc_now()
+    scn = load_scenario(scenario, folder)
+    ref = load_references([references])[scenario]
+    cfg_slice = {"agent": agent, "spec": dict(spec), "mode": mode, "scenario": scn.spec, "plays": int(plays),
+                 "seed": int(seed), "max_turns": int(max_turns), "threshold": ref["threshold"],
+                 "optimum": ref["optimum"]}
+    ckpt = Checkpoint(out, config_digest(cfg_slice))
+    if len(ckpt):
+        log(f"{agent} {mode} {scenario}: resuming, {len(ckpt)} of {plays} plays done")
+    tdir = Path(transcripts_dir)
+    tdir.mkdir(parents=True, exist_ok=True)
+    for r in range(int(plays)):
+        if r in ckpt:
+            continue
+        s = play_seed(seed, scenario, r)
+        t0 = time.perf_counter()
+        try:
+            res = run_play(agent, spec, scn, repeat=r, seed=s, threshold=ref["threshold"], optimum=ref["optimum"],
+                           max_turns=max_turns, mode=mode)
+            row, calls, transcript = res.row, res.calls, res.transcript
+        except Exception as exc:  # the harness itself failed: a recorded failure, the other plays go on
+            err = f"{type(exc).__name__}: {exc}"
+            row = _failed_row(agent, spec, scn, mode, r, s, ref, err)
+            calls, transcript = [], {"play": row, "error": traceback.format_exc(limit=8)}
+        row["transcript"] = str(tdir / f"r{r}.json")
+        atomic_write_text(tdir / f"r{r}.json", json.dumps(transcript, indent=1, default=str))
+        ckpt.save(r, {"row": row, "calls": calls})
+        log(f"{agent} {mode} {scenario} r{r}: {row['status']} {row['termination']} survival {row['survival']:.3f} "
+            f"(threshold {ref['threshold']:.3f}, optimum {ref['optimum']:.3f}) in {time.perf_counter() - t0:.1f} s"
+            + (f" ERROR {row['error']}" if row["error"] else ""))
+    rows = [ckpt.get(r)["row"] for r in range(int(plays))]
+    calls = [c for r in range(int(plays)) for c in ckpt.get(r)["calls"]]
+    prov = provenance_record(stage="games_plays", config=cfg_slice, seeds={"seed": int(seed)},
+                             inputs=[scn.path, references], started=started)
+    meta = {PROVENANCE_KEY: dumps(prov)}
+    write_table(pa.table({c: [x.get(c) for x in calls] for c in GAME_CALLS.schema.names}, schema=GAME_CALLS.schema),
+                calls_out, GAME_CALLS, meta)
+    write_table(pa.table({c: [x.get(c) for x in rows] for c in GAME_PLAYS.schema.names}, schema=GAME_PLAYS.schema),
+                out, GAME_PLAYS, meta)
+    ckpt.clear()
+    return Path(out)
+
+
+# --- judgements ---------------------------------------------------------------------------------------
+def run_judgements(judge: str, spec: Mapping, agent: str, mode: str, plays_paths: Sequence[str | Path],
+                   references: Sequence[str | Path], folder: str | Path, out: str | Path, *, max_tokens: int = 1500,
+                   log: _Log = _quiet) -> Path:
+    """Judge ``judge`` scores the report of every play in ``plays_paths``; checkpointed per play."""
+    from heuresis.agents.base import make_agent
+    from heuresis.games.judge import judge_play
+
+    started = utc_now()
+    plays = [r for p in plays_paths for r in read_table(p, GAME_PLAYS).to_pylist()]
+    refs = load_references(references)
+    for p in plays:   # the judge sees the optimum found by search (references), never the Stage-2 survival
+        p["optimum_design"] = json.dumps(refs[p["scenario"]]["optimum_design"], sort_keys=True)
+    cfg_slice = {"judge": judge, "spec": dict(spec), "agent": agent, "mode": mode, "max_tokens": int(max_tokens)}
+    ckpt = Checkpoint(out, config_digest({**cfg_slice, "plays": [(p["play_id"], p["report"], p["design"])
+                                                                 for p in plays]}))
+    model = make_agent(judge, spec)
+    if getattr(model, "max_tokens", None) is None:
+        model.max_tokens = int(max_tokens)
+    scns: dict[str, Scenario] = {}
+    for p in plays:
+        if p["play_id"] in ckpt:
+            continue
+        scn = scns.setdefault(p["scenario"], load_scenario(p["scenario"], folder))
+        row = judge_play(model, judge, p, scn)
+        ckpt.save(p["play_id"], row)
+        log(f"judge {judge} on {p['play_id']}: {row['status']} total {row['total']}"
+            + (f" ERROR {row['error']}" if row["error"] else ""))
+    rows = [ckpt.get(p["play_id"]) for p in plays]
+    prov = provenance_record(stage="games_judgements", config=cfg_slice, inputs=[*plays_paths, *references],
+                             started=started)
+    table = pa.table({c: [x.get(c) for x in rows] for c in GAME_JUDGEMENTS.schema.names},
+                     schema=GAME_JUDGEMENTS.schema)
+    write_table(table, out, GAME_JUDGEMENTS, {PROVENANCE_KEY: dumps(prov)})
+    ckpt.clear()
+    return Path(out)

@@ -1,0 +1,383 @@
+"""The games track in the workflow (issue #9): single-turn prompting and the judges through a scripted
+LLM server on 127.0.0.1, ICC against Shrout & Fleiss (1979), the play jobs (checkpoint, recorded
+failures), scoring against independent computations, the config checks at start, and the rules
+run by Snakemake on two scenarios."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import shutil
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from heuresis.bootstrap import bootstrap_mean
+from heuresis.config import ConfigError, load_config, validate_config
+from heuresis.games import Game, load_scenario
+from heuresis.games.analysis import NO_JUDGE, family_table, judges_table, path_summary, summary
+from heuresis.games.judge import RUBRIC, ScoreError, icc, parse_scores
+from heuresis.games.play import AnswerError, parse_answer, run_play
+from heuresis.games.workflow import play_seed, run_judgements, run_plays, run_references
+from heuresis.schemas import GAME_CALLS, GAME_JUDGEMENTS, GAME_PLAYS, GAME_REFERENCES, read_table
+from llm_server import ScriptedLLMServer
+
+from conftest import ROOT
+
+SCENARIOS = ROOT / "config/games"
+FAST_SEARCH = {"drones": 300, "starts": 1, "verify_fleets": 2}
+
+
+def _spec(url, **kw):
+    return {"kind": "llm", "model": "openai/scripted-model", "api_base": url + "/v1", "requires_key": False,
+            "timeout_s": 20, "retries": {"max_retries": 0}, "prices": {"input_per_mtok": 1.0, "output_per_mtok": 2.0},
+            **kw}
+
+
+# --- ICC ------------------------------------------------------------------------------------------
+SHROUT_FLEISS = [[9, 2, 5, 8], [6, 1, 3, 2], [8, 4, 6, 8], [7, 1, 2, 6], [10, 5, 6, 9], [6, 2, 4, 7]]
+
+
+def test_icc_matches_shrout_fleiss_1979():
+    """Table 2 (mean squares) and Table 4 (the six ICCs) of Shrout & Fleiss (1979), 6 targets x 4 judges."""
+    r = icc(SHROUT_FLEISS)
+    assert (round(r["BMS"], 2), round(r["JMS"], 2), round(r["EMS"], 2), round(r["WMS"], 2)) == (11.24, 32.49, 1.02, 6.26)
+    published = {"ICC1_1": 0.17, "ICC2_1": 0.29, "ICC3_1": 0.71, "ICC1_k": 0.44, "ICC2_k": 0.62, "ICC3_k": 0.91}
+    assert {k: round(r[k], 2) for k in published} == published
+
+
+def test_icc_spearman_brown_and_limits():
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(30, 1)) + 0.7 * rng.normal(size=(30, 3)) + np.array([0.0, 0.5, -0.2])
+    r = icc(x)
+    k, r1 = 3, r["ICC2_1"]
+    assert r["ICC2_k"] == pytest.approx(k * r1 / (1 + (k - 1) * r1), rel=1e-12)   # Spearman-Brown, exact for ICC(2,.)
+    # the same ratings from a two-way ANOVA by least squares (an independent route to the mean squares)
+    n = x.shape[0]
+    y = x.ravel()
+    rows, cols = np.repeat(np.arange(n), k), np.tile(np.arange(k), n)
+    X = np.column_stack([np.ones(n * k), np.eye(n)[rows][:, 1:], np.eye(k)[cols][:, 1:]])
+    resid = y - X @ np.linalg.lstsq(X, y, rcond=None)[0]
+    assert r["EMS"] == pytest.approx((resid ** 2).sum() / ((n - 1) * (k - 1)), rel=1e-10)
+    same = np.tile(np.arange(10.0)[:, None], (1, 3))
+    assert icc(same)["ICC2_k"] == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="2 targets x 2 raters"):
+        icc([[1.0, 2.0]])
+
+
+# --- parsing ----------------------------------------------------------------------------------------
+def test_parse_scores_tolerant_and_strict():
+    a = parse_scores('<think>maybe 11</think>Scores: ```json\n{"Causal reasoning": "7/11", "experimental_design": 1,'
+                     ' "reflection": 2, "data_usage": 0.5, "rationale": "names the storm",}\n```')
+    assert a == {"causal_reasoning": 7.0, "experimental_design": 1.0, "reflection": 2.0, "data_usage": 0.5,
+                 "rationale": "names the storm"}
+    b = parse_scores("Causal reasoning: 3/11\nExperimental design - 2\nReflection: 0\nData usage: 1")
+    assert [b[k] for k in RUBRIC] == [3.0, 2.0, 0.0, 1.0]
+    for bad, why in [('{"causal_reasoning": 12, "experimental_design": 1, "reflection": 1, "data_usage": 1}', "outside"),
+                     ('{"causal_reasoning": 5, "experimental_design": 1, "reflection": 1}', "data_usage"),
+                     ("I liked it.", "no score"), ("", "empty")]:
+        with pytest.raises(ScoreError, match=why):
+            parse_scores(bad)
+
+
+def test_parse_answer_tolerant_and_strict():
+    space = load_scenario("antenna_base", SCENARIOS).space
+    a = parse_answer('I will explore.\n```json\n{"action": "Deploy", "design": {"Engine": "3", "wing": 4.0}, '
+                     '"count": "20",}\n```', space)
+    assert a == {"action": "deploy", "design": {"engine": 3, "wing": 4}, "count": 20}
+    b = parse_answer("Final: {'action': 'submit', 'design': {'body': 5}, 'report': 'the storm {latent} drives it'}", space)
+    assert b["action"] == "submit" and b["design"] == {"body": 5} and "latent" in b["report"]
+    assert parse_answer('{"engine": 2, "count": 5}', space)["action"] == "deploy"
+    for bad, why in [("", "empty"), ("deploy 20 drones", "no JSON"), ('{"action": "fly", "design": {"engine": 1}}',
+                                                                        "unknown action"),
+                     ('{"action": "deploy", "design": {"engine": 1}}', "count"),
+                     ('{"action": "deploy", "design": {"engine": "lots"}, "count": 3}', "whole number")]:
+        with pytest.raises(AnswerError, match=why):
+            parse_answer(bad, space)
+
+
+# --- single-turn prompting via the local server ---------------------------------------------------------
+def _deploy(design, count, prose="Let me test this."):
+    return {"content": f"{prose}\n```json\n{json.dumps({'action': 'deploy', 'design': design, 'count': count})}\n```",
+            "usage": (2000, 60)}
+
+
+def test_prompt_mode_plays_through_the_local_server():
+    scn = load_scenario("antenna_base", SCENARIOS)
+    d1 = {"engine": 3, "cockpit": 3, "wing": 4, "body": 4, "camera": 3, "gun": 3}
+    d2 = {"engine": 3, "cockpit": 3, "wing": 5, "body": 4, "camera": 2, "gun": 3}
+    final = {"engine": 3, "cockpit": 3, "wing": 5, "body": 4, "camera": 2, "gun": 3}
+    script = [_deploy(d1, 30), _deploy(d2, 40, prose="Now the other one: <think>{oops</think>"),
+              {"content": json.dumps({"action": "submit", "design": final,
+                                      "report": "Leave the antenna bare: it emits and draws fire."}), "usage": (4000, 90)}]
+    with ScriptedLLMServer(script) as server:
+        out = run_play("llm_local", _spec(server.url), scn, seed=5, threshold=0.8, optimum=0.88, mode="prompt")
+    row = out.row
+    assert (row["termination"], row["status"], row["submitted"], row["deployments"]) == ("reported", "ok", True, 2)
+    # the same decisions replayed on the engine directly give the same numbers
+    g = Game(scn, seed=5, threshold=0.8)
+    dep = [g.deploy(d1, 30), g.deploy(d2, 40)]
+    s2 = g.submit(final)
+    assert row["survival"] == s2.survival and row["won"] == (s2.survival >= 0.8)
+    assert row["gap"] == pytest.approx(0.88 - s2.survival)
+    assert json.loads(row["deployment_counts"]) == [[d.count, d.returned] for d in dep]
+    assert row["report"].startswith("Leave the antenna bare")
+    assert (row["tokens_in"], row["tokens_out"]) == (8000, 210) and row["cost"] == pytest.approx((8000 + 420) / 1e6)
+    assert [c["tool"] for c in out.calls] == ["deploy", "deploy", "submit_final_design", "write_report"]
+    # single-turn: no tools, two messages per request, the whole history so far in the one prompt
+    assert len(server.requests) == 3
+    bodies = [r["body"] for r in server.requests]
+    assert all("tools" not in b and len(b["messages"]) == 2 for b in bodies)
+    prompts = [b["messages"][1]["content"] for b in bodies]
+    assert "Free history, flight group 1" in prompts[0] and "Your deployment" not in prompts[0]
+    assert "Your deployment 1" in prompts[1] and "Your deployment 2" in prompts[2]
+    assert f"{200 - 70} of 200 drones" in prompts[2]
+    assert prompts[2].count("\n") > prompts[0].count("\n") + dep[0].returned   # the per-drone rows came along
+
+
+@pytest.mark.parametrize("answers, why", [
+    (["I am not sure what to do."], "no JSON"),
+    ([json.dumps({"action": "deploy", "design": {"antenna": 9}, "count": 10})], "exceeds the cap of 8"),
+    ([json.dumps({"action": "submit", "design": {"engine": 3}, "report": "x"})], "deploy at least once"),
+])
+def test_prompt_mode_bad_answer_is_a_recorded_unsubmitted_play(answers, why):
+    scn = load_scenario("antenna_base", SCENARIOS)
+    with ScriptedLLMServer([{"content": a} for a in answers]) as server:
+        row = run_play("llm_local", _spec(server.url), scn, seed=1, threshold=0.8, optimum=0.88, mode="prompt")
+    r = row.row
+    assert (r["termination"], r["submitted"], r["survival"], r["won"]) == ("bad_answer", False, 0.0, False)
+    assert why in r["error"] and len(server.requests) == 1
+    assert row.calls[-1]["ok"] is False and why in row.calls[-1]["error"]
+
+
+def test_offline_agents_refuse_prompt_mode():
+    with pytest.raises(ValueError, match="tools mode only"):
+        run_play("game_random", {"kind": "game_random"}, load_scenario("zone_base", SCENARIOS), mode="prompt")
+
+
+# --- jobs: references, plays (checkpoint, failures), judgements ------------------------------------------
+@pytest.fixture(scope="module")
+def refs(tmp_path_factory):
+    out = tmp_path_factory.mktemp("games_refs") / "antenna_base.parquet"
+    run_references("antenna_base", SCENARIOS, FAST_SEARCH, out)
+    return out
+
+
+def test_references_job_row(refs):
+    r = read_table(refs, GAME_REFERENCES).to_pylist()[0]
+    assert r["scenario"] == "antenna_base" and r["verify_fleets"] == 2 and r["search_drones"] == 300
+    assert r["threshold"] == pytest.approx(r["optimum"] - 0.06)
+    assert r["optimum"] > r["threshold"] > r["trap"]
+
+
+def test_plays_job_resumes_from_checkpoint_and_records_a_crash(refs, tmp_path):
+    from heuresis.checkpoint import Checkpoint
+    from heuresis.config import config_digest
+
+    out, calls = tmp_path / "plays.parquet", tmp_path / "plays.calls.parquet"
+    kw = dict(plays=3, seed=9, max_turns=40, references=refs, out=out, calls_out=calls, transcripts_dir=tmp_path / "t")
+    run_plays("game_random", {"kind": "game_random"}, "tools", "antenna_base", SCENARIOS, **kw)
+    first = read_table(out, GAME_PLAYS).to_pandas()
+    assert list(first.seed) == [play_seed(9, "antenna_base", r) for r in range(3)]
+    assert all((tmp_path / "t" / f"r{r}.json").exists() for r in range(3))
+    # a killed job: play 1 is in the checkpoint (marked), the rerun keeps it and redoes only the others
+    ref = read_table(refs, GAME_REFERENCES).to_pylist()[0]
+    key = config_digest({"agent": "game_random", "spec": {"kind": "game_random"}, "mode": "tools",
+                         "scenario": load_scenario("antenna_base", SCENARIOS).spec, "plays": 3, "seed": 9,
+                         "max_turns": 40, "threshold": ref["threshold"], "optimum": ref["optimum"]})
+    marked = first.iloc[1].to_dict()
+    marked["report"] = "FROM CHECKPOINT"
+    Checkpoint(out, key).save(1, {"row": marked, "calls": []})
+    run_plays("game_random", {"kind": "game_random"}, "tools", "antenna_base", SCENARIOS, **kw)
+    again = read_table(out, GAME_PLAYS).to_pandas()
+    assert list(again.report)[1] == "FROM CHECKPOINT" and list(again.survival) == list(first.survival)
+    assert not (tmp_path / "plays.parquet.parts").exists()
+    # an LLM whose server refuses: every play recorded failed, none dropped
+    with ScriptedLLMServer([{"status": 400, "error": "bad request"}] * 2) as server:
+        run_plays("llm_local", _spec(server.url), "tools", "antenna_base", SCENARIOS,
+                  **{**kw, "plays": 2, "out": tmp_path / "f.parquet", "calls_out": tmp_path / "f.calls.parquet"})
+    failed = read_table(tmp_path / "f.parquet", GAME_PLAYS).to_pandas()
+    assert list(failed.status) == ["failed", "failed"] and (failed.survival == 0).all() and (~failed.won).all()
+    assert failed.error.str.contains("bad request").all()
+    read_table(tmp_path / "f.calls.parquet", GAME_CALLS)
+
+
+def test_judge_job_through_the_local_server(refs, tmp_path):
+    kw = dict(plays=3, seed=4, max_turns=40, references=refs, transcripts_dir=tmp_path / "t")
+    run_plays("game_trap_follower", {"kind": "game_trap_follower"}, "tools", "antenna_base", SCENARIOS,
+              out=tmp_path / "p.parquet", calls_out=tmp_path / "p.calls.parquet", **kw)
+    plays = read_table(tmp_path / "p.parquet", GAME_PLAYS).to_pandas()
+    # play 2 lost its report: scored 0 without a request
+    table = read_table(tmp_path / "p.parquet", GAME_PLAYS)
+    rows = table.to_pylist()
+    rows[2]["report"] = ""
+    from heuresis.schemas import write_table
+    write_table(GAME_PLAYS.schema.empty_table().from_pylist(rows, schema=GAME_PLAYS.schema), tmp_path / "p.parquet",
+                GAME_PLAYS)
+    answers = [{"content": '{"causal_reasoning": 2, "experimental_design": 1, "reflection": 0, "data_usage": 1, '
+                           '"rationale": "follows the correlation"}', "usage": (1500, 40)},
+               {"content": "A fine report, 9 out of 10.", "usage": (1500, 10)}]
+    with ScriptedLLMServer(answers) as server:
+        run_judgements("judge_local", _spec(server.url), "game_trap_follower", "tools", [tmp_path / "p.parquet"], [refs],
+                       SCENARIOS, tmp_path / "j.parquet", max_tokens=700)
+    j = read_table(tmp_path / "j.parquet", GAME_JUDGEMENTS).to_pandas()
+    assert list(j.status) == ["ok", "unparsed", "no_report"]
+    assert (j.total[0], j.causal_reasoning[0]) == (4.0, 2.0) and math.isnan(j.total[1]) and j.total[2] == 0.0
+    assert len(server.requests) == 2 and all(r["body"]["max_tokens"] == 700 for r in server.requests)
+    prompt = server.requests[0]["body"]["messages"][1]["content"]
+    scn = load_scenario("antenna_base", SCENARIOS)
+    assert " ".join(scn.spec["intended_mechanism"].split()) in prompt
+    assert plays.report[0] in prompt and "survival" not in prompt.split("<<<")[0].lower().replace(
+        "observed survival rate", "")   # the judge is not told the Stage-2 outcome
+
+
+# --- scoring -----------------------------------------------------------------------------------------------
+def _fake_plays():
+    rng = np.random.default_rng(0)
+    rows = []
+    for fam, scns in (("antenna", ["antenna_base", "antenna_high_def"]), ("zone", ["zone_base"])):
+        for scn in scns:
+            for agent in ("a1", "a2"):
+                for r in range(4):
+                    s = float(rng.uniform(0.5, 0.9))
+                    rows.append({"play_id": f"{agent}/tools/{scn}/r{r}", "agent": agent, "mode": "tools",
+                                 "family": fam, "scenario": scn, "status": "ok", "submitted": True,
+                                 "survival": s, "won": s >= 0.75, "gap": 0.88 - s})
+    return pd.DataFrame(rows)
+
+
+BOOT = {"resamples": 300, "seed": 5, "level": 0.9}
+
+
+def test_summary_against_independent_computation():
+    plays = _fake_plays()
+    summ = summary(plays, None, [], BOOT)
+    row = summ[(summ.scenario == "antenna_base") & (summ.agent == "a2")].iloc[0]
+    sub = plays[(plays.scenario == "antenna_base") & (plays.agent == "a2")]
+    assert row.survival == pytest.approx(sub.survival.mean()) and row.plays == 4
+    iv = bootstrap_mean(sub.survival.to_numpy(), resamples=300, seed=5, level=0.9)
+    assert (row.survival_lo, row.survival_hi) == (iv.lo, iv.hi)
+    assert row.win_rate == pytest.approx(sub.won.mean()) and row.gap == pytest.approx(0.88 - sub.survival.mean())
+    pooled = summ[(summ.scenario == "all") & (summ.family == "antenna") & (summ.agent == "a1")].iloc[0]
+    assert pooled.plays == 8 and pooled.survival == pytest.approx(
+        plays[(plays.family == "antenna") & (plays.agent == "a1")].survival.mean())
+    assert summ.rubric.isna().all()
+    num, disp = family_table(summ, "antenna", [])
+    assert (disp["Rubric (0-16)"] == NO_JUDGE).all() and "all antenna" in set(disp.Scenario)
+    num, disp = judges_table(None, [])
+    assert NO_JUDGE in disp.to_string()
+
+
+def test_rubric_and_icc_from_judgements():
+    plays = _fake_plays()
+    rng = np.random.default_rng(1)
+    rows = []
+    for pid in plays.play_id:
+        base = rng.integers(0, 10)
+        for j, off in (("j1", 0), ("j2", 1), ("j3", 0)):
+            items = {"causal_reasoning": float(min(base + off, 11)), "experimental_design": 1.0, "reflection": 1.0,
+                     "data_usage": float(rng.integers(0, 2))}
+            rows.append({"judge": j, "play_id": pid, "status": "ok", **items, "total": sum(items.values())})
+    jd = pd.DataFrame(rows)
+    summ = summary(plays, jd, ["j1", "j2", "j3"], BOOT)
+    row = summ[(summ.scenario == "zone_base") & (summ.agent == "a1")].iloc[0]
+    ids = plays[(plays.scenario == "zone_base") & (plays.agent == "a1")].play_id
+    assert row.rubric == pytest.approx(jd[jd.play_id.isin(ids)].groupby("play_id").total.mean().mean())
+    num, disp = judges_table(jd, ["j1", "j2", "j3"])
+    wide = jd.pivot(index="play_id", columns="judge", values="total")[["j1", "j2", "j3"]]
+    assert num.iloc[-1]["total"] == pytest.approx(icc(wide.to_numpy())["ICC2_k"])
+    assert disp.iloc[-1]["Judge"].startswith("ICC(2,3)")
+
+
+def test_path_summary_distance_to_optimum():
+    plays = pd.DataFrame([{"agent": "a", "mode": "tools", "scenario": "s", "submitted": True,
+                           "designs_deployed": json.dumps([{"x": 1, "y": 0}, {"x": 3, "y": 1}]),
+                           "distinct_designs": 2, "lock_in_share": 0.8, "drift_from_best": 0.0,
+                           "submitted_is_best_observed": True}])
+    stats, steps = path_summary(plays, {"s": {"optimum_design": {"x": 3, "y": 2}}})
+    assert list(steps["mean"]) == [4.0, 1.0] and stats.iloc[0].submitted_is_best_observed == 1.0
+
+
+# --- config checks at workflow start ------------------------------------------------------------------------
+def _cfg(**games):
+    cfg = load_config(ROOT / "config/config.yaml", ROOT / "config/quick.yaml")
+    cfg = copy.deepcopy(cfg)
+    cfg["games"].update(games)
+    return cfg
+
+
+@pytest.mark.parametrize("games, key", [
+    ({"agents": ["nobody"]}, "games.agents: unknown agent 'nobody'"),
+    ({"agents": ["shortcut"]}, "games.agents: agent 'shortcut' is of kind 'shortcut'"),
+    ({"judges": ["game_random"]}, "games.judges: agent 'game_random' is of kind 'game_random'"),
+    ({"scenarios": ["antenna_nowhere"]}, "games.scenarios: scenario 'antenna_nowhere'"),
+])
+def test_games_config_errors_name_the_key(games, key):
+    with pytest.raises(ConfigError) as err:
+        validate_config(_cfg(**games))
+    assert key in str(err.value)
+
+
+def test_bad_scenario_and_unwinnable_threshold_fail_at_start(tmp_path):
+    shutil.copy(SCENARIOS / "zone_base.yaml", tmp_path / "zone_base.yaml")
+    (tmp_path / "zone_bad.yaml").write_text("extends: zone_base\nname: zone_bad\ncombat: {hit_base: 1.5}\n")
+    (tmp_path / "zone_hard.yaml").write_text("extends: zone_base\nname: zone_hard\nthreshold: 0.97\n")
+    with pytest.raises(ConfigError) as err:
+        validate_config(_cfg(scenarios_dir=str(tmp_path), scenarios=["zone_base", "zone_bad", "zone_hard"]))
+    msg = str(err.value)
+    assert "scenario 'zone_bad': key combat.hit_base" in msg
+    assert "scenario 'zone_hard': key threshold: 0.970 is above the optimum" in msg
+    assert "zone_base" not in msg.replace("extends: zone_base", "")
+
+
+def test_games_agents_and_judges_need_credentials(paper_config, quick_config):
+    from heuresis.agents.llm import llm_agents_in_use
+
+    assert {"gpt", "claude", "qwen", "judge_gpt", "judge_claude", "judge_qwen"} <= set(llm_agents_in_use(paper_config))
+    cfg = copy.deepcopy(quick_config)
+    cfg["leakage"]["agents"], cfg["episodes"]["run"] = [], []
+    cfg["games"]["judges"] = ["judge_qwen"]
+    assert set(llm_agents_in_use(cfg)) == {"judge_qwen"}
+    assert paper_config["games"]["modes"] == ["tools", "prompt"] and len(paper_config["games"]["judges"]) == 3
+
+
+# --- the rules, run by Snakemake on two scenarios ----------------------------------------------------------
+def test_games_rules_on_two_scenarios(tmp_path):
+    from tinyflow import copy_workflow, run_snakemake
+
+    wd = copy_workflow(tmp_path / "wf")
+    rng = np.random.default_rng(2)
+    answers = [{"content": json.dumps({"causal_reasoning": int(rng.integers(0, 12)), "experimental_design": 1,
+                                       "reflection": int(rng.integers(0, 3)), "data_usage": 1, "rationale": "r"})}
+               for _ in range(8)]
+    with ScriptedLLMServer(answers) as server:
+        judge = _spec(server.url)
+        (wd / "config/games_test.yaml").write_text(yaml.safe_dump({
+            "agents": {"j_one": judge, "j_two": judge},
+            "games": {"scenarios": ["antenna_base", "zone_base"], "agents": ["game_trap_follower"], "plays": 2,
+                      "judges": ["j_one", "j_two"], "search": FAST_SEARCH, "bootstrap": {"resamples": 200}}}))
+        targets = ["results/tables/games_antenna.md", "results/tables/games_zone.md", "results/tables/games_optima.md",
+                   "results/tables/games_judges.md", "results/figures/games_paths.png",
+                   "results/figures/games_survival_rubric.png"]
+        run_snakemake(wd, *targets, "--cores", "2", "--configfile", "config/quick.yaml", "config/games_test.yaml",
+                      timeout=300)
+    res = wd / "results"
+    plays = pd.concat([read_table(res / f"games/plays/game_trap_follower/tools/{s}.parquet", GAME_PLAYS).to_pandas()
+                       for s in ("antenna_base", "zone_base")])
+    assert len(plays) == 4 and (plays.status == "ok").all() and len(server.requests) == 8
+    table = pd.read_parquet(res / "tables/games_antenna.parquet")
+    row = table[table.scenario == "antenna_base"].iloc[0]
+    assert row.survival == pytest.approx(plays[plays.scenario == "antenna_base"].survival.mean())
+    jd = pd.concat([read_table(p, GAME_JUDGEMENTS).to_pandas() for p in (res / "games/judgements").rglob("*.parquet")])
+    ids = plays[plays.scenario == "antenna_base"].play_id
+    assert row.rubric == pytest.approx(jd[jd.play_id.isin(ids)].groupby("play_id").total.mean().mean())
+    judges = pd.read_parquet(res / "tables/games_judges.parquet")
+    wide = jd.pivot(index="play_id", columns="judge", values="total")[["j_one", "j_two"]]
+    assert judges.iloc[-1]["total"] == pytest.approx(icc(wide.to_numpy())["ICC2_k"])
+    assert "ICC(2,2)" in (res / "tables/games_judges.md").read_text()
+    optima = pd.read_parquet(res / "tables/games_optima.parquet")
+    assert set(optima.scenario) == {"antenna_base", "zone_base"} and (optima.optimum > optima.threshold).all()
+    assert (res / "figures/games_paths.pdf").stat().st_size > 0

@@ -1,0 +1,10 @@
+"""Snakemake adapter: the plays of one agent x mode x scenario (logic: heuresis.games.workflow)."""
+
+from heuresis.games.workflow import run_plays
+from heuresis.logs import stage_logger
+
+sm = snakemake  # noqa: F821  (injected by Snakemake)
+run_plays(sm.wildcards.agent, sm.params.spec, sm.wildcards.mode, sm.wildcards.scenario, sm.params.folder,
+          plays=sm.params.plays, seed=sm.params.seed, max_turns=sm.params.max_turns, references=sm.input.references,
+          out=sm.output.plays, calls_out=sm.output.calls, transcripts_dir=sm.params.transcripts,
+          log=stage_logger(sm.log[0]))
