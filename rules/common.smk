@@ -189,6 +189,8 @@ def leakage_outputs():
 
 
 # --- games track (GAMES.md; rules/games.smk) ------------------------------------------------------
+from pathlib import Path
+
 from heuresis.games.scenario import load_scenario as _load_scenario
 from heuresis.games.workflow import play_jobs as _play_jobs, scenario_folder as _scenario_folder
 
@@ -203,7 +205,17 @@ GAME_FIGURES = ["games_survival_rubric", "games_paths"]
 
 
 def game_scenario_file(wildcards):
-    return GAME_SCENARIOS[wildcards.scenario].path
+    """The scenario's file and the files it extends (a change to a parent reruns the variant)."""
+    import yaml
+
+    files, path = [], Path(GAME_SCENARIOS[wildcards.scenario].path)
+    while path.exists() and str(path) not in files:
+        files.append(str(path))
+        parent = (yaml.safe_load(path.read_text()) or {}).get("extends")
+        if not parent:
+            break
+        path = path.parent / f"{parent}.yaml"
+    return files
 
 
 def game_agent_spec(wildcards):

@@ -282,6 +282,6 @@ def test_missing_credentials_named(quick_config, monkeypatch):
 
 
 def test_paper_config_lists_three_llm_agents(paper_config, quick_config):
-    llm = {a for a, s in paper_config["agents"].items() if s["kind"] == "llm"}
+    llm = {a for a, s in paper_config["agents"].items() if s["kind"] == "llm" and a not in paper_config["games"]["judges"]}
     assert len(llm) == 3 and llm <= set(llm_agents_in_use(paper_config))
     assert llm_agents_in_use(quick_config) == {}

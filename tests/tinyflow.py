@@ -39,6 +39,11 @@ verification:
       invariance_no_repair: {instances: 1}
       invariance_relabel: {instances: 1, dags: 10, d: [3, 6]}
       determinism: {instances: 1, kci_tests: 2, thread_counts: [1, 2], hash_seeds: [0, 1]}
+games:                      # two scenarios, two offline players, one play, a short reference search
+  scenarios: [antenna_base, zone_base]
+  agents: [game_random, game_trap_follower]
+  plays: 1
+  search: {drones: 300, starts: 1, verify_fleets: 2}
 """
 CONFIG = ["--configfile", "config/quick.yaml", "config/tiny.yaml"]
 TARGETS = ["results/tables/table2.parquet", "results/tables/table3.parquet", "results/tables/table11.parquet",
