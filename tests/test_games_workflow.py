@@ -349,6 +349,12 @@ def test_games_rules_on_two_scenarios(tmp_path):
     from tinyflow import copy_workflow, run_snakemake
 
     wd = copy_workflow(tmp_path / "wf")
+    # an unwinnable scenario stops the workflow at start, naming the scenario and the key
+    (wd / "config/games/zone_hard.yaml").write_text("extends: zone_base\nname: zone_hard\nthreshold: 0.97\n")
+    proc = run_snakemake(wd, "-n", "--configfile", "config/quick.yaml", check=False)
+    assert proc.returncode != 0 and "scenario 'zone_hard': key threshold" in proc.stdout + proc.stderr
+    assert "games_plays" not in proc.stdout
+    (wd / "config/games/zone_hard.yaml").unlink()
     rng = np.random.default_rng(2)
     answers = [{"content": json.dumps({"causal_reasoning": int(rng.integers(0, 12)), "experimental_design": 1,
                                        "reflection": int(rng.integers(0, 3)), "data_usage": 1, "rationale": "r"})}
