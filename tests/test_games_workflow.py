@@ -44,7 +44,7 @@ SHROUT_FLEISS = [[9, 2, 5, 8], [6, 1, 3, 2], [8, 4, 6, 8], [7, 1, 2, 6], [10, 5,
 def test_icc_matches_shrout_fleiss_1979():
     """Table 2 (mean squares) and Table 4 (the six ICCs) of Shrout & Fleiss (1979), 6 targets x 4 judges."""
     r = icc(SHROUT_FLEISS)
-    assert (round(r["BMS"], 2), round(r["JMS"], 2), round(r["EMS"], 2), round(r["WMS"], 2)) == (11.24, 32.49, 1.02, 6.26)
+    assert tuple(round(r[k], 2) for k in ("BMS", "JMS", "EMS", "WMS")) == (11.24, 32.49, 1.02, 6.26)
     published = {"ICC1_1": 0.17, "ICC2_1": 0.29, "ICC3_1": 0.71, "ICC1_k": 0.44, "ICC2_k": 0.62, "ICC3_k": 0.91}
     assert {k: round(r[k], 2) for k in published} == published
 
@@ -76,7 +76,8 @@ def test_parse_scores_tolerant_and_strict():
                  "rationale": "names the storm"}
     b = parse_scores("Causal reasoning: 3/11\nExperimental design - 2\nReflection: 0\nData usage: 1")
     assert [b[k] for k in RUBRIC] == [3.0, 2.0, 0.0, 1.0]
-    for bad, why in [('{"causal_reasoning": 12, "experimental_design": 1, "reflection": 1, "data_usage": 1}', "outside"),
+    for bad, why in [('{"causal_reasoning": 12, "experimental_design": 1, "reflection": 1, "data_usage": 1}',
+                      "outside"),
                      ('{"causal_reasoning": 5, "experimental_design": 1, "reflection": 1}', "data_usage"),
                      ("I liked it.", "no score"), ("", "empty")]:
         with pytest.raises(ScoreError, match=why):
@@ -88,7 +89,8 @@ def test_parse_answer_tolerant_and_strict():
     a = parse_answer('I will explore.\n```json\n{"action": "Deploy", "design": {"Engine": "3", "wing": 4.0}, '
                      '"count": "20",}\n```', space)
     assert a == {"action": "deploy", "design": {"engine": 3, "wing": 4}, "count": 20}
-    b = parse_answer("Final: {'action': 'submit', 'design': {'body': 5}, 'report': 'the storm {latent} drives it'}", space)
+    b = parse_answer("Final: {'action': 'submit', 'design': {'body': 5}, 'report': 'the storm {latent} drives it'}",
+                     space)
     assert b["action"] == "submit" and b["design"] == {"body": 5} and "latent" in b["report"]
     assert parse_answer('{"engine": 2, "count": 5}', space)["action"] == "deploy"
     for bad, why in [("", "empty"), ("deploy 20 drones", "no JSON"), ('{"action": "fly", "design": {"engine": 1}}',
@@ -112,7 +114,8 @@ def test_prompt_mode_plays_through_the_local_server():
     final = {"engine": 3, "cockpit": 3, "wing": 5, "body": 4, "camera": 2, "gun": 3}
     script = [_deploy(d1, 30), _deploy(d2, 40, prose="Now the other one: <think>{oops</think>"),
               {"content": json.dumps({"action": "submit", "design": final,
-                                      "report": "Leave the antenna bare: it emits and draws fire."}), "usage": (4000, 90)}]
+                                      "report": "Leave the antenna bare: it emits and draws fire."}),
+               "usage": (4000, 90)}]
     with ScriptedLLMServer(script) as server:
         out = run_play("llm_local", _spec(server.url), scn, seed=5, threshold=0.8, optimum=0.88, mode="prompt")
     row = out.row
@@ -221,8 +224,8 @@ def test_judge_job_through_the_local_server(refs, tmp_path):
                            '"rationale": "follows the correlation"}', "usage": (1500, 40)},
                {"content": "A fine report, 9 out of 10.", "usage": (1500, 10)}]
     with ScriptedLLMServer(answers) as server:
-        run_judgements("judge_local", _spec(server.url), "game_trap_follower", "tools", [tmp_path / "p.parquet"], [refs],
-                       SCENARIOS, tmp_path / "j.parquet", max_tokens=700)
+        run_judgements("judge_local", _spec(server.url), "game_trap_follower", "tools", [tmp_path / "p.parquet"],
+                       [refs], SCENARIOS, tmp_path / "j.parquet", max_tokens=700)
     j = read_table(tmp_path / "j.parquet", GAME_JUDGEMENTS).to_pandas()
     assert list(j.status) == ["ok", "unparsed", "no_report"]
     assert (j.total[0], j.causal_reasoning[0]) == (4.0, 2.0) and math.isnan(j.total[1]) and j.total[2] == 0.0

@@ -382,7 +382,8 @@ GAME_PLAYS = _schema("game_plays", 1, [
     ("submitted_is_best_observed", pa.bool_(), "the submitted design is the best observed one (null unsubmitted)"),
     ("lock_in_component", pa.string(), "component holding the largest share of DEF over the deployed designs"),
     ("lock_in_share", pa.float64(), "that share"),
-    ("drift_from_best", pa.float64(), "L1 distance (DEF points, equipment 1) of the submission from the best observed design"),
+    ("drift_from_best", pa.float64(), "L1 distance (DEF points, equipment 1) of the submission from the best "
+                                      "observed design"),
     ("report", pa.string(), "the agent's report"),
     ("turns", pa.int32(), "assistant replies (prompt mode: single-turn requests)"),
     ("n_calls", pa.int32(), "tool calls (prompt mode: answers)"),

@@ -124,7 +124,8 @@ def judges_table(judgements: pd.DataFrame | None, judges: Sequence[str]) -> tupl
                "failed": int((d.status == "failed").sum()), **{k: float(ok[k].mean()) if len(ok) else None
                                                                  for k in [*RUBRIC, "total"]}}
         rows.append(rec)
-        disp.append({"Judge": j, "Plays": str(rec["plays"]), "Unparsed / failed": f"{rec['unparsed']} / {rec['failed']}",
+        disp.append({"Judge": j, "Plays": str(rec["plays"]),
+                     "Unparsed / failed": f"{rec['unparsed']} / {rec['failed']}",
                      **{k.replace("_", " ").capitalize(): "n/a" if rec[k] is None else f"{rec[k]:.2f}"
                         for k in [*RUBRIC, "total"]}})
     num = pd.DataFrame(rows)
@@ -164,7 +165,8 @@ def path_summary(plays: pd.DataFrame, refs: Mapping[str, Mapping]) -> tuple[pd.D
         best = sub.submitted_is_best_observed.dropna().astype(float)
         stats.append({"agent": agent, "mode": mode, "plays": len(df),
                       "distinct_designs": float(df.distinct_designs.mean()),
-                      "lock_in_share": float(df.lock_in_share.dropna().mean()) if df.lock_in_share.notna().any() else np.nan,
+                      "lock_in_share": float(df.lock_in_share.dropna().mean()) if df.lock_in_share.notna().any()
+                      else np.nan,
                       "drift_from_best": float(sub.drift_from_best.dropna().mean()) if len(sub) else np.nan,
                       "submitted_is_best_observed": float(best.mean()) if len(best) else np.nan})
     st = pd.DataFrame(steps, columns=["agent", "mode", "deployment", "distance"])

@@ -76,12 +76,12 @@ def _value(v, item: str) -> float:
 
 def parse_scores(text: str | None) -> dict:
     """Rubric scores and rationale from a judge's answer, else :class:`ScoreError`."""
-    from heuresis.games.play import _objects
+    from heuresis.games.play import json_objects
 
     body = re.sub(r"<think>.*?</think>", "", text or "", flags=re.S | re.I).strip()
     if not body:
         raise ScoreError("empty answer")
-    for cand in reversed(_objects(body)):
+    for cand in reversed(json_objects(body)):
         fixed, _ = repair_arguments(cand)
         if fixed is None:
             continue

@@ -1,8 +1,9 @@
 """One play of a scenario by an agent (GAMES.md §4), recorded call by call, in one of two modes.
 
-**tools** (multi-turn tool use).  The loop mirrors the observational harness (:mod:`heuresis.harness.episode`): a system and a task
-prompt, then turns of ``agent.respond(messages, tools)``; every tool call is executed and
-answered exactly once (result or error) and recorded with its arguments, result and wall time.
+**tools** (multi-turn tool use).  The loop mirrors the observational harness
+(:mod:`heuresis.harness.episode`): a system and a task prompt, then turns of
+``agent.respond(messages, tools)``; every tool call is executed and answered exactly once (result
+or error) and recorded with its arguments, result and wall time.
 A text-only reply is nudged.  The play ends when the report is written, or at the turn limit
 (then the play is ``unsubmitted`` — survival 0, not won — or ``no_report``).  An exception of the
 agent ends the play as ``failed``; an exception inside a tool is answered as an error.
@@ -41,7 +42,7 @@ from heuresis.harness.prompts import render
 from heuresis.harness.tools import ToolError
 
 __all__ = ["PlayOutcome", "run_play", "task_prompt", "prompt_request", "parse_answer", "AnswerError", "path_stats",
-           "DEFAULT_MAX_TURNS", "OUTPUT_TOKENS"]
+           "json_objects", "DEFAULT_MAX_TURNS", "OUTPUT_TOKENS"]
 
 DEFAULT_MAX_TURNS = 40
 #: Output tokens per reply of an LLM agent whose config entry sets no max_tokens.
@@ -238,7 +239,7 @@ _THINK = re.compile(r"<think>.*?</think>", re.S | re.I)
 _FENCED = re.compile(r"```(?:json|JSON|python)?\s*(.*?)```", re.S)
 
 
-def _objects(text: str) -> list[str]:
+def json_objects(text: str) -> list[str]:
     """Every balanced ``{...}`` span of ``text`` that starts at top level, in order."""
     out, depth, start, in_str, esc = [], 0, None, False, False
     for i, ch in enumerate(text):
@@ -303,7 +304,7 @@ def parse_answer(text: str | None, space) -> dict:
     body = _THINK.sub("", text or "").strip()
     if not body:
         raise AnswerError("empty answer")
-    candidates = [*_FENCED.findall(body), *_objects(body)]
+    candidates = [*_FENCED.findall(body), *json_objects(body)]
     obj = None
     for cand in reversed(candidates):   # the last decision written wins
         fixed, _ = repair_arguments(cand.strip())

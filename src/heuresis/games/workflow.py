@@ -108,8 +108,6 @@ def config_errors(config: Mapping) -> list[str]:
         elif agents[j].get("kind") != "llm":
             msgs.append(f"config key games.judges: agent {j!r} is of kind {agents[j].get('kind')!r}; a judge is an "
                         f"LLM agent (kind llm)")
-    if "prompt" in g["modes"] and not any(is_llm(config, a) for a in g["agents"]):
-        pass  # allowed: prompting applies to LLM agents only, and there is none (documented)
     folder = scenario_folder(config)
     if not folder.is_dir():
         return [*msgs, f"config key games.scenarios_dir: no folder {str(folder)!r}"]
@@ -144,7 +142,8 @@ def run_references(scenario: str, folder: str | Path, search: Mapping, out: str 
     ref = compute_references(scn, drones=search.get("drones"), starts=search.get("starts"),
                              fleets=search.get("verify_fleets"))
     log(f"{scenario}: optimum {ref.optimum:.3f} [{ref.optimum_lo:.3f}, {ref.optimum_hi:.3f}] (search "
-        f"{ref.optimum_search:.3f}, {ref.designs_evaluated} designs), trap {ref.trap:.3f}, standard {ref.standard:.3f}, "
+        f"{ref.optimum_search:.3f}, {ref.designs_evaluated} designs), trap {ref.trap:.3f}, "
+        f"standard {ref.standard:.3f}, "
         f"threshold {ref.threshold:.3f} in {time.perf_counter() - t0:.1f} s")
     check_references(ref)
     row = ref.as_dict()
@@ -180,7 +179,8 @@ def _failed_row(agent: str, spec: Mapping, scn: Scenario, mode: str, repeat: int
                bias=scn.spec["bias"], repeat=repeat, seed=seed, status="failed", error=error, termination="failed",
                submitted=False, design="null", survival=0.0, threshold=ref["threshold"], won=False,
                optimum=ref["optimum"], gap=ref["optimum"], deployments=0, drones_used=0, designs_deployed="[]",
-               deployment_counts="[]", distinct_designs=0, report="", turns=0, n_calls=0, n_errors=0, tokens_in=0, tokens_out=0, cost=0.0,
+               deployment_counts="[]", distinct_designs=0, report="", turns=0, n_calls=0, n_errors=0, tokens_in=0,
+               tokens_out=0, cost=0.0,
                retries=0, warnings="[]", wall_s=0.0)
     return row
 
