@@ -14,6 +14,7 @@ include: "rules/headroom.smk"
 include: "rules/targets.smk"
 include: "rules/verification.smk"
 include: "rules/episodes.smk"
+include: "rules/networks.smk"
 
 
 rule all:

@@ -47,7 +47,8 @@ def instance_outputs():
 
 def all_targets():
     """Every final target of the workflow (stages add theirs here as they land)."""
-    return instance_outputs() + target_outputs() + episode_outputs() + verification_outputs()
+    return (instance_outputs() + target_outputs() + episode_outputs() + verification_outputs()
+            + saturation_outputs())
 
 
 # --- references ------------------------------------------------------------------------------
@@ -165,3 +166,28 @@ def verification_runtime(wildcards):
 
 def verification_outputs():
     return expand("results/tables/table5.{ext}", ext=["parquet", "md", "tex"])
+
+
+# --- Figure 1b, saturation on public network structures -----------------------------------------
+from heuresis.config import saturation_settings as _saturation_settings
+
+SATURATION_NETWORKS = list(config["saturation"]["networks"])
+
+
+def saturation_params():
+    """The config slice the datasets depend on (sizes, seed, mechanisms, algorithms)."""
+    return _saturation_settings(config)
+
+
+def saturation_methods():
+    algorithms = list(config["saturation"]["algorithms"])
+    return algorithms + (["oracle"] if "pc_kci" in algorithms else [])
+
+
+def saturation_runtime(wildcards):
+    """Minutes per network job (paper scale: PC-KCI on the 27- and 37-node networks is the slow part)."""
+    return 120 if wildcards.network in ("insurance", "alarm", "child") else 30
+
+
+def saturation_outputs():
+    return expand("results/figures/figure1b.{ext}", ext=["pdf", "png"])

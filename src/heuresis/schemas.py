@@ -33,6 +33,7 @@ __all__ = [
     "EPISODES",
     "CALLS",
     "VERIFICATION_CHECKS",
+    "SATURATION",
     "write_table",
     "read_table",
     "read_metadata",
@@ -256,6 +257,34 @@ CALLS = _schema("calls", 1, [
     ("tokens_out", pa.int64(), "completion tokens of the reply (first call only)"),
     ("last_turn", pa.bool_(), "made in the last turn"),
     ("details", pa.string(), "JSON not shown to the agent: unmasked algorithm, p-values, sandbox limits"),
+])
+
+
+SATURATION = _schema("saturation", 1, [
+    ("network", pa.string(), "public network (heuresis.networks.NETWORKS)"),
+    ("dataset", pa.int32(), "dataset index within the network"),
+    ("d", pa.int32(), "variables"),
+    ("n", pa.int32(), "rows"),
+    ("n_arcs", pa.int32(), "arcs of the network"),
+    ("method", pa.string(), "menu algorithm, or oracle (PC-KCI plus its wrongly deleted pairs)"),
+    ("algorithm", pa.string(), "algorithm run (oracle: pc_kci)"),
+    ("status", pa.string(), "ok, or failed (empty graph; error says why)"),
+    ("error", pa.string(), "error message of a failed run"),
+    ("f1", pa.float64(), "adjacency F1 against the network's skeleton"),
+    ("precision", pa.float64(), "adjacency precision"),
+    ("recall", pa.float64(), "adjacency recall"),
+    ("shd", pa.int32(), "SHD against the true CPDAG after Meek completion"),
+    ("nshd", pa.float64(), "SHD / (d(d-1)/2)"),
+    ("n_edges", pa.int32(), "edges in the output"),
+    ("runtime_s", pa.float64(), "wall time of the run in seconds (oracle: PC-KCI's)"),
+    ("n_tests", pa.int32(), "CI tests run"),
+    ("n_deletions", pa.int32(), "PC deletions (PC variants and oracle; null otherwise)"),
+    ("n_wrong_deletions", pa.int32(), "PC deletions of true edges (same rows)"),
+    ("graph", pa.list_(pa.int8()), "output mark matrix over X1..Xd, row-major"),
+    ("dag", pa.list_(pa.int8()), "true DAG over X1..Xd (anonymized), row-major"),
+    ("permutation", pa.list_(pa.int32()), "column X{k+1} is the network's variable permutation[k] (declaration order)"),
+    ("seed_entropy", pa.uint64(), "SeedSequence entropy (saturation.seed)"),
+    ("seed_spawn_key", pa.list_(pa.uint64()), "SeedSequence spawn key (key('saturation'), key(network), dataset)"),
 ])
 
 
