@@ -48,7 +48,7 @@ def instance_outputs():
 def all_targets():
     """Every final target of the workflow (stages add theirs here as they land)."""
     return (instance_outputs() + target_outputs() + episode_outputs() + verification_outputs()
-            + saturation_outputs())
+            + saturation_outputs() + repair_outputs())
 
 
 # --- references ------------------------------------------------------------------------------
@@ -201,3 +201,20 @@ def saturation_runtime(wildcards):
 
 def saturation_outputs():
     return expand("results/figures/figure1b.{ext}", ext=["pdf", "png"])
+
+
+# --- Figure 8, scripted repairs --------------------------------------------------------------------
+def repair_settings():
+    """The config slice the signals depend on (the classifier's settings only affect the figure)."""
+    return {k: v for k, v in config["repairs"].items() if k != "classifier"}
+
+
+def repair_feature_outputs():
+    return [
+        p.replace("results/references/pc_kci/", "results/repairs/features/")
+        for p in reference_outputs(["pc_kci"])
+    ]
+
+
+def repair_outputs():
+    return expand("results/figures/figure8.{ext}", ext=["pdf", "png"])

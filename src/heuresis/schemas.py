@@ -34,6 +34,7 @@ __all__ = [
     "CALLS",
     "VERIFICATION_CHECKS",
     "SATURATION",
+    "REPAIR_FEATURES",
     "write_table",
     "read_table",
     "read_metadata",
@@ -285,6 +286,34 @@ SATURATION = _schema("saturation", 1, [
     ("permutation", pa.list_(pa.int32()), "column X{k+1} is the network's variable permutation[k] (declaration order)"),
     ("seed_entropy", pa.uint64(), "SeedSequence entropy (saturation.seed)"),
     ("seed_spawn_key", pa.list_(pa.uint64()), "SeedSequence spawn key (key('saturation'), key(network), dataset)"),
+])
+
+
+REPAIR_FEATURES = _schema("repair_features", 1, [
+    ("family", pa.string(), "mechanism family"),
+    ("split", pa.string(), "dev or test"),
+    ("instance", pa.int32(), "instance index"),
+    ("is_pair", pa.bool_(), "False: the instance has no PC-KCI deletion (one placeholder row, no signals)"),
+    ("x", pa.string(), "deleted pair, first column"),
+    ("y", pa.string(), "deleted pair, second column"),
+    ("sepset", pa.list_(pa.string()), "deleting set (first separating set found)"),
+    ("level", pa.int32(), "PC level of the deletion"),
+    ("grade", pa.string(), "strength grade of the deleting test"),
+    ("wrong", pa.bool_(), "hidden label: the pair is adjacent in the true DAG"),
+    ("pc_tp", pa.int32(), "PC-KCI true-positive adjacencies on the instance"),
+    ("pc_fp", pa.int32(), "PC-KCI false-positive adjacencies on the instance"),
+    ("pc_fn", pa.int32(), "PC-KCI missed true adjacencies on the instance"),
+    ("log_pvalue", pa.float64(), "signal (log): p-value of the deleting test"),
+    ("log_set_size", pa.float64(), "signal (log): size of the deleting set"),
+    ("log_common_neighbours", pa.float64(), "signal (log): common neighbours of x and y in PC-KCI's output"),
+    ("log_stale_set", pa.float64(), "signal (log): deleting-set members adjacent to neither x nor y in the output"),
+    ("min_alt_pvalue", pa.float64(), "signal (tests): minimum KCI p over the alternative conditioning sets"),
+    ("max_alt_pvalue", pa.float64(), "signal (tests): maximum KCI p over the alternative conditioning sets"),
+    ("fisherz_pvalue", pa.float64(), "signal (tests): Fisher-z p at the deleting set"),
+    ("stability", pa.float64(), "signal (tests): share of row subsamples where KCI at the deleting set rejects"),
+    ("residual_dcor", pa.float64(), "signal (data): distance correlation of x, y after OLS on the deleting set"),
+    ("n_alternatives", pa.int32(), "alternative conditioning sets tested"),
+    ("n_new_tests", pa.int32(), "KCI tests computed for the pair's signals (cache misses)"),
 ])
 
 
