@@ -143,3 +143,12 @@ def test_figure8_built_by_the_tiny_workflow(tiny_run):
             expected = roc_auc_score(y, repairs.DIRECTION[s] * test[s].to_numpy(dtype=float))
             assert summary.loc[s, "auc"] == pytest.approx(expected)
     assert (tiny_run / "results/figures/figure8.png").stat().st_size > 1000
+
+
+def test_classifier_config_errors_name_the_key(quick_config):
+    from heuresis.config import ConfigError, merge_configs, validate_config
+
+    with pytest.raises(ConfigError, match=r"repairs.classifier.n_trees"):
+        validate_config(merge_configs(quick_config, {"repairs": {"classifier": {"n_trees": 5}}}))
+    with pytest.raises(ConfigError, match=r"repairs.subsample_fraction"):
+        validate_config(merge_configs(quick_config, {"repairs": {"subsample_fraction": 0}}))

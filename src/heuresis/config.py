@@ -118,7 +118,20 @@ def _semantic_errors(config: dict) -> list[str]:
     msgs.extend(_verification_errors(config))
     msgs.extend(_episode_errors(config))
     msgs.extend(_saturation_errors(config))
+    msgs.extend(_repairs_errors(config))
     return msgs
+
+
+def _repairs_errors(config: dict) -> list[str]:
+    """Figure 8's classifier parameters are GradientBoostingClassifier's (random_state is repairs.seed)."""
+    params = config.get("repairs", {}).get("classifier") or {}
+    if not params:
+        return []
+    from sklearn.ensemble import GradientBoostingClassifier
+
+    known = set(GradientBoostingClassifier().get_params()) - {"random_state"}
+    return [f"config key repairs.classifier.{k}: not a GradientBoostingClassifier parameter "
+            f"(random_state is repairs.seed); known: {sorted(known)}" for k in params if k not in known]
 
 
 def _saturation_errors(config: dict) -> list[str]:
