@@ -15,6 +15,8 @@ include: "rules/targets.smk"
 include: "rules/verification.smk"
 include: "rules/episodes.smk"
 include: "rules/leakage.smk"
+include: "rules/networks.smk"
+include: "rules/repairs.smk"
 
 
 rule all:

@@ -25,6 +25,7 @@ TINY = """\
 # the small config made smaller still, so that the whole workflow runs in a test
 instances: {d: 5, n: 200, n_dev: 2, n_test: 2}
 bootstrap: {resamples: 200}
+saturation: {networks: [cancer, asia], n: 100, datasets: 2}
 verification:
   scale: tiny
   scales:
@@ -42,7 +43,8 @@ verification:
 """
 CONFIG = ["--configfile", "config/quick.yaml", "config/tiny.yaml"]
 TARGETS = ["results/tables/table2.parquet", "results/tables/table3.parquet", "results/tables/table11.parquet",
-           "results/figures/figure1c.png", "results/figures/figure1a.png"]
+           "results/figures/figure1c.png", "results/figures/figure1a.png", "results/figures/figure1b.png",
+           "results/tables/table1.parquet", "results/figures/figure8.png"]
 VOLATILE_COLUMNS = {"runtime_s", "wall_s"}
 VOLATILE_PROVENANCE = {"started", "finished", "host", "command", "launched_by", "inputs"}
 # floats are compared to 1e-9 relative (see _assert_close); everything else exactly
