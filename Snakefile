@@ -14,6 +14,7 @@ include: "rules/headroom.smk"
 include: "rules/targets.smk"
 include: "rules/verification.smk"
 include: "rules/episodes.smk"
+include: "rules/analysis.smk"
 
 
 rule all:
