@@ -17,7 +17,7 @@ families, boot, agents = list(sm.params.families), dict(sm.params.bootstrap), li
 inputs = [sm.input.scores] + ([sm.input.headroom] if "headroom" in sm.input.keys() else [])
 prov = provenance_record(stage="analysis", config={"families": families, "bootstrap": boot, "agents": agents,
                                                    **dict(sm.params.extra)},
-                         seeds={"bootstrap": boot["seed"]}, inputs=inputs)
+                         seeds={"bootstrap": boot["seed"]} if boot else {}, inputs=inputs)
 CAPTIONS = {
     "table4": "Table 4. Trace attribution: agent F1, merge* (k per family in hindsight), agent − merge*, Unsupp (test).",
     "table6": "Table 6. Agent F1 and paired gains Δ^s (vs BCA_g) and Δ^r (vs BCA_f) per family (test).",
