@@ -41,12 +41,16 @@ verification:
       invariance_no_repair: {instances: 1}
       invariance_relabel: {instances: 1, dags: 10, d: [3, 6]}
       determinism: {instances: 1, kci_tests: 2, thread_counts: [1, 2], hash_seeds: [0, 1]}
-episodes:                 # the quick grids on one family, one extra prompt cell
+episodes:                 # every analysis table gets content from 10 short jobs on one family
+  budgets:
+    one_turn: {test_units_factor: 1.0, turns: 1, output_tokens_per_turn: 4000, algorithm_calls: 10, wall_seconds: 600}
   grids:
-    quick: {families: [lg]}
-    quick_minimal: {families: [lg]}
-    quick_prompts: {families: [lg], prompt_level: [0], target: [none, dag]}
-    quick_budgets: {families: [lg]}
+    tiny: {agents: [shortcut, merge], guided: [true, false], families: [lg]}
+    tiny_toolbox: {agents: [evidence], toolbox: [full, minimal], guided: [true], families: [lg]}
+    tiny_prompts: {agents: [shortcut], guided: [true], target: [none, dag], families: [lg]}
+    tiny_budgets: {agents: [shortcut], guided: [true], budget: [one_turn], last_turn: [none, once, retry],
+                   families: [lg]}
+  run: [tiny, tiny_toolbox, tiny_prompts, tiny_budgets]
 """
 CONFIG = ["--configfile", "config/quick.yaml", "config/tiny.yaml"]
 ANALYSIS_TABLES = ["table4", "table6", "table7", "table8", "table9", "table10", "table12", "table13"]

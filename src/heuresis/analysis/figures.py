@@ -140,7 +140,7 @@ def figure6(scores: pd.DataFrame, headroom: pd.DataFrame, families: Sequence[str
 
 def _by_agent_guided(scores, agents):
     g = scores[scores["guided"].astype(bool)]
-    return [g[(g["agent"] == a) & (g["condition_id"] == c)] for a, c in results_of(g, agents)]
+    return _series(g, agents)[0] if len(g) else []
 
 
 def figure7a(scores: pd.DataFrame, families: Sequence[str], boot: Mapping, agents: Sequence[str] = ()):
@@ -156,6 +156,7 @@ def figure7a(scores: pd.DataFrame, families: Sequence[str], boot: Mapping, agent
     scopes = _scopes(pd.concat(parts), families)
     width = 0.8 / len(parts)
     for j, part in enumerate(parts):
+        xs, ivs = [], []
         for i, scope in enumerate(scopes):
             sub = _fam(part, scope)
             if not len(sub):
@@ -167,14 +168,14 @@ def figure7a(scores: pd.DataFrame, families: Sequence[str], boot: Mapping, agent
                              family=scope, recall=iv.estimate, lo=iv.lo, hi=iv.hi,
                              wrong_deleted=int(sub["n_wrong_deleted"].sum()), recovered=int(sub["recovered"].sum())))
             if np.isnan(iv.estimate):
-                ax.text(xi, 0.02, "no wrong\ndeletion", ha="center", va="bottom", fontsize=6, rotation=90)
-                continue
-            ax.bar(xi, iv.estimate, width, color=_COLORS[j % len(_COLORS)], yerr=[[iv.estimate - iv.lo],
-                                                                                   [iv.hi - iv.estimate]],
-                   capsize=2, label=_label(part) if i == 0 or not any(r["series"] == _label(part) for r in rows[:-1])
-                   else None)
+                ax.text(xi, 0.02, "no wrong deletion", ha="center", va="bottom", fontsize=6, rotation=90)
+            else:
+                xs.append(xi)
+                ivs.append(iv)
+        if ivs:
+            _errbar(ax, xs, ivs, _COLORS[j % len(_COLORS)], _label(part))
     ax.set_xticks(np.arange(len(scopes)), scopes)
-    ax.set_ylim(0, 1.05)
+    ax.set_ylim(-0.03, 1.05)
     ax.set_xlabel("mechanism family")
     ax.set_ylabel("recall of wrong deletions\n(restored / wrongly deleted, 95% CI)")
     ax.legend(frameon=False, fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
