@@ -17,6 +17,7 @@ include: "rules/episodes.smk"
 include: "rules/leakage.smk"
 include: "rules/networks.smk"
 include: "rules/repairs.smk"
+include: "rules/analysis.smk"
 
 
 rule all:

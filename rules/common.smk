@@ -56,7 +56,7 @@ def instance_outputs():
 def all_targets():
     """Every final target of the workflow (stages add theirs here as they land)."""
     return (instance_outputs() + target_outputs() + episode_outputs() + verification_outputs()
-            + leakage_outputs() + saturation_outputs() + repair_outputs())
+            + leakage_outputs() + saturation_outputs() + repair_outputs() + analysis_outputs())
 
 
 # --- references ------------------------------------------------------------------------------
@@ -196,6 +196,8 @@ def leakage_spec(wildcards):
 
 def leakage_outputs():
     return expand("results/figures/figure1a.{ext}", ext=["pdf", "png"])
+
+
 # --- Figure 1b, saturation on public network structures -----------------------------------------
 from heuresis.config import saturation_settings as _saturation_settings
 
@@ -236,3 +238,43 @@ def repair_feature_outputs():
 
 def repair_outputs():
     return expand("results/figures/figure8.{ext}", ext=["pdf", "png"])
+
+
+# --- analysis (Tables 4, 6-10, 12, 13; Figures 6, 7a, 7b, 9) -----------------------------------
+from heuresis.harness.conditions import expand_conditions as _expand_conditions
+
+ANALYSIS_TABLES = ["table4", "table6", "table7", "table8", "table9", "table10", "table13"]
+ANALYSIS_FIGURES = ["figure7a", "figure7b", "figure9"]  # figure6 also reads the headroom scores
+EPISODE_SCOPES = sorted({(j["family"], j["split"]) for j in EPISODE_JOBS})
+
+
+def episode_calls():
+    return [p.replace(".parquet", ".calls.parquet") for p in episode_outputs()]
+
+
+def episode_references():
+    """PC-KCI references of every family and split with episodes (deletion logs, PC-KCI graphs)."""
+    return [p for f, s in EPISODE_SCOPES for p in reference_outputs(["pc_kci"], [f], [s])]
+
+
+def episode_truth():
+    return [f"results/truth/{f}/{s}/graphs.parquet" for f, s in EPISODE_SCOPES]
+
+
+def analysis_params(wildcards=None):
+    """What every analysis table and figure depends on besides its inputs (bootstrap settings, orders)."""
+    return {"families": FAMILIES, "bootstrap": dict(config["bootstrap"]), "agents": list(config["agents"])}
+
+
+def episode_cells():
+    """Table 12: every configured result (agent x condition) with its families and split."""
+    return [
+        {**c.condition.as_dict(), "families": list(c.families), "split": c.split}
+        for c in _expand_conditions(config)
+    ]
+
+
+def analysis_outputs():
+    tables = expand("results/tables/{table}.{ext}", table=[*ANALYSIS_TABLES, "table12"], ext=["parquet", "md", "tex"])
+    figures = expand("results/figures/{figure}.{ext}", figure=["figure6", *ANALYSIS_FIGURES], ext=["pdf", "png"])
+    return tables + figures
