@@ -15,6 +15,9 @@ include: "rules/targets.smk"
 include: "rules/verification.smk"
 include: "rules/episodes.smk"
 include: "rules/leakage.smk"
+include: "rules/networks.smk"
+include: "rules/repairs.smk"
+include: "rules/analysis.smk"
 include: "rules/games.smk"
 
 

@@ -56,7 +56,8 @@ def instance_outputs():
 def all_targets():
     """Every final target of the workflow (stages add theirs here as they land)."""
     return (instance_outputs() + target_outputs() + episode_outputs() + verification_outputs()
-            + leakage_outputs() + games_outputs())
+            + leakage_outputs() + saturation_outputs() + repair_outputs() + analysis_outputs()
+            + games_outputs())
 
 
 # --- references ------------------------------------------------------------------------------
@@ -109,8 +110,18 @@ HEADROOM_TABLES = ["table2", "table3", "table11"]
 HEADROOM_FIGURES = ["figure1c"]
 
 
+def table1_data():
+    """Table 1's data file (validated; a change of its content reruns the rule)."""
+    from heuresis.table1 import load_table1
+
+    try:
+        return load_table1()
+    except ValueError as exc:
+        raise WorkflowError(str(exc))
+
+
 def target_outputs():
-    tables = expand("results/tables/{table}.{ext}", table=HEADROOM_TABLES, ext=["parquet", "md", "tex"])
+    tables = expand("results/tables/{table}.{ext}", table=["table1", *HEADROOM_TABLES], ext=["parquet", "md", "tex"])
     figures = expand("results/figures/{figure}.{ext}", figure=HEADROOM_FIGURES, ext=["pdf", "png"])
     return tables + figures
 
@@ -186,6 +197,88 @@ def leakage_spec(wildcards):
 
 def leakage_outputs():
     return expand("results/figures/figure1a.{ext}", ext=["pdf", "png"])
+
+
+# --- Figure 1b, saturation on public network structures -----------------------------------------
+from heuresis.config import saturation_settings as _saturation_settings
+
+SATURATION_NETWORKS = list(config["saturation"]["networks"])
+
+
+def saturation_params():
+    """The config slice the datasets depend on (sizes, seed, mechanisms, algorithms)."""
+    return _saturation_settings(config)
+
+
+def saturation_methods():
+    algorithms = list(config["saturation"]["algorithms"])
+    return algorithms + (["oracle"] if "pc_kci" in algorithms else [])
+
+
+def saturation_runtime(wildcards):
+    """Minutes per network job (paper scale: PC-KCI on the 27- and 37-node networks is the slow part)."""
+    return 120 if wildcards.network in ("insurance", "alarm", "child") else 30
+
+
+def saturation_outputs():
+    return expand("results/figures/figure1b.{ext}", ext=["pdf", "png"])
+
+
+# --- Figure 8, scripted repairs --------------------------------------------------------------------
+def repair_settings():
+    """The config slice the signals depend on (the classifier's settings only affect the figure)."""
+    return {k: v for k, v in config["repairs"].items() if k != "classifier"}
+
+
+def repair_feature_outputs():
+    return [
+        p.replace("results/references/pc_kci/", "results/repairs/features/")
+        for p in reference_outputs(["pc_kci"])
+    ]
+
+
+def repair_outputs():
+    return expand("results/figures/figure8.{ext}", ext=["pdf", "png"])
+
+
+# --- analysis (Tables 4, 6-10, 12, 13; Figures 6, 7a, 7b, 9) -----------------------------------
+from heuresis.harness.conditions import expand_conditions as _expand_conditions
+
+ANALYSIS_TABLES = ["table4", "table6", "table7", "table8", "table9", "table10", "table13"]
+ANALYSIS_FIGURES = ["figure7a", "figure7b", "figure9"]  # figure6 also reads the headroom scores
+EPISODE_SCOPES = sorted({(j["family"], j["split"]) for j in EPISODE_JOBS})
+
+
+def episode_calls():
+    return [p.replace(".parquet", ".calls.parquet") for p in episode_outputs()]
+
+
+def episode_references():
+    """PC-KCI references of every family and split with episodes (deletion logs, PC-KCI graphs)."""
+    return [p for f, s in EPISODE_SCOPES for p in reference_outputs(["pc_kci"], [f], [s])]
+
+
+def episode_truth():
+    return [f"results/truth/{f}/{s}/graphs.parquet" for f, s in EPISODE_SCOPES]
+
+
+def analysis_params(wildcards=None):
+    """What every analysis table and figure depends on besides its inputs (bootstrap settings, orders)."""
+    return {"families": FAMILIES, "bootstrap": dict(config["bootstrap"]), "agents": list(config["agents"])}
+
+
+def episode_cells():
+    """Table 12: every configured result (agent x condition) with its families and split."""
+    return [
+        {**c.condition.as_dict(), "families": list(c.families), "split": c.split}
+        for c in _expand_conditions(config)
+    ]
+
+
+def analysis_outputs():
+    tables = expand("results/tables/{table}.{ext}", table=[*ANALYSIS_TABLES, "table12"], ext=["parquet", "md", "tex"])
+    figures = expand("results/figures/{figure}.{ext}", figure=["figure6", *ANALYSIS_FIGURES], ext=["pdf", "png"])
+    return tables + figures
 
 
 # --- games track (GAMES.md; rules/games.smk) ------------------------------------------------------

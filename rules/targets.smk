@@ -64,3 +64,26 @@ for _figure in HEADROOM_FIGURES:
             "../environment.yml"
         script:
             "../workflow/scripts/targets.py"
+
+
+rule table1:
+    output:
+        parquet="results/tables/table1.parquet",
+        md=report(
+            "results/tables/table1.md",
+            caption="../workflow/report/table1.rst",
+            category="Tables",
+        ),
+        tex="results/tables/table1.tex",
+    log:
+        "logs/tables/table1.log",
+    params:
+        data=table1_data(),
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    conda:
+        "../environment.yml"
+    script:
+        "../workflow/scripts/table1.py"

@@ -1,7 +1,7 @@
 """The tiny workflow run by the cluster and fault tests: copy, run, and compare artifacts.
 
 `TARGETS` covers the stages that compute benchmark numbers (instances, references, headroom,
-paper targets); artifacts are compared by content, ignoring what legitimately differs between
+episodes, analysis, paper targets); artifacts are compared by content, ignoring what legitimately differs between
 two runs of the same code and config: wall-clock columns and the provenance fields that record
 when, where and how a file was made (times, host, command, and input digests, which cover those
 times too).
@@ -17,6 +17,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from conftest import ROOT
@@ -25,6 +27,7 @@ TINY = """\
 # the small config made smaller still, so that the whole workflow runs in a test
 instances: {d: 5, n: 200, n_dev: 2, n_test: 2}
 bootstrap: {resamples: 200}
+saturation: {networks: [cancer, asia], n: 100, datasets: 2}
 verification:
   scale: tiny
   scales:
@@ -39,6 +42,16 @@ verification:
       invariance_no_repair: {instances: 1}
       invariance_relabel: {instances: 1, dags: 10, d: [3, 6]}
       determinism: {instances: 1, kci_tests: 2, thread_counts: [1, 2], hash_seeds: [0, 1]}
+episodes:                 # every analysis table gets content from 10 short jobs on one family
+  budgets:
+    one_turn: {test_units_factor: 1.0, turns: 1, output_tokens_per_turn: 4000, algorithm_calls: 10, wall_seconds: 600}
+  grids:
+    tiny: {agents: [shortcut, merge], guided: [true, false], families: [lg]}
+    tiny_toolbox: {agents: [evidence], toolbox: [full, minimal], guided: [true], families: [lg]}
+    tiny_prompts: {agents: [shortcut], guided: [true], target: [none, dag], families: [lg]}
+    tiny_budgets: {agents: [shortcut], guided: [true], budget: [one_turn], last_turn: [none, once, retry],
+                   families: [lg]}
+  run: [tiny, tiny_toolbox, tiny_prompts, tiny_budgets]
 games:                      # two scenarios, two offline players, one play, a short reference search
   scenarios: [antenna_base, zone_base]
   agents: [game_random, game_trap_follower]
@@ -46,9 +59,16 @@ games:                      # two scenarios, two offline players, one play, a sh
   search: {drones: 300, starts: 1, verify_fleets: 2}
 """
 CONFIG = ["--configfile", "config/quick.yaml", "config/tiny.yaml"]
-TARGETS = ["results/tables/table2.parquet", "results/tables/table3.parquet", "results/tables/table11.parquet",
-           "results/figures/figure1c.png", "results/figures/figure1a.png"]
+ANALYSIS_TABLES = ["table4", "table6", "table7", "table8", "table9", "table10", "table12", "table13"]
+ANALYSIS_FIGURES = ["figure6", "figure7a", "figure7b", "figure9"]
+# the stages that compute the benchmark's reference numbers: what the cluster and fault tests rerun
+CORE_TARGETS = ["results/tables/table2.parquet", "results/tables/table3.parquet", "results/tables/table11.parquet",
+                "results/figures/figure1c.png"]
+# the shared tiny run builds everything (rule all); the tests of each stage read its outputs
+TARGETS = ["all"]
 VOLATILE_COLUMNS = {"runtime_s", "wall_s"}
+# the budgets line appended to every tool result shows the wall time left, in whole seconds
+_WALL_LEFT = (r"wall time \d+/", "wall time ?/")
 VOLATILE_PROVENANCE = {"started", "finished", "host", "command", "launched_by", "inputs"}
 # floats are compared to 1e-9 relative (see _assert_close); everything else exactly
 
@@ -104,14 +124,24 @@ def artifact_contents(results: Path) -> dict[str, tuple]:
             continue
         table = pq.read_table(p)
         keep = [c for c in table.column_names if c not in VOLATILE_COLUMNS]
+        if "result" in keep and pa.types.is_string(table.schema.field("result").type):
+            k = table.column_names.index("result")
+            table = table.set_column(k, "result", pc.replace_substring_regex(table["result"], *_WALL_LEFT))
         meta = _strip_provenance(table.schema.metadata or {})
         out[str(p.relative_to(results))] = (table.select(keep).replace_schema_metadata(None), meta)
     return out
 
 
-def assert_same_artifacts(a: Path, b: Path) -> int:
-    """The Parquet artifacts under two results folders hold the same data; returns their count."""
+def assert_same_artifacts(a: Path, b: Path, *, subset: bool = False) -> int:
+    """The Parquet artifacts under two results folders hold the same data; returns their count.
+
+    With ``subset``, ``b`` may hold fewer artifacts (a run of fewer targets): each one it holds
+    must be in ``a`` with the same data.
+    """
     ca, cb = artifact_contents(a), artifact_contents(b)
+    if subset:
+        assert set(cb) <= set(ca), sorted(set(cb) - set(ca))
+        ca = {k: ca[k] for k in cb}
     assert sorted(ca) == sorted(cb), (sorted(set(ca) ^ set(cb)))
     for rel in ca:
         ta, ma = ca[rel]
@@ -137,5 +167,7 @@ def _assert_close(a, b, where: str) -> None:
         assert len(a) == len(b), f"{where}: {len(a)} != {len(b)} items"
         for i, (x, y) in enumerate(zip(a, b)):
             _assert_close(x, y, f"{where}[{i}]")
+    elif isinstance(a, str) and isinstance(b, str) and a != b and a[:1] in "{[" and b[:1] in "{[":
+        _assert_close(json.loads(a), json.loads(b), where)   # JSON details hold p-values too
     else:
         assert a == b, f"{where}: {a!r} != {b!r}"

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Interval", "bootstrap_mean", "paired_bootstrap"]
+__all__ = ["Interval", "bootstrap_mean", "paired_bootstrap", "unpaired_bootstrap", "bootstrap_ratio"]
 
 
 @dataclass(frozen=True)
@@ -31,7 +31,7 @@ class Interval:
         return {f"{prefix}mean": self.estimate, f"{prefix}lo": self.lo, f"{prefix}hi": self.hi, f"{prefix}n": self.n}
 
     def fmt(self, digits: int = 3) -> str:
-        if self.n == 0:
+        if self.n == 0 or np.isnan(self.estimate):
             return "n/a"
         return f"{self.estimate:+.{digits}f} [{self.lo:+.{digits}f}, {self.hi:+.{digits}f}]"
 
@@ -68,3 +68,45 @@ def paired_bootstrap(a, b, *, resamples: int = 2000, seed: int = 0, level: float
     if a.shape != b.shape:
         raise ValueError(f"paired bootstrap needs equal shapes, got {a.shape} and {b.shape}")
     return bootstrap_mean(a - b, resamples=resamples, seed=seed, level=level)
+
+
+def unpaired_bootstrap(a, b, *, resamples: int = 2000, seed: int = 0, level: float = 0.95) -> Interval:
+    """Mean of ``a`` minus mean of ``b``, resampling the two samples independently.
+
+    For comparison only (tests, docs): it ignores that both were measured on the same instances,
+    so on positively correlated scores it is wider than :func:`paired_bootstrap`.
+    """
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if np.isnan(a).any() or np.isnan(b).any():
+        raise ValueError("bootstrap input has NaN values")
+    if len(a) == 0 or len(b) == 0:
+        return Interval(float("nan"), float("nan"), float("nan"), 0, resamples, seed, level)
+    rng = np.random.default_rng(seed)
+    diffs = (a[rng.integers(0, len(a), size=(resamples, len(a)))].mean(axis=1)
+             - b[rng.integers(0, len(b), size=(resamples, len(b)))].mean(axis=1))
+    alpha = (1 - level) / 2
+    lo, hi = np.quantile(diffs, [alpha, 1 - alpha])
+    return Interval(float(a.mean() - b.mean()), float(lo), float(hi), len(a), resamples, seed, level)
+
+
+def bootstrap_ratio(num, den, *, resamples: int = 2000, seed: int = 0, level: float = 0.95) -> Interval:
+    """Ratio of sums ``sum(num) / sum(den)`` over instances with a percentile bootstrap interval.
+
+    Pooled (micro-averaged) rates such as the recall of wrong deletions, restored / wrongly
+    deleted over all instances, resample *instances* and recompute the ratio; a resample whose
+    denominator sums to 0 is skipped.  The estimate is NaN when ``sum(den)`` is 0.
+    """
+    num, den = np.asarray(num, dtype=float), np.asarray(den, dtype=float)
+    if num.shape != den.shape or num.ndim != 1:
+        raise ValueError(f"ratio bootstrap needs two 1-d arrays of equal length, got {num.shape} and {den.shape}")
+    n = len(num)
+    if n == 0 or den.sum() == 0:
+        return Interval(float("nan"), float("nan"), float("nan"), n, resamples, seed, level)
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, n, size=(resamples, n))
+    s_num, s_den = num[idx].sum(axis=1), den[idx].sum(axis=1)
+    ok = s_den > 0
+    ratios = s_num[ok] / s_den[ok]
+    alpha = (1 - level) / 2
+    lo, hi = np.quantile(ratios, [alpha, 1 - alpha])
+    return Interval(float(num.sum() / den.sum()), float(lo), float(hi), n, resamples, seed, level)

@@ -22,7 +22,7 @@ from jsonschema import Draft202012Validator, validators
 from heuresis.mechanisms import MECHANISMS
 
 __all__ = ["ConfigError", "load_config", "validate_config", "config_digest", "SPLITS", "merge_configs",
-           "reference_batches", "episode_jobs"]
+           "reference_batches", "episode_jobs", "saturation_settings"]
 
 SPLITS = ("dev", "test")
 
@@ -117,11 +117,55 @@ def _semantic_errors(config: dict) -> list[str]:
     msgs.extend(_reference_errors(config))
     msgs.extend(_verification_errors(config))
     msgs.extend(_episode_errors(config))
+    msgs.extend(_saturation_errors(config))
+    msgs.extend(_repairs_errors(config))
     if "games" in config:
         from heuresis.games.workflow import config_errors as _games_errors
 
         msgs.extend(_games_errors(config))
     return msgs
+
+
+def _repairs_errors(config: dict) -> list[str]:
+    """Figure 8's classifier parameters are GradientBoostingClassifier's (random_state is repairs.seed)."""
+    params = config.get("repairs", {}).get("classifier") or {}
+    if not params:
+        return []
+    from sklearn.ensemble import GradientBoostingClassifier
+
+    known = set(GradientBoostingClassifier().get_params()) - {"random_state"}
+    return [f"config key repairs.classifier.{k}: not a GradientBoostingClassifier parameter "
+            f"(random_state is repairs.seed); known: {sorted(known)}" for k in params if k not in known]
+
+
+def _saturation_errors(config: dict) -> list[str]:
+    """Figure 1b names a configured family and algorithms on the menu."""
+    msgs: list[str] = []
+    sat = config.get("saturation")
+    if not sat:
+        return msgs
+    if sat["family"] not in config.get("families", {}):
+        msgs.append(f"config key saturation.family: unknown family {sat['family']!r}; "
+                    f"configured: {sorted(config.get('families', {}))}")
+    menu = config.get("references", {}).get("algorithms", {})
+    for a in sat["algorithms"]:
+        if a not in menu:
+            msgs.append(f"config key saturation.algorithms: {a!r} is not on the menu (references.algorithms: "
+                        f"{sorted(menu)})")
+    return msgs
+
+
+def saturation_settings(config: Mapping) -> dict:
+    """The config slice Figure 1b's datasets depend on: sizes, seed, the family's mechanisms, algorithms."""
+    from heuresis.instances import _kind_constants  # instances imports this module
+
+    sat = config["saturation"]
+    fam = config["families"][sat["family"]]
+    mechanisms = {kind: _kind_constants(config, fam, kind) for kind in fam["kinds"]}
+    menu = config["references"]["algorithms"]
+    return {"n": int(sat["n"]), "datasets": int(sat["datasets"]), "seed": int(sat["seed"]),
+            "family_name": sat["family"], "family": dict(fam), "mechanisms": mechanisms,
+            "algorithms": {a: dict(menu[a]) for a in sat["algorithms"]}}
 
 
 def _reference_errors(config: dict) -> list[str]:

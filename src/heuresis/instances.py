@@ -36,6 +36,7 @@ __all__ = [
     "sample_dag",
     "Instance",
     "generate_instance",
+    "sample_scm",
     "instance_spec",
     "write_split",
     "load_data",
@@ -182,17 +183,16 @@ def _kind_constants(config: Mapping, family: Mapping, kind: str) -> dict:
     return constants
 
 
-def generate_instance(spec: Mapping, family: str, split: str, index: int) -> Instance:
-    """Generate one instance from an instance spec (see :func:`instance_spec`)."""
-    fam = spec["family"]
-    d, n = int(spec["instances"]["d"]), int(spec["instances"]["n"])
-    ss = instance_seed(int(spec["seed"]), family, split, index)
-    rng = np.random.default_rng(ss)
+def sample_scm(rng: np.random.Generator, adj: np.ndarray, order: Sequence[int], fam: Mapping,
+               mechanisms: Mapping[str, Mapping], n: int) -> tuple[np.ndarray, dict[int, dict]]:
+    """Sample ``n`` rows of an SCM over the DAG ``adj`` (node space) with a family's mechanisms.
 
-    priors = list(spec["graph"]["priors"])
-    prior = priors[int(rng.integers(len(priors)))]
-    adj, order = sample_dag(rng, d, prior, spec["graph"]["expected_degree"])
-
+    Per node in causal ``order``: roots get ``root_noise`` x N(0, 1); every other node draws a
+    kind from the family's mixture weights, then its parameters and noise (SPEC §3.2).  Returns
+    the raw (unstandardized) data and a record per node (kind, noise scale, drawn parameters,
+    causal rank, parents).  ``mechanisms`` holds each kind's resolved constants.
+    """
+    d = adj.shape[0]
     kinds = list(fam["kinds"])
     weights = np.array([fam["kinds"][k]["weight"] for k in kinds], dtype=float)
     weights /= weights.sum()
@@ -214,12 +214,28 @@ def generate_instance(spec: Mapping, family: str, split: str, index: int) -> Ins
         u = x[:, parents]
         if mk.standardize_parents:
             u = standardize(u)
-        signal, noise, params = mk.fn(rng, u, sigma, spec["mechanisms"][kind])
+        signal, noise, params = mk.fn(rng, u, sigma, mechanisms[kind])
         if kspec.get("standardize_output", False):
             signal = standardize(signal)
         x[:, j] = signal + noise
         node_records[j] = dict(kind=kind, noise_scale=sigma, standardize_output=bool(kspec.get("standardize_output")),
                                params=params, rank=rank, parents=parents)
+
+    return x, node_records
+
+
+def generate_instance(spec: Mapping, family: str, split: str, index: int) -> Instance:
+    """Generate one instance from an instance spec (see :func:`instance_spec`)."""
+    fam = spec["family"]
+    d, n = int(spec["instances"]["d"]), int(spec["instances"]["n"])
+    ss = instance_seed(int(spec["seed"]), family, split, index)
+    rng = np.random.default_rng(ss)
+
+    priors = list(spec["graph"]["priors"])
+    prior = priors[int(rng.integers(len(priors)))]
+    adj, order = sample_dag(rng, d, prior, spec["graph"]["expected_degree"])
+
+    x, node_records = sample_scm(rng, adj, order, fam, spec["mechanisms"], n)
 
     if not np.all(np.isfinite(x)):
         raise FloatingPointError(f"instance {instance_id(family, split, index)}: non-finite values generated")

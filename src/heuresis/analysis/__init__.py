@@ -1,0 +1,13 @@
+"""Analysis stage (SPEC §6-7): per-episode scores, then Tables 4, 6-10, 12, 13 and Figures 6, 7, 9.
+
+* :mod:`heuresis.analysis.scores` — one row per episode (:data:`heuresis.schemas.EPISODE_SCORES`):
+  scores, gains, drill-down against PC-KCI's deletion log, behaviour, trace attribution;
+* :mod:`heuresis.analysis.tables` — the tables, with paired bootstrap intervals over instances;
+* :mod:`heuresis.analysis.figures` — the figures.
+"""
+
+from heuresis.analysis.scores import (DrillDown, drill_down, load_episode_scores, merge_by_k, score_episodes,
+                                      unsupported, write_episode_scores)
+
+__all__ = ["DrillDown", "drill_down", "merge_by_k", "unsupported", "score_episodes", "load_episode_scores",
+           "write_episode_scores"]

@@ -1,0 +1,24 @@
+"""Snakemake adapter: score every episode (logic: heuresis.analysis.scores)."""
+
+from pathlib import Path
+
+import pandas as pd
+
+from heuresis.analysis.scores import load_episodes, score_episodes, write_episode_scores
+from heuresis.headroom import load_scores
+from heuresis.instances import load_truth
+from heuresis.logs import stage_logger
+from heuresis.provenance import PROVENANCE_KEY, dumps, provenance_record, utc_now
+from heuresis.references import load_references
+
+sm = snakemake  # noqa: F821  (injected by Snakemake)
+log = stage_logger(sm.log[0])
+started = utc_now()
+episodes, calls = load_episodes(list(sm.input.episodes))
+truths = {(Path(p).parts[-3], Path(p).parts[-2]): load_truth(Path(p).parent) for p in sm.input.truth}
+pc_refs = load_references(list(sm.input.pc_kci)) if sm.input.pc_kci else pd.DataFrame(columns=["family"])
+scores = score_episodes(episodes, calls, truths, pc_refs, load_scores(sm.input.headroom), sm.params.menu)
+inputs = [*sm.input.episodes, *sm.input.calls, *sm.input.pc_kci, *sm.input.truth, sm.input.headroom]
+prov = provenance_record(stage="analysis", config={"menu": list(sm.params.menu)}, inputs=inputs, started=started)
+write_episode_scores(scores, sm.output.scores, {PROVENANCE_KEY: dumps(prov)})
+log(f"episode scores: {len(scores)} episodes of {scores['agent'].nunique() if len(scores) else 0} agents")

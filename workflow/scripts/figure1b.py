@@ -1,0 +1,19 @@
+"""Snakemake adapter for Figure 1b (logic: heuresis.saturation, heuresis.report)."""
+
+from pathlib import Path
+
+from heuresis.logs import stage_logger
+from heuresis.provenance import provenance_record
+from heuresis.report import save_figure
+from heuresis.saturation import figure1b, load_saturation, saturation_summary
+
+sm = snakemake  # noqa: F821  (injected by Snakemake)
+log = stage_logger(sm.log[0])
+boot = sm.params.bootstrap
+summary = saturation_summary(load_saturation(sm.input), sm.params.networks, sm.params.methods, boot)
+fig = figure1b(summary, sm.params.networks, sm.params.methods, n=sm.params.n)
+prov = provenance_record(stage="targets", config={"networks": sm.params.networks, "methods": sm.params.methods,
+                                                  "bootstrap": boot},
+                         seeds={"bootstrap": boot["seed"]}, inputs=list(sm.input))
+save_figure(fig, Path(sm.output.pdf).with_suffix(""), provenance={**prov, "numbers": summary.to_dict("records")})
+log("figure1b: " + "; ".join(f"{r.network} {r.method} {r.f1:.3f}" for r in summary.itertuples()))
