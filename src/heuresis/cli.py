@@ -29,6 +29,12 @@ def cmd_check_config(args: argparse.Namespace) -> int:
     print(f"config OK: d={cfg['instances']['d']}, n={cfg['instances']['n']}, "
           f"{cfg['instances']['n_dev']} dev + {cfg['instances']['n_test']} test instances per family")
     print(f"families: {fams}")
+    from heuresis.games.workflow import play_jobs, scenario_names
+
+    g = cfg["games"]
+    print(f"games: {len(scenario_names(cfg))} scenarios, agents {', '.join(g['agents'])}, modes "
+          f"{', '.join(g['modes'])}, {g['plays']} plays each ({len(play_jobs(cfg))} play jobs), judges "
+          f"{', '.join(g['judges']) or 'none (the rubric says: no judge configured)'}")
     from heuresis.agents.llm import CredentialsError, check_credentials, llm_agents_in_use
 
     llm = llm_agents_in_use(cfg)
