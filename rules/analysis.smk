@@ -74,10 +74,10 @@ rule table12:
         target="table12",
         families=FAMILIES,
         bootstrap={},  # no intervals: changing the bootstrap settings leaves Table 12 alone
-        agents=list(config["agents"]),
+        agents=EPISODE_AGENTS,
         extra={
             "cells": episode_cells(),
-            "agent_specs": dict(config["agents"]),
+            "agent_specs": {a: dict(config["agents"][a]) for a in EPISODE_AGENTS},
             "budgets": dict(config["episodes"]["budgets"]),
         },
     threads: 1

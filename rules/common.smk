@@ -262,9 +262,14 @@ def episode_truth():
     return [f"results/truth/{f}/{s}/graphs.parquet" for f, s in EPISODE_SCOPES]
 
 
+# agents of the active episode grids, in config order (game agents and judges do not touch the analysis)
+EPISODE_AGENTS = [a for a in config["agents"] if any(a in config["episodes"]["grids"][g]["agents"]
+                                                     for g in config["episodes"]["run"])]
+
+
 def analysis_params(wildcards=None):
     """What every analysis table and figure depends on besides its inputs (bootstrap settings, orders)."""
-    return {"families": FAMILIES, "bootstrap": dict(config["bootstrap"]), "agents": list(config["agents"])}
+    return {"families": FAMILIES, "bootstrap": dict(config["bootstrap"]), "agents": EPISODE_AGENTS}
 
 
 def episode_cells():
