@@ -153,3 +153,30 @@ def test_evidence_agent_beats_pc_kci_on_hard_families(hard_instances):
         assert ours[-1] == pytest.approx(r["f1"]) and theirs[-1] == pytest.approx(r["pc_kci_f1"])
     assert right >= 1 and right > wrong
     assert np.mean(ours) > np.mean(theirs)
+
+
+def test_evidence_rule_plans_and_decides_from_grades():
+    """Chain X1 - X2 - X3 plus isolated X4; the deletion X1 -- X3 | {X2} is borderline."""
+    from heuresis.agents.offline import EvidenceRule, decide_restore, plan_retests
+
+    g = Graph.empty(4)
+    g.set(0, 1, Relation.UNDIRECTED)
+    g.set(1, 2, Relation.UNDIRECTED)
+    rule = EvidenceRule.from_config({"candidate_grades": ["no evidence (borderline)"], "max_set": 3, "checks": [
+        {"test": "kci", "sets": ["nbrs", "empty"], "need": "all", "grades": ["strong dependence"]},
+        {"test": "fisherz", "sets": ["singles"], "need": "any", "grades": ["strong dependence"]}]})
+    log = [(0, 2, (1,), "no evidence (borderline)"), (0, 3, (), "no evidence"), (2, 3, (0,), "no evidence (borderline)")]
+    plan = plan_retests(rule, g, log, units=100)
+    # X1 -- X3: KCI given {X2} is the logged (failed) test, so the all-check rules it out untested;
+    # X1 -- X4: not a candidate grade; X3 -- X4: nbrs {X2} and {}, empty {} (the same), singles {X2}
+    assert plan.tests == [(2, 3, (1,), "kci"), (2, 3, (), "kci"), (2, 3, (1,), "fisherz")]
+    strong = {k: "strong dependence" for k in plan.tests}
+    assert decide_restore(rule, plan, strong) == [(2, 3)]
+    assert decide_restore(rule, plan, {**strong, (2, 3, (), "kci"): "weak dependence"}) == []
+    assert plan_retests(rule, g, log, units=2).tests == []          # does not fit: skipped, not truncated
+    # had X3 -- X4 been deleted given {}, the logged grade there rules it out untested
+    assert plan_retests(rule, g, log[:2] + [(2, 3, (), "no evidence (borderline)")], units=100).tests == []
+    with pytest.raises(ValueError, match="unknown parameter"):
+        EvidenceRule.from_config({"min_grade_all": ["strong dependence"]})
+    with pytest.raises(ValueError, match="unknown set kind"):
+        EvidenceRule.from_config({"checks": [{"test": "kci", "sets": ["parents"], "need": "all", "grades": ["x"]}]})

@@ -10,12 +10,14 @@ masked algorithm is PC-KCI; an agent under study never gets it.
 * ``merge`` — run every menu algorithm, add to PC-KCI's output (as undirected) every pair that at
   least ``k`` of the other algorithms join, submit.
 * ``evidence`` — start from PC-KCI's output (guided: the starting graph and deletion log of the
-  prompt, candidates the borderline deletions; unguided: run PC-KCI, every non-adjacent pair a
-  candidate), re-test each candidate with KCI given each endpoint's neighbours in the current
-  graph (common children left out), restore it, undirected, when every such set finds dependence
-  and one finds it strongly (optionally confirmed by a stability check) — within the test budget
-  read from the budgets line; then submit.  Details and the dev-tuned thresholds:
-  :class:`EvidenceAgent`.
+  prompt, candidates the deletions with the chosen logged grades; unguided: run PC-KCI, every
+  non-adjacent pair a candidate), re-test each candidate through ``ci_test`` calls under the
+  alternative conditioning sets the current graph implies, and restore it, undirected, when every
+  check of its :class:`EvidenceRule` passes (e.g. KCI dependent given both endpoints' neighbour
+  sets and Fisher-z dependent given each single neighbour), optionally confirmed by a stability
+  check — within the test budget read from the budgets line; then submit.  The planning and the
+  decision are pure functions (:func:`plan_retests`, :func:`decide_restore`) that
+  ``benchmarks/evidence_agent.py`` replays on cached p-values to choose the settings on dev.
 
 When offered only ``submit`` (the last turn) every agent submits the best graph it has.
 """
@@ -24,7 +26,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 
 from heuresis.agents.base import Agent, AgentReply, register_agent, tool_call
 from heuresis.graph import Graph, Relation
