@@ -5,14 +5,24 @@ computed twice::
 
     # 1. dev: PC-KCI per instance plus the p-values of every candidate re-test (KCI and Fisher-z
     #    given the alternative sets the PC graph implies), with the truth label of each deletion
-    PYTHONPATH=src python benchmarks/evidence_agent.py measure --split dev --start 0 --stop 12
+    PYTHONPATH=src python benchmarks/evidence_agent.py measure --split dev --start 0 --stop 24
     # 2. dev: grid over the rule's settings, replayed from the cached p-values through the
-    #    agent's own planning and decision functions; prints the best settings
-    PYTHONPATH=src python benchmarks/evidence_agent.py tune --split dev --start 0 --stop 12
+    #    agent's own planning and decision functions; prints the best settings (default ranking:
+    #    the worst gain over wild/anm/gauntlet, among rules with no loss over all families)
+    PYTHONPATH=src python benchmarks/evidence_agent.py tune --start 0 --stop 24
+    PYTHONPATH=src python benchmarks/evidence_agent.py tune --start 0 --stop 24 --unguided
+    #    real episodes on dev must reproduce the replayed decisions exactly
+    PYTHONPATH=src python benchmarks/evidence_agent.py verify --start 20 --stop 22
     # 3. test: real guided episodes of the configured agent (config.yaml, agents.evidence) through
     #    the harness, against PC-KCI's output on the same instances; per-family table with paired
-    #    bootstrap intervals, written to benchmarks/evidence_agent_test.md
-    PYTHONPATH=src python benchmarks/evidence_agent.py evaluate --split test --start 0 --stop 10
+    #    bootstrap intervals
+    PYTHONPATH=src python benchmarks/evidence_agent.py measure --split test --start 0 --stop 20
+    PYTHONPATH=src python benchmarks/evidence_agent.py evaluate --start 0 --stop 20 \
+        --out benchmarks/evidence_agent_test.md
+
+Run with ``OMP_NUM_THREADS=1`` on a shared machine; ``measure`` takes about 20 s per instance
+(PC-KCI plus the candidate re-tests), ``tune`` a few minutes, ``evaluate`` seconds per instance
+once PC-KCI is cached.
 
 Instances are the paper's (config.yaml: d = 10, n = 600, global seed 20260101), generated with
 :func:`heuresis.instances.generate_instance`; dev and test draw from disjoint seed streams.  The
@@ -118,12 +128,12 @@ def measure(args) -> None:
 
 
 # --- step 2: replay the rule on dev -------------------------------------------------------------
-def replay(rule: EvidenceRule, rec: dict, pv: dict, table) -> dict:
+def replay(rule: EvidenceRule, rec: dict, pv: dict, table, guided: bool = True) -> dict:
     """The agent's decisions on one instance, replayed from cached p-values (graded as the tool does)."""
     names = [f"X{k + 1}" for k in range(rec["data"].shape[1])]
     g = Graph(rec["graph"], names)
     log = [(d["x"], d["y"], tuple(d["sepset"]), d["grade"]) for d in rec["deletions"]]
-    plan = plan_retests(rule, g, log, rec["n_tests"])
+    plan = plan_retests(rule, g, log if guided else None, rec["n_tests"])
     results = {}
     for x, y, s, test in plan.tests:
         key = (x, y, s, test)
@@ -174,17 +184,21 @@ AT_LEAST = {"S": (S,), "M": (S, M), "W": (S, M, W)}
 BORDER, NONE = "no evidence (borderline)", "no evidence"
 
 
-def grid():
-    """The dev grid: candidates x one KCI vote x an optional Fisher-z vote x max_set (432 rules)."""
-    for cand, max_set in itertools.product([(BORDER,), (BORDER, NONE)], [3, 5]):
+def grid(guided: bool = True):
+    """The dev grid: candidates x one KCI vote x an optional Fisher-z vote x max_set (432 rules;
+    unguided: 216, no candidate screen, the checks go to ``unguided_checks``)."""
+    for cand, max_set in itertools.product([(BORDER,), (BORDER, NONE)] if guided else [(BORDER,)], [3, 5]):
         for kci_sets, kci_need, kci_g in itertools.product([("nbrs",), ("union",), ("nbrs", "empty")], ["any", "all"],
                                                            "SMW"):
             first = Check("kci", kci_sets, kci_need, AT_LEAST[kci_g])
             seconds = [None] + [Check("fisherz", fs, "all", AT_LEAST[fg])
                                 for fs, fg in itertools.product([("singles",), ("nbrs",), ("union",)], "SMW")]
             for second in seconds:
-                yield EvidenceRule(candidate_grades=cand, max_set=max_set,
-                                   checks=(first,) if second is None else (first, second))
+                checks = (first,) if second is None else (first, second)
+                if guided:
+                    yield EvidenceRule(candidate_grades=cand, max_set=max_set, checks=checks)
+                else:
+                    yield EvidenceRule(candidate_grades=cand, max_set=max_set, checks=checks, unguided_checks=checks)
 
 
 def tune(args) -> None:
@@ -193,8 +207,8 @@ def tune(args) -> None:
     recs = load_dev(args, cfg)
     print(f"{len(recs)} dev instances", flush=True)
     scored = []
-    for rule in grid():
-        rows = [{"family": rec["family"], **replay(rule, rec, pv, table)} for rec, pv in recs]
+    for rule in grid(args.guided):
+        rows = [{"family": rec["family"], **replay(rule, rec, pv, table, args.guided)} for rec, pv in recs]
         s = summarize(rows)
         gains = [s[f]["f1"] - s[f]["pc_f1"] for f in args.hard if f in s]
         hard = min(gains) if args.select == "maximin" else np.mean(gains)
@@ -307,8 +321,8 @@ def verify(args) -> None:
                                      if k not in ("kind", "resamples", "min_dependent_share")})
     bad = 0
     for rec, pv in load_dev(args, cfg):
-        a = replay(rule, rec, pv, table)
-        b = run_real(cfg, rec)
+        a = replay(rule, rec, pv, table, args.guided)
+        b = run_real(cfg, rec, guided=args.guided)
         same = (round(a["f1"], 9) == round(b["f1"], 9) and a["restored_right"] == b["restored_right"]
                 and a["restored_wrong"] == b["restored_wrong"] and a["units"] == b["units"])
         bad += not same
@@ -337,8 +351,10 @@ def main(argv=None) -> None:
                            help="rank rules by mean F1 gain over all families; or by the mean (hard) or the "
                                 "smallest (maximin) per-family gain over --hard, among rules with no mean loss "
                                 "over all families")
+        if name in ("evaluate", "tune", "verify"):
+            p.add_argument("--unguided", dest="guided", action="store_false",
+                           help="the unguided condition (no log: every non-adjacent pair a candidate)")
         if name == "evaluate":
-            p.add_argument("--unguided", dest="guided", action="store_false")
             p.add_argument("--out", default=None, help="write the markdown table here")
     args = ap.parse_args(argv)
     {"measure": measure, "tune": tune, "evaluate": evaluate, "verify": verify}[args.cmd](args)

@@ -129,7 +129,11 @@ def _adjacency_f1(dag: np.ndarray, skel: np.ndarray) -> float:
     return 2 * tp / (2 * tp + fp + fn) if tp else 0.0
 
 
-def test_evidence_agent_beats_pc_kci_on_hard_families(hard_instances):
+def test_evidence_agent_repairs_wrong_deletions_on_hard_families(hard_instances):
+    """On six small held-out wild/anm/gauntlet instances (chosen before the run: test indices 0-1)
+    the configured agent restores a truly wrongly deleted pair, more right than wrong, and does not
+    lower the mean F1.  At paper scale it does *not* beat PC-KCI on these families (README, Stage 4;
+    benchmarks/evidence_agent_test.md): this checks the mechanism, not that claim."""
     cfg, insts = hard_instances
     spec = cfg["agents"]["evidence"]                 # the dev-tuned settings the workflow uses
     settings = EpisodeSettings(BudgetSettings("standard", 1.0, 30, 4000, 10, 600), MENU, tuple(DEFAULT_GRADES))
@@ -152,7 +156,7 @@ def test_evidence_agent_beats_pc_kci_on_hard_families(hard_instances):
         theirs.append(_adjacency_f1(dag, start))
         assert ours[-1] == pytest.approx(r["f1"]) and theirs[-1] == pytest.approx(r["pc_kci_f1"])
     assert right >= 1 and right > wrong
-    assert np.mean(ours) > np.mean(theirs)
+    assert np.mean(ours) >= np.mean(theirs)
 
 
 def test_evidence_rule_plans_and_decides_from_grades():

@@ -241,6 +241,9 @@ class EvidenceRule:
         ``singles`` — each variable of that union alone; ``empty`` — no conditioning.
     max_set
         Sets larger than this are not tested (and do not count).
+    unguided_checks
+        The checks of the unguided condition, where no log screens the candidates (every
+        non-adjacent pair is one); empty: the same as ``checks``.
     """
 
     candidate_grades: tuple[str, ...] = ("no evidence (borderline)",)
@@ -248,6 +251,7 @@ class EvidenceRule:
                                                                     "weak dependence")),
                                  Check("kci", ("nbrs",), "any", ("strong dependence",)))
     max_set: int = 3
+    unguided_checks: tuple[Check, ...] = ()
 
     def __post_init__(self) -> None:
         if isinstance(self.candidate_grades, str):
@@ -257,6 +261,11 @@ class EvidenceRule:
         if not checks:
             raise ValueError("evidence rule: at least one check is needed")
         object.__setattr__(self, "checks", checks)
+        object.__setattr__(self, "unguided_checks", tuple(c if isinstance(c, Check) else Check.from_config(c)
+                                                          for c in (self.unguided_checks or ())))
+
+    def checks_for(self, guided: bool) -> tuple[Check, ...]:
+        return self.checks if guided or not self.unguided_checks else self.unguided_checks
 
     @classmethod
     def from_config(cls, spec: Mapping) -> EvidenceRule:
@@ -267,16 +276,22 @@ class EvidenceRule:
         return cls(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in spec.items()})
 
     def as_config(self) -> dict:
-        return {"candidate_grades": list(self.candidate_grades), "max_set": self.max_set,
-                "checks": [{"test": c.test, "sets": list(c.sets), "need": c.need, "grades": list(c.grades)}
-                           for c in self.checks]}
+        def conf(cs):
+            return [{"test": c.test, "sets": list(c.sets), "need": c.need, "grades": list(c.grades)} for c in cs]
+        out = {"candidate_grades": list(self.candidate_grades), "max_set": self.max_set, "checks": conf(self.checks)}
+        if self.unguided_checks:
+            out["unguided_checks"] = conf(self.unguided_checks)
+        return out
 
     def describe(self) -> str:
         short = {"strong dependence": "S", "moderate dependence": "M", "weak dependence": "W",
                  "no evidence (borderline)": "B", "no evidence": "N"}
-        cs = " & ".join(f"{c.test}[{'+'.join(c.sets)}] {c.need} in {''.join(short.get(g, g) for g in c.grades)}"
-                        for c in self.checks)
-        return f"cand {''.join(short.get(g, g) for g in self.candidate_grades) or 'all'}; max_set {self.max_set}; {cs}"
+        def desc(checks):
+            return " & ".join(f"{c.test}[{'+'.join(c.sets)}] {c.need} in {''.join(short.get(g, g) for g in c.grades)}"
+                              for c in checks)
+        out = f"cand {''.join(short.get(g, g) for g in self.candidate_grades) or 'all'}; max_set {self.max_set}; "
+        out += desc(self.checks)
+        return out + (f"; unguided: {desc(self.unguided_checks)}" if self.unguided_checks else "")
 
     def sets_for(self, g: Graph, x: int, y: int, kinds: Sequence[str]) -> list[tuple[int, ...]]:
         """The conditioning sets of kinds ``kinds`` for pair x, y in graph ``g`` (ordered, unique)."""
@@ -336,15 +351,16 @@ def plan_retests(rule: EvidenceRule, g: Graph, log: Sequence[tuple[int, int, tup
         rank = {gr: k for k, gr in enumerate(rule.candidate_grades)}
         cands = [c for c in log if not rule.candidate_grades or c[3] in rank]
         cands.sort(key=lambda c: (rank.get(c[3], len(rank)), -len(c[2]), min(c[0], c[1]), max(c[0], c[1])))
+    checks = rule.checks_for(plan.guided)
     left = int(units)
     for x, y, sep, grade in cands:
         x, y = min(x, y), max(x, y)
         known = {} if sep is None else {(tuple(sorted(sep)), _LOG_TEST): grade}
-        reads = [[(s, c.test) for s in rule.sets_for(g, x, y, c.sets)] for c in rule.checks]
+        reads = [[(s, c.test) for s in rule.sets_for(g, x, y, c.sets)] for c in checks]
         if any(not r for r in reads):
             continue                                      # a check without sets fails
         if any(c.need == "all" and any(k in known and known[k] not in c.grades for k in r)
-               for c, r in zip(rule.checks, reads)):
+               for c, r in zip(checks, reads)):
             continue                                      # ruled out by the logged grade
         todo = list(dict.fromkeys(k for r in reads for k in r if k not in known))
         if len(todo) > left:
@@ -360,9 +376,10 @@ def decide_restore(rule: EvidenceRule, plan: RetestPlan,
                    grades: Mapping[tuple[int, int, tuple[int, ...], str], str | None]) -> list[tuple[int, int]]:
     """The candidate pairs to restore, given the grade of every planned test (None: the call failed)."""
     out = []
+    checks = rule.checks_for(plan.guided)
     for (x, y), reads in plan.reads.items():
         known = plan.known[(x, y)]
-        if all(c.passes([known.get(k, grades.get((x, y) + k)) for k in r]) for c, r in zip(rule.checks, reads)):
+        if all(c.passes([known.get(k, grades.get((x, y) + k)) for k in r]) for c, r in zip(checks, reads)):
             out.append((x, y))
     return out
 
