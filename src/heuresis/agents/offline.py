@@ -10,27 +10,30 @@ masked algorithm is PC-KCI; an agent under study never gets it.
 * ``merge`` — run every menu algorithm, add to PC-KCI's output (as undirected) every pair that at
   least ``k`` of the other algorithms join, submit.
 * ``evidence`` — start from PC-KCI's output (guided: the starting graph and deletion log of the
-  prompt, candidates the borderline deletions; unguided: run PC-KCI, every non-adjacent pair a
-  candidate), re-test each candidate with KCI given each endpoint's neighbours in the current
-  graph (common children left out), restore it, undirected, when every such set finds dependence
-  and one finds it strongly (optionally confirmed by a stability check) — within the test budget
-  read from the budgets line; then submit.  Details and the dev-tuned thresholds:
-  :class:`EvidenceAgent`.
+  prompt, candidates the deletions with the chosen logged grades; unguided: run PC-KCI, every
+  non-adjacent pair a candidate), re-test each candidate through ``ci_test`` calls under the
+  alternative conditioning sets the current graph implies, and restore it, undirected, when every
+  check of its :class:`EvidenceRule` passes (e.g. KCI dependent given both endpoints' neighbour
+  sets and Fisher-z dependent given each single neighbour), optionally confirmed by a stability
+  check — within the test budget read from the budgets line; then submit.  The planning and the
+  decision are pure functions (:func:`plan_retests`, :func:`decide_restore`) that
+  ``benchmarks/evidence_agent.py`` replays on cached p-values to choose the settings on dev.
 
 When offered only ``submit`` (the last turn) every agent submits the best graph it has.
 """
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields
 
 from heuresis.agents.base import Agent, AgentReply, register_agent, tool_call
 from heuresis.graph import Graph, Relation
 from heuresis.harness.parse import ParseError, parse_edge_list
 
-__all__ = ["ShortcutAgent", "MergeAgent", "EvidenceAgent"]
+__all__ = ["ShortcutAgent", "MergeAgent", "EvidenceAgent", "Check", "EvidenceRule", "RetestPlan", "plan_retests",
+           "decide_restore"]
 
 _BUDGET = re.compile(r"test units (\d+)/(\d+)")
 _LOG = re.compile(r"^(X\d+) -- (X\d+) \| given \{(.*?)\} \| (\w+) \| (.+)$", re.M)
@@ -173,94 +176,264 @@ class MergeAgent(_Offline):
         return _submit(merged)
 
 
+# --- the evidence rule: pure planning and decision, shared by the agent and the dev tuner ---------
+SET_KINDS = ("nbrs", "nbrs_all", "union", "singles", "empty")
+_LOG_TEST = "kci"     # the test of PC-KCI's deletion log: its logged grade stands for a re-test at the deleting set
+
+
+@dataclass(frozen=True)
+class Check:
+    """One vote of the evidence rule: ``test`` given the ``sets`` of a pair, graded.
+
+    ``need = "all"``: every set's grade must be in ``grades``; ``need = "any"``: at least one.
+    A check for which no set exists (e.g. ``singles`` of two isolated nodes) fails.
+    """
+
+    test: str
+    sets: tuple[str, ...]
+    need: str
+    grades: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        sets = (self.sets,) if isinstance(self.sets, str) else tuple(self.sets)
+        for k in sets:
+            if k not in SET_KINDS:
+                raise ValueError(f"evidence check: unknown set kind {k!r}; known: {list(SET_KINDS)}")
+        if self.need not in ("all", "any"):
+            raise ValueError(f"evidence check: need must be 'all' or 'any', got {self.need!r}")
+        if self.test not in ("kci", "fisherz"):
+            raise ValueError(f"evidence check: unknown test {self.test!r}; known: ['fisherz', 'kci']")
+        if isinstance(self.grades, str) or not self.grades:
+            raise ValueError(f"evidence check: grades must be a non-empty list, got {self.grades!r}")
+        object.__setattr__(self, "sets", sets)
+        object.__setattr__(self, "grades", tuple(str(g) for g in self.grades))
+
+    @classmethod
+    def from_config(cls, spec: Mapping) -> Check:
+        unknown = sorted(set(spec) - {"test", "sets", "need", "grades"})
+        if unknown:
+            raise ValueError(f"evidence check: unknown key(s) {unknown} in {dict(spec)!r}")
+        return cls(**dict(spec))
+
+    def passes(self, got: Sequence[str | None]) -> bool:
+        if not got:
+            return False
+        ok = [g in self.grades for g in got]
+        return all(ok) if self.need == "all" else any(ok)
+
+
+@dataclass(frozen=True)
+class EvidenceRule:
+    """The evidence agent's settings (config ``agents.evidence``; chosen on dev instances).
+
+    Parameters
+    ----------
+    candidate_grades
+        Guided condition: re-test only deletions whose logged grade is one of these, in this
+        priority order (empty: every deletion); ties broken by larger deleting set first.
+        Unguided: every non-adjacent pair of PC-KCI's output.
+    checks
+        The votes (:class:`Check`); a candidate is restored when every check passes.  The set
+        kinds, from the current graph (PC-KCI's output): ``nbrs`` — the neighbours of x (without
+        y) and, separately, those of y (without x), each minus the common children c with
+        x -> c <- y (conditioning on a common child makes non-adjacent x, y dependent);
+        ``nbrs_all`` — the same with common children; ``union`` — the two ``nbrs`` sets joined;
+        ``singles`` — each variable of that union alone; ``empty`` — no conditioning.
+    max_set
+        Sets larger than this are not tested (and do not count).
+    unguided_checks
+        The checks of the unguided condition, where no log screens the candidates (every
+        non-adjacent pair is one); empty: the same as ``checks``.
+    """
+
+    candidate_grades: tuple[str, ...] = ("no evidence (borderline)",)
+    checks: tuple[Check, ...] = (Check("kci", ("nbrs",), "all", ("strong dependence", "moderate dependence",
+                                                                    "weak dependence")),
+                                 Check("kci", ("nbrs",), "any", ("strong dependence",)))
+    max_set: int = 3
+    unguided_checks: tuple[Check, ...] = ()
+
+    def __post_init__(self) -> None:
+        if isinstance(self.candidate_grades, str):
+            raise ValueError(f"evidence rule: candidate_grades must be a list, got {self.candidate_grades!r}")
+        object.__setattr__(self, "candidate_grades", tuple(str(g) for g in (self.candidate_grades or ())))
+        checks = tuple(c if isinstance(c, Check) else Check.from_config(c) for c in self.checks)
+        if not checks:
+            raise ValueError("evidence rule: at least one check is needed")
+        object.__setattr__(self, "checks", checks)
+        object.__setattr__(self, "unguided_checks", tuple(c if isinstance(c, Check) else Check.from_config(c)
+                                                          for c in (self.unguided_checks or ())))
+
+    def checks_for(self, guided: bool) -> tuple[Check, ...]:
+        return self.checks if guided or not self.unguided_checks else self.unguided_checks
+
+    @classmethod
+    def from_config(cls, spec: Mapping) -> EvidenceRule:
+        keys = {f.name for f in fields(cls)}
+        unknown = sorted(set(spec) - keys)
+        if unknown:
+            raise ValueError(f"evidence rule: unknown parameter(s) {unknown}; known: {sorted(keys)}")
+        return cls(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in spec.items()})
+
+    def as_config(self) -> dict:
+        def conf(cs):
+            return [{"test": c.test, "sets": list(c.sets), "need": c.need, "grades": list(c.grades)} for c in cs]
+        out = {"candidate_grades": list(self.candidate_grades), "max_set": self.max_set, "checks": conf(self.checks)}
+        if self.unguided_checks:
+            out["unguided_checks"] = conf(self.unguided_checks)
+        return out
+
+    def describe(self) -> str:
+        short = {"strong dependence": "S", "moderate dependence": "M", "weak dependence": "W",
+                 "no evidence (borderline)": "B", "no evidence": "N"}
+        def desc(checks):
+            return " & ".join(f"{c.test}[{'+'.join(c.sets)}] {c.need} in {''.join(short.get(g, g) for g in c.grades)}"
+                              for c in checks)
+        out = f"cand {''.join(short.get(g, g) for g in self.candidate_grades) or 'all'}; max_set {self.max_set}; "
+        out += desc(self.checks)
+        return out + (f"; unguided: {desc(self.unguided_checks)}" if self.unguided_checks else "")
+
+    def sets_for(self, g: Graph, x: int, y: int, kinds: Sequence[str]) -> list[tuple[int, ...]]:
+        """The conditioning sets of kinds ``kinds`` for pair x, y in graph ``g`` (ordered, unique)."""
+        a = g.amat != 0
+        d = a.shape[0]
+        child = {k for k in range(d) if a[x, k] and not a[k, x] and a[y, k] and not a[k, y]}
+        nb = {u: [k for k in range(d) if k not in (x, y) and (a[u, k] or a[k, u])] for u in (x, y)}
+        out: list[tuple[int, ...]] = []
+
+        def add(s) -> None:
+            s = tuple(sorted(s))
+            if len(s) <= self.max_set and s not in out:
+                out.append(s)
+
+        for kind in kinds:
+            if kind == "nbrs":
+                for u in (x, y):
+                    add(k for k in nb[u] if k not in child)
+            elif kind == "nbrs_all":
+                for u in (x, y):
+                    add(nb[u])
+            elif kind == "union":
+                add({k for u in (x, y) for k in nb[u] if k not in child})
+            elif kind == "singles":
+                for k in sorted({k for u in (x, y) for k in nb[u] if k not in child}):
+                    add((k,))
+            elif kind == "empty":
+                add(())
+        return out
+
+
+@dataclass
+class RetestPlan:
+    """What the rule asks: per candidate pair, per check, the (set, test) keys it reads."""
+
+    reads: dict[tuple[int, int], list[list[tuple[tuple[int, ...], str]]]] = field(default_factory=dict)
+    known: dict[tuple[int, int], dict[tuple[tuple[int, ...], str], str]] = field(default_factory=dict)
+    tests: list[tuple[int, int, tuple[int, ...], str]] = field(default_factory=list)
+    guided: bool = True
+
+
+def plan_retests(rule: EvidenceRule, g: Graph, log: Sequence[tuple[int, int, tuple[int, ...], str]] | None,
+                 units: int) -> RetestPlan:
+    """Candidates and their re-tests within ``units`` test units, in priority order.
+
+    ``log`` is the guided deletion log as ``(x, y, deleting set, grade)``; None means unguided
+    (every non-adjacent pair of ``g`` is a candidate, no deleting set known).  A KCI test at the
+    deleting set is not re-run: its logged grade is used.  A candidate that a known grade already
+    rules out is not tested at all; one whose tests do not all fit in what is left is skipped.
+    """
+    plan = RetestPlan(guided=log is not None)
+    if log is None:
+        skel = g.skeleton()
+        d = skel.shape[0]
+        cands = [(i, j, None, "") for i in range(d) for j in range(i + 1, d) if not skel[i, j]]
+    else:
+        rank = {gr: k for k, gr in enumerate(rule.candidate_grades)}
+        cands = [c for c in log if not rule.candidate_grades or c[3] in rank]
+        cands.sort(key=lambda c: (rank.get(c[3], len(rank)), -len(c[2]), min(c[0], c[1]), max(c[0], c[1])))
+    checks = rule.checks_for(plan.guided)
+    left = int(units)
+    for x, y, sep, grade in cands:
+        x, y = min(x, y), max(x, y)
+        known = {} if sep is None else {(tuple(sorted(sep)), _LOG_TEST): grade}
+        reads = [[(s, c.test) for s in rule.sets_for(g, x, y, c.sets)] for c in checks]
+        if any(not r for r in reads):
+            continue                                      # a check without sets fails
+        if any(c.need == "all" and any(k in known and known[k] not in c.grades for k in r)
+               for c, r in zip(checks, reads)):
+            continue                                      # ruled out by the logged grade
+        todo = list(dict.fromkeys(k for r in reads for k in r if k not in known))
+        if len(todo) > left:
+            continue
+        left -= len(todo)
+        plan.reads[(x, y)] = reads
+        plan.known[(x, y)] = known
+        plan.tests += [(x, y, s, t) for s, t in todo]
+    return plan
+
+
+def decide_restore(rule: EvidenceRule, plan: RetestPlan,
+                   grades: Mapping[tuple[int, int, tuple[int, ...], str], str | None]) -> list[tuple[int, int]]:
+    """The candidate pairs to restore, given the grade of every planned test (None: the call failed)."""
+    out = []
+    checks = rule.checks_for(plan.guided)
+    for (x, y), reads in plan.reads.items():
+        known = plan.known[(x, y)]
+        if all(c.passes([known.get(k, grades.get((x, y) + k)) for k in r]) for c, r in zip(checks, reads)):
+            out.append((x, y))
+    return out
+
+
 @register_agent("evidence")
 class EvidenceAgent(_Offline):
     """Re-tests PC-KCI's doubtful deletions under alternative sets; restores robustly dependent pairs.
 
-    The rule (tuned on dev instances only; the measurements are in the README, Stage 4):
-
-    1. *Candidates.* Guided: the deletions whose logged grade is in ``candidate_grades`` (default:
-       the borderline bin, 0.05 < p <= 0.2 — a deleting test that barely failed to reject, the
-       likeliest to lack power), highest PC level first (a deletion found late used a large set).
-       Unguided: the log is not visible, so every pair PC-KCI leaves non-adjacent is a candidate.
-    2. *Re-test* each candidate x, y with ``test`` under the two alternative conditioning sets the
-       current graph implies: the neighbours of x (without y) and of y (without x), each *minus the
-       colliders* c with x -> c <- y in the current graph (conditioning on a common child makes
-       non-adjacent x, y dependent).  A set equal to the deleting set is not re-run (its result is
-       the logged grade), a set larger than ``max_set`` is skipped; all within the test budget read
-       from the budgets line, candidates in priority order.
-    3. *Decide.* Restore x -- y (undirected) when the weakest grade over the alternative sets is in
-       ``min_grade_all`` (every alternative finds dependence) and the strongest in
-       ``min_grade_any`` (at least one finds it strongly); the unguided condition, which lacks the
-       borderline screen, uses the stricter ``unguided_min_grade_all``.
-    4. *Stability* (optional, ``resamples`` > 0 and the tool offered): the pairs that pass are
+    1. *Candidates* and 2. *re-tests*: :func:`plan_retests` with the :class:`EvidenceRule` built
+       from the agent's parameters (guided: the logged deletions with the chosen grades; unguided:
+       run PC-KCI through the masked tool, every non-adjacent pair), within the test budget read
+       from the budgets line; every test is one ``ci_test`` tool call.
+    3. *Decide*: :func:`decide_restore` on the grades read back from the tool results.
+    4. *Stability* (optional, ``resamples`` > 0 and the tool offered): pairs that pass are
        re-tested on ``resamples`` subsamples at their weakest alternative set and kept when at
-       least ``min_dependent_share`` of them are dependent.  Off by default: on dev the subsample
-       share added nothing over the full-data grades (AUC 0.53 at the deleting set).
+       least ``min_dependent_share`` of them come out dependent.
+    5. Restore the pairs, undirected, and submit.
+
+    The settings in config.yaml (``agents.evidence``) were chosen on dev instances by
+    ``benchmarks/evidence_agent.py``; the measured numbers are in the README (Stage 4).
     """
 
-    def __init__(self, name: str, algorithm_map=None, test: str = "kci", max_set: int = 3, resamples: int = 0,
-                 min_dependent_share: float = 0.5,
-                 candidate_grades=("no evidence (borderline)",),
-                 min_grade_all=("strong dependence", "moderate dependence", "weak dependence"),
-                 min_grade_any=("strong dependence",),
-                 unguided_min_grade_all=("strong dependence",), **params) -> None:
-        super().__init__(name, algorithm_map, test=test, max_set=max_set, resamples=resamples,
-                         min_dependent_share=min_dependent_share, candidate_grades=list(candidate_grades or []),
-                         min_grade_all=list(min_grade_all), min_grade_any=list(min_grade_any),
-                         unguided_min_grade_all=list(unguided_min_grade_all), **params)
-        self.test, self.max_set, self.resamples = test, int(max_set), int(resamples)
-        self.min_share = float(min_dependent_share)
-        self.candidate_grades = [str(g) for g in (candidate_grades or [])]
-        self.grade_all = {str(g) for g in min_grade_all}
-        self.grade_any = {str(g) for g in min_grade_any}
-        self.grade_all_unguided = {str(g) for g in unguided_min_grade_all}
-        self.guided = False
-        # candidate: (x, y, deleting set or None, logged grade or "", PC level or -1)
-        self.candidates: list[tuple[int, int, tuple[int, ...] | None, str, int]] = []
+    def __init__(self, name: str, algorithm_map=None, resamples: int = 0, min_dependent_share: float = 0.5,
+                 **params) -> None:
+        self.rule = EvidenceRule.from_config(params)
+        super().__init__(name, algorithm_map, resamples=resamples, min_dependent_share=min_dependent_share,
+                         **self.rule.as_config())
+        self.resamples, self.min_share = int(resamples), float(min_dependent_share)
         self.phase = "start"
-        self.grades: dict[tuple[int, int], list[tuple[str, tuple[int, ...]]]] = {}
+        self.log: list[tuple[int, int, tuple[int, ...], str]] | None = None
+        self.plan: RetestPlan | None = None
         self.passed: list[tuple[int, int]] = []
         self._tools: list[dict] | None = None
 
-    # --- helpers ---------------------------------------------------------------------------
     def _start_guided(self, messages, names) -> None:
         prompt = _prompt(messages)
         start = prompt.split("Starting graph", 1)[1].split("PC deletion log", 1)[0]
         start = "\n".join(start.splitlines()[1:])
         self.best = Graph.empty(len(names), names) if "(no edges)" in start else parse_edge_list(start, names)
         idx = {n: k for k, n in enumerate(names)}
+        self.log = []
         for x, y, given, _test, grade in _LOG.findall(prompt):
             sep = tuple(sorted(idx[v.strip()] for v in given.split(",") if v.strip()))
-            grade = grade.strip()
-            if not self.candidate_grades or grade in self.candidate_grades:
-                self.candidates.append((idx[x], idx[y], sep, grade, len(sep)))
-        rank = {g: k for k, g in enumerate(self.candidate_grades)}
-        self.candidates.sort(key=lambda c: (rank.get(c[3], len(rank)), -c[4], c[0], c[1]))
-
-    def _alternatives(self, x: int, y: int) -> list[tuple[int, ...]]:
-        """Neighbours of x (resp. y) in the current graph, without the other end and common children."""
-        a = self.best.amat != 0
-        d = a.shape[0]
-        child = {k for k in range(d) if a[x, k] and not a[k, x] and a[y, k] and not a[k, y]}
-        out = []
-        for u, v in ((x, y), (y, x)):
-            s = tuple(k for k in range(d) if k != v and k not in child and (a[u, k] or a[k, u]))
-            if s not in out:
-                out.append(s)
-        return out
+            self.log.append((idx[x], idx[y], sep, grade.strip()))
 
     @staticmethod
     def _grade(result: str) -> str | None:
         hit = re.search(r"\}: (.+?) \(verdict: ", result)
         return hit.group(1).strip() if hit and not result.startswith("ERROR") else None
 
-    # --- the policy --------------------------------------------------------------------------
     def act(self, messages, results):
         names = _names(messages)
         if self.phase == "start":
             if "PC deletion log" in _prompt(messages):
-                self.guided = True
                 self._start_guided(messages, names)
                 self.phase = "retest"
             else:
@@ -273,45 +446,23 @@ class EvidenceAgent(_Offline):
             if g is None:
                 return _submit(None)
             self.best = g
-            skel = g.skeleton()
-            self.candidates = [(i, j, None, "", -1) for i in range(len(names)) for j in range(i + 1, len(names))
-                               if not skel[i, j]]
             self.phase = "retest"
         left = _test_units_left(messages) or 0
         if self.phase == "retest":
-            calls, self.pending = [], {}
-            for x, y, sep, grade, _level in self.candidates:
-                todo, known = [], []
-                for s in self._alternatives(x, y):
-                    if sep is not None and s == sep:
-                        known.append((grade, s))       # the deleting test itself: its logged grade
-                    elif len(s) <= self.max_set:
-                        todo.append(s)
-                need = self.grade_all if sep is not None else self.grade_all_unguided
-                if not todo or len(todo) > left or any(g not in need for g, _ in known):
-                    continue
-                left -= len(todo)
-                self.grades[(x, y)] = list(known)
-                for s in todo:
-                    tc = tool_call("ci_test", {"x": names[x], "y": names[y], "given": [names[k] for k in s],
-                                               "test": self.test})
-                    self.pending[tc["id"]] = (x, y, s)
-                    calls.append(tc)
+            self.plan = plan_retests(self.rule, self.best, self.log, left)
+            left -= len(self.plan.tests)
+            self.pending = {}
+            calls = []
+            for x, y, s, test in self.plan.tests:
+                tc = tool_call("ci_test", {"x": names[x], "y": names[y], "given": [names[k] for k in s], "test": test})
+                self.pending[tc["id"]] = (x, y, s, test)
+                calls.append(tc)
             self.phase = "decide"
             if calls:
                 return _msg(calls)
         if self.phase == "decide":
-            for cid, (x, y, s) in self.pending.items():
-                self.grades[(x, y)].append((self._grade(results.get(cid, "ERROR")) or "", s))
-            need_all = self.grade_all if self.guided else self.grade_all_unguided
-            self.passed = []
-            weakest: dict[tuple[int, int], tuple[int, ...]] = {}
-            for pair, got in self.grades.items():
-                labels = [g for g, _ in got]
-                if labels and all(g in need_all for g in labels) and any(g in self.grade_any for g in labels):
-                    self.passed.append(pair)
-                    weak = [s for g, s in got if g not in self.grade_any]
-                    weakest[pair] = weak[0] if weak else got[0][1]
+            grades = {key: self._grade(results.get(cid, "ERROR")) for cid, key in self.pending.items()}
+            self.passed = decide_restore(self.rule, self.plan, grades)
             self.pending = {}
             offered = {t["function"]["name"] for t in (self._tools or [])}
             if self.resamples > 0 and "stability_check" in offered:
@@ -320,9 +471,10 @@ class EvidenceAgent(_Offline):
                     if self.resamples > left:
                         break
                     left -= self.resamples
-                    s = weakest[(x, y)]
+                    # the first set of the first check, under that check's test
+                    s, test = self.plan.reads[(x, y)][0][0]
                     tc = tool_call("stability_check", {"x": names[x], "y": names[y], "given": [names[k] for k in s],
-                                                       "test": self.test, "resamples": self.resamples})
+                                                       "test": test, "resamples": self.resamples})
                     self.pending[tc["id"]] = (x, y)
                     calls.append(tc)
                 self.phase = "stability"
