@@ -36,7 +36,7 @@ def _schema() -> dict:
     return yaml.safe_load(text)
 
 
-def _with_defaults(validator_class):
+def with_defaults(validator_class):
     """A validator that also fills in the schema's ``default`` values (jsonschema FAQ recipe)."""
     validate_properties = validator_class.VALIDATORS["properties"]
 
@@ -55,7 +55,7 @@ def _key(path) -> str:
 
 
 def _schema_errors(config: dict) -> list[str]:
-    validator = _with_defaults(Draft202012Validator)(_schema())
+    validator = with_defaults(Draft202012Validator)(_schema())
     msgs = []
     for err in sorted(validator.iter_errors(config), key=lambda e: list(map(str, e.absolute_path))):
         key = _key(err.absolute_path)

@@ -24,7 +24,9 @@ from typing import Any
 
 import numpy as np
 import yaml
-from jsonschema import Draft202012Validator, validators
+from jsonschema import Draft202012Validator
+
+from heuresis.config import with_defaults
 
 __all__ = ["ScenarioError", "DesignError", "DesignSpace", "Scenario", "load_scenario", "load_scenarios",
            "scenario_dir", "SCENARIO_DIR"]
@@ -41,17 +43,6 @@ class DesignError(ValueError):
     """An invalid design; the message names the offending field."""
 
 
-def _with_defaults(validator_class):
-    validate_properties = validator_class.VALIDATORS["properties"]
-
-    def set_defaults(validator, properties, instance, schema):
-        if isinstance(instance, dict):
-            for key, sub in properties.items():
-                if "default" in sub and key not in instance:
-                    instance[key] = copy.deepcopy(sub["default"])
-        yield from validate_properties(validator, properties, instance, schema)
-
-    return validators.extend(validator_class, {"properties": set_defaults})
 
 
 def _schema() -> dict:
@@ -252,7 +243,7 @@ def _read(path: Path, seen: tuple[str, ...] = ()) -> dict:
 
 
 def _errors(name: str, spec: dict) -> list[str]:
-    validator = _with_defaults(Draft202012Validator)(_schema())
+    validator = with_defaults(Draft202012Validator)(_schema())
     msgs = []
     for err in sorted(validator.iter_errors(spec), key=lambda e: list(map(str, e.absolute_path))):
         key = ".".join(str(p) for p in err.absolute_path) or "<top level>"
