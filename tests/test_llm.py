@@ -285,3 +285,35 @@ def test_paper_config_lists_three_llm_agents(paper_config, quick_config):
     llm = {a for a, s in paper_config["agents"].items() if s["kind"] == "llm" and a not in paper_config["games"]["judges"]}
     assert len(llm) == 3 and llm <= set(llm_agents_in_use(paper_config))
     assert llm_agents_in_use(quick_config) == {}
+
+
+@pytest.mark.slow
+def test_llm_episode_job_through_snakemake(tiny_run, tmp_path):
+    """The episodes rule with an LLM agent (a config edit), against the scripted server: the job
+    writes episodes, calls and requests tables whose tokens are what the server sent."""
+    import shutil
+
+    from tinyflow import CONFIG, run_snakemake
+
+    wd = tmp_path / "wf"
+    shutil.copytree(tiny_run, wd, symlinks=True)        # instances and references are built already
+    script = [{"tool_calls": [("view_graph", {})], "usage": (400, 10)},
+              {"tool_calls": [("submit", {"edges": ["X1 -> X2"]})], "usage": (500, 20)}] * 2
+    with ScriptedLLMServer(script) as server:
+        (wd / "config" / "llm.yaml").write_text(
+            "agents:\n"
+            f"  local: {{kind: llm, model: openai/scripted-model, api_base: '{server.url}/v1', requires_key: false,\n"
+            "          prices: {input_per_mtok: 1.0, output_per_mtok: 2.0}}\n"
+            "episodes:\n"
+            "  grids:\n"
+            "    llm: {agents: [local], guided: [true], families: [lg]}\n"
+            "  run: [tiny, tiny_toolbox, tiny_prompts, tiny_budgets, llm]\n")
+        out = "results/episodes/local/full-guided-p0-none-standard-once-r0/lg/test/shard-000.parquet"
+        run_snakemake(wd, out, "--cores", "1", *CONFIG, "config/llm.yaml")
+    ep = read_table(wd / out, EPISODES).to_pandas()
+    req = read_table(wd / out.replace(".parquet", ".requests.parquet"), REQUESTS).to_pandas()
+    assert list(ep.status) == ["ok", "ok"] and list(ep.edges) == ["X1 -> X2", "X1 -> X2"]
+    assert list(ep.agent_kind) == ["llm", "llm"] and list(ep.tokens_in) == [900, 900]
+    assert list(req.tokens_out) == [10, 20, 10, 20] and len(server.requests) == 4
+    assert ep.cost.tolist() == pytest.approx([(900 * 1.0 + 30 * 2.0) / 1e6] * 2)
+    assert all((wd / p).exists() for p in ep.transcript)
