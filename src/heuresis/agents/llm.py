@@ -48,10 +48,6 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 __all__ = ["LLMAgent", "LLMCallError", "CredentialsError", "RetryPolicy", "missing_credentials",
            "check_credentials", "recover_tool_calls", "repair_arguments", "llm_agents_in_use"]
 
-#: Parameters an ``llm`` agent accepts in the config (the config schema says the same).
-LLM_PARAMS = ("model", "api_base", "api_key_env", "requires_key", "temperature", "max_tokens", "reasoning_effort",
-              "thinking", "timeout_s", "retries", "prices", "extra")
-
 
 def _litellm():
     """litellm, imported on first use (it takes seconds); the local price map, never a download."""

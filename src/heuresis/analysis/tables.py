@@ -320,10 +320,17 @@ def table8(scores: pd.DataFrame, families: Sequence[str], boot: Mapping, agents:
 
 
 # --- Tables 9, 10, 13: over all families ------------------------------------------------------
-def _global_rows(scores: pd.DataFrame, agents: Sequence[str]):
+def _global_rows(scores: pd.DataFrame, agents: Sequence[str], families: Sequence[str]):
+    """Per result (agent x condition) over all families: its episodes, their finished subset, the
+    base columns and the families label."""
     for agent, cond in results_of(scores, agents):
         part = scores[(scores["agent"] == agent) & (scores["condition_id"] == cond)].sort_values(["family", "instance"])
-        yield agent, cond, part
+        yield agent, cond, part, part[part["finished"]], _base(part, agent, cond, GLOBAL), _families_label(part, families)
+
+
+def _all_and_finished(part: pd.DataFrame, fin: pd.DataFrame, column: str, boot: Mapping):
+    """Mean intervals of ``column`` over all episodes and over the finished ones."""
+    return _mean_iv(part[column], boot), _mean_iv(fin[column], boot)
 
 
 def _families_label(part: pd.DataFrame, families: Sequence[str]) -> str:
@@ -339,11 +346,8 @@ def table9(scores: pd.DataFrame, families: Sequence[str], boot: Mapping, agents:
     if scores.empty:
         return _no_episodes("test episodes", cols)
     rows, disp = [], []
-    for agent, cond, part in _global_rows(scores, agents):
-        b = _base(part, agent, cond, GLOBAL)
-        fin = part[part["finished"]]
-        dr, dr_fin = _mean_iv(part["delta_r"], boot), _mean_iv(fin["delta_r"], boot)
-        fams = _families_label(part, families)
+    for agent, cond, part, fin, b, fams in _global_rows(scores, agents, families):
+        dr, dr_fin = _all_and_finished(part, fin, "delta_r", boot)
         rows.append({**b, "families": fams, **_iv_cols(dr, "delta_r"), **_iv_cols(dr_fin, "delta_r_finished"),
                      "returns_pc_output_rate": _share(part["returns_pc_output"]),
                      "wall_rate": _share(part["wall_reached"]), "note": "" if len(fin) else "no finished episode"})
@@ -368,14 +372,11 @@ def table10(scores: pd.DataFrame, families: Sequence[str], boot: Mapping, agents
     if scores.empty:
         return _no_episodes("test episodes", cols)
     rows, disp = [], []
-    for agent, cond, part in _global_rows(scores, agents):
-        b = _base(part, agent, cond, GLOBAL)
-        fin = part[part["finished"]]
-        dr, dr_fin = _mean_iv(part["delta_r"], boot), _mean_iv(fin["delta_r"], boot)
+    for agent, cond, part, fin, b, fams in _global_rows(scores, agents, families):
+        dr, dr_fin = _all_and_finished(part, fin, "delta_r", boot)
         wall, resc, unsub = (int(part[c].sum()) for c in ("wall_reached", "rescued", "unsubmitted"))
         tokens = float(part["tokens_out"].mean())
         offline = part["model"].isna().all()
-        fams = _families_label(part, families)
         rows.append({**b, "families": fams, **_iv_cols(dr, "delta_r"), **_iv_cols(dr_fin, "delta_r_finished"),
                      "wall_reached": wall, "rescued": resc, "rescue_rate": resc / wall if wall else NA,
                      "unsubmitted": unsub, "tokens_out_mean": tokens,
@@ -399,13 +400,10 @@ def table13(scores: pd.DataFrame, families: Sequence[str], boot: Mapping, agents
     if scores.empty:
         return _no_episodes("test episodes", cols)
     rows, disp = [], []
-    for agent, cond, part in _global_rows(scores, agents):
-        b = _base(part, agent, cond, GLOBAL)
+    for agent, cond, part, fin, b, fams in _global_rows(scores, agents, families):
         base_cond = cond.rsplit("-r", 1)[0]
-        fin = part[part["finished"]]
-        f1, f1_fin = _mean_iv(part["f1"], boot), _mean_iv(fin["f1"], boot)
+        f1, f1_fin = _all_and_finished(part, fin, "f1", boot)
         wall, resc, unsub = (int(part[c].sum()) for c in ("wall_reached", "rescued", "unsubmitted"))
-        fams = _families_label(part, families)
         rows.append({**b, "condition": base_cond, "families": fams, **_iv_cols(f1, "f1_all"),
                      **_iv_cols(f1_fin, "f1_finished"), "wall_reached": wall, "rescued": resc, "unsubmitted": unsub,
                      "note": "" if len(fin) else "no finished episode"})
