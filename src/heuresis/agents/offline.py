@@ -15,7 +15,9 @@ masked algorithm is PC-KCI; an agent under study never gets it.
   alternative conditioning sets the current graph implies, and restore it, undirected, when every
   check of its :class:`EvidenceRule` passes (e.g. KCI dependent given both endpoints' neighbour
   sets and Fisher-z dependent given each single neighbour), optionally confirmed by a stability
-  check — within the test budget read from the budgets line; then submit.  The planning and the
+  check — within the test budget read from the budgets line; guided and with the code tool offered,
+  also restore the deletions a nonlinear screen and a local permutation test find dependent
+  (programs of :mod:`heuresis.agents.nlcode` sent through ``run_code``); then submit.  The planning and the
   decision are pure functions (:func:`plan_retests`, :func:`decide_restore`) that
   ``benchmarks/evidence_agent.py`` replays on cached p-values to choose the settings on dev.
 
