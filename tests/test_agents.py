@@ -283,7 +283,8 @@ def test_evidence_agent_nonlinear_path_matches_independent_values(inst):
 @pytest.mark.parametrize("toolbox,guided", [("minimal", True), ("full", False)])
 def test_evidence_agent_nonlinear_path_off_without_code_tool_or_log(inst, toolbox, guided):
     inp, _pc = inst
-    out = run_episode("evidence", _nl_spec(), Condition("evidence", toolbox=toolbox, guided=guided), inp, _settings(), 5)
+    cond = Condition("evidence", toolbox=toolbox, guided=guided)
+    out = run_episode("evidence", _nl_spec(), cond, inp, _settings(), 5)
     base = run_episode("evidence", {"kind": "evidence"}, Condition("evidence", toolbox=toolbox, guided=guided), inp,
                        _settings(), 5)
     assert out.row["finished"] and not [c for c in out.calls if c["tool"] == "run_code"]

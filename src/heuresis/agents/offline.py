@@ -282,7 +282,8 @@ class EvidenceRule:
             spec = dict(self.nonlinear)
             unknown = sorted(set(spec) - set(NONLINEAR_DEFAULTS))
             if unknown:
-                raise ValueError(f"evidence rule: unknown nonlinear key(s) {unknown}; known: {sorted(NONLINEAR_DEFAULTS)}")
+                raise ValueError(f"evidence rule: unknown nonlinear key(s) {unknown}; "
+                                 f"known: {sorted(NONLINEAR_DEFAULTS)}")
             spec = {**NONLINEAR_DEFAULTS, **spec}
             for k in ("screen", "confirm"):
                 if not 0.0 < float(spec[k]) <= 1.0:
@@ -304,7 +305,6 @@ class EvidenceRule:
         if unknown:
             raise ValueError(f"evidence rule: unknown parameter(s) {unknown}; known: {sorted(keys)}")
         return cls(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in spec.items()})
-
 
     def as_config(self) -> dict:
         def conf(cs):
