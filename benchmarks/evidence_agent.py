@@ -4,21 +4,31 @@ Three steps, each cached under ``--cache`` (default ``/tmp/evidence_cache``) so 
 computed twice::
 
     # 1. dev: PC-KCI per instance plus the p-values of every candidate re-test (KCI and Fisher-z
-    #    given the alternative sets the PC graph implies), with the truth label of each deletion
+    #    given the alternative sets the PC graph implies), with the truth label of each deletion,
+    #    and the nonlinear path's screening and confirming values (heuresis.agents.nlcode, the
+    #    functions the agent's code-tool programs run)
     PYTHONPATH=src python benchmarks/evidence_agent.py measure --split dev --start 0 --stop 24
     # 2. dev: grid over the rule's settings, replayed from the cached p-values through the
     #    agent's own planning and decision functions; prints the best settings (default ranking:
     #    the worst gain over wild/anm/gauntlet, among rules with no loss over all families)
     PYTHONPATH=src python benchmarks/evidence_agent.py tune --start 0 --stop 24
     PYTHONPATH=src python benchmarks/evidence_agent.py tune --start 0 --stop 24 --unguided
+    #    the nonlinear path's thresholds, the configured checks kept (guided only)
+    PYTHONPATH=src python benchmarks/evidence_agent.py tune --start 0 --stop 24 --nonlinear
     #    real episodes on dev must reproduce the replayed decisions exactly
     PYTHONPATH=src python benchmarks/evidence_agent.py verify --start 20 --stop 22
     # 3. test: real guided episodes of the configured agent (config.yaml, agents.evidence) through
     #    the harness, against PC-KCI's output on the same instances; per-family table with paired
     #    bootstrap intervals
-    PYTHONPATH=src python benchmarks/evidence_agent.py measure --split test --start 0 --stop 20
-    PYTHONPATH=src python benchmarks/evidence_agent.py evaluate --start 0 --stop 20 \
-        --out benchmarks/evidence_agent_test.md
+    PYTHONPATH=src python benchmarks/evidence_agent.py measure --split test --start 20 --stop 40
+    PYTHONPATH=src python benchmarks/evidence_agent.py evaluate --start 20 --stop 40 \
+        --out benchmarks/evidence_agent_test.md --note "..."   # the note as in that file
+
+Test instances 0-19 were looked at during earlier rounds of tuning; the reported table uses test
+instances 20-39, which no choice of settings ever saw, with ``--ablate nonlinear`` (the same agent
+without the nonlinear path, for attribution); ``benchmarks/evidence_agent_test_40_59.md`` is a
+replication on instances 40-59 with the same settings (``measure``/``evaluate --start 40 --stop
+60``), ``benchmarks/evidence_agent_test_pooled.md`` both (``evaluate --start 20 --stop 60``).
 
 Run with ``OMP_NUM_THREADS=1`` on a shared machine; ``measure`` takes about 20 s per instance
 (PC-KCI plus the candidate re-tests), ``tune`` a few minutes, ``evaluate`` seconds per instance
@@ -47,7 +57,9 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from heuresis.agents.offline import SET_KINDS, Check, EvidenceRule, decide_restore, plan_retests  # noqa: E402
+from heuresis.agents import nlcode  # noqa: E402
+from heuresis.agents.offline import (NONLINEAR_DEFAULTS, SET_KINDS, Check, EvidenceRule, decide_nonlinear,  # noqa: E402
+                                     decide_restore, plan_confirm, plan_retests, plan_screen)
 from heuresis.algorithms import make_algorithm  # noqa: E402
 from heuresis.bootstrap import paired_bootstrap  # noqa: E402
 from heuresis.ci import make_ci_test  # noqa: E402
@@ -105,6 +117,31 @@ def pvalues_cached(rec: dict, cache: Path, tests=("kci", "fisherz"), max_set: in
     return out
 
 
+NL_PRESCREEN = 1e-4     # confirming tests are cached for screened pairs up to this p (the grid's widest)
+
+
+def nonlinear_cached(rec: dict, cache: Path, max_set: int = 3) -> dict:
+    """The nonlinear path's values on one instance, computed by the same functions the agent's
+    code-tool programs run (and printed/parsed the same way): {"screen": {(x, y): p},
+    "confirm": {(x, y): p}}; confirming values for every pair screened at <= NL_PRESCREEN."""
+    nl = {k: NONLINEAR_DEFAULTS[k] for k in ("permutations", "block")}
+    path = cache / f"nl_{rec['family']}_{rec['split']}_{rec['index']:04d}.pkl"
+    key = {"max_set": max_set, "prescreen": NL_PRESCREEN, **nl}
+    if path.exists():
+        got = pickle.loads(path.read_bytes())
+        if got["key"] == key:
+            return got
+    rule = EvidenceRule(max_set=max_set, nonlinear={"screen": NL_PRESCREEN})
+    g = Graph(rec["graph"])
+    log = [(d["x"], d["y"], tuple(d["sepset"]), d["grade"]) for d in rec["deletions"]]
+    screened = nlcode.parse("\n".join(nlcode.screen(rec["data"], plan_screen(rule, g, log))))
+    jobs = plan_confirm(rule, g, log, screened)
+    confirmed = nlcode.parse("\n".join(nlcode.confirm(rec["data"], jobs, **nl)))
+    out = {"key": key, "screen": screened, "confirm": confirmed}
+    path.write_bytes(pickle.dumps(out))
+    return out
+
+
 def candidate_sets(g: Graph, x: int, y: int, sepset, max_set: int) -> list[tuple[int, ...]]:
     """Every set any rule of the grid may test (a superset of what :func:`plan_retests` asks)."""
     sets = set(EvidenceRule(max_set=max_set).sets_for(g, x, y, SET_KINDS))
@@ -122,6 +159,7 @@ def measure(args) -> None:
             rec = pc_kci_cached(cfg, family, args.split, index, cache)
             if args.split == "dev":
                 pvalues_cached(rec, cache)
+                nonlinear_cached(rec, cache)
             w = sum(d["wrong"] for d in rec["deletions"])
             print(f"{family} {args.split} {index} tests={rec['n_tests']} deletions={len(rec['deletions'])} "
                   f"wrong={w} t={time.time() - t0:.0f}s", flush=True)
@@ -141,6 +179,15 @@ def replay(rule: EvidenceRule, rec: dict, pv: dict, table, guided: bool = True) 
             raise KeyError(f"{rec['id']}: no cached p-value for {key}; rerun measure")
         results[(x, y, s, test)] = grade_of(pv[key], table)
     restored = decide_restore(rule, plan, results)
+    if rule.nonlinear is not None and guided:
+        nlv = nonlinear_cached(rec, Path(rec.get("_cache", "/tmp/evidence_cache")), rule.max_set)
+        if rule.nonlinear["screen"] > NL_PRESCREEN or any(rule.nonlinear[k] != NONLINEAR_DEFAULTS[k]
+                                                          for k in ("permutations", "block")):
+            raise ValueError("replay: the cached nonlinear values cover screen <= "
+                             f"{NL_PRESCREEN:g} with the default permutations and block only")
+        jobs = plan_confirm(rule, g, log, nlv["screen"], skip=restored)
+        confirmed = {(x, y): nlv["confirm"][(x, y)] for x, y, _sets in jobs}
+        restored = list(restored) + [k for k in decide_nonlinear(rule, confirmed) if k not in set(restored)]
     out = g.copy()
     from heuresis.graph import Relation
     for x, y in restored:
@@ -163,6 +210,7 @@ def load_dev(args, cfg):
             if not p.exists():
                 continue
             rec = pickle.loads(p.read_bytes())
+            rec["_cache"] = str(cache)
             recs.append((rec, pvalues_cached(rec, cache)))
     return recs
 
@@ -201,13 +249,22 @@ def grid(guided: bool = True):
                     yield EvidenceRule(candidate_grades=cand, max_set=max_set, checks=checks, unguided_checks=checks)
 
 
+def nonlinear_grid(cfg: dict):
+    """The configured KCI/Fisher-z checks, with the nonlinear path off or at each of 12 settings."""
+    spec = {k: v for k, v in cfg["agents"]["evidence"].items()
+            if k not in ("kind", "resamples", "min_dependent_share", "nonlinear")}
+    yield EvidenceRule.from_config(spec)
+    for screen, confirm in itertools.product([1e-4, 1e-6, 1e-8, 1e-10], [0.011, 0.02, 0.05]):
+        yield EvidenceRule.from_config({**spec, "nonlinear": {"screen": screen, "confirm": confirm}})
+
+
 def tune(args) -> None:
     cfg = load_config()
     table = grade_table(cfg)
     recs = load_dev(args, cfg)
     print(f"{len(recs)} dev instances", flush=True)
     scored = []
-    for rule in grid(args.guided):
+    for rule in (nonlinear_grid(cfg) if args.nonlinear else grid(args.guided)):
         rows = [{"family": rec["family"], **replay(rule, rec, pv, table, args.guided)} for rec, pv in recs]
         s = summarize(rows)
         gains = [s[f]["f1"] - s[f]["pc_f1"] for f in args.hard if f in s]
@@ -265,47 +322,70 @@ def run_real(cfg: dict, rec: dict, guided: bool = True, spec: dict | None = None
             "units": int(r["test_units_used"]), "limit": int(r["test_units_limit"]), "edges": r["edges"]}
 
 
-def evaluate(args) -> None:
-    cfg = load_config()
-    cache = Path(args.cache)
-    cache.mkdir(parents=True, exist_ok=True)
+def _episodes(args, cfg, cache: Path, spec: dict, tag: str = "") -> list[dict]:
+    """Real episodes of ``spec`` on the instances of ``args`` (cached per instance, keyed by spec)."""
     rows = []
     t0 = time.time()
     cond = "guided" if args.guided else "unguided"
     for index in range(args.start, args.stop):
         for family in args.families:
             rec = pc_kci_cached(cfg, family, args.split, index, cache)
-            path = cache / f"ep_{cond}_{family}_{args.split}_{index:04d}.json"
-            spec = dict(cfg["agents"]["evidence"])
+            path = cache / f"ep_{cond}{tag}_{family}_{args.split}_{index:04d}.json"
             if path.exists() and json.loads(path.read_text())["spec"] == spec:
                 row = json.loads(path.read_text())["row"]
             else:
                 row = run_real(cfg, rec, guided=args.guided, spec=spec)
                 path.write_text(json.dumps({"spec": spec, "row": row}))
             rows.append(row)
-            print(f"{family} {index} f1={row['f1']:.3f} pc={row['pc_f1']:.3f} right={row['restored_right']} "
-                  f"wrong={row['restored_wrong']} units={row['units']}/{row['limit']} t={time.time() - t0:.0f}s",
-                  flush=True)
-    report(args, cfg, rows, cond)
+            print(f"{tag or 'configured'} {family} {index} f1={row['f1']:.3f} pc={row['pc_f1']:.3f} "
+                  f"right={row['restored_right']} wrong={row['restored_wrong']} units={row['units']}/{row['limit']} "
+                  f"t={time.time() - t0:.0f}s", flush=True)
+    return rows
 
 
-def report(args, cfg, rows, cond) -> None:
+def evaluate(args) -> None:
+    cfg = load_config()
+    cache = Path(args.cache)
+    cache.mkdir(parents=True, exist_ok=True)
+    spec = dict(cfg["agents"]["evidence"])
+    rows = _episodes(args, cfg, cache, spec)
+    ablated = {}
+    for key in args.ablate:      # the same agent without one setting (e.g. the nonlinear path), same instances
+        if key not in spec:
+            raise SystemExit(f"--ablate {key}: not a setting of agents.evidence")
+        ablated[key] = _episodes(args, cfg, cache, {k: v for k, v in spec.items() if k != key}, tag=f"-no-{key}")
+    report(args, cfg, rows, "guided" if args.guided else "unguided", ablated)
+
+
+def report(args, cfg, rows, cond, ablated=None) -> None:
     s = summarize(rows)
     bcfg = cfg.get("bootstrap", {})
+    ablated = ablated or {}
+    boot = dict(resamples=int(bcfg.get("resamples", 2000)), seed=int(bcfg.get("seed", 0)))
+    extra = "".join(f" --ablate {k}" for k in ablated)
     lines = [f"# Evidence agent vs PC-KCI on {args.split} instances ({cond}, standard budget)", "",
              f"Generated by `benchmarks/evidence_agent.py evaluate --split {args.split} --start {args.start} "
-             f"--stop {args.stop}{'' if args.guided else ' --unguided'}`; instances d = {cfg['instances']['d']}, "
+             f"--stop {args.stop}{'' if args.guided else ' --unguided'}{extra}`; "
+             f"instances d = {cfg['instances']['d']}, "
              f"n = {cfg['instances']['n']}, seed {cfg['seed']}; agent settings: config.yaml `agents.evidence`; "
-             f"paired bootstrap over instances ({bcfg.get('resamples', 2000)} resamples, seed {bcfg.get('seed', 0)}).",
+             f"paired bootstrap over instances ({boot['resamples']} resamples, seed {boot['seed']}).",
+             *([] if not args.note else ["", args.note]),
              "", "| family | n | PC-KCI wrong deletions | evidence F1 | PC-KCI F1 | difference [95% CI] | "
-             "restored right | restored wrong |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "restored right | restored wrong |"
+             + "".join(f" without {k}: difference | without {k}: right / wrong |" for k in ablated),
+             "| --- | --- | --- | --- | --- | --- | --- | --- |" + " --- | --- |" * len(ablated)]
     for f, v in s.items():
         rs = [r for r in rows if f == "all" or r["family"] == f]
-        ci = paired_bootstrap([r["f1"] for r in rs], [r["pc_f1"] for r in rs],
-                              resamples=int(bcfg.get("resamples", 2000)), seed=int(bcfg.get("seed", 0)))
+        ci = paired_bootstrap([r["f1"] for r in rs], [r["pc_f1"] for r in rs], **boot)
         wd = sum(r["wrong_deletions"] for r in rs)
-        lines.append(f"| {f} | {v['n']} | {wd} | {v['f1']:.3f} | {v['pc_f1']:.3f} | {ci.fmt()} | {v['right']} | "
-                     f"{v['wrong']} |")
+        line = (f"| {f} | {v['n']} | {wd} | {v['f1']:.3f} | {v['pc_f1']:.3f} | {ci.fmt()} | {v['right']} | "
+                f"{v['wrong']} |")
+        for k, arows in ablated.items():
+            a = summarize(arows)[f]
+            ars = [r for r in arows if f == "all" or r["family"] == f]
+            aci = paired_bootstrap([r["f1"] for r in ars], [r["pc_f1"] for r in ars], **boot)
+            line += f" {aci.fmt()} | {a['right']} / {a['wrong']} |"
+        lines.append(line)
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:
@@ -345,7 +425,9 @@ def main(argv=None) -> None:
         p.add_argument("--cache", default="/tmp/evidence_cache")
         if name == "tune":
             p.add_argument("--top", type=int, default=15)
-            p.add_argument("--hard", nargs="+", default=["wild", "anm", "gauntlet"],
+            p.add_argument("--nonlinear", action="store_true",
+                           help="keep the configured checks; grid over the nonlinear path's thresholds")
+            p.add_argument("--hard", nargs="+", default=["wild", "anm", "gauntlet", "lg"],
                            help="the families where PC-KCI wrongly deletes most (dev, d=10, n=600)")
             p.add_argument("--select", choices=["all", "hard", "maximin"], default="maximin",
                            help="rank rules by mean F1 gain over all families; or by the mean (hard) or the "
@@ -356,6 +438,11 @@ def main(argv=None) -> None:
                            help="the unguided condition (no log: every non-adjacent pair a candidate)")
         if name == "evaluate":
             p.add_argument("--out", default=None, help="write the markdown table here")
+            p.add_argument("--ablate", nargs="*", default=[],
+                           help="also run the configured agent without these settings (e.g. nonlinear) on the "
+                                "same instances and add their columns")
+            p.add_argument("--note", default="", help="a paragraph written under the header (e.g. which instances "
+                                                        "were unseen by every choice)")
     args = ap.parse_args(argv)
     {"measure": measure, "tune": tune, "evaluate": evaluate, "verify": verify}[args.cmd](args)
 

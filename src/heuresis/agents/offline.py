@@ -15,7 +15,9 @@ masked algorithm is PC-KCI; an agent under study never gets it.
   alternative conditioning sets the current graph implies, and restore it, undirected, when every
   check of its :class:`EvidenceRule` passes (e.g. KCI dependent given both endpoints' neighbour
   sets and Fisher-z dependent given each single neighbour), optionally confirmed by a stability
-  check — within the test budget read from the budgets line; then submit.  The planning and the
+  check — within the test budget read from the budgets line; guided and with the code tool offered,
+  also restore the deletions a nonlinear screen and a local permutation test find dependent
+  (programs of :mod:`heuresis.agents.nlcode` sent through ``run_code``); then submit.  The planning and the
   decision are pure functions (:func:`plan_retests`, :func:`decide_restore`) that
   ``benchmarks/evidence_agent.py`` replays on cached p-values to choose the settings on dev.
 
@@ -28,12 +30,13 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 
+from heuresis.agents import nlcode
 from heuresis.agents.base import Agent, AgentReply, register_agent, tool_call
 from heuresis.graph import Graph, Relation
 from heuresis.harness.parse import ParseError, parse_edge_list
 
 __all__ = ["ShortcutAgent", "MergeAgent", "EvidenceAgent", "Check", "EvidenceRule", "RetestPlan", "plan_retests",
-           "decide_restore"]
+           "decide_restore", "plan_screen", "plan_confirm", "decide_nonlinear", "NONLINEAR_DEFAULTS"]
 
 _BUDGET = re.compile(r"test units (\d+)/(\d+)")
 _LOG = re.compile(r"^(X\d+) -- (X\d+) \| given \{(.*?)\} \| (\w+) \| (.+)$", re.M)
@@ -178,6 +181,9 @@ class MergeAgent(_Offline):
 
 # --- the evidence rule: pure planning and decision, shared by the agent and the dev tuner ---------
 SET_KINDS = ("nbrs", "nbrs_all", "union", "singles", "empty")
+#: The nonlinear path (:mod:`heuresis.agents.nlcode` through the code tool); ``screen`` and
+#: ``confirm`` are the p-value thresholds, ``chunk`` the pairs per confirming ``run_code`` call.
+NONLINEAR_DEFAULTS = {"screen": 1e-6, "confirm": 0.011, "permutations": 100, "block": 8, "chunk": 2}
 _LOG_TEST = "kci"     # the test of PC-KCI's deletion log: its logged grade stands for a re-test at the deleting set
 
 
@@ -244,6 +250,14 @@ class EvidenceRule:
     unguided_checks
         The checks of the unguided condition, where no log screens the candidates (every
         non-adjacent pair is one); empty: the same as ``checks``.
+    nonlinear
+        None (off), or the second, alternative path of the guided condition (keys and defaults
+        :data:`NONLINEAR_DEFAULTS`): every logged deletion is screened with the nested-regression
+        F-test of :mod:`heuresis.agents.nlcode` given both ``nbrs`` sets (the larger p counts), and
+        a pair whose screen p is <= ``screen`` is confirmed by the local permutation test given its
+        deleting set and both ``nbrs`` sets (the largest p counts); it is restored when that p is
+        <= ``confirm``.  Both run as programs through the code tool (not charged to the test
+        budget); without the code tool (minimal toolbox) or without a log (unguided) the path is off.
     """
 
     candidate_grades: tuple[str, ...] = ("no evidence (borderline)",)
@@ -252,6 +266,7 @@ class EvidenceRule:
                                  Check("kci", ("nbrs",), "any", ("strong dependence",)))
     max_set: int = 3
     unguided_checks: tuple[Check, ...] = ()
+    nonlinear: Mapping | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.candidate_grades, str):
@@ -263,6 +278,22 @@ class EvidenceRule:
         object.__setattr__(self, "checks", checks)
         object.__setattr__(self, "unguided_checks", tuple(c if isinstance(c, Check) else Check.from_config(c)
                                                           for c in (self.unguided_checks or ())))
+        if self.nonlinear is not None:
+            spec = dict(self.nonlinear)
+            unknown = sorted(set(spec) - set(NONLINEAR_DEFAULTS))
+            if unknown:
+                raise ValueError(f"evidence rule: unknown nonlinear key(s) {unknown}; "
+                                 f"known: {sorted(NONLINEAR_DEFAULTS)}")
+            spec = {**NONLINEAR_DEFAULTS, **spec}
+            for k in ("screen", "confirm"):
+                if not 0.0 < float(spec[k]) <= 1.0:
+                    raise ValueError(f"evidence rule: nonlinear.{k} must be in (0, 1], got {spec[k]!r}")
+            for k in ("permutations", "block", "chunk"):
+                if int(spec[k]) < 1:
+                    raise ValueError(f"evidence rule: nonlinear.{k} must be a positive integer, got {spec[k]!r}")
+            object.__setattr__(self, "nonlinear", {"screen": float(spec["screen"]), "confirm": float(spec["confirm"]),
+                                                   "permutations": int(spec["permutations"]),
+                                                   "block": int(spec["block"]), "chunk": int(spec["chunk"])})
 
     def checks_for(self, guided: bool) -> tuple[Check, ...]:
         return self.checks if guided or not self.unguided_checks else self.unguided_checks
@@ -281,6 +312,8 @@ class EvidenceRule:
         out = {"candidate_grades": list(self.candidate_grades), "max_set": self.max_set, "checks": conf(self.checks)}
         if self.unguided_checks:
             out["unguided_checks"] = conf(self.unguided_checks)
+        if self.nonlinear is not None:
+            out["nonlinear"] = dict(self.nonlinear)
         return out
 
     def describe(self) -> str:
@@ -291,7 +324,12 @@ class EvidenceRule:
                               for c in checks)
         out = f"cand {''.join(short.get(g, g) for g in self.candidate_grades) or 'all'}; max_set {self.max_set}; "
         out += desc(self.checks)
-        return out + (f"; unguided: {desc(self.unguided_checks)}" if self.unguided_checks else "")
+        out += f"; unguided: {desc(self.unguided_checks)}" if self.unguided_checks else ""
+        if self.nonlinear is not None:
+            nl = self.nonlinear
+            out += (f"; OR nonlinear screen <= {nl['screen']:g} & permutation p <= {nl['confirm']:g} "
+                    f"({nl['permutations']} perms, blocks of {nl['block']})")
+        return out
 
     def sets_for(self, g: Graph, x: int, y: int, kinds: Sequence[str]) -> list[tuple[int, ...]]:
         """The conditioning sets of kinds ``kinds`` for pair x, y in graph ``g`` (ordered, unique)."""
@@ -384,6 +422,51 @@ def decide_restore(rule: EvidenceRule, plan: RetestPlan,
     return out
 
 
+def _pair_key(x: int, y: int) -> tuple[int, int]:
+    return (min(x, y), max(x, y))
+
+
+def plan_screen(rule: EvidenceRule, g: Graph, log: Sequence[tuple[int, int, tuple[int, ...], str]] | None
+                ) -> list[list]:
+    """The nonlinear path's screening jobs ``[[x, y, [set, ...]], ...]``: every logged deletion with
+    its two ``nbrs`` sets (pairs without such a set are left out); [] when the path is off or unguided."""
+    if rule.nonlinear is None or log is None:
+        return []
+    jobs, seen = [], set()
+    for x, y, _sep, _grade in log:
+        x, y = _pair_key(x, y)
+        sets = rule.sets_for(g, x, y, ("nbrs",))
+        if sets and (x, y) not in seen:
+            seen.add((x, y))
+            jobs.append([x, y, [list(s) for s in sets]])
+    return jobs
+
+
+def plan_confirm(rule: EvidenceRule, g: Graph, log: Sequence[tuple[int, int, tuple[int, ...], str]] | None,
+                 screened: Mapping[tuple[int, int], float], skip: Sequence[tuple[int, int]] = ()) -> list[list]:
+    """Confirming jobs for the pairs whose screen value is <= ``screen`` (most significant first, pairs in
+    ``skip`` — already restored — left out): each given its deleting set and its ``nbrs`` sets."""
+    if rule.nonlinear is None or log is None:
+        return []
+    sep = {}
+    for x, y, s, _grade in log:
+        sep.setdefault(_pair_key(x, y), tuple(sorted(s)))
+    skip = {_pair_key(x, y) for x, y in skip}
+    hits = sorted((p, k) for k, p in screened.items() if p <= rule.nonlinear["screen"] and k in sep and k not in skip)
+    jobs = []
+    for _p, (x, y) in hits:
+        sets = [sep[(x, y)]] + [s for s in rule.sets_for(g, x, y, ("nbrs",)) if s != sep[(x, y)]]
+        jobs.append([x, y, [list(s) for s in sets]])
+    return jobs
+
+
+def decide_nonlinear(rule: EvidenceRule, confirmed: Mapping[tuple[int, int], float]) -> list[tuple[int, int]]:
+    """The pairs the nonlinear path restores: confirming permutation p <= ``confirm``."""
+    if rule.nonlinear is None:
+        return []
+    return sorted(k for k, p in confirmed.items() if p <= rule.nonlinear["confirm"])
+
+
 @register_agent("evidence")
 class EvidenceAgent(_Offline):
     """Re-tests PC-KCI's doubtful deletions under alternative sets; restores robustly dependent pairs.
@@ -392,11 +475,16 @@ class EvidenceAgent(_Offline):
        from the agent's parameters (guided: the logged deletions with the chosen grades; unguided:
        run PC-KCI through the masked tool, every non-adjacent pair), within the test budget read
        from the budgets line; every test is one ``ci_test`` tool call.
+       With the nonlinear path on (guided, code tool offered), the same turn sends one ``run_code``
+       program that screens every logged deletion (:func:`plan_screen`, :mod:`.nlcode`).
     3. *Decide*: :func:`decide_restore` on the grades read back from the tool results.
     4. *Stability* (optional, ``resamples`` > 0 and the tool offered): pairs that pass are
        re-tested on ``resamples`` subsamples at their weakest alternative set and kept when at
        least ``min_dependent_share`` of them come out dependent.
-    5. Restore the pairs, undirected, and submit.
+    5. *Nonlinear path*: the screened pairs below the threshold (:func:`plan_confirm`) go to local
+       permutation tests, ``chunk`` pairs per ``run_code`` call; :func:`decide_nonlinear` adds the
+       confirmed ones.  A failed or truncated program confirms nothing.
+    6. Restore the pairs, undirected, and submit.
 
     The settings in config.yaml (``agents.evidence``) were chosen on dev instances by
     ``benchmarks/evidence_agent.py``; the measured numbers are in the README (Stage 4).
@@ -412,6 +500,7 @@ class EvidenceAgent(_Offline):
         self.log: list[tuple[int, int, tuple[int, ...], str]] | None = None
         self.plan: RetestPlan | None = None
         self.passed: list[tuple[int, int]] = []
+        self.screened: dict[tuple[int, int], float] = {}
         self._tools: list[dict] | None = None
 
     def _start_guided(self, messages, names) -> None:
@@ -429,6 +518,9 @@ class EvidenceAgent(_Offline):
     def _grade(result: str) -> str | None:
         hit = re.search(r"\}: (.+?) \(verdict: ", result)
         return hit.group(1).strip() if hit and not result.startswith("ERROR") else None
+
+    def _offered(self, tool: str) -> bool:
+        return tool in {t["function"]["name"] for t in (self._tools or [])}
 
     def act(self, messages, results):
         names = _names(messages)
@@ -457,15 +549,24 @@ class EvidenceAgent(_Offline):
                 tc = tool_call("ci_test", {"x": names[x], "y": names[y], "given": [names[k] for k in s], "test": test})
                 self.pending[tc["id"]] = (x, y, s, test)
                 calls.append(tc)
+            jobs = plan_screen(self.rule, self.best, self.log) if self._offered("run_code") else []
+            if jobs:   # the nonlinear screen: one program through the code tool (no test units)
+                tc = tool_call("run_code", {"code": nlcode.program("screen", jobs)})
+                self.pending[tc["id"]] = ("screen",)
+                calls.append(tc)
             self.phase = "decide"
             if calls:
                 return _msg(calls)
         if self.phase == "decide":
-            grades = {key: self._grade(results.get(cid, "ERROR")) for cid, key in self.pending.items()}
+            grades = {key: self._grade(results.get(cid, "ERROR")) for cid, key in self.pending.items()
+                      if key != ("screen",)}
+            self.screened = {}
+            for cid, key in self.pending.items():
+                if key == ("screen",):
+                    self.screened = self._code_values(results.get(cid, "ERROR"))
             self.passed = decide_restore(self.rule, self.plan, grades)
             self.pending = {}
-            offered = {t["function"]["name"] for t in (self._tools or [])}
-            if self.resamples > 0 and "stability_check" in offered:
+            if self.resamples > 0 and self._offered("stability_check"):
                 calls = []
                 for x, y in self.passed:
                     if self.resamples > left:
@@ -480,7 +581,7 @@ class EvidenceAgent(_Offline):
                 self.phase = "stability"
                 if calls:
                     return _msg(calls)
-            self.phase = "restore"
+            self.phase = "nonlinear"
         if self.phase == "stability":
             keep = []
             for cid, (x, y) in self.pending.items():
@@ -490,6 +591,29 @@ class EvidenceAgent(_Offline):
                     if dep_n / max(1, dep_n + ind_n) >= self.min_share:
                         keep.append((x, y))
             self.passed = keep
+            self.phase = "nonlinear"
+        if self.phase == "nonlinear":
+            jobs = plan_confirm(self.rule, self.best, self.log, self.screened, skip=self.passed)
+            self.pending = {}
+            calls = []
+            if jobs:
+                nl = self.rule.nonlinear
+                for k in range(0, len(jobs), nl["chunk"]):
+                    tc = tool_call("run_code", {"code": nlcode.program("confirm", jobs[k:k + nl["chunk"]],
+                                                                       permutations=nl["permutations"],
+                                                                       block=nl["block"])})
+                    self.pending[tc["id"]] = ("confirm",)
+                    calls.append(tc)
+            self.phase = "confirm"
+            if calls:
+                return _msg(calls)
+        if self.phase == "confirm":
+            confirmed: dict[tuple[int, int], float] = {}
+            for cid in self.pending:
+                confirmed.update(self._code_values(results.get(cid, "ERROR")))
+            self.passed = list(self.passed) + [k for k in decide_nonlinear(self.rule, confirmed)
+                                               if k not in set(self.passed)]
+            self.pending = {}
             self.phase = "restore"
         if self.phase == "restore":
             g = self.best.copy()
@@ -498,6 +622,14 @@ class EvidenceAgent(_Offline):
             self.best = g
             self.phase = "done"
         return _submit(self.best)
+
+    @staticmethod
+    def _code_values(result: str) -> dict[tuple[int, int], float]:
+        """The ``x y value`` lines of a finished code-tool run ({} when it failed or hit a limit)."""
+        if result.startswith("ERROR") or not result.startswith("exit code 0"):
+            return {}
+        body = _body(result).split("stdout:", 1)[-1].split("stderr (end):", 1)[0]
+        return nlcode.parse(body)
 
     def respond(self, messages: list[dict], tools: list[dict]) -> AgentReply:
         self._tools = tools
