@@ -82,7 +82,7 @@ def make_data(args, i: int):
 
 # --------------------------------------------------------------------- CIT adapters
 LOG: list = []  # (key, depth, p, seconds) for every cache-miss evaluation
-IMPLS: list = []  # heuresis KCI objects of the runs (for cache statistics)
+IMPLS: list = []  # heuresis KCI objects of the runs (for cache statistics; caches freed after each run)
 
 
 class LoggedCausalLearnKCI(cl_cit.KCI):
@@ -170,6 +170,7 @@ def main(argv=None) -> int:
         fam, data = make_data(args, i)
         g_cl, log_cl, t_cl, _ = run_pc(data, "bench_cl_kci")
         g_us, log_us, t_us, _ = run_pc(data, "bench_heuresis_kci")
+        IMPLS[-1]._mats.clear()  # keep the counters, free the matrices (peak RSS = one run's)
         graph_eq = bool(np.array_equal(g_cl, g_us))
         keys_cl = [k for k, *_ in log_cl]
         keys_us = [k for k, *_ in log_us]
