@@ -14,13 +14,35 @@ try:
 except ConfigError as exc:
     raise WorkflowError(str(exc))
 
-# a configured LLM agent without its credential stops the workflow here, not hours in
+# Credentials of the configured LLM agents: a missing one is named here, when the workflow is read
+# (a warning, so a dry run shows it), and stops the workflow at start, before any job runs, when a
+# job about to run needs that agent (onstart below). Targets that need no LLM (Figure 1b, Table 2,
+# ...) therefore build without the keys; `heuresis check-config` checks every configured agent.
 from heuresis.agents.llm import CredentialsError, check_credentials
+from snakemake.logging import logger as _logger
 
 try:
     check_credentials(config)
 except CredentialsError as exc:
-    raise WorkflowError(str(exc))
+    _logger.warning(f"WARNING: {exc} Jobs that need such an agent will not start.")
+
+
+def llm_agents_of(job):
+    """The agents a job runs: episode, leakage and game-play jobs their `agent`, judgements their `judge`."""
+    w = job.wildcards_dict
+    if "judge" in w:  # the played agent's plays are inputs here: only the judge is called
+        return {w["judge"]}
+    return {w["agent"]} if "agent" in w else set()
+
+
+onstart:
+    needed = set()
+    for _job in workflow.dag.needrun_jobs():
+        needed |= llm_agents_of(_job)
+    try:
+        check_credentials(config, agents=needed)
+    except CredentialsError as exc:
+        raise WorkflowError(str(exc))
 
 FAMILIES = list(config["families"])
 

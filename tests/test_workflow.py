@@ -114,8 +114,11 @@ def test_bad_config_fails_at_start_naming_the_key(workdir):
     assert "config key families.broken.root_noise" in text
 
 
-def test_missing_llm_credential_stops_workflow_at_start(workdir, monkeypatch):
-    """An LLM agent in an active grid without its key: the dry run already fails, naming the variable."""
+def test_missing_llm_credential_stops_workflow_at_start(tmp_path, monkeypatch):
+    """An LLM agent in an active grid without its key: the dry run names the variable (a warning),
+    a run whose jobs need the agent stops at start before any job runs, and a target that needs no
+    LLM builds without the key."""
+    workdir = copy_workflow(tmp_path / "wf")
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     (workdir / "config" / "llm.yaml").write_text(
         "agents:\n"
@@ -124,11 +127,16 @@ def test_missing_llm_credential_stops_workflow_at_start(workdir, monkeypatch):
         "  grids:\n"
         "    quick: {agents: [shortcut, gpt]}\n"
     )
-    proc = _snakemake(workdir, "-n", "--configfile", "config/quick.yaml", "config/llm.yaml", check=False)
+    named = "agent 'gpt' (model openai/gpt-5) needs the environment variable OPENAI_API_KEY"
+    conf = ["--configfile", "config/quick.yaml", "config/llm.yaml"]
+    dry = _snakemake(workdir, "-n", *conf)
+    assert named in dry.stdout + dry.stderr and "results/episodes/gpt/" in dry.stdout
+    proc = _snakemake(workdir, *conf, check=False)
     text = proc.stdout + proc.stderr
-    assert proc.returncode != 0
-    assert "agent 'gpt' (model openai/gpt-5) needs the environment variable OPENAI_API_KEY" in text
-    assert "rule instances" not in text          # nothing was planned or run
+    assert proc.returncode != 0 and named in text
+    assert "rule instances" not in text and not (workdir / "results").exists()   # nothing ran
+    one = _snakemake(workdir, "results/truth/lg/dev/graphs.parquet", *conf)
+    assert one.returncode == 0 and (workdir / "results/truth/lg/dev/graphs.parquet").exists()
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-key")
-    dry = _snakemake(workdir, "-n", "--configfile", "config/quick.yaml", "config/llm.yaml").stdout
-    assert "results/episodes/gpt/" in dry
+    dry = _snakemake(workdir, "-n", *conf)
+    assert named not in dry.stdout + dry.stderr and "results/episodes/gpt/" in dry.stdout

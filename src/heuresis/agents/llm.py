@@ -116,10 +116,17 @@ def llm_agents_in_use(config: Mapping) -> dict[str, dict]:
     return {a: dict(agents[a]) for a in sorted(used) if a in agents and agents[a].get("kind") == "llm"}
 
 
-def check_credentials(config: Mapping) -> None:
-    """Fail, naming every missing variable and the agent that needs it, before anything runs."""
-    missing = [(name, var, spec["model"]) for name, spec in llm_agents_in_use(config).items()
-               for var in missing_credentials(spec)]
+def check_credentials(config: Mapping, agents: Iterable[str] | None = None) -> None:
+    """Fail, naming every missing variable and the agent that needs it, before anything runs.
+
+    ``agents``: check only these agent names (those the jobs about to run need); None: every
+    ``llm`` agent the config uses (:func:`llm_agents_in_use`).
+    """
+    used = llm_agents_in_use(config)
+    if agents is not None:
+        wanted = set(agents)
+        used = {a: spec for a, spec in used.items() if a in wanted}
+    missing = [(name, var, spec["model"]) for name, spec in used.items() for var in missing_credentials(spec)]
     if missing:
         lines = [f"agent {a!r} (model {m}) needs the environment variable {v}, which is not set" for a, v, m in missing]
         raise CredentialsError("missing credentials: " + "; ".join(lines)
