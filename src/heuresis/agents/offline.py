@@ -546,24 +546,21 @@ class EvidenceAgent(_Offline):
             self.pending = {}
             calls = []
             for x, y, s, test in self.plan.tests:
-                tc = tool_call("ci_test", {"x": names[x], "y": names[y], "given": [names[k] for k in s], "test": test})
-                self.pending[tc["id"]] = (x, y, s, test)
-                calls.append(tc)
+                self._queue(calls, (x, y, s, test), "ci_test",
+                            {"x": names[x], "y": names[y], "given": [names[k] for k in s], "test": test})
             jobs = plan_screen(self.rule, self.best, self.log) if self._offered("run_code") else []
             if jobs:   # the nonlinear screen: one program through the code tool (no test units)
-                tc = tool_call("run_code", {"code": nlcode.program("screen", jobs)})
-                self.pending[tc["id"]] = ("screen",)
-                calls.append(tc)
+                self._queue(calls, ("screen",), "run_code", {"code": nlcode.program("screen", jobs)})
             self.phase = "decide"
             if calls:
                 return _msg(calls)
         if self.phase == "decide":
-            grades = {key: self._grade(results.get(cid, "ERROR")) for cid, key in self.pending.items()
-                      if key != ("screen",)}
-            self.screened = {}
+            grades, self.screened = {}, {}
             for cid, key in self.pending.items():
                 if key == ("screen",):
                     self.screened = self._code_values(results.get(cid, "ERROR"))
+                else:
+                    grades[key] = self._grade(results.get(cid, "ERROR"))
             self.passed = decide_restore(self.rule, self.plan, grades)
             self.pending = {}
             if self.resamples > 0 and self._offered("stability_check"):
@@ -574,10 +571,9 @@ class EvidenceAgent(_Offline):
                     left -= self.resamples
                     # the first set of the first check, under that check's test
                     s, test = self.plan.reads[(x, y)][0][0]
-                    tc = tool_call("stability_check", {"x": names[x], "y": names[y], "given": [names[k] for k in s],
-                                                       "test": test, "resamples": self.resamples})
-                    self.pending[tc["id"]] = (x, y)
-                    calls.append(tc)
+                    self._queue(calls, (x, y), "stability_check", {"x": names[x], "y": names[y],
+                                                                   "given": [names[k] for k in s], "test": test,
+                                                                   "resamples": self.resamples})
                 self.phase = "stability"
                 if calls:
                     return _msg(calls)
@@ -599,11 +595,9 @@ class EvidenceAgent(_Offline):
             if jobs:
                 nl = self.rule.nonlinear
                 for k in range(0, len(jobs), nl["chunk"]):
-                    tc = tool_call("run_code", {"code": nlcode.program("confirm", jobs[k:k + nl["chunk"]],
-                                                                       permutations=nl["permutations"],
-                                                                       block=nl["block"])})
-                    self.pending[tc["id"]] = ("confirm",)
-                    calls.append(tc)
+                    self._queue(calls, ("confirm",), "run_code",
+                                {"code": nlcode.program("confirm", jobs[k:k + nl["chunk"]],
+                                                        permutations=nl["permutations"], block=nl["block"])})
             self.phase = "confirm"
             if calls:
                 return _msg(calls)
@@ -611,8 +605,8 @@ class EvidenceAgent(_Offline):
             confirmed: dict[tuple[int, int], float] = {}
             for cid in self.pending:
                 confirmed.update(self._code_values(results.get(cid, "ERROR")))
-            self.passed = list(self.passed) + [k for k in decide_nonlinear(self.rule, confirmed)
-                                               if k not in set(self.passed)]
+            done = set(self.passed)
+            self.passed = list(self.passed) + [k for k in decide_nonlinear(self.rule, confirmed) if k not in done]
             self.pending = {}
             self.phase = "restore"
         if self.phase == "restore":
@@ -622,6 +616,12 @@ class EvidenceAgent(_Offline):
             self.best = g
             self.phase = "done"
         return _submit(self.best)
+
+    def _queue(self, calls: list[dict], key: tuple, tool: str, args: dict) -> None:
+        """Append a call of ``tool`` to ``calls``; its result is read back under ``key``."""
+        tc = tool_call(tool, args)
+        self.pending[tc["id"]] = key
+        calls.append(tc)
 
     @staticmethod
     def _code_values(result: str) -> dict[tuple[int, int], float]:
