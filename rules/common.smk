@@ -149,7 +149,7 @@ def target_outputs():
 
 
 # --- episodes ------------------------------------------------------------------------------------
-from heuresis.config import episode_jobs as _episode_jobs
+from heuresis.config import episode_job_config as _episode_job_config, episode_jobs as _episode_jobs
 
 EPISODE_JOBS = _episode_jobs(config)
 
@@ -157,6 +157,11 @@ EPISODE_JOBS = _episode_jobs(config)
 def episode_indices(wildcards):
     n = n_instances(wildcards)
     return _shard_indices(int(wildcards.shard), n, config["episodes"]["shard_size"])
+
+
+def episode_config(wildcards):
+    """The part of the episodes section the job depends on (its budget, the code tool, alpha)."""
+    return _episode_job_config(config, wildcards.condition_id)
 
 
 def agent_spec(wildcards):

@@ -22,7 +22,7 @@ rule episodes:
     params:
         agent_spec=agent_spec,
         indices=episode_indices,
-        episodes=config["episodes"],
+        episodes=episode_config,
         menu=config["references"]["algorithms"],
         grades=config["grades"],
         seed=config["seed"],

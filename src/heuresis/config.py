@@ -344,6 +344,23 @@ def reference_batches(config: Mapping) -> list[list[str]]:
     return [b for b in batches if b] + [[a] for a in swept if a not in listed]
 
 
+def episode_job_config(config: Mapping, condition_id: str) -> dict:
+    """The slice of the ``episodes`` section one episode job depends on.
+
+    Only the job's own budget, the code tool's settings and the test level: adding a grid, a
+    budget or an agent elsewhere in the section leaves every existing job's params unchanged, so
+    Snakemake reruns nothing that was already paid for.
+    """
+    from heuresis.harness.conditions import Condition
+
+    episodes = config["episodes"]
+    budget = Condition.from_id("", condition_id).budget
+    if budget not in episodes["budgets"]:
+        raise ConfigError(f"config key episodes.budgets.{budget}: unknown budget of condition {condition_id!r}")
+    return {"budgets": {budget: dict(episodes["budgets"][budget])}, "code_tool": dict(episodes.get("code_tool", {})),
+            "alpha": episodes.get("alpha", 0.05)}
+
+
 def episode_jobs(config: Mapping) -> list[dict]:
     """Every episode job: agent, condition_id, family, split, shard (one Parquet each)."""
     from heuresis.harness.conditions import expand_conditions
