@@ -360,13 +360,9 @@ def game_plays(agent=None, mode=None):
             if agent in (None, j["agent"]) and mode in (None, j["mode"])]
 
 
-def game_plays_of(wildcards):
-    """The plays a judgement job scores: every scenario of one agent x mode."""
-    return game_plays(wildcards.agent, wildcards.mode)
-
-
 def game_judgements():
-    return [f"results/games/judgements/{j}/{a}/{m}.parquet" for j in GAMES["judges"] for a, m in GAME_AGENT_MODES]
+    return [f"results/games/judgements/{j}/{a}/{m}/{s}.parquet" for j in GAMES["judges"] for a, m in GAME_AGENT_MODES
+            for s in sorted(GAME_SCENARIOS)]
 
 
 def game_bootstrap():

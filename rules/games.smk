@@ -1,6 +1,7 @@
 # The games track (GAMES.md; README "Games track"): references per scenario, plays per
 # agent x mode x scenario (checkpointed per play; transcripts under results/games/transcripts/),
-# judgements per judge x agent x mode, then each table and figure as its own rule.
+# judgements per judge x agent x mode x scenario (adding a scenario judges only its plays), then
+# each table and figure as its own rule.
 
 
 rule games_references:
@@ -64,13 +65,14 @@ rule games_judgements:
         judge="|".join(GAMES["judges"]) or "none",
         agent="|".join(GAMES["agents"]) or "none",
         mode="tools|prompt",
+        scenario="|".join(GAME_SCENARIOS) or "none",
     input:
-        plays=game_plays_of,
-        references=game_references(),
+        plays="results/games/plays/{agent}/{mode}/{scenario}.parquet",
+        references="results/games/references/{scenario}.parquet",
     output:
-        "results/games/judgements/{judge}/{agent}/{mode}.parquet",
+        "results/games/judgements/{judge}/{agent}/{mode}/{scenario}.parquet",
     log:
-        "logs/games/judgements/{judge}/{agent}/{mode}.log",
+        "logs/games/judgements/{judge}/{agent}/{mode}/{scenario}.log",
     params:
         spec=game_judge_spec,
         folder=GAME_FOLDER,
