@@ -26,7 +26,7 @@ import numpy as np
 import yaml
 from jsonschema import Draft202012Validator
 
-from heuresis.config import with_defaults
+from heuresis.config import ConfigError, read_yaml, with_defaults
 
 __all__ = ["ScenarioError", "DesignError", "DesignSpace", "Scenario", "load_scenario", "load_scenarios",
            "scenario_dir", "SCENARIO_DIR"]
@@ -224,9 +224,9 @@ _REPLACED = {"trap_design", "standard_design", "history"}
 
 def _read(path: Path, seen: tuple[str, ...] = ()) -> dict:
     try:
-        raw = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as exc:
-        raise ScenarioError(f"scenario {path.stem!r}: not valid YAML: {exc}") from None
+        raw = read_yaml(path, "scenario file") or {}
+    except ConfigError as exc:
+        raise ScenarioError(f"scenario {path.stem!r}: {exc}") from None
     if not isinstance(raw, dict):
         raise ScenarioError(f"scenario {path.stem!r}: the file must hold a mapping")
     parent = raw.get("extends")
