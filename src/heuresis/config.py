@@ -198,8 +198,19 @@ def _semantic_errors(config: dict) -> list[str]:
     if "games" in config:
         from heuresis.games.workflow import config_errors as _games_errors
 
+        msgs.extend(_games_search_errors(config))
         msgs.extend(_games_errors(config))
     return msgs
+
+
+def _games_search_errors(config: dict) -> list[str]:
+    """``games.search`` overrides a scenario's ``search``: the scenario schema's declaration applies."""
+    from heuresis.games.scenario import _schema as scenario_schema
+
+    node = scenario_schema()["properties"]["search"]
+    validator = StrictValidator({k: v for k, v in node.items() if k != "default"})
+    return _format_errors(validator.iter_errors(config["games"].get("search", {})),
+                          lambda path: f"config key games.search.{_key(path)}" if path else "config key games.search")
 
 
 def _repairs_errors(config: dict) -> list[str]:
@@ -493,6 +504,9 @@ def _read_config_file(path: str | Path) -> dict:
         return {}
     if not isinstance(data, dict):
         raise ConfigError(f"config file {path}: must hold a mapping of config keys, got a {type(data).__name__}")
+    if "__use_yte__" in data:
+        raise ConfigError(f"config file {path}: a YTE template (__use_yte__), whose Python expressions Snakemake "
+                          f"evaluates when it reads the file; a config holds plain YAML only")
     return data
 
 

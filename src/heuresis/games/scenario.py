@@ -24,9 +24,8 @@ from typing import Any
 
 import numpy as np
 import yaml
-from jsonschema import Draft202012Validator
 
-from heuresis.config import ConfigError, read_yaml, with_defaults
+from heuresis.config import ConfigError, StrictValidator, read_yaml, with_defaults
 
 __all__ = ["ScenarioError", "DesignError", "DesignSpace", "Scenario", "load_scenario", "load_scenarios",
            "scenario_dir", "SCENARIO_DIR"]
@@ -243,7 +242,7 @@ def _read(path: Path, seen: tuple[str, ...] = ()) -> dict:
 
 
 def _errors(name: str, spec: dict) -> list[str]:
-    validator = with_defaults(Draft202012Validator)(_schema())
+    validator = with_defaults(StrictValidator)(_schema())
     msgs = []
     for err in sorted(validator.iter_errors(spec), key=lambda e: list(map(str, e.absolute_path))):
         key = ".".join(str(p) for p in err.absolute_path) or "<top level>"
