@@ -9,6 +9,7 @@ ranges, kinds that need a noise range).  Every error names the offending config 
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import json
 import re
@@ -32,7 +33,9 @@ class ConfigError(ValueError):
     """A configuration problem; the message names the offending key."""
 
 
+@functools.lru_cache(maxsize=1)
 def _schema() -> dict:
+    """The parsed config schema (cached: read it, never modify it)."""
     text = resources.files("heuresis").joinpath("data/config.schema.yaml").read_text()
     return yaml.safe_load(text)
 
