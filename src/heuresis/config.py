@@ -1,9 +1,13 @@
 """Loading and validating the workflow configuration.
 
 Validation is two-step: the JSON schema (``heuresis/data/config.schema.yaml``, also linked as
-``workflow/schemas/config.schema.yaml``) fills defaults and checks types and required keys; the
-semantic checks here catch what a schema cannot say (unknown mechanism kinds, inverted
-ranges, kinds that need a noise range).  Every error names the offending config key.
+``workflow/schemas/config.schema.yaml``) fills defaults and checks types (integers written as
+integers), bounds and required keys; the semantic checks here catch what a schema cannot say
+(unknown mechanism kinds, inverted ranges, kinds that need a noise range, expected_degree
+<= d - 1, family overrides against the kind's declared constants).  Every error names the
+offending config key and, for a type or a bound, what the key allows.  Files are read with
+:func:`read_yaml`: safe loading only, a duplicated key is an error, and every problem is one
+line naming the file and line (docs/config-validation.md).
 """
 
 from __future__ import annotations
