@@ -344,6 +344,13 @@ def _episode_errors(config: dict) -> list[str]:
     for name, spec in agents.items():
         if spec.get("kind") not in AGENTS:
             msgs.append(f"config key agents.{name}.kind: unknown agent kind {spec.get('kind')!r}; known: {sorted(AGENTS)}")
+        elif spec.get("kind") != "llm":   # offline agents check their parameters when built
+            from heuresis.agents.base import make_agent
+
+            try:
+                make_agent(name, spec)
+            except (ValueError, TypeError) as exc:
+                msgs.append(f"config key agents.{name}: {exc}")
         if spec.get("kind") == "merge" and "k" in spec and spec["k"] > len(menu) - 1:
             msgs.append(f"config key agents.{name}.k: {spec['k']} other menu algorithms can never join a pair "
                         f"(the menu has {len(menu) - 1} besides pc_kci; allowed: 1 <= k <= {len(menu) - 1})")
