@@ -300,3 +300,24 @@ def test_verify_artifacts_missing_folder(tmp_path, capsys):
 
     assert main(["verify-artifacts", str(tmp_path / "nope")]) == 2
     assert f"no results folder {tmp_path / 'nope'}" in capsys.readouterr().err
+
+
+def test_broken_scenario_file_named_at_start(paper_config, tmp_path):
+    """A scenario file with a YAML error fails config validation naming the file and line."""
+    (tmp_path / "broken.yaml").write_text("name: broken\nseed: [1\n")
+    cfg = copy.deepcopy(paper_config)
+    cfg["games"].update(scenarios_dir=str(tmp_path), scenarios=["broken"])
+    with pytest.raises(ConfigError) as info:
+        validate_config(cfg)
+    assert (f"config key games.scenarios: scenario 'broken': scenario file {tmp_path / 'broken.yaml'}, line 3, "
+            f"column 1: while parsing a flow sequence (started on line 2, column 7)") in str(info.value)
+
+
+@pytest.mark.parametrize("folder,words", [("nope", "no scenario folder {d}/nope"),
+                                          ("empty", "no scenario file (*.yaml) in {d}/empty")])
+def test_game_references_without_scenarios(tmp_path, capsys, folder, words):
+    from heuresis.cli import main
+
+    (tmp_path / "empty").mkdir()
+    assert main(["game-references", "--scenarios", str(tmp_path / folder)]) == 2
+    assert words.format(d=tmp_path) in capsys.readouterr().err

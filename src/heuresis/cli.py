@@ -216,6 +216,8 @@ def cmd_game_references(args: argparse.Namespace) -> int:
     from heuresis.provenance import code_version
 
     scns = load_scenarios(args.scenarios, args.scenario or None)
+    if not scns:
+        raise ValueError(f"no scenario file (*.yaml) in {args.scenarios or 'config/games'}")
     out: dict = {"_about": {"command": "heuresis game-references", "code": code_version(),
                             "note": "optimum by CRN search (search.drones), verified on search.verify_fleets fresh "
                                     "1,000-drone fleets; trap and standard on the same fleets"}}

@@ -309,6 +309,8 @@ def load_scenario(name_or_path: str | Path, folder: str | Path | None = None) ->
 def load_scenarios(folder: str | Path | None = None, names: Iterable[str] | None = None) -> dict[str, Scenario]:
     """Every scenario of ``folder`` (default ``config/games``), by name, validated."""
     folder = Path(folder or scenario_dir())
+    if not folder.is_dir():
+        raise ScenarioError(f"no scenario folder {folder}")
     wanted = list(names) if names is not None else sorted(p.stem for p in folder.glob("*.yaml"))
     return {n: load_scenario(n, folder) for n in wanted}
 
