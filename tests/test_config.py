@@ -321,3 +321,20 @@ def test_game_references_without_scenarios(tmp_path, capsys, folder, words):
     (tmp_path / "empty").mkdir()
     assert main(["game-references", "--scenarios", str(tmp_path / folder)]) == 2
     assert words.format(d=tmp_path) in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("override,words", [
+    ("combat: {waves: 2.0}", "key combat.waves: 2.0 is not of type 'integer' (allowed: an integer in [1, 10])"),
+    ("seed: 4294967296", "key seed: 4294967296 is greater than the maximum of 4294967295"),
+    ("budgets: {stage2_fleet: 100000000}", "key budgets.stage2_fleet: 100000000 is greater than the maximum of 1000000"),
+])
+def test_scenario_values_name_key_and_range(root, tmp_path, override, words):
+    import shutil
+
+    from heuresis.games.scenario import ScenarioError, load_scenario
+
+    shutil.copy(root / "config/games/antenna_base.yaml", tmp_path / "antenna_base.yaml")
+    (tmp_path / "bad_one.yaml").write_text(f"extends: antenna_base\nname: bad_one\n{override}\n")
+    with pytest.raises(ScenarioError) as info:
+        load_scenario("bad_one", tmp_path)
+    assert f"scenario 'bad_one': {words}" in str(info.value)

@@ -110,7 +110,7 @@ def _resolve(ref: str) -> dict:
 _RANGE_VALIDATORS = {"type", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}
 
 
-def _format_errors(errors, key_of) -> list[str]:
+def format_errors(errors, key_of) -> list[str]:
     """One line per schema error: the key, jsonschema's message and, for a type or bound, what the key allows."""
     msgs = []
     for err in sorted(errors, key=lambda e: list(map(str, e.absolute_path))):
@@ -126,7 +126,7 @@ def _format_errors(errors, key_of) -> list[str]:
 
 def _schema_errors(config: dict) -> list[str]:
     validator = with_defaults(StrictValidator)(_schema())
-    return _format_errors(validator.iter_errors(config), lambda path: f"config key {_key(path)}")
+    return format_errors(validator.iter_errors(config), lambda path: f"config key {_key(path)}")
 
 
 def _check_range(key: str, value, msgs: list[str], allow_negative: bool = False) -> None:
@@ -216,7 +216,7 @@ def _games_search_errors(config: dict) -> list[str]:
 
     node = scenario_schema()["properties"]["search"]
     validator = StrictValidator({k: v for k, v in node.items() if k != "default"})
-    return _format_errors(validator.iter_errors(config["games"].get("search", {})),
+    return format_errors(validator.iter_errors(config["games"].get("search", {})),
                           lambda path: f"config key games.search.{_key(path)}" if path else "config key games.search")
 
 
@@ -409,7 +409,7 @@ def _override_errors(key: str, kind: str, constants: Mapping, params: Mapping, s
     msgs = [f"config key {key}.{k}: not a constant of kind {kind!r}; known: {known}" for k in params if k not in known]
     merged = {**constants, **{k: v for k, v in params.items() if k in known}}
     validator = StrictValidator({"$defs": root["$defs"], **node})
-    msgs.extend(_format_errors(validator.iter_errors(merged), lambda path: f"config key {key}.{_key(path)}"))
+    msgs.extend(format_errors(validator.iter_errors(merged), lambda path: f"config key {key}.{_key(path)}"))
     if not msgs:   # ordering of the merged ranges (sign and type are the schema's)
         for k, v in params.items():
             if isinstance(v, list) and len(v) == 2:

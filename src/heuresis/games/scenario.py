@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from heuresis.config import ConfigError, StrictValidator, read_yaml, with_defaults
+from heuresis.config import ConfigError, StrictValidator, format_errors, read_yaml, with_defaults
 
 __all__ = ["ScenarioError", "DesignError", "DesignSpace", "Scenario", "load_scenario", "load_scenarios",
            "scenario_dir", "SCENARIO_DIR"]
@@ -243,14 +243,8 @@ def _read(path: Path, seen: tuple[str, ...] = ()) -> dict:
 
 def _errors(name: str, spec: dict) -> list[str]:
     validator = with_defaults(StrictValidator)(_schema())
-    msgs = []
-    for err in sorted(validator.iter_errors(spec), key=lambda e: list(map(str, e.absolute_path))):
-        key = ".".join(str(p) for p in err.absolute_path) or "<top level>"
-        if err.validator == "required" and "'" in err.message:
-            key = ".".join([*map(str, err.absolute_path), err.message.split("'")[1]])
-            msgs.append(f"scenario {name!r}: key {key}: missing (required)")
-        else:
-            msgs.append(f"scenario {name!r}: key {key}: {err.message}")
+    msgs = format_errors(validator.iter_errors(spec),
+                         lambda path: f"scenario {name!r}: key {'.'.join(map(str, path)) or '<top level>'}")
     if msgs:
         return msgs
     return _semantic_errors(name, spec)
