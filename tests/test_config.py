@@ -66,6 +66,8 @@ CASES = [
      "verification.scales.small.dsep.d.1", "10.5 is not of type 'integer' (allowed: an integer in [2, 1000])"),
     ("node count below 2", lambda c: c["verification"]["scales"]["large"]["oracle_pc"].update(d=[1, 8]),
      "verification.scales.large.oracle_pc.d.0", "1 is less than the minimum of 2"),
+    ("unknown foundation model", lambda c: c["headroom"].update(foundation_models=["cdfm", "tabpfn"]),
+     "headroom.foundation_models.1", "unknown foundation model 'tabpfn'; known: ['cdfm', 'tabcausal']"),
     ("string for a number", lambda c: c["mechanisms"]["mlp"].update(bias_sd="1.0"), "mechanisms.mlp.bias_sd",
      "'1.0' is not of type 'number' (allowed: a number >= 0)"),
     ("zero weight sd", lambda c: c["mechanisms"]["mlp"].update(output_weight_sd=0), "mechanisms.mlp.output_weight_sd",

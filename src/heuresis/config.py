@@ -299,6 +299,12 @@ def _reference_errors(config: dict) -> list[str]:
             elif name in seen:
                 msgs.append(f"config key references.batches.{k}: {name!r} is already in batch {seen[name]}")
             seen.setdefault(name, k)
+    from heuresis.foundation import FOUNDATION_MODELS
+
+    for k, m in enumerate(config.get("headroom", {}).get("foundation_models", [])):
+        if m not in FOUNDATION_MODELS:
+            msgs.append(f"config key headroom.foundation_models.{k}: unknown foundation model {m!r}; "
+                        f"known: {sorted(FOUNDATION_MODELS)}")
     if "grades" in config:
         try:
             validate_grades([(g["upto"], g["label"]) for g in config["grades"]])
