@@ -2,14 +2,18 @@
 # Helpers live here, not as lambdas inside rules.
 
 try:
-    from heuresis.config import ConfigError, SPLITS, validate_config
+    from heuresis.config import ConfigError, SPLITS, check_config_files, validate_config
     from heuresis import instances as _instances
 except ImportError as exc:  # the package must be installed (README: pip install -e .)
     raise WorkflowError(
         f"cannot import the heuresis package ({exc}); install it first: pip install -e ."
     )
 
+# Snakemake has read the config files already (PyYAML's FullLoader, which builds !!python/name
+# objects and keeps the last of a duplicated key); read them again with the package's safe loader,
+# so such a file stops the workflow naming the file and line (docs/config-validation.md).
 try:
+    check_config_files(workflow.configfiles)
     config.update(validate_config(config))
 except ConfigError as exc:
     raise WorkflowError(str(exc))
