@@ -151,19 +151,23 @@ REFERENCES = _schema("references", 1, [
     ("deletions", pa.list_(DELETION), "PC variants: the deletion log with the hidden wrong label"),
 ])
 
-HEADROOM_SELECTION = _schema("headroom_selection", 1, [
+HEADROOM_SELECTION = _schema("headroom_selection", 2, [
     ("scope", pa.string(), "a family (BCA_f) or 'all' (BCA_g)"),
     ("algorithm", pa.string(), "menu algorithm"),
-    ("dev_f1", pa.float64(), "mean adjacency F1 over the scope's dev instances"),
+    ("dev_f1", pa.float64(), "mean adjacency F1 over the scope's dev instances (a failed run counts as the "
+                             "empty graph's F1: heuresis.headroom.BCA_FAILURE_RULE)"),
     ("dev_n", pa.int64(), "dev instances in the mean"),
+    ("dev_n_failed", pa.int64(), "dev instances on which the algorithm failed (crashed), among dev_n"),
     ("chosen", pa.bool_(), "the scope's best chosen algorithm"),
 ])
 
-HEADROOM_SCORES = _schema("headroom_scores", 1, [
+HEADROOM_SCORES = _schema("headroom_scores", 2, [
     ("family", pa.string(), "mechanism family"),
     ("instance", pa.int64(), "test instance index"),
     ("method", pa.string(), "menu algorithm, baseline, bca_g, bca_f, oracle, empty, complete or random_restoration"),
     ("algorithm", pa.string(), "algorithm behind the method (bca_*: the chosen one; oracle: pc_kci)"),
+    ("failed", pa.bool_(), "the run behind the method crashed on the instance (oracle, random_restoration: "
+                           "pc_kci's); scored as the empty graph"),
     ("f1", pa.float64(), "adjacency F1 (random_restoration: mean over draws)"),
     ("precision", pa.float64(), "adjacency precision"),
     ("recall", pa.float64(), "adjacency recall"),
