@@ -277,8 +277,8 @@ def figure9(scores: pd.DataFrame, families: Sequence[str], boot: Mapping, agents
             ax.text(x, 1.07, f"{trunc:.0%}", ha="center", fontsize=7)
             r = g.iloc[0]
             same = np.ones(len(failed), dtype=bool)
-            for f in fields:
-                same &= (failed[f] == r[f]).to_numpy()
+            for field in fields:
+                same &= (failed[field] == r[field]).to_numpy()
             n_failed = int((same & (failed["last_turn"] == lt).to_numpy()).sum())
             rows.append(dict(agent=r["agent"], guided=bool(r["guided"]), budget=r["budget"], last_turn=lt, n=len(sub),
                              n_failed=n_failed,
