@@ -159,8 +159,8 @@ def path_summary(plays: pd.DataFrame, refs: Mapping[str, Mapping]) -> tuple[pd.D
     """(per agent x mode statistics, per agent x mode x deployment-index distance to the optimum)."""
     stats, steps = [], []
     for (agent, mode), df in plays.groupby(["agent", "mode"], sort=True):
-        n_failed = int((df.status == "failed").sum())
-        df = df[df.status != "failed"]    # failed plays (API or harness error): counted, not scored
+        bad = df["status"].eq("failed") if "status" in df else pd.Series(False, index=df.index)
+        n_failed, df = int(bad.sum()), df[~bad]    # failed plays (API or harness error): counted, not scored
         for _, p in df.iterrows():
             opt = refs[p.scenario]["optimum_design"]
             keys = list(opt)
