@@ -427,7 +427,11 @@ def test_failed_plays_are_written_counted_and_retried_alone(refs, tmp_path, monk
     assert disp.Plays.iloc[0] == "3 (1 failed, not scored)"
 
     ran.clear()
-    monkeypatch.setattr(play_mod, "run_play", lambda *a, repeat, **k: (ran.append(repeat), real(*a, repeat=repeat, **k))[1])
+    def counted(*args, repeat, **kw):
+        ran.append(repeat)
+        return real(*args, repeat=repeat, **kw)
+
+    monkeypatch.setattr(play_mod, "run_play", counted)
     run_plays("game_random", {"kind": "game_random"}, "tools", "antenna_base", SCENARIOS, **kw,
               attempt=attempt_param(out))
     again = read_table(out, GAME_PLAYS).to_pandas()

@@ -307,7 +307,8 @@ def test_tables_2_3_11_and_figure_1c_show_failed_counts(crashing_sweep):
 
     n11, d11 = targets.table11(scores, ["lg"], boot)
     r11, s11 = n11.set_index("family").loc["lg"], d11.set_index("family").loc["lg"]
-    assert (r11.pc_kci_n_failed, r11.oracle_n_failed, r11.random_restoration_n_failed, r11.empty_n_failed) == (1, 1, 1, 0)
+    assert (r11.pc_kci_n_failed, r11.oracle_n_failed, r11.random_restoration_n_failed,
+            r11.empty_n_failed) == (1, 1, 1, 0)
     assert s11["PC-KCI"].endswith("(1 failed)") and "failed" not in s11["empty"]
 
     _, numbers = targets.figure1c(scores, ["lg"], boot)

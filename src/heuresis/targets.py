@@ -97,7 +97,8 @@ def table3(scores: pd.DataFrame, selection: pd.DataFrame, families: Sequence[str
         hs = paired_bootstrap(bca_f, bca_g, **_boot(boot))
         hr = paired_bootstrap(oracle, bca_f, **_boot(boot))
         rg = paired_bootstrap(method_f1(scores, fam, router), bca_f, **_boot(boot)) if has_router else None
-        nf = {m: method_failed(scores, fam, m) for m in ("bca_g", "bca_f", "oracle", *((router,) if has_router else ()))}
+        nf = {m: method_failed(scores, fam, m)
+              for m in ("bca_g", "bca_f", "oracle", *((router,) if has_router else ()))}
         dev_scope = selection[(selection["scope"] == (fam if fam != GLOBAL else GLOBAL)) & selection["chosen"]]
         dev_failed = int(dev_scope["dev_n_failed"].sum()) if "dev_n_failed" in dev_scope else 0
         failures = "; ".join(f"{label} {nf[m]}" for m, label in (("bca_g", "BCA_g"), ("bca_f", "BCA_f"),

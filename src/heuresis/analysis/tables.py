@@ -34,8 +34,9 @@ import pandas as pd
 
 from heuresis.bootstrap import Interval, bootstrap_mean, bootstrap_ratio, paired_bootstrap
 
-__all__ = ["FAILED", "FAILED_COLUMN", "split_failed", "counting_failures", "table4", "table6", "table7", "table8", "table9", "table10", "table12", "table13", "test_episodes",
-           "results_of", "scopes_of", "merge_star", "mutual_information", "paired_with", "CONDITION_FIELDS", "GLOBAL"]
+__all__ = ["table4", "table6", "table7", "table8", "table9", "table10", "table12", "table13", "test_episodes",
+           "FAILED", "FAILED_COLUMN", "split_failed", "counting_failures", "results_of", "scopes_of", "merge_star",
+           "mutual_information", "paired_with", "CONDITION_FIELDS", "GLOBAL"]
 
 GLOBAL = "all"
 FAILED = "failed"                       # episode status of an infrastructure failure
