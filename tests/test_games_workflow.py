@@ -425,6 +425,9 @@ def test_failed_plays_are_written_counted_and_retried_alone(refs, tmp_path, monk
     assert row.win_rate == pytest.approx(ok.won.mean()) and row.gap == pytest.approx(ok.gap.mean())
     _, disp = family_table(summ, "antenna", [])
     assert disp.Plays.iloc[0] == "3 (1 failed, not scored)"
+    from heuresis.games.judge import judge_play    # a failed play is not judged (no request: no model here)
+    judged = judge_play(None, "j", first.iloc[1].to_dict(), load_scenario("antenna_base", SCENARIOS))
+    assert judged["status"] == "play_failed" and judged["total"] is None
 
     ran.clear()
     def counted(*args, repeat, **kw):

@@ -545,7 +545,8 @@ GAME_JUDGEMENTS = _schema("game_judgements", 1, [
     ("scenario", pa.string(), "scenario"),
     ("family", pa.string(), "scenario family"),
     ("repeat", pa.int32(), "play index"),
-    ("status", pa.string(), "ok, no_report (scored 0 without asking), unparsed or failed (scores null)"),
+    ("status", pa.string(), "ok, no_report (scored 0 without asking), unparsed, failed, or play_failed "
+                            "(the play itself failed: not judged; scores null)"),
     ("error", pa.string(), "parse or request error"),
     ("causal_reasoning", pa.float64(), "0-11: names the true mechanism, avoids the trap, explains it"),
     ("experimental_design", pa.float64(), "0-2: informative, budget-aware deployments"),

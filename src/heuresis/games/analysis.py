@@ -125,10 +125,12 @@ def judges_table(judgements: pd.DataFrame | None, judges: Sequence[str]) -> tupl
         d = judgements[judgements.judge == j]
         ok = d[d.status.isin(["ok", "no_report"])]
         rec = {"judge": j, "plays": len(d), "scored": len(ok), "unparsed": int((d.status == "unparsed").sum()),
+               "play_failed": int((d.status == "play_failed").sum()),
                "failed": int((d.status == "failed").sum()), **{k: float(ok[k].mean()) if len(ok) else None
                                                                  for k in [*RUBRIC, "total"]}}
         rows.append(rec)
-        disp.append({"Judge": j, "Plays": str(rec["plays"]),
+        disp.append({"Judge": j, "Plays": str(rec["plays"]) + (f" ({rec['play_failed']} failed plays, not judged)"
+                                                             if rec["play_failed"] else ""),
                      "Unparsed / failed": f"{rec['unparsed']} / {rec['failed']}",
                      **{k.replace("_", " ").capitalize(): "n/a" if rec[k] is None else f"{rec[k]:.2f}"
                         for k in [*RUBRIC, "total"]}})
