@@ -406,8 +406,9 @@ def test_failed_episodes_are_counted_per_cell_and_left_out_of_every_number(flaky
     t8 = built["table8"][0].set_index(["condition_id", "family"]).loc[(GUIDED, "lg")]
     assert math.isnan(t8.guided_minus_unguided) and "no unguided counterpart" in t8.note
     # the same numbers as a table built from the scored episodes alone
-    alone = tables.table6(s[s.status == "ok"], ["lg"], boot, ["shortcut"])[0]
+    alone, alone_display = tables.table6(s[s.status == "ok"], ["lg"], boot, ["shortcut"])
     assert alone.f1.tolist() == built["table6"][0].f1.tolist()[: len(alone)] and (alone.n_failed == 0).all()
+    assert tables.FAILED_COLUMN not in alone_display     # the column appears only when any episode failed
 
     n12, d12 = tables.table12(s, [{"agent": "shortcut", "condition_id": c, "toolbox": "full", "guided": g,
                                    "prompt_level": 0, "target": "none", "budget": "standard", "last_turn": "once",

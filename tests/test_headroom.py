@@ -178,6 +178,7 @@ def test_tables_and_figure(sweep, tmp_path):
     fm = n3[n3.kind == "foundation_model"]
     assert len(fm) == 2 and fm["note"].str.contains("checkpoint not available offline").all()
     assert "not run" in d3["router Δ^r"].iloc[0]
+    assert targets.FAILED_RUNS not in d3 and (n3[["bca_f_n_failed", "oracle_n_failed"]] == 0).all().all()
     for fam in ["lg", "gauntlet"]:
         r = n3.set_index("row").loc[fam]
         assert r.h_s == pytest.approx(r.f1_bca_f - scores[(scores.family == fam) & (scores.method == "bca_g")].f1.mean())

@@ -24,6 +24,7 @@ from heuresis.headroom import BCA_FAILURE_RULE, GLOBAL
 __all__ = ["table2", "table3", "table11", "figure1c", "method_f1", "method_failed", "FLOORS"]
 
 FLOORS = ("empty", "complete", "pc_kci", "random_restoration", "oracle")
+FAILED_RUNS = "failed test runs (scored as the empty graph)"   # Table 3's column when any run failed
 
 
 def _boot(cfg: Mapping) -> dict:
@@ -119,7 +120,7 @@ def table3(scores: pd.DataFrame, selection: pd.DataFrame, families: Sequence[str
                      "F1(oracle)": _f(oracle.mean()) + _failed_note(nf["oracle"]), "H^s": hs.fmt(), "H^r": hr.fmt(),
                      "router Δ^r": (rg.fmt() + _failed_note(nf.get(router, 0))) if rg else
                      "not run (no router in references.baselines)",
-                     "failed test runs (scored as the empty graph)": failures or "none"})
+                     FAILED_RUNS: failures or "none"})
     for name in foundation:
         model = foundation_model(name)
         ok, reason = model.availability()
@@ -129,8 +130,12 @@ def table3(scores: pd.DataFrame, selection: pd.DataFrame, families: Sequence[str
                          bca_g_n_failed=0, bca_f_n_failed=0, oracle_n_failed=0, router_n_failed=0,
                          chosen_dev_n_failed=0, note=reason))
         disp.append({"family": model.title, "BCA_f": "—", "F1(BCA_f)": "—", "F1(oracle)": "—", "H^s": "—", "H^r": "—",
-                     "router Δ^r": reason, "failed test runs (scored as the empty graph)": "—"})
-    return pd.DataFrame(rows), pd.DataFrame(disp)
+                     "router Δ^r": reason, FAILED_RUNS: "—"})
+    numbers, display = pd.DataFrame(rows), pd.DataFrame(disp)
+    if not (numbers[["bca_g_n_failed", "bca_f_n_failed", "oracle_n_failed", "router_n_failed",
+                     "chosen_dev_n_failed"]].to_numpy().any()):
+        display = display.drop(columns=FAILED_RUNS)   # the column appears when any run failed
+    return numbers, display
 
 
 def table11(scores: pd.DataFrame, families: Sequence[str], boot: Mapping) -> tuple[pd.DataFrame, pd.DataFrame]:

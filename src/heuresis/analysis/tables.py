@@ -17,7 +17,8 @@ for Parquet and one of formatted strings for Markdown and LaTeX.  Conventions:
   why in the display, never 0;
 * an episode with status ``failed`` (a harness error, an API error after the client's retries:
   not the agent's doing) is not a result: it is left out of every number and counted per cell,
-  ``n_failed`` in the numbers and "failed (not scored)" in the display (:func:`counting_failures`);
+  ``n_failed`` in the numbers and, when any failed, "failed (not scored)" in the display
+  (:func:`counting_failures`);
   a cell whose episodes all failed is a row that says so.  The agent's own failures (no
   submission, a budget reached) are results and stay in the all-episodes view.
 """
@@ -83,8 +84,7 @@ def counting_failures(per_family: bool, subset: Callable[[pd.DataFrame], pd.Data
             ok, failed = split_failed(test)
             failed = subset(failed)
             numbers, display = builder(ok, families, boot, agents)
-            if failed.empty:
-                _insert_failed_column(display, [0] * len(display))
+            if failed.empty:    # the display gets its "failed (not scored)" column only when any failed
                 return numbers.assign(n_failed=0), display
             if subset(ok).empty:    # only the "no episodes" placeholder row: replaced by the failures
                 numbers, display = numbers.iloc[:0], display.iloc[:0]
@@ -563,6 +563,8 @@ def table12(scores: pd.DataFrame, cells: Sequence[Mapping], agent_specs: Mapping
                      "repeat": c["repeat"], "families": row["families"],
                      "episodes": f"{len(eps)} ({n_fin} finished)" if len(eps) else "no episodes yet",
                      FAILED_COLUMN: len(failed)})
+    if not any(r["n_failed"] for r in rows):
+        disp = [{k: v for k, v in d.items() if k != FAILED_COLUMN} for d in disp]
     if not rows:
         return _no_episodes("configured episode conditions", ["agent", "kind", "model", "provider"])
     return pd.DataFrame(rows), pd.DataFrame(disp)
