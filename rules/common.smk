@@ -50,6 +50,21 @@ onstart:
 
 FAMILIES = list(config["families"])
 
+# A job whose output records failed units (episodes, plays, judgements: status "failed") reruns the
+# next time a target needs it, retrying only those units (heuresis.failures; docs/failures.md).
+from heuresis.failures import attempt_param as _attempt_param
+
+
+def attempt_of(output):
+    """The `attempt` parameter of the jobs writing `output` (a pattern): it changes after a run with
+    failed units, so the job reruns. A function of the wildcards only: Snakemake ignores changes of
+    parameters computed from input or output files."""
+
+    def attempt(wildcards):
+        return _attempt_param(output.format(**dict(wildcards.items())))
+
+    return attempt
+
 
 wildcard_constraints:
     family="|".join(FAMILIES),

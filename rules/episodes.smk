@@ -27,6 +27,7 @@ rule episodes:
         grades=config["grades"],
         seed=config["seed"],
         transcripts="results/transcripts/{agent}/{condition_id}/{family}/{split}",
+        attempt=attempt_of("results/episodes/{agent}/{condition_id}/{family}/{split}/shard-{shard}.parquet"),
     threads: 1
     resources:
         mem_mb=3000,

@@ -50,6 +50,7 @@ rule games_plays:
         seed=GAMES["seed"],
         max_turns=GAMES["max_turns"],
         transcripts="results/games/transcripts/{agent}/{mode}/{scenario}",
+        attempt=attempt_of("results/games/plays/{agent}/{mode}/{scenario}.parquet"),
     threads: 1
     resources:
         mem_mb=1500,
@@ -77,6 +78,7 @@ rule games_judgements:
         spec=game_judge_spec,
         folder=GAME_FOLDER,
         max_tokens=GAMES["judge_max_tokens"],
+        attempt=attempt_of("results/games/judgements/{judge}/{agent}/{mode}/{scenario}.parquet"),
     threads: 1
     resources:
         mem_mb=1000,

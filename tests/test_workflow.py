@@ -196,8 +196,10 @@ def test_a_config_edit_schedules_no_existing_paid_job(tiny_run, tmp_path, edit):
     assert not [j for j in _planned_jobs(_snakemake(workdir, "-n", *small).stdout) if j["rule"] != "all"]
     (workdir / "config" / "edit.yaml").write_text(_EDITS[edit])
     jobs = _planned_jobs(_snakemake(workdir, "-n", "all", *small, "config/edit.yaml").stdout)
+    # the checks of Table 5 that generate instances run on every family's generator: a new family is theirs too
+    depends = {"a family": ("verification_check",)}.get(edit, ())
     redone = [(j["rule"], j["reason"], p) for j in jobs if j["rule"].startswith(_PAID_RULES)
-              for p in j["outputs"] if (workdir / p).exists()]
+              and j["rule"] not in depends for p in j["outputs"] if (workdir / p).exists()]
     assert not redone, redone
     new_paid = {j["rule"] for j in jobs if j["rule"].startswith(_PAID_RULES)}
     expected_new = {"an active grid": {"episodes"}, "a family": {"instances"}, "a games scenario": {"games_plays"},
