@@ -167,7 +167,8 @@ def score_episode(ep: Mapping, calls: pd.DataFrame, truth, pc_row: Mapping, head
     return {
         **{k: ep[k] for k in ("episode_id", "agent", "agent_kind", "model", "provider", "toolbox", "guided",
                               "prompt_level", "target", "budget", "last_turn", "repeat", "condition_id", "family",
-                              "split", "instance", "status", "finished", "termination", "tokens_out")},
+                              "split", "instance", "code_isolation", "status", "finished", "termination",
+                              "tokens_out")},
         "wall_reached": bool(ep["exhausted"]),
         "rescued": bool(ep["exhausted"]) and termination in ("submitted_last_turn", "submitted_retry"),
         "unsubmitted": termination == "unsubmitted",

@@ -37,7 +37,7 @@ from heuresis.harness.budgets import Budgets, BudgetSettings
 from heuresis.harness.conditions import Condition
 from heuresis.harness.parse import ParseError, parse_edge_list
 from heuresis.harness.prompts import LAST_TURN_TEXT, render
-from heuresis.harness.sandbox import SandboxLimits
+from heuresis.harness.sandbox import SandboxLimits, isolation_for
 from heuresis.harness.tools import TOOLS, ToolContext, ToolError, toolbox
 from heuresis.metrics import score_graph
 
@@ -68,6 +68,7 @@ class EpisodeSettings:
     grades: tuple[tuple[float, str], ...]
     alpha: float = 0.05
     code_limits: SandboxLimits = SandboxLimits()
+    code_isolation: str = "required"          # config episodes.code_tool.isolation
 
 
 @dataclass
@@ -134,10 +135,15 @@ class _Episode:
         names = tuple(f"X{k + 1}" for k in range(d))
         self.budgets = Budgets(settings.budget, inp.pc_kci_tests)
         start = inp.pc_kci_graph.copy() if cond.guided else Graph.complete(d)
+        self.tools = {t.name: t for t in toolbox(cond.toolbox)}
+        # the isolation the code tool gets; 'required' without bubblewrap raises here (fail closed)
+        self.code_isolation = isolation_for(settings.code_isolation) if "run_code" in self.tools else "off"
+        if self.code_isolation == "off":
+            self.tools.pop("run_code", None)
         self.ctx = ToolContext(data=inp.data, names=names, working=start, budgets=self.budgets, algorithm_map=amap,
                                menu=settings.menu, grades=settings.grades, alpha=settings.alpha,
-                               code_limits=settings.code_limits, rng=np.random.default_rng(seed))
-        self.tools = {t.name: t for t in toolbox(cond.toolbox)}
+                               code_limits=settings.code_limits, code_isolation=self.code_isolation,
+                               rng=np.random.default_rng(seed))
         self.specs = [t.spec(self.ctx) for t in self.tools.values()]
         self.submit_spec = [TOOLS["submit"].spec(self.ctx)]
         self.messages: list[dict] = []
@@ -361,7 +367,7 @@ def run_episode(agent_name: str, agent_spec: Mapping, cond: Condition, inp: Epis
         "turns_limit": ep.budgets.turns, "wall_s": round(time.monotonic() - t0, 3),
         "tokens_in": ep.tokens_in, "tokens_out": ep.tokens_out,
         "cost": None if ep.cost_unknown else ep.cost, "retries": sum(r["retries"] for r in ep.requests),
-        "warnings": "; ".join(dict.fromkeys(ep.warnings)),
+        "warnings": "; ".join(dict.fromkeys(ep.warnings)), "code_isolation": ep.code_isolation,
     }
     calls = [{"episode_id": episode_id, "agent": agent_name, "condition_id": cond.condition_id,
               "family": inp.family, "split": inp.split, "instance": inp.instance, **c} for c in ep.calls]

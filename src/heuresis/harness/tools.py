@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -71,6 +71,7 @@ class ToolContext:
     grades: tuple[tuple[float, str], ...]
     alpha: float = 0.05
     code_limits: SandboxLimits = SandboxLimits()
+    code_isolation: str = "bwrap"               # bwrap | none (not isolated) | off
     rng: np.random.Generator = field(default_factory=lambda: np.random.default_rng(0))
     ci_cache: dict = field(default_factory=dict)
     algorithm_cache: dict = field(default_factory=dict)
@@ -116,7 +117,10 @@ class Tool:
             for prop in ("x", "y", "target"):
                 if prop in params.get("properties", {}):
                     params["properties"][prop]["enum"] = list(ctx.names)
-        return {"type": "function", "function": {"name": self.name, "description": self.description,
+        desc = self.description
+        if self.name == "run_code" and ctx is not None and ctx.code_isolation != "bwrap":
+            desc = _RUN_CODE_UNISOLATED
+        return {"type": "function", "function": {"name": self.name, "description": desc,
                                                  "parameters": params}}
 
     def call(self, ctx: ToolContext, arguments: str | Mapping) -> ToolOutput:
@@ -331,14 +335,21 @@ def _direction(ctx: ToolContext, args: dict) -> ToolOutput:
                       f"{ctx.names[y]} -> {ctx.names[x]}: residual vs cause {g[(y, x)]}; {lean}")
 
 
-@register_tool("run_code", "Run a short Python program (numpy and scipy available) on the data in an isolated "
-               "process: the data are in the working folder as data.npy (n x d array) and data.csv (header "
-               "X1..Xd). No network, no other files; CPU, memory, output and time are limited. Returns stdout "
+_RUN_CODE_UNISOLATED = ("Run a short Python program (numpy and scipy available) on the data: the data are in the "
+                        "working folder as data.npy (n x d array) and data.csv (header X1..Xd). CPU, memory, output "
+                        "and time are limited. Returns stdout (truncated).")
+
+
+@register_tool("run_code", "Run a short Python program (numpy and scipy available) on the data in a sandbox: the "
+               "data are in the working folder as data.npy (n x d array) and data.csv (header X1..Xd). No "
+               "network, no other files; CPU, memory, processes, output and time are limited. Returns stdout "
                "(truncated).", {"properties": {"code": {"type": "string", "minLength": 1}}, "required": ["code"]})
 def _run_code(ctx: ToolContext, args: dict) -> ToolOutput:
+    if ctx.code_isolation not in ("bwrap", "none"):
+        raise ToolError("the code tool is not offered in this episode")
     lim = ctx.code_limits
     wall = min(lim.wall_seconds, max(1.0, ctx.budgets.remaining_wall()))
-    res = run_code(args["code"], ctx.data, SandboxLimits(lim.cpu_seconds, lim.memory_mb, wall, lim.max_output_chars))
+    res = run_code(args["code"], ctx.data, replace(lim, wall_seconds=wall), isolation=ctx.code_isolation)
     return ToolOutput(res.render(), details={k: v for k, v in res.as_dict().items() if k not in ("stdout", "stderr")})
 
 
