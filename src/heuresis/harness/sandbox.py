@@ -284,7 +284,7 @@ def _kill(proc: subprocess.Popen) -> None:
 
 
 def run_code(code: str, data: np.ndarray, limits: SandboxLimits = SandboxLimits(), *,
-             isolation: str = "bwrap") -> SandboxResult:
+             isolation: str = "bwrap", _probing: bool = False) -> SandboxResult:
     """Run ``code`` (Python source) on a copy of ``data`` and capture its output.
 
     Parameters
@@ -301,8 +301,10 @@ def run_code(code: str, data: np.ndarray, limits: SandboxLimits = SandboxLimits(
     if isolation not in ("bwrap", "none"):
         raise ValueError(f"isolation must be 'bwrap' or 'none', got {isolation!r}")
     bwrap = bwrap_path()
-    if isolation == "bwrap" and bwrap is None:
-        raise IsolationUnavailable("bwrap (bubblewrap) not found on PATH")
+    if isolation == "bwrap" and not _probing:
+        ok, why = isolation_status()
+        if not ok:
+            raise IsolationUnavailable(why)
     base = Path(tempfile.mkdtemp(prefix="heuresis-sandbox-"))     # mode 0700: the host's other users see nothing
     try:
         x = np.asarray(data, dtype=float)
@@ -374,7 +376,8 @@ def _status(bwrap: str | None, euid: int, prefix: str) -> tuple[bool, str]:
     import scipy
 
     try:
-        r = run_code(_PROBE, np.zeros((2, 2)), SandboxLimits(cpu_seconds=20, wall_seconds=60), isolation="bwrap")
+        r = run_code(_PROBE, np.zeros((2, 2)), SandboxLimits(cpu_seconds=20, wall_seconds=60), isolation="bwrap",
+                     _probing=True)
     except IsolationUnavailable as exc:
         return False, str(exc)
     except OSError as exc:
