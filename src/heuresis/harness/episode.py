@@ -35,7 +35,7 @@ from heuresis.agents.base import UNREADABLE_TOOL, Agent, make_agent
 from heuresis.graph import Graph
 from heuresis.harness.budgets import Budgets, BudgetSettings
 from heuresis.harness.conditions import Condition
-from heuresis.harness.parse import ParseError, parse_edge_list
+from heuresis.harness.parse import ParseError, echo, parse_edge_list
 from heuresis.harness.prompts import LAST_TURN_TEXT, render
 from heuresis.harness.sandbox import SandboxLimits, isolation_for
 from heuresis.harness.tools import TOOLS, ToolContext, ToolError, toolbox
@@ -127,6 +127,9 @@ def _agent_visible_log(deletions: Sequence[Mapping]) -> list[dict]:
             for d in deletions]
 
 
+_MAX_ERROR = 2000
+
+
 class _Episode:
     def __init__(self, agent: Agent, cond: Condition, inp: EpisodeInput, settings: EpisodeSettings,
                  seed: int, amap: dict[str, str]) -> None:
@@ -200,6 +203,8 @@ class _Episode:
 
     def _answer(self, tc: dict, text: str, *, ok: bool, error: str = "", units: int = 0, wall: float = 0.0,
                 details: dict | None = None, index: int, usage=None, last_turn: bool = False) -> None:
+        if not ok and len(text) > _MAX_ERROR:      # an error never echoes an agent's long argument back
+            text, error = text[:_MAX_ERROR] + " [truncated]", error[:_MAX_ERROR] + " [truncated]"
         content = f"{text}\n{self.budgets.line()}"
         self._add({"role": "tool", "tool_call_id": tc.get("id", ""), "content": content})
         fn = tc.get("function") or {}
@@ -217,8 +222,8 @@ class _Episode:
         t0 = time.monotonic()
         if name == UNREADABLE_TOOL:
             try:
-                problem = json.loads(fn.get("arguments") or "{}").get("problem", "unreadable")
-            except (ValueError, AttributeError):
+                problem = str(json.loads(fn.get("arguments") or "{}").get("problem", "unreadable"))[:300]
+            except (ValueError, AttributeError, RecursionError):
                 problem = "unreadable"
             why = (f"could not read the tool call written in your message ({problem}); send it as a tool call "
                    f"with a JSON object of arguments")
@@ -226,7 +231,7 @@ class _Episode:
             return why
         if name not in allowed:
             why = ("only submit is allowed in the last turn" if last_turn else
-                   f"unknown tool {name!r}; available: {sorted(allowed)}")
+                   f"unknown tool {echo(name, 80)}; available: {sorted(allowed)}")
             self._answer(tc, f"ERROR: {why}", ok=False, error=why, index=index, usage=usage, last_turn=last_turn)
             return why
         try:
@@ -236,7 +241,7 @@ class _Episode:
                          usage=usage, last_turn=last_turn)
             return str(exc)
         except Exception as exc:  # a bug or a numerical failure in a tool: tell the agent, go on
-            msg = f"internal error in {name}: {type(exc).__name__}: {exc}"
+            msg = f"internal error in {name}: {type(exc).__name__}: {str(exc)[:500]}"
             self._answer(tc, f"ERROR: {msg}", ok=False, error=msg, wall=time.monotonic() - t0, index=index,
                          usage=usage, last_turn=last_turn, details={"traceback": traceback.format_exc(limit=5)})
             return msg
