@@ -352,3 +352,40 @@ def test_fisherz_refuses_a_set_without_degrees_of_freedom_and_nothing_is_charged
     assert ctx.budgets.used_test_units == 0
     out = TOOLS["ci_test"].call(ctx, {"x": "X1", "y": "X2", "test": "fisherz"})
     assert out.test_units == 1 and ctx.budgets.used_test_units == 1
+
+
+# --- the code tool's isolation mode ----------------------------------------------------------------
+def test_code_isolation_modes_are_recorded_and_required_fails_closed(chain_data, tmp_path, monkeypatch):
+    from heuresis.harness import sandbox
+
+    fake = tmp_path / "bwrap"
+    fake.write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv(sandbox.BWRAP_ENV, str(fake))     # a host where bubblewrap cannot isolate
+    spec = dict(test_units_factor=1.0, turns=5, output_tokens_per_turn=100, algorithm_calls=2, wall_seconds=60)
+    code = [tool_call("run_code", {"code": "import os\nprint('ran as', os.getcwd())"})]
+    cond = Condition("scripted_test", toolbox="full", guided=True, last_turn="once")
+
+    def run(mode):
+        settings = EpisodeSettings(BudgetSettings("t", **spec), MENU, tuple(DEFAULT_GRADES), code_isolation=mode)
+        return run_episode("scripted", {"kind": "scripted_test", "script": [code, SUBMIT()], "last": ()}, cond,
+                           _input(chain_data), settings, seed=3)
+
+    with pytest.raises(sandbox.IsolationUnavailable, match=r"episodes\.code_tool\.isolation"):
+        run("required")
+    weak = run("best_effort")
+    assert weak.row["code_isolation"] == "none"
+    rc = [c for c in weak.calls if c["tool"] == "run_code"][0]
+    assert rc["ok"] and "ran as" in rc["result"] and json.loads(rc["details"])["isolation"] == "none"
+    desc = {t["function"]["name"]: t["function"]["description"] for t in weak.transcript["tools"]}
+    assert "sandbox" not in desc["run_code"] and "No network" not in desc["run_code"]
+    off = run("off")
+    assert off.row["code_isolation"] == "off"
+    assert "run_code" not in {t["function"]["name"] for t in off.transcript["tools"]}
+    rc = [c for c in off.calls if c["tool"] == "run_code"][0]
+    assert not rc["ok"] and "unknown tool" in rc["error"]
+    minimal = run_episode("scripted", {"kind": "scripted_test", "script": [SUBMIT()], "last": ()},
+                          Condition("scripted_test", toolbox="minimal", guided=True, last_turn="once"),
+                          _input(chain_data), EpisodeSettings(BudgetSettings("t", **spec), MENU, tuple(DEFAULT_GRADES)),
+                          seed=3)
+    assert minimal.row["code_isolation"] == "off"          # no code tool: nothing to isolate, nothing probed

@@ -153,3 +153,41 @@ def test_check_config_stops_on_required_without_namespaces(fake_bwrap, tmp_path)
     (tmp_path / "be.yaml").write_text("episodes:\n  code_tool: {isolation: best_effort}\n")
     proc = subprocess.run([*cmd, "--config", str(tmp_path / "be.yaml")], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0 and "code tool isolation: none" in proc.stdout, proc.stderr[-2000:]
+
+
+# --- the games track: nothing its tools return reveals the hidden SCM or the Stage-2 draw ----------------
+def _keys(obj) -> set:
+    if isinstance(obj, dict):
+        return set(obj) | {k for v in obj.values() for k in _keys(v)}
+    if isinstance(obj, list):
+        return {k for v in obj for k in _keys(v)}
+    return set()
+
+
+@pytest.mark.parametrize("name", ["antenna_base", "zone_base", "weather_base"])
+def test_game_tools_reveal_no_hidden_parameters_or_stage2_draw(name):
+    from heuresis.games import Game, load_scenario
+    from heuresis.games.tools import game_tools
+    from heuresis.harness.tools import ToolError
+
+    scn = load_scenario(name)
+    game = Game(scn, seed=5)
+    tools = game_tools(game)
+    design = scn.spec["standard_design"]
+    texts = [tools["get_status"].call(None, {}).text, tools["get_history"].call(None, {}).text,
+             tools["deploy"].call(None, {"design": design, "count": 20}).text]
+    for bad in ({"design": {"x" * 10**5: 1}, "count": 1}, {"design": design, "count": 10**9}):
+        with pytest.raises(ToolError) as exc:
+            tools["deploy"].call(None, bad)
+        assert len(str(exc.value)) < 1000
+        texts.append(str(exc.value))
+    for t in texts[:3]:
+        keys = _keys(json.loads(t))
+        # the SCM's parameters (hit points, target weights, damage, detection, combat, seed) are never keys
+        hidden = {k for k in scn.spec if k not in ("name", "budgets", "components", "equipment", "def_budget",
+                                                   "selection_bias", "description", "family", "variant", "bias")}
+        assert not keys & (hidden | {"hp", "target_weight", "critical", "seed"}), (keys & hidden)
+    assert str(scn.spec["seed"]) not in "".join(texts)
+    assert game.stage2 is None and "stage2_survival" not in "".join(texts)   # nothing of Stage 2 is drawn yet
+    s = tools["submit_final_design"].call(None, {"design": design}).text
+    assert set(json.loads(s)) <= {"submitted", "fleet", "returned", "survival_rate", "threshold", "won", "next"}

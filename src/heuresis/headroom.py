@@ -25,7 +25,7 @@ import pyarrow as pa
 from heuresis.graph import Graph, Relation
 from heuresis.instances import load_truth, stable_key
 from heuresis.metrics import score_graph
-from heuresis.references import graph_of, load_references
+from heuresis.references import graph_of, label_deletions, load_references
 from heuresis.schemas import HEADROOM_SCORES, HEADROOM_SELECTION, read_table, write_table
 
 __all__ = ["select_bca", "restore_pairs", "build_headroom", "load_scores", "load_selection",
@@ -66,12 +66,12 @@ def restore_pairs(graph: Graph, pairs: Sequence[tuple[int, int]]) -> Graph:
     return out
 
 
-def _deleted_pairs(row: Mapping, names: Sequence[str]) -> tuple[list[tuple[int, int]], list[bool]]:
+def _deleted_pairs(row: Mapping, names: Sequence[str], dag: Graph) -> tuple[list[tuple[int, int]], list[bool]]:
     index = {n: k for k, n in enumerate(names)}
-    log = row["deletions"]
-    if log is None:
+    if row["deletions"] is None:
         raise ValueError(f"{row['algorithm']} row of {row['instance_id']} has no deletion log")
-    return [(index[d["x"]], index[d["y"]]) for d in log], [bool(d["wrong"]) for d in log]
+    log = label_deletions(row["deletions"], dag)
+    return [(index[d["x"]], index[d["y"]]) for d in log], [d["wrong"] for d in log]
 
 
 def _score_row(family, index, method, algorithm, truth, graph, **extra) -> dict:
@@ -106,7 +106,7 @@ def build_headroom(ref_paths: Sequence[str | Path], truth_dirs: Mapping[str, str
             pc_row = ref(pc_algorithm).to_dict()
             pc_row.update(algorithm=pc_algorithm, instance_id=truth.instance_id)
             pc_graph = graph_of(pc_row)
-            pairs, wrong = _deleted_pairs(pc_row, pc_graph.names)
+            pairs, wrong = _deleted_pairs(pc_row, pc_graph.names, truth.dag)
             n_wrong = int(sum(wrong))
             stats = dict(n_deletions=len(pairs), n_wrong_deletions=n_wrong)
             for a in [*menu, *baselines]:

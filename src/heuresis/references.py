@@ -2,9 +2,13 @@
 
 One job runs one algorithm on one shard of a family's split and writes one Parquet
 (:data:`heuresis.schemas.REFERENCES`): the output graph, runtime, CI-test count, scores against
-the truth and, for PC variants, the deletion log with the hidden wrong/right label.  Finished
+the truth and, for PC variants, the deletion log (pair, set, test, p-value, grade).  Finished
 instances are checkpointed, so a killed job resumes where it stopped; a crash on an instance is
 recorded as ``failed`` (empty graph, scored as such), never dropped.
+
+The hidden label of a deletion — *wrong*: the pair is adjacent in the true DAG — is not stored
+here: it is a fact of the truth (``results/truth/...``), read with :func:`label_deletions` by the
+stages that may see the truth (headroom, repairs, analysis).
 """
 
 from __future__ import annotations
@@ -27,7 +31,8 @@ from heuresis.metrics import score_graph
 from heuresis.provenance import PROVENANCE_KEY, dumps, provenance_record, utc_now
 from heuresis.schemas import REFERENCES, read_table, write_table
 
-__all__ = ["shards", "shard_indices", "run_shard", "load_references", "reference_row", "grade_table"]
+__all__ = ["shards", "shard_indices", "run_shard", "load_references", "reference_row", "grade_table",
+           "label_deletions"]
 
 
 def shards(n_instances: int, shard_size: int) -> list[int]:
@@ -50,16 +55,14 @@ def grade_table(grades: Sequence[Mapping]) -> tuple[tuple[float, str], ...]:
 def reference_row(algorithm: str, family: str, split: str, index: int, truth: Truth, graph: Graph, *,
                   status: str = "ok", error: str = "", runtime_s: float = 0.0, n_tests: int = 0,
                   details: Mapping | None = None, deletions=None, grades=None) -> dict:
-    """One row of the references table: the graph, its scores and the labelled deletion log."""
+    """One row of the references table: the graph, its scores and the (unlabelled) deletion log."""
     s = score_graph(truth.dag, truth.cpdag, graph)
     names = graph.names
     log = None
     if deletions is not None:
-        dag = truth.dag.amat
         log = [dict(x=names[dl.x], y=names[dl.y], sepset=[names[k] for k in dl.sepset], test=dl.test,
                     pvalue=float(dl.pvalue), level=int(dl.level),
-                    grade=grade_of(dl.pvalue, grades) if grades else dl.grade,
-                    wrong=bool(dag[dl.x, dl.y] or dag[dl.y, dl.x]))
+                    grade=grade_of(dl.pvalue, grades) if grades else dl.grade)
                for dl in deletions]
     return dict(algorithm=algorithm, family=family, split=split, instance=index, instance_id=truth.instance_id,
                 status=status, error=error, graph=graph.amat.ravel().tolist(), edges="; ".join(graph.to_lines()),
@@ -123,6 +126,18 @@ def load_references(paths: Sequence[str | Path]) -> "pd.DataFrame":  # noqa: F82
         return pd.DataFrame(columns=REFERENCES.schema.names)
     df = pd.concat(frames, ignore_index=True)
     return df
+
+
+def label_deletions(deletions, dag: Graph) -> list[dict]:
+    """The deletion log's entries, each with its hidden label ``wrong``: the pair is adjacent in ``dag``
+    (the true DAG, from ``results/truth``)."""
+    names = list(dag.names)
+    a = dag.amat
+    out = []
+    for d in (deletions if deletions is not None else []):
+        i, j = names.index(d["x"]), names.index(d["y"])
+        out.append({**d, "wrong": bool(a[i, j] or a[j, i])})
+    return out
 
 
 def graph_of(row: Mapping) -> Graph:

@@ -126,10 +126,10 @@ TRUTH_NODES = _schema("truth_nodes", 1, [
 DELETION = pa.struct([
     pa.field("x", pa.string()), pa.field("y", pa.string()), pa.field("sepset", pa.list_(pa.string())),
     pa.field("test", pa.string()), pa.field("pvalue", pa.float64()), pa.field("level", pa.int32()),
-    pa.field("grade", pa.string()), pa.field("wrong", pa.bool_()),
+    pa.field("grade", pa.string()),
 ])
 
-REFERENCES = _schema("references", 1, [
+REFERENCES = _schema("references", 2, [
     ("algorithm", pa.string(), "menu algorithm or baseline name"),
     ("family", pa.string(), "mechanism family"),
     ("split", pa.string(), "dev or test"),
@@ -148,7 +148,7 @@ REFERENCES = _schema("references", 1, [
     ("nshd", pa.float64(), "SHD / (d(d-1)/2)"),
     ("n_edges", pa.int32(), "edges in the output"),
     ("details", pa.string(), "JSON of algorithm parameters and method-specific output"),
-    ("deletions", pa.list_(DELETION), "PC variants: the deletion log with the hidden wrong label"),
+    ("deletions", pa.list_(DELETION), "PC variants: the deletion log (its hidden wrong label comes from the truth)"),
 ])
 
 HEADROOM_SELECTION = _schema("headroom_selection", 1, [
