@@ -185,9 +185,25 @@ def test_game_tools_reveal_no_hidden_parameters_or_stage2_draw(name):
         keys = _keys(json.loads(t))
         # the SCM's parameters (hit points, target weights, damage, detection, combat, seed) are never keys
         hidden = {k for k in scn.spec if k not in ("name", "budgets", "components", "equipment", "def_budget",
-                                                   "selection_bias", "description", "family", "variant", "bias")}
+                                                   "selection_bias", "description", "family", "variant", "bias",
+                                                   "history")}     # history: the free flights, shown by design
         assert not keys & (hidden | {"hp", "target_weight", "critical", "seed"}), (keys & hidden)
     assert str(scn.spec["seed"]) not in "".join(texts)
     assert game.stage2 is None and "stage2_survival" not in "".join(texts)   # nothing of Stage 2 is drawn yet
     s = tools["submit_final_design"].call(None, {"design": design}).text
     assert set(json.loads(s)) <= {"submitted", "fleet", "returned", "survival_rate", "threshold", "won", "next"}
+
+
+def test_required_without_namespaces_stops_the_workflow_at_start(fake_bwrap, tmp_path):
+    """A run with episode jobs stops before any job runs, naming the key; a target without episodes builds."""
+    from tinyflow import copy_workflow
+
+    wd = copy_workflow(tmp_path / "wf")
+    cmd = [sys.executable, "-m", "snakemake", "--cores", "1", "--configfile", "config/quick.yaml"]
+    proc = subprocess.run(cmd, cwd=wd, capture_output=True, text=True, timeout=600)
+    text = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and ISOLATION_KEY in text and "No permissions to create new namespace" in text
+    assert not (wd / "results").exists()                                  # nothing ran
+    one = subprocess.run([*cmd[:5], "results/truth/lg/dev/graphs.parquet", *cmd[5:]], cwd=wd, capture_output=True, text=True,
+                         timeout=600)
+    assert one.returncode == 0 and (wd / "results/truth/lg/dev/graphs.parquet").exists(), one.stderr[-2000:]
