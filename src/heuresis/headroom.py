@@ -25,7 +25,7 @@ import pyarrow as pa
 from heuresis.graph import Graph, Relation
 from heuresis.instances import load_truth, stable_key
 from heuresis.metrics import score_graph
-from heuresis.references import graph_of, label_deletions, load_references
+from heuresis.references import graph_of, labelled_log, load_references
 from heuresis.schemas import HEADROOM_SCORES, HEADROOM_SELECTION, read_table, write_table
 
 __all__ = ["select_bca", "restore_pairs", "build_headroom", "load_scores", "load_selection",
@@ -70,7 +70,7 @@ def _deleted_pairs(row: Mapping, names: Sequence[str], dag: Graph) -> tuple[list
     index = {n: k for k, n in enumerate(names)}
     if row["deletions"] is None:
         raise ValueError(f"{row['algorithm']} row of {row['instance_id']} has no deletion log")
-    log = label_deletions(row["deletions"], dag)
+    log = labelled_log(row["deletions"], dag)
     return [(index[d["x"]], index[d["y"]]) for d in log], [d["wrong"] for d in log]
 
 

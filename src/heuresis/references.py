@@ -7,7 +7,7 @@ instances are checkpointed, so a killed job resumes where it stopped; a crash on
 recorded as ``failed`` (empty graph, scored as such), never dropped.
 
 The hidden label of a deletion — *wrong*: the pair is adjacent in the true DAG — is not stored
-here: it is a fact of the truth (``results/truth/...``), read with :func:`label_deletions` by the
+here: it is a fact of the truth (``results/truth/...``), read with :func:`labelled_log` by the
 stages that may see the truth (headroom, repairs, analysis).
 """
 
@@ -32,7 +32,7 @@ from heuresis.provenance import PROVENANCE_KEY, dumps, provenance_record, utc_no
 from heuresis.schemas import REFERENCES, read_table, write_table
 
 __all__ = ["shards", "shard_indices", "run_shard", "load_references", "reference_row", "grade_table",
-           "label_deletions"]
+           "labelled_log"]
 
 
 def shards(n_instances: int, shard_size: int) -> list[int]:
@@ -128,16 +128,17 @@ def load_references(paths: Sequence[str | Path]) -> "pd.DataFrame":  # noqa: F82
     return df
 
 
-def label_deletions(deletions, dag: Graph) -> list[dict]:
-    """The deletion log's entries, each with its hidden label ``wrong``: the pair is adjacent in ``dag``
-    (the true DAG, from ``results/truth``)."""
+def labelled_log(deletions, dag: Graph) -> list[dict]:
+    """A references row's deletion log, each entry with its hidden label ``wrong``
+    (:func:`heuresis.pc.label_deletions` against ``dag``, the true DAG from ``results/truth``)."""
+    from types import SimpleNamespace
+
+    from heuresis.pc import label_deletions
+
+    log = list(deletions if deletions is not None else [])
     names = list(dag.names)
-    a = dag.amat
-    out = []
-    for d in (deletions if deletions is not None else []):
-        i, j = names.index(d["x"]), names.index(d["y"])
-        out.append({**d, "wrong": bool(a[i, j] or a[j, i])})
-    return out
+    pairs = [SimpleNamespace(x=names.index(d["x"]), y=names.index(d["y"])) for d in log]
+    return [{**d, "wrong": w} for d, w in zip(log, label_deletions(pairs, dag))]
 
 
 def graph_of(row: Mapping) -> Graph:
