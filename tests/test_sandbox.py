@@ -207,3 +207,18 @@ def test_required_without_namespaces_stops_the_workflow_at_start(fake_bwrap, tmp
     one = subprocess.run([*cmd[:5], "results/truth/lg/dev/graphs.parquet", *cmd[5:]], cwd=wd, capture_output=True, text=True,
                          timeout=600)
     assert one.returncode == 0 and (wd / "results/truth/lg/dev/graphs.parquet").exists(), one.stderr[-2000:]
+
+
+def test_table12_shows_the_code_tools_isolation():
+    import pandas as pd
+
+    from heuresis.analysis.tables import table12
+
+    scores = pd.DataFrame({"agent": ["ev"] * 3, "condition_id": ["c"] * 3, "model": [None] * 3,
+                           "provider": [None] * 3, "finished": [True, True, False],
+                           "code_isolation": ["bwrap", "none", "bwrap"]})
+    cell = dict(agent="ev", condition_id="c", toolbox="full", guided=True, prompt_level=1, target="none",
+                budget="standard", last_turn="once", repeat=0, families=["lg"], split="test")
+    numbers, display = table12(scores, [cell], {"ev": {"kind": "evidence"}}, {})
+    assert numbers.loc[0, "code_isolation"] == "bwrap (2), none (1)"
+    assert display.loc[0, "code tool isolation"] == "bwrap (2), none (1)"
