@@ -181,9 +181,10 @@ def _command(bwrap: str, files: dict[str, str], limits: SandboxLimits) -> list[s
         why = _refuse_tree(t)
         if why:
             raise IsolationUnavailable(why)
-    prlimit, setpriv = shutil.which("prlimit"), shutil.which("setpriv")
+    prlimit, setpriv = (os.path.realpath(p) if p else None for p in map(shutil.which, ("prlimit", "setpriv")))
     if prlimit is None or not prlimit.startswith("/usr/"):
         raise IsolationUnavailable("prlimit (util-linux) not found under /usr")
+    bwrap = os.path.realpath(bwrap)
     root = os.geteuid() == 0
     src = {name: (f"/heuresis-sandbox-files/{name}" if root else path) for name, path in files.items()}
     mem = int(limits.memory_mb) * 1024 * 1024
@@ -206,6 +207,8 @@ def _command(bwrap: str, files: dict[str, str], limits: SandboxLimits) -> list[s
         raise IsolationUnavailable("setpriv (util-linux) not found: needed to leave root before the sandbox")
     outer = [bwrap, "--unshare-pid", "--die-with-parent", *_system_args(), *_tree_args(trees),
              "--perms", "0755", "--dir", "/heuresis-sandbox-files"]
+    if not bwrap.startswith("/usr/"):      # the inner bwrap runs in the outer's view
+        outer += [*_parents([bwrap]), "--ro-bind", bwrap, bwrap]
     for name, path in files.items():
         outer += ["--ro-bind", path, src[name]]
     # the inner bwrap needs a fully visible procfs to mount its own; gone from view after its pivot_root
