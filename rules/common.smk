@@ -255,7 +255,9 @@ def saturation_runtime(wildcards):
 
 
 def saturation_outputs():
-    return expand("results/figures/figure1b.{ext}", ext=["pdf", "png"])
+    return expand("results/figures/figure1b.{ext}", ext=["pdf", "png"]) + expand(
+        "results/tables/figure1b.{ext}", ext=["parquet", "md", "tex"]
+    )
 
 
 # --- Figure 8, scripted repairs --------------------------------------------------------------------
