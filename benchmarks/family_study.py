@@ -15,6 +15,7 @@ Usage::
 
     PYTHONPATH=src nice -n 15 python benchmarks/family_study.py run --instances 12
     PYTHONPATH=src python benchmarks/family_study.py table
+    PYTHONPATH=src nice -n 15 python benchmarks/family_study.py router --instances 100
 """
 from __future__ import annotations
 
@@ -201,6 +202,40 @@ def cmd_table(args):
     print("\n".join(lines))
 
 
+def cmd_router(args):
+    """The router's screen (PC-Fisher-z, dCor − |r| on <= 300 rows, gap and tau) on dev instances."""
+    from heuresis.algorithms import make_algorithm
+
+    cfg = yaml.safe_load(open(args.config))
+    cfg["instances"].update(d=args.d, n=args.n)
+    router = make_algorithm("router", **cfg["references"]["baselines"]["router"])
+    lines = ["| family | dev instances | routed to KCI | Fisher-z deletions / instance | flagged / instance | "
+             "wrong Fisher-z deletions / instance | of them flagged | median gap (wrong) | median gap (right) |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    t0 = time.perf_counter()
+    for fam in FAMILIES:
+        spec = instance_spec(cfg, fam)
+        routed, n_del, n_flag, n_wrong, n_wrong_flag, gw, gr = [], [], [], [], [], [], []
+        for i in range(args.instances):
+            inst = generate_instance(spec, fam, "dev", i)
+            scr = router.screen(inst.data)
+            wrong = label_deletions(scr["fisherz"].deletions, inst.dag)
+            routed.append(scr["branch"] == "kci")
+            n_del.append(len(wrong))
+            n_flag.append(len(scr["flagged"]))
+            n_wrong.append(sum(wrong))
+            n_wrong_flag.append(sum(w and g >= router.params["gap"] for w, g in zip(wrong, scr["gaps"])))
+            gw += [g for w, g in zip(wrong, scr["gaps"]) if w]
+            gr += [g for w, g in zip(wrong, scr["gaps"]) if not w]
+        share, se = _mean_se(routed)
+        lines.append(f"| {fam} | {len(routed)} | {share:.0%} ± {se:.0%} | {np.mean(n_del):.1f} | {np.mean(n_flag):.2f} | "
+                     f"{np.mean(n_wrong):.2f} | {sum(n_wrong_flag)}/{sum(n_wrong)} | "
+                     f"{np.median(gw) if gw else float('nan'):.3f} | {np.median(gr) if gr else float('nan'):.3f} |")
+        print(lines[-1], flush=True)
+    lines.append(f"\n({time.perf_counter() - t0:.0f} s)")
+    print("\n".join(lines))
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -211,11 +246,15 @@ def main(argv=None):
     r.add_argument("--n", type=int, default=600)
     r.add_argument("--alpha", type=float, default=0.05)
     t = sub.add_parser("table")
-    for p in (r, t):
+    rt = sub.add_parser("router", help="the router's screen on dev instances (routing share per family)")
+    rt.add_argument("--instances", type=int, default=100)
+    rt.add_argument("--d", type=int, default=10)
+    rt.add_argument("--n", type=int, default=600)
+    for p in (r, t, rt):
         p.add_argument("--config", default=str(ROOT / "config" / "config.yaml"))
         p.add_argument("--out", default=str(ROOT / "benchmarks" / "family_study.csv"))
     args = ap.parse_args(argv)
-    (cmd_run if args.cmd == "run" else cmd_table)(args)
+    {"run": cmd_run, "table": cmd_table, "router": cmd_router}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ every later table computes its means and paired bootstrap intervals from the sam
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -78,7 +79,14 @@ def _score_row(family, index, method, algorithm, truth, graph, **extra) -> dict:
     s = score_graph(truth.dag, truth.cpdag, graph)
     return dict(family=family, instance=int(index), method=method, algorithm=algorithm, f1=s.f1,
                 precision=s.precision, recall=s.recall, shd=float(s.shd), nshd=s.nshd,
-                n_deletions=extra.get("n_deletions"), n_wrong_deletions=extra.get("n_wrong_deletions"))
+                n_deletions=extra.get("n_deletions"), n_wrong_deletions=extra.get("n_wrong_deletions"),
+                routed_to_kci=extra.get("routed_to_kci"))
+
+
+def _routing(row: Mapping) -> dict:
+    """``routed_to_kci`` of a router reference row (its details record the branch taken), else nothing."""
+    details = json.loads(row.get("details") or "{}")
+    return {"routed_to_kci": float(details["branch"] == "kci")} if "branch" in details else {}
 
 
 def build_headroom(ref_paths: Sequence[str | Path], truth_dirs: Mapping[str, str | Path], menu: Sequence[str],
@@ -110,8 +118,9 @@ def build_headroom(ref_paths: Sequence[str | Path], truth_dirs: Mapping[str, str
             n_wrong = int(sum(wrong))
             stats = dict(n_deletions=len(pairs), n_wrong_deletions=n_wrong)
             for a in [*menu, *baselines]:
-                rows.append(_score_row(family, index, a, a, truth, graph_of(ref(a)),
-                                       **(stats if a == pc_algorithm else {})))
+                r = ref(a)
+                rows.append(_score_row(family, index, a, a, truth, graph_of(r),
+                                       **(stats if a == pc_algorithm else _routing(r))))
             for method, scope in (("bca_g", GLOBAL), ("bca_f", family)):
                 a = chosen.get(scope, chosen[GLOBAL])  # a family without dev instances falls back to BCA_g
                 rows.append(_score_row(family, index, method, a, truth, graph_of(ref(a))))

@@ -159,7 +159,7 @@ HEADROOM_SELECTION = _schema("headroom_selection", 1, [
     ("chosen", pa.bool_(), "the scope's best chosen algorithm"),
 ])
 
-HEADROOM_SCORES = _schema("headroom_scores", 1, [
+HEADROOM_SCORES = _schema("headroom_scores", 2, [
     ("family", pa.string(), "mechanism family"),
     ("instance", pa.int64(), "test instance index"),
     ("method", pa.string(), "menu algorithm, baseline, bca_g, bca_f, oracle, empty, complete or random_restoration"),
@@ -171,6 +171,7 @@ HEADROOM_SCORES = _schema("headroom_scores", 1, [
     ("nshd", pa.float64(), "SHD / (d(d-1)/2)"),
     ("n_deletions", pa.float64(), "PC-KCI deletions on the instance (pc_kci, oracle, random_restoration rows)"),
     ("n_wrong_deletions", pa.float64(), "PC-KCI wrong deletions (same rows)"),
+    ("routed_to_kci", pa.float64(), "router rows: 1 if its screen routed the instance to PC-KCI, else 0; null otherwise"),
 ])
 
 VERIFICATION_CHECKS = _schema("verification_checks", 1, [

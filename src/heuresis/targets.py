@@ -64,9 +64,20 @@ def table2(scores: pd.DataFrame, families: Mapping[str, Mapping], boot: Mapping)
     return pd.DataFrame(rows), pd.DataFrame(disp)
 
 
+def _routed_share(scores: pd.DataFrame, family: str, router: str) -> float:
+    """Share of a family's (``all``: every) test instances the router's screen sent to PC-KCI."""
+    part = scores[scores["method"] == router]
+    if family != GLOBAL:
+        part = part[part["family"] == family]
+    if "routed_to_kci" not in part or part["routed_to_kci"].isna().all():
+        return float("nan")
+    return float(part["routed_to_kci"].mean())
+
+
 def table3(scores: pd.DataFrame, selection: pd.DataFrame, families: Sequence[str], boot: Mapping,
            foundation: Sequence[str] = (), router: str = "router") -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Reference points: F1 of BCA_f and oracle, both headrooms, the router's residual gain."""
+    """Reference points: F1 of BCA_f and oracle, both headrooms, the router's residual gain and the
+    share of instances its screen routed to PC-KCI."""
     chosen = selection[selection["chosen"]].set_index("scope")["algorithm"]
     has_router = router in set(scores["method"])
     rows, disp = [], []
@@ -75,25 +86,27 @@ def table3(scores: pd.DataFrame, selection: pd.DataFrame, families: Sequence[str
         hs = paired_bootstrap(bca_f, bca_g, **_boot(boot))
         hr = paired_bootstrap(oracle, bca_f, **_boot(boot))
         rg = paired_bootstrap(method_f1(scores, fam, router), bca_f, **_boot(boot)) if has_router else None
+        routed = _routed_share(scores, fam, router) if has_router else np.nan
         rows.append(dict(row=fam, kind="family" if fam != GLOBAL else "all", bca_g=chosen.get(GLOBAL, ""),
                          bca_f=chosen.get(fam, "") if fam != GLOBAL else "per family",
                          f1_bca_f=float(bca_f.mean()), f1_oracle=float(oracle.mean()), **_iv(hs, "h_s"),
                          **_iv(hr, "h_r"), **(_iv(rg, "router_delta_r") if rg else
                                               {"router_delta_r": np.nan, "router_delta_r_lo": np.nan,
                                                "router_delta_r_hi": np.nan}),
-                         note=""))
+                         router_kci_share=routed, note=""))
         disp.append({"family": fam, "BCA_f": chosen.get(fam, "per family") if fam != GLOBAL else "per family",
                      "F1(BCA_f)": _f(bca_f.mean()), "F1(oracle)": _f(oracle.mean()), "H^s": hs.fmt(), "H^r": hr.fmt(),
-                     "router Δ^r": rg.fmt() if rg else "not run (no router in references.baselines)"})
+                     "router Δ^r": rg.fmt() if rg else "not run (no router in references.baselines)",
+                     "router → KCI": "—" if np.isnan(routed) else f"{routed:.0%}"})
     for name in foundation:
         model = foundation_model(name)
         ok, reason = model.availability()
         rows.append(dict(row=model.title, kind="foundation_model", bca_g="", bca_f="", f1_bca_f=np.nan,
                          f1_oracle=np.nan, h_s=np.nan, h_s_lo=np.nan, h_s_hi=np.nan, h_r=np.nan, h_r_lo=np.nan,
                          h_r_hi=np.nan, router_delta_r=np.nan, router_delta_r_lo=np.nan, router_delta_r_hi=np.nan,
-                         note=reason))
+                         router_kci_share=np.nan, note=reason))
         disp.append({"family": model.title, "BCA_f": "—", "F1(BCA_f)": "—", "F1(oracle)": "—", "H^s": "—", "H^r": "—",
-                     "router Δ^r": reason})
+                     "router Δ^r": reason, "router → KCI": "—"})
     return pd.DataFrame(rows), pd.DataFrame(disp)
 
 
