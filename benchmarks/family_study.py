@@ -63,6 +63,20 @@ def _parents(kinds, standardize: bool):
             dict.__setitem__(MECHANISMS, k, v)
 
 
+@contextlib.contextmanager
+def _kci_width(factor: float):
+    """Temporarily multiply KCI's empirical kernel widths (unconditional and conditional) by ``factor``."""
+    import heuresis.ci.kci as kci
+
+    saved = kci.hsic_theta, kci.kci_theta
+    try:
+        kci.hsic_theta = lambda n, dim=1: saved[0](n, dim) / factor ** 2
+        kci.kci_theta = lambda n, dim_z: saved[1](n, dim_z) / factor ** 2
+        yield
+    finally:
+        kci.hsic_theta, kci.kci_theta = saved
+
+
 def _set_kind(cfg, kinds, **entry):
     for fam in cfg["families"].values():
         for k in kinds:
@@ -116,6 +130,8 @@ CHOICES = {
                                       c["mechanisms"]["sigmoid"].update(gain=[2.0, 5.0]),
                                       c["mechanisms"]["sigmoid_hetero"].update(gain=[2.0, 5.0]))),
                      contextlib.nullcontext),
+    "kci_width_x2": ("KCI kernel widths twice causal-learn's empirical widths (a CI setting)", FAMILIES,
+                     _edit(lambda c: None), lambda: _kci_width(2.0)),
 }
 
 FIELDS = ["choice", "family", "index", "prior", "n_edges", "n_deleted", "wrong_deleted", "f1_pc_kci", "f1_oracle",
