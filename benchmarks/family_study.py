@@ -77,6 +77,35 @@ def _kci_width(factor: float):
         kci.hsic_theta, kci.kci_theta = saved
 
 
+@contextlib.contextmanager
+def _ba(reading: str):
+    """Temporarily replace the BA prior's reading; ER draws are untouched (same instances as baseline)."""
+    import heuresis.instances as inst
+
+    orig = inst.sample_dag
+
+    def sample_dag(rng, d, prior, expected_degree):
+        if prior != "ba":
+            return orig(rng, d, prior, expected_degree)
+        if reading == "m_k":          # each new node attaches to k (not k/2) earlier nodes
+            return orig(rng, d, prior, 2 * float(expected_degree))
+        if reading == "random_orientation":   # BA skeleton, oriented by an independent random order
+            adj, _ = orig(rng, d, prior, expected_degree)
+            skel = (adj | adj.T).astype(bool)
+            order = rng.permutation(d)
+            pos = np.empty(d, dtype=int)
+            pos[order] = np.arange(d)
+            out = (skel & (pos[:, None] < pos[None, :])).astype(np.int8)
+            return out, order
+        raise ValueError(f"unknown BA reading {reading!r}")
+
+    inst.sample_dag = sample_dag
+    try:
+        yield
+    finally:
+        inst.sample_dag = orig
+
+
 def _set_kind(cfg, kinds, **entry):
     for fam in cfg["families"].values():
         for k in kinds:
@@ -130,9 +159,16 @@ CHOICES = {
                                       c["mechanisms"]["sigmoid"].update(gain=[2.0, 5.0]),
                                       c["mechanisms"]["sigmoid_hetero"].update(gain=[2.0, 5.0]))),
                      contextlib.nullcontext),
+    "ba_m_k": ("BA: each new node attaches to k = 2 earlier nodes (not k/2 = 1: no longer a tree)", FAMILIES,
+               _edit(lambda c: None), lambda: _ba("m_k")),
+    "ba_random_orientation": ("BA tree (k/2 = 1 per new node) oriented by an independent uniformly random causal "
+                              "order (colliders at hubs)", FAMILIES, _edit(lambda c: None),
+                              lambda: _ba("random_orientation")),
     "kci_width_x2": ("KCI kernel widths twice causal-learn's empirical widths (a CI setting)", FAMILIES,
                      _edit(lambda c: None), lambda: _kci_width(2.0)),
 }
+
+BA_ONLY = {"ba_m_k", "ba_random_orientation"}   # choices that change BA instances only
 
 FIELDS = ["choice", "family", "index", "prior", "n_edges", "n_deleted", "wrong_deleted", "f1_pc_kci", "f1_oracle",
           "oracle_gain", "seconds"]
@@ -155,10 +191,11 @@ def cmd_run(args):
     cfg0 = yaml.safe_load(open(args.config))
     cfg0["instances"].update(d=args.d, n=args.n)
     out = Path(args.out)
-    done = set()
+    done, rows = set(), {}
     if out.exists():
         with open(out) as fh:
-            done = {(r["choice"], r["family"], int(r["index"])) for r in csv.DictReader(fh)}
+            rows = {(r["choice"], r["family"], int(r["index"])): r for r in csv.DictReader(fh)}
+        done = set(rows)
     new = not out.exists()
     fh = open(out, "a", newline="")
     w = csv.DictWriter(fh, fieldnames=FIELDS)
@@ -174,6 +211,16 @@ def cmd_run(args):
             for i in range(args.instances):
                 if (name, fam, i) in done:
                     continue
+                if name in BA_ONLY and ("baseline", fam, i) in rows:
+                    # an ER instance is the baseline's (the prior is drawn first, ER draws unchanged)
+                    with ctx():
+                        inst = generate_instance(instance_spec(cfg, fam), fam, "dev", i)
+                    if inst.prior == "er":
+                        base = generate_instance(instance_spec(cfg0, fam), fam, "dev", i)
+                        assert np.array_equal(base.data, inst.data), (name, fam, i)
+                        w.writerow({**rows[("baseline", fam, i)], "choice": name})
+                        fh.flush()
+                        continue
                 with ctx():
                     row = run_instance(cfg, fam, i, args.alpha)
                 w.writerow(dict(choice=name, family=fam, index=i, **row))
