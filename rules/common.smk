@@ -169,8 +169,20 @@ def table1_data():
         raise WorkflowError(str(exc))
 
 
+def published_table2_file():
+    """The published Table 2's data file (validated at workflow start; its content is an input)."""
+    from heuresis.published import load_published_table2, published_table2_path
+
+    try:
+        load_published_table2()
+    except ValueError as exc:
+        raise WorkflowError(str(exc))
+    return str(published_table2_path())
+
+
 def target_outputs():
-    tables = expand("results/tables/{table}.{ext}", table=["table1", *HEADROOM_TABLES], ext=["parquet", "md", "tex"])
+    tables = expand("results/tables/{table}.{ext}", table=["table1", *HEADROOM_TABLES, "table2_paper"],
+                    ext=["parquet", "md", "tex"])
     figures = expand("results/figures/{figure}.{ext}", figure=HEADROOM_FIGURES, ext=["pdf", "png"])
     return tables + figures
 
@@ -275,7 +287,9 @@ def saturation_runtime(wildcards):
 
 
 def saturation_outputs():
-    return expand("results/figures/figure1b.{ext}", ext=["pdf", "png"])
+    return expand("results/figures/figure1b.{ext}", ext=["pdf", "png"]) + expand(
+        "results/tables/figure1b.{ext}", ext=["parquet", "md", "tex"]
+    )
 
 
 # --- Figure 8, scripted repairs --------------------------------------------------------------------

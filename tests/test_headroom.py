@@ -317,3 +317,65 @@ def test_tables_2_3_11_and_figure_1c_show_failed_counts(crashing_sweep):
     _, numbers = targets.figure1c(scores, ["lg"], boot)
     got = numbers.set_index(["family", "method"])["n_failed"].to_dict()
     assert got[("lg", "oracle")] == 1 and got[("lg", "bca_f")] == n_chosen_test
+
+
+# --- the router's screen and its routing share (SPEC §4.4) ------------------------------------------
+def test_router_screen_as_specified():
+    """Steps 1-2 recomputed: Fisher-z PC's deletions, dCor (the dcor package) - |r| on the fixed
+    300-row subsample, gap >= 0.15 flags, share >= tau = 0.2 of the deletions routes to KCI."""
+    dcor = pytest.importorskip("dcor")
+    from heuresis.algorithms import make_algorithm
+    from heuresis.ci import make_ci_test
+    from heuresis.pc import pc
+
+    rng = np.random.default_rng(11)
+    n = 600
+    x1 = rng.normal(size=n)
+    nonlinear = np.column_stack([x1, x1 ** 2 + 0.2 * rng.normal(size=n), np.abs(x1) + 0.2 * rng.normal(size=n),
+                                 np.cos(2 * x1) + 0.2 * rng.normal(size=n), rng.normal(size=n)])
+    linear = np.cumsum(rng.normal(size=(n, 5)), axis=1)
+    router = make_algorithm("router", alpha=0.05, gap=0.15, tau=0.2, subsample=300, seed=0)
+    for data, expect in ((nonlinear, "kci"), (linear, "fisherz")):
+        data = (data - data.mean(0)) / data.std(0)
+        fz = pc(data, make_ci_test("fisherz", data), 0.05)
+        rows = np.sort(np.random.default_rng(0).choice(n, size=300, replace=False))
+        gaps = [dcor.distance_correlation(data[rows, d.x], data[rows, d.y], method="naive")
+                - abs(stats.pearsonr(data[rows, d.x], data[rows, d.y])[0]) for d in fz.deletions]
+        share = np.mean(np.array(gaps) >= 0.15) if gaps else 0.0
+        branch = "kci" if gaps and share >= 0.2 else "fisherz"
+        scr = router.screen(data)
+        assert scr["gaps"] == pytest.approx(gaps, abs=1e-9)
+        assert scr["flagged_share"] == pytest.approx(share) and scr["branch"] == branch == expect
+        res = router.run(data)
+        assert res.details["branch"] == branch and res.details["flagged_share"] == pytest.approx(share)
+
+
+def test_router_routing_share_in_scores_and_table3(sweep):
+    import json as _json
+
+    paths = list(sweep["paths"])
+    for fam in sweep["families"]:
+        data, truth = sweep["root"] / "instances" / fam / "test", sweep["root"] / "truth" / fam / "test"
+        out = sweep["root"] / "references" / "router" / fam / "test" / "shard-000.parquet"
+        run_shard("router", {"alpha": 0.05, "gap": 0.15, "tau": 0.2, "subsample": 300, "seed": 0}, fam, "test",
+                  list(range(5)), data, truth, out, grades=sweep["cfg"]["grades"])
+        paths.append(out)
+    truth_dirs = {f: sweep["root"] / "truth" / f / "test" for f in sweep["families"]}
+    selection, scores = build_headroom(paths, truth_dirs, sweep["menu"], ["router"], random_restorations=2,
+                                       seed=1, pc_algorithm="pc_fisherz")
+    refs = load_references(paths)
+    routers = refs[refs.algorithm == "router"].set_index(["family", "instance"])
+    rs = scores[scores.method == "router"]
+    assert len(rs) == 10
+    for r in rs.itertuples():
+        branch = _json.loads(routers.loc[(r.family, r.instance), "details"])["branch"]
+        assert r.routed_to_kci == (1.0 if branch == "kci" else 0.0)
+    assert scores[scores.method != "router"]["routed_to_kci"].isna().all()
+    scores.loc[scores.method == "pc_fisherz", "method"] = "pc_kci"
+    fams = {f: sweep["cfg"]["families"][f] for f in sweep["families"]}
+    n3, d3 = targets.table3(scores, selection, list(fams), {"resamples": 50, "seed": 1, "level": 0.95})
+    by = n3.set_index("row")
+    for fam in sweep["families"]:
+        assert by.loc[fam, "router_kci_share"] == pytest.approx(rs[rs.family == fam].routed_to_kci.mean())
+    assert by.loc["all", "router_kci_share"] == pytest.approx(rs.routed_to_kci.mean())
+    assert d3["router → KCI"].str.endswith("%").all()

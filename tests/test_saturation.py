@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 from scipy import stats
 from sklearn.metrics import f1_score
@@ -116,3 +118,44 @@ def test_figure1b_built_by_the_tiny_workflow(tiny_run):
         assert (tiny_run / f"results/figures/figure1b.{ext}").stat().st_size > 1000
     df = load_saturation(sorted((tiny_run / "results/saturation").glob("*.parquet")))
     assert set(df["network"]) == {"cancer", "asia"} and set(df["method"]) == {"pc_fisherz", "pc_kci", "ges", "oracle"}
+    tab = pq.read_table(tiny_run / "results/tables/figure1b.parquet").to_pandas().set_index("network")
+    for net in ("cancer", "asia"):
+        mean = {m: df[(df.network == net) & (df.method == m)]["f1"].mean() for m in ("pc_kci", "ges", "oracle")}
+        gain = mean["oracle"] - mean["pc_kci"]
+        got = tab.loc[net, "ges_share_of_oracle_gain"]
+        assert (gain <= 0 and np.isnan(got)) or got == pytest.approx((mean["ges"] - mean["pc_kci"]) / gain)
+    assert "GES share of oracle" in (tiny_run / "results/tables/figure1b.md").read_text()
+
+
+def test_ges_share_of_oracle_gain():
+    from heuresis.saturation import figure1b_table, oracle_gain_share
+
+    # mean F1 per network and method (the README's paper-scale Figure 1b numbers for insurance, cancer)
+    f1 = {"insurance": {"pc_fisherz": 0.56, "pc_kci": 0.54, "ges": 0.68, "oracle": 0.94},
+          "cancer": {"pc_fisherz": 0.90, "pc_kci": 0.82, "ges": 0.99, "oracle": 0.96},
+          "flat": {"pc_fisherz": 0.9, "pc_kci": 0.9, "ges": 0.8, "oracle": 0.9}}
+    summary = pd.DataFrame([dict(network=n, method=m, d=5, n_arcs=4, datasets=10, failed=0, f1=v, f1_lo=v, f1_hi=v)
+                            for n, ms in f1.items() for m, v in ms.items()])
+    share = oracle_gain_share(summary, "ges")
+    assert share["insurance"] == pytest.approx((0.68 - 0.54) / (0.94 - 0.54))   # 35%
+    assert share["cancer"] == pytest.approx((0.99 - 0.82) / (0.96 - 0.82)) and share["cancer"] > 1
+    assert np.isnan(share["flat"])                                                 # the oracle gains nothing
+    assert oracle_gain_share(summary, "pc_fisherz")["insurance"] == pytest.approx(0.02 / 0.40)
+    numbers, display = figure1b_table(summary, list(f1), ["pc_fisherz", "pc_kci", "ges", "oracle"])
+    assert list(numbers["network"]) == list(f1)
+    assert numbers.set_index("network").loc["insurance", "f1_ges"] == 0.68
+    col = "GES share of oracle − PC-KCI"
+    assert list(display[col]) == ["35%", "121%", "n/a"]
+
+
+def test_figure1b_table_on_small_data(table):
+    from heuresis.saturation import figure1b_table
+
+    s = saturation_summary(table, ["asia"], ["pc_fisherz", "pc_kci", "oracle"],
+                           {"resamples": 50, "seed": 1, "level": 0.95})
+    numbers, _ = figure1b_table(s, ["asia"], ["pc_fisherz", "pc_kci", "oracle"], share_of="pc_fisherz")
+    mean = {m: table[table["method"] == m]["f1"].mean() for m in ("pc_fisherz", "pc_kci", "oracle")}
+    expect = (mean["pc_fisherz"] - mean["pc_kci"]) / (mean["oracle"] - mean["pc_kci"]) \
+        if mean["oracle"] > mean["pc_kci"] else np.nan
+    got = numbers["pc_fisherz_share_of_oracle_gain"].iloc[0]
+    assert (np.isnan(expect) and np.isnan(got)) or got == pytest.approx(expect)

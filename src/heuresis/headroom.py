@@ -24,6 +24,7 @@ counts per cell.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -95,7 +96,14 @@ def _score_row(family, index, method, algorithm, truth, graph, failed=False, **e
     s = score_graph(truth.dag, truth.cpdag, graph)
     return dict(family=family, instance=int(index), method=method, algorithm=algorithm, failed=bool(failed), f1=s.f1,
                 precision=s.precision, recall=s.recall, shd=float(s.shd), nshd=s.nshd,
-                n_deletions=extra.get("n_deletions"), n_wrong_deletions=extra.get("n_wrong_deletions"))
+                n_deletions=extra.get("n_deletions"), n_wrong_deletions=extra.get("n_wrong_deletions"),
+                routed_to_kci=extra.get("routed_to_kci"))
+
+
+def _routing(row: Mapping) -> dict:
+    """``routed_to_kci`` of a router reference row (its details record the branch taken), else nothing."""
+    details = json.loads(row.get("details") or "{}")
+    return {"routed_to_kci": float(details["branch"] == "kci")} if "branch" in details else {}
 
 
 def build_headroom(ref_paths: Sequence[str | Path], truth_dirs: Mapping[str, str | Path], menu: Sequence[str],
@@ -134,8 +142,9 @@ def build_headroom(ref_paths: Sequence[str | Path], truth_dirs: Mapping[str, str
                 return ref(a)["status"] == "failed"
 
             for a in [*menu, *baselines]:
-                rows.append(_score_row(family, index, a, a, truth, graph_of(ref(a)), failed(a),
-                                       **(stats if a == pc_algorithm else {})))
+                r = ref(a)
+                rows.append(_score_row(family, index, a, a, truth, graph_of(r), failed(a),
+                                       **(stats if a == pc_algorithm else _routing(r))))
             for method, scope in (("bca_g", GLOBAL), ("bca_f", family)):
                 a = chosen.get(scope, chosen[GLOBAL])  # a family without dev instances falls back to BCA_g
                 rows.append(_score_row(family, index, method, a, truth, graph_of(ref(a)), failed(a)))

@@ -175,6 +175,7 @@ HEADROOM_SCORES = _schema("headroom_scores", 2, [
     ("nshd", pa.float64(), "SHD / (d(d-1)/2)"),
     ("n_deletions", pa.float64(), "PC-KCI deletions on the instance (pc_kci, oracle, random_restoration rows)"),
     ("n_wrong_deletions", pa.float64(), "PC-KCI wrong deletions (same rows)"),
+    ("routed_to_kci", pa.float64(), "router rows: 1 if its screen routed the instance to PC-KCI, else 0; null otherwise"),
 ])
 
 VERIFICATION_CHECKS = _schema("verification_checks", 1, [

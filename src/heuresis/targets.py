@@ -87,9 +87,20 @@ def table2(scores: pd.DataFrame, families: Mapping[str, Mapping], boot: Mapping)
     return pd.DataFrame(rows), pd.DataFrame(disp)
 
 
+def _routed_share(scores: pd.DataFrame, family: str, router: str) -> float:
+    """Share of a family's (``all``: every) test instances the router's screen sent to PC-KCI."""
+    part = scores[scores["method"] == router]
+    if family != GLOBAL:
+        part = part[part["family"] == family]
+    if "routed_to_kci" not in part or part["routed_to_kci"].isna().all():
+        return float("nan")
+    return float(part["routed_to_kci"].mean())
+
+
 def table3(scores: pd.DataFrame, selection: pd.DataFrame, families: Sequence[str], boot: Mapping,
            foundation: Sequence[str] = (), router: str = "router") -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Reference points: F1 of BCA_f and oracle, both headrooms, the router's residual gain."""
+    """Reference points: F1 of BCA_f and oracle, both headrooms, the router's residual gain and the
+    share of instances its screen routed to PC-KCI."""
     chosen = selection[selection["chosen"]].set_index("scope")["algorithm"]
     has_router = router in set(scores["method"])
     rows, disp = [], []
@@ -105,6 +116,7 @@ def table3(scores: pd.DataFrame, selection: pd.DataFrame, families: Sequence[str
         failures = "; ".join(f"{label} {nf[m]}" for m, label in (("bca_g", "BCA_g"), ("bca_f", "BCA_f"),
                                                                  ("oracle", "oracle"), (router, "router"))
                              if nf.get(m))
+        routed = _routed_share(scores, fam, router) if has_router else np.nan
         rows.append(dict(row=fam, kind="family" if fam != GLOBAL else "all", bca_g=chosen.get(GLOBAL, ""),
                          bca_f=chosen.get(fam, "") if fam != GLOBAL else "per family",
                          f1_bca_f=float(bca_f.mean()), f1_oracle=float(oracle.mean()), **_iv(hs, "h_s"),
@@ -112,7 +124,7 @@ def table3(scores: pd.DataFrame, selection: pd.DataFrame, families: Sequence[str
                                               {"router_delta_r": np.nan, "router_delta_r_lo": np.nan,
                                                "router_delta_r_hi": np.nan}),
                          bca_g_n_failed=nf["bca_g"], bca_f_n_failed=nf["bca_f"], oracle_n_failed=nf["oracle"],
-                         router_n_failed=nf.get(router, 0), chosen_dev_n_failed=dev_failed,
+                         router_n_failed=nf.get(router, 0), chosen_dev_n_failed=dev_failed, router_kci_share=routed,
                          note=f"failed runs: {BCA_FAILURE_RULE}" if failures or dev_failed else ""))
         disp.append({"family": fam, "BCA_f": (chosen.get(fam, "per family") if fam != GLOBAL else "per family")
                      + (f" ({dev_failed} failed on dev)" if dev_failed else ""),
@@ -120,6 +132,7 @@ def table3(scores: pd.DataFrame, selection: pd.DataFrame, families: Sequence[str
                      "F1(oracle)": _f(oracle.mean()) + _failed_note(nf["oracle"]), "H^s": hs.fmt(), "H^r": hr.fmt(),
                      "router Δ^r": (rg.fmt() + _failed_note(nf.get(router, 0))) if rg else
                      "not run (no router in references.baselines)",
+                     "router → KCI": "—" if np.isnan(routed) else f"{routed:.0%}",
                      FAILED_RUNS: failures or "none"})
     for name in foundation:
         model = foundation_model(name)
@@ -128,9 +141,9 @@ def table3(scores: pd.DataFrame, selection: pd.DataFrame, families: Sequence[str
                          f1_oracle=np.nan, h_s=np.nan, h_s_lo=np.nan, h_s_hi=np.nan, h_r=np.nan, h_r_lo=np.nan,
                          h_r_hi=np.nan, router_delta_r=np.nan, router_delta_r_lo=np.nan, router_delta_r_hi=np.nan,
                          bca_g_n_failed=0, bca_f_n_failed=0, oracle_n_failed=0, router_n_failed=0,
-                         chosen_dev_n_failed=0, note=reason))
+                         chosen_dev_n_failed=0, router_kci_share=np.nan, note=reason))
         disp.append({"family": model.title, "BCA_f": "—", "F1(BCA_f)": "—", "F1(oracle)": "—", "H^s": "—", "H^r": "—",
-                     "router Δ^r": reason, FAILED_RUNS: "—"})
+                     "router Δ^r": reason, "router → KCI": "—", FAILED_RUNS: "—"})
     numbers, display = pd.DataFrame(rows), pd.DataFrame(disp)
     if not (numbers[["bca_g_n_failed", "bca_f_n_failed", "oracle_n_failed", "router_n_failed",
                      "chosen_dev_n_failed"]].to_numpy().any()):

@@ -74,6 +74,33 @@ class Router(Algorithm):
         "seed": Param(0, is_seed, "an int in [0, 2**32)", "seed of the screening subsample"),
     }
 
+    def screen(self, data: np.ndarray) -> dict:
+        """Steps 1-2: PC-Fisher-z, the dCor − |r| gap of each deleted pair, and the branch chosen.
+
+        Returns ``fisherz`` (the PC result), ``flagged`` ((x, y, gap) per flagged deletion),
+        ``gaps`` (the gap of every deletion, in log order), ``flagged_share`` and ``branch``
+        (``"kci"`` when the flagged share is at least ``tau`` of a non-empty deletion log).
+        """
+        from heuresis.ci import make_ci_test
+        from heuresis.pc import pc
+
+        p = self.params
+        fz = pc(data, make_ci_test("fisherz", data), float(p["alpha"]))
+        n = data.shape[0]
+        rng = np.random.default_rng(p["seed"])
+        rows = np.sort(rng.choice(n, size=min(n, p["subsample"]), replace=False))
+        sub = data[rows]
+        gaps, flagged = [], []
+        for dl in fz.deletions:
+            a, b = sub[:, dl.x], sub[:, dl.y]
+            gap = distance_correlation(a, b) - abs(float(np.corrcoef(a, b)[0, 1]))
+            gaps.append(gap)
+            if gap >= p["gap"]:
+                flagged.append((dl.x, dl.y, gap))
+        share = len(flagged) / len(fz.deletions) if fz.deletions else 0.0
+        branch = "kci" if fz.deletions and share >= p["tau"] else "fisherz"
+        return dict(fisherz=fz, flagged=flagged, gaps=gaps, flagged_share=share, branch=branch)
+
     def _run(self, data: np.ndarray) -> AlgorithmResult:
         from heuresis.ci import make_ci_test
         from heuresis.graph import Relation
@@ -81,21 +108,11 @@ class Router(Algorithm):
 
         p = self.params
         alpha = float(p["alpha"])
-        fz = pc(data, make_ci_test("fisherz", data), alpha)
-        n = data.shape[0]
-        rng = np.random.default_rng(p["seed"])
-        rows = np.sort(rng.choice(n, size=min(n, p["subsample"]), replace=False))
-        sub = data[rows]
-        flagged = []
-        for dl in fz.deletions:
-            a, b = sub[:, dl.x], sub[:, dl.y]
-            gap = distance_correlation(a, b) - abs(float(np.corrcoef(a, b)[0, 1]))
-            if gap >= p["gap"]:
-                flagged.append((dl.x, dl.y, gap))
-        share = len(flagged) / len(fz.deletions) if fz.deletions else 0.0
+        scr = self.screen(data)
+        fz, flagged, share = scr["fisherz"], scr["flagged"], scr["flagged_share"]
         details = {"seed": p["seed"], "n_fisherz_deletions": len(fz.deletions), "n_flagged": len(flagged),
                    "flagged_share": share}
-        if not fz.deletions or share < p["tau"]:
+        if scr["branch"] == "fisherz":
             return AlgorithmResult(graph=fz.graph, n_tests=fz.n_tests, details={**details, "branch": "fisherz"})
 
         kci = make_ci_test("kci", data)
