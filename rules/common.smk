@@ -149,14 +149,15 @@ def target_outputs():
 
 
 # --- episodes ------------------------------------------------------------------------------------
-from heuresis.config import episode_jobs as _episode_jobs
+from heuresis.config import episode_jobs as _episode_jobs, episode_job_indices as _episode_job_indices
 
 EPISODE_JOBS = _episode_jobs(config)
 
 
 def episode_indices(wildcards):
-    n = n_instances(wildcards)
-    return _shard_indices(int(wildcards.shard), n, config["episodes"]["shard_size"])
+    """The instances of the job's shard its grids select (episodes.grids.*.instances)."""
+    return _episode_job_indices(EPISODE_JOBS, wildcards.agent, wildcards.condition_id, wildcards.family,
+                                wildcards.split, int(wildcards.shard))
 
 
 def agent_spec(wildcards):
