@@ -22,8 +22,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 
-__all__ = ["Condition", "Cell", "GridError", "expand_conditions", "grid_instances", "grid_repeats", "grid_plan", "TOOLBOXES",
-           "TARGETS", "LAST_TURNS", "PROMPT_LEVELS", "LAST_TURN_REQUESTS"]
+__all__ = ["Condition", "Cell", "GridError", "expand_conditions", "instance_range", "grid_instances", "grid_repeats",
+           "grid_plan", "TOOLBOXES", "TARGETS", "LAST_TURNS", "PROMPT_LEVELS", "LAST_TURN_REQUESTS"]
 
 TOOLBOXES = ("full", "minimal")
 TARGETS = ("none", "cpdag", "dag")
@@ -116,14 +116,15 @@ def _as_list(v) -> list:
     return list(v) if isinstance(v, (list, tuple)) else [v]
 
 
-def grid_instances(grid: Mapping, n: int) -> tuple[int, ...]:
-    """Instance indices a grid runs on: ``instances`` N (the first N), [start, stop) or absent (all ``n``).
+def instance_range(grid: Mapping, n: int | None = None) -> tuple[int, int] | None:
+    """A grid's ``instances`` as ``(start, stop)``: N is ``(0, N)``, [start, stop] itself; ``None``
+    when absent (every instance).  With ``n`` (instances of the split) the range must fit in it.
 
-    Raises :class:`GridError` when the subset is malformed or does not fit in the split's ``n`` instances.
+    Raises :class:`GridError` when the subset is malformed or does not fit.
     """
     sub = grid.get("instances")
     if sub is None:
-        return tuple(range(n))
+        return None
     if isinstance(sub, bool) or not isinstance(sub, (int, list, tuple)):
         raise GridError("instances", f"must be a count N (the first N instances) or a range [start, stop], "
                                      f"got {sub!r}")
@@ -135,10 +136,16 @@ def grid_instances(grid: Mapping, n: int) -> tuple[int, ...]:
         start, stop = sub
     if start < 0 or stop <= start:
         raise GridError("instances", f"empty or negative instance range {[start, stop]} (need 0 <= start < stop)")
-    if stop > n:
+    if n is not None and stop > n:
         raise GridError("instances", f"{sub!r} asks for instances up to index {stop - 1}, but the split has "
                                      f"{n} (indices 0..{n - 1})")
-    return tuple(range(start, stop))
+    return start, stop
+
+
+def grid_instances(grid: Mapping, n: int) -> tuple[int, ...]:
+    """Instance indices a grid runs on: ``instances`` N (the first N), [start, stop) or absent (all ``n``)."""
+    rng = instance_range(grid, n)
+    return tuple(range(n)) if rng is None else tuple(range(*rng))
 
 
 def grid_repeats(grid: Mapping, families: tuple[str, ...]) -> dict[str, int]:
