@@ -265,7 +265,7 @@ def repair_outputs():
 
 
 # --- analysis (Tables 4, 6-10, 12, 13; Figures 6, 7a, 7b, 9) -----------------------------------
-from heuresis.harness.conditions import expand_conditions as _expand_conditions
+from heuresis.harness.conditions import cell_records as _cell_records
 
 ANALYSIS_TABLES = ["table4", "table6", "table7", "table8", "table9", "table10", "table13"]
 ANALYSIS_FIGURES = ["figure7a", "figure7b", "figure9"]  # figure6 also reads the headroom scores
@@ -296,11 +296,8 @@ def analysis_params(wildcards=None):
 
 
 def episode_cells():
-    """Table 12: every configured result (agent x condition) with its families and split."""
-    return [
-        {**c.condition.as_dict(), "families": list(c.families), "split": c.split}
-        for c in _expand_conditions(config)
-    ]
+    """Table 12: every configured result (agent x condition) with its families, split, instances."""
+    return _cell_records(config)
 
 
 def analysis_outputs():

@@ -200,3 +200,39 @@ def test_check_config_prints_each_grids_bill(root, capsys):
     assert re.search(r"prompts +1,152 episodes +1,152 LLM \( +1,056 new\)", out), out
     assert "total: 4,704 LLM episodes" in out, out
     assert "LLM requests at most" in out
+
+
+GRID_OVERLAY = """\
+episodes:
+  shard_size: 1
+  grids:
+    subset:
+      agents: [shortcut]
+      guided: [true]
+      instances: [1, 3]
+      repeats: {lg: 2, default: 1}
+      families: [lg, wild]
+  run: [subset]
+"""
+
+
+@pytest.mark.slow
+def test_dry_run_plans_the_episode_jobs_of_the_subset_and_repeats(tmp_path):
+    """Snakemake plans exactly the shards of instances 1 and 2 (shard size 1), two repeats on lg, one on wild."""
+    import subprocess
+    import sys
+
+    from tinyflow import copy_workflow
+
+    wf = copy_workflow(tmp_path / "wf")
+    (wf / "config" / "subset.yaml").write_text(GRID_OVERLAY)
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--cores", "1", "--configfile", "config/quick.yaml",
+                           "config/subset.yaml", "--", "results/analysis/episode_scores.parquet"],
+                          cwd=wf, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    planned = set(re.findall(r"results/episodes/(\S+?)\.parquet", proc.stdout))
+    planned = {p for p in planned if not p.endswith((".calls", ".requests"))}
+    cond = "full-guided-p0-none-standard-once-r{}"
+    expected = {f"shortcut/{cond.format(r)}/{fam}/test/shard-{s:03d}"
+                for fam, reps in (("lg", 2), ("wild", 1)) for r in range(reps) for s in (1, 2)}
+    assert planned == expected, sorted(planned)

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 
 __all__ = ["Condition", "Cell", "GridError", "expand_conditions", "instance_range", "grid_instances", "grid_repeats",
-           "grid_plan", "TOOLBOXES", "TARGETS", "LAST_TURNS", "PROMPT_LEVELS", "LAST_TURN_REQUESTS"]
+           "grid_plan", "cell_records", "TOOLBOXES", "TARGETS", "LAST_TURNS", "PROMPT_LEVELS", "LAST_TURN_REQUESTS"]
 
 TOOLBOXES = ("full", "minimal")
 TARGETS = ("none", "cpdag", "dag")
@@ -217,6 +217,17 @@ def expand_conditions(config: Mapping) -> list[Cell]:
                     for f in families_u}
             cells[key] = Cell(cell.condition, families_u, cell.split, inst)
     return list(cells.values())
+
+
+def cell_records(config: Mapping) -> list[dict]:
+    """Every configured result (agent x condition) as a plain record: condition fields, families,
+    split and the number of instances per family (Table 12)."""
+    out = []
+    for c in expand_conditions(config):
+        n = int(config["instances"][f"n_{c.split}"])
+        out.append({**c.condition.as_dict(), "families": list(c.families), "split": c.split,
+                    "instances": {f: len(c.indices(f, n)) for f in c.families}})
+    return out
 
 
 def _is_llm(config: Mapping, agent: str) -> bool:
