@@ -310,7 +310,7 @@ def analysis_outputs():
 from pathlib import Path
 
 from heuresis.games.scenario import load_scenario as _load_scenario
-from heuresis.games.workflow import play_jobs as _play_jobs, scenario_folder as _scenario_folder
+from heuresis.games.workflow import play_jobs as _play_jobs, plays_of as _plays_of, scenario_folder as _scenario_folder
 
 GAMES = config["games"]
 GAME_FOLDER = str(_scenario_folder(config))
@@ -351,6 +351,11 @@ def game_references():
 def game_plays(agent=None, mode=None):
     return [f"results/games/plays/{j['agent']}/{j['mode']}/{j['scenario']}.parquet" for j in GAME_JOBS
             if agent in (None, j["agent"]) and mode in (None, j["mode"])]
+
+
+def game_play_count(wildcards):
+    """Plays of a play job: games.plays for an LLM agent, games.baseline_plays for an offline one."""
+    return _plays_of(config, wildcards.agent)
 
 
 def game_plays_of(wildcards):

@@ -59,7 +59,8 @@ def cmd_check_config(args: argparse.Namespace) -> int:
 
     g = cfg["games"]
     print(f"games: {len(scenario_names(cfg))} scenarios, agents {', '.join(g['agents'])}, modes "
-          f"{', '.join(g['modes'])}, {g['plays']} plays each ({len(play_jobs(cfg))} play jobs), judges "
+          f"{', '.join(g['modes'])}, {g['plays']} plays per LLM agent and {g['baseline_plays']} per offline agent "
+          f"({len(play_jobs(cfg))} play jobs), judges "
           f"{', '.join(g['judges']) or 'none (the rubric says: no judge configured)'}")
     from heuresis.agents.llm import CredentialsError, check_credentials, llm_agents_in_use
 
