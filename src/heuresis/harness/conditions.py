@@ -87,19 +87,19 @@ class Cell:
     """A condition with the families and split its episodes run on, and the instances per family.
 
     ``instances`` maps each family to the instance indices of the split the condition runs on
-    there (sorted); ``None`` means every instance of the split.
+    there (sorted), or to ``None``: every instance of the split (so is a missing map).
     """
 
     condition: Condition
     families: tuple[str, ...]
     split: str
-    instances: Mapping[str, tuple[int, ...]] | None = field(default=None, compare=False)
+    instances: Mapping[str, tuple[int, ...] | None] | None = field(default=None, compare=False)
 
     def indices(self, family: str, n: int) -> tuple[int, ...]:
         """Instance indices on ``family`` (``n``: instances of the split)."""
         if family not in self.families:
             return ()
-        if self.instances is None or family not in self.instances:
+        if self.instances is None or self.instances.get(family) is None:
             return tuple(range(n))
         return self.instances[family]
 
@@ -177,8 +177,8 @@ def _grid_cells(config: Mapping, g: Mapping) -> list[Cell]:
     all_families = tuple(config["families"])
     families = tuple(g.get("families") or all_families)
     split = g.get("split", "test")
-    n = int(config["instances"][f"n_{split}"])
-    idx = grid_instances(g, n)
+    # None: every instance of the split (the split's size is read only for a subset)
+    idx = grid_instances(g, int(config["instances"][f"n_{split}"])) if g.get("instances") is not None else None
     reps = grid_repeats(g, families)
     axes = [_as_list(g["agents"]), _as_list(g.get("toolbox", "full")), _as_list(g.get("guided", False)),
             _as_list(g.get("prompt_level", 0)), _as_list(g.get("target", "none")),
@@ -190,6 +190,14 @@ def _grid_cells(config: Mapping, g: Mapping) -> list[Cell]:
         cond = Condition(agent, toolbox, bool(guided), int(level), target, budget, last_turn, r)
         out.append(Cell(cond, fams, split, {f: idx for f in fams}))
     return out
+
+
+def _union(a: Mapping, b: Mapping, family: str) -> tuple[int, ...] | None:
+    """Instances of ``family`` in either cell's map (``None``: every instance; absent: none)."""
+    ia, ib = a.get(family, ()), b.get(family, ())
+    if ia is None or ib is None:
+        return None
+    return tuple(sorted(set(ia) | set(ib)))
 
 
 def expand_conditions(config: Mapping) -> list[Cell]:
@@ -213,8 +221,7 @@ def expand_conditions(config: Mapping) -> list[Cell]:
                 cells[key] = cell
                 continue
             families_u = prev.families + tuple(f for f in cell.families if f not in prev.families)
-            inst = {f: tuple(sorted(set(prev.instances.get(f, ())) | set(cell.instances.get(f, ()))))
-                    for f in families_u}
+            inst = {f: _union(prev.instances, cell.instances, f) for f in families_u}
             cells[key] = Cell(cell.condition, families_u, cell.split, inst)
     return list(cells.values())
 
