@@ -373,20 +373,17 @@ def episode_jobs(config: Mapping) -> list[dict]:
     from heuresis.harness.conditions import expand_conditions
 
     size = int(config["episodes"]["shard_size"])
-    out: dict[tuple, dict] = {}
+    out: list[dict] = []
     for cell in expand_conditions(config):
         n = int(config["instances"][f"n_{cell.split}"])
         for family in cell.families:
             by_shard: dict[int, list[int]] = {}
             for i in cell.indices(family, n):
                 by_shard.setdefault(i // size, []).append(i)
-            for shard, idx in sorted(by_shard.items()):
+            for shard, idx in sorted(by_shard.items()):   # cells are unique: so is each key
                 key = (cell.condition.agent, cell.condition.condition_id, family, cell.split, shard)
-                if key in out:  # cannot happen (cells are unique); kept as a guard for merged grids
-                    idx = sorted(set(out[key]["indices"]) | set(idx))
-                out[key] = {**dict(zip(("agent", "condition_id", "family", "split", "shard"), key)),
-                            "indices": list(idx)}
-    return list(out.values())
+                out.append({**dict(zip(("agent", "condition_id", "family", "split", "shard"), key)), "indices": idx})
+    return out
 
 
 def episode_job_indices(jobs: list[dict], agent: str, condition_id: str, family: str, split: str,
