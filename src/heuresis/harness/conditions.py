@@ -93,6 +93,7 @@ class Cell:
     condition: Condition
     families: tuple[str, ...]
     split: str
+    # not compared (a mapping is unhashable): a cell is identified by its condition and split
     instances: Mapping[str, tuple[int, ...] | None] | None = field(default=None, compare=False)
 
     def indices(self, family: str, n: int) -> tuple[int, ...]:
