@@ -2,14 +2,18 @@
 # Helpers live here, not as lambdas inside rules.
 
 try:
-    from heuresis.config import ConfigError, SPLITS, validate_config
+    from heuresis.config import ConfigError, SPLITS, check_config_files, validate_config
     from heuresis import instances as _instances
 except ImportError as exc:  # the package must be installed (README: pip install -e .)
     raise WorkflowError(
         f"cannot import the heuresis package ({exc}); install it first: pip install -e ."
     )
 
+# Snakemake has read the config files already (PyYAML's FullLoader, which builds !!python/name
+# objects and keeps the last of a duplicated key); read them again with the package's safe loader,
+# so such a file stops the workflow naming the file and line (docs/config-validation.md).
 try:
+    check_config_files(workflow.configfiles)
     config.update(validate_config(config))
 except ConfigError as exc:
     raise WorkflowError(str(exc))
@@ -45,6 +49,21 @@ onstart:
         raise WorkflowError(str(exc))
 
 FAMILIES = list(config["families"])
+
+# A job whose output records failed units (episodes, plays, judgements: status "failed") reruns the
+# next time a target needs it, retrying only those units (heuresis.failures; docs/failures.md).
+from heuresis.failures import attempt_param as _attempt_param
+
+
+def attempt_of(output):
+    """The `attempt` parameter of the jobs writing `output` (a pattern): it changes after a run with
+    failed units, so the job reruns. A function of the wildcards only: Snakemake ignores changes of
+    parameters computed from input or output files."""
+
+    def attempt(wildcards):
+        return _attempt_param(output.format(**dict(wildcards.items())))
+
+    return attempt
 
 
 wildcard_constraints:
@@ -149,7 +168,8 @@ def target_outputs():
 
 
 # --- episodes ------------------------------------------------------------------------------------
-from heuresis.config import episode_jobs as _episode_jobs, episode_job_indices as _episode_job_indices
+from heuresis.config import (episode_job_config as _episode_job_config, episode_job_indices as _episode_job_indices,
+                             episode_jobs as _episode_jobs)
 
 EPISODE_JOBS = _episode_jobs(config)
 
@@ -158,6 +178,11 @@ def episode_indices(wildcards):
     """The instances of the job's shard its grids select (episodes.grids.*.instances)."""
     return _episode_job_indices(EPISODE_JOBS, wildcards.agent, wildcards.condition_id, wildcards.family,
                                 wildcards.split, int(wildcards.shard))
+
+
+def episode_config(wildcards):
+    """The part of the episodes section the job depends on (its budget, the code tool, alpha)."""
+    return _episode_job_config(config, wildcards.condition_id)
 
 
 def agent_spec(wildcards):
@@ -358,13 +383,9 @@ def game_play_count(wildcards):
     return _plays_of(config, wildcards.agent)
 
 
-def game_plays_of(wildcards):
-    """The plays a judgement job scores: every scenario of one agent x mode."""
-    return game_plays(wildcards.agent, wildcards.mode)
-
-
 def game_judgements():
-    return [f"results/games/judgements/{j}/{a}/{m}.parquet" for j in GAMES["judges"] for a, m in GAME_AGENT_MODES]
+    return [f"results/games/judgements/{j}/{a}/{m}/{s}.parquet" for j in GAMES["judges"] for a, m in GAME_AGENT_MODES
+            for s in sorted(GAME_SCENARIOS)]
 
 
 def game_bootstrap():

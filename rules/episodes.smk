@@ -22,11 +22,12 @@ rule episodes:
     params:
         agent_spec=agent_spec,
         indices=episode_indices,
-        episodes=config["episodes"],
+        episodes=episode_config,
         menu=config["references"]["algorithms"],
         grades=config["grades"],
         seed=config["seed"],
         transcripts="results/transcripts/{agent}/{condition_id}/{family}/{split}",
+        attempt=attempt_of("results/episodes/{agent}/{condition_id}/{family}/{split}/shard-{shard}.parquet"),
     threads: 1
     resources:
         mem_mb=3000,

@@ -1,6 +1,7 @@
 # The games track (GAMES.md; README "Games track"): references per scenario, plays per
 # agent x mode x scenario (checkpointed per play; transcripts under results/games/transcripts/),
-# judgements per judge x agent x mode, then each table and figure as its own rule.
+# judgements per judge x agent x mode x scenario (adding a scenario judges only its plays), then
+# each table and figure as its own rule.
 
 
 rule games_references:
@@ -49,6 +50,7 @@ rule games_plays:
         seed=GAMES["seed"],
         max_turns=GAMES["max_turns"],
         transcripts="results/games/transcripts/{agent}/{mode}/{scenario}",
+        attempt=attempt_of("results/games/plays/{agent}/{mode}/{scenario}.parquet"),
     threads: 1
     resources:
         mem_mb=1500,
@@ -64,17 +66,19 @@ rule games_judgements:
         judge="|".join(GAMES["judges"]) or "none",
         agent="|".join(GAMES["agents"]) or "none",
         mode="tools|prompt",
+        scenario="|".join(GAME_SCENARIOS) or "none",
     input:
-        plays=game_plays_of,
-        references=game_references(),
+        plays="results/games/plays/{agent}/{mode}/{scenario}.parquet",
+        references="results/games/references/{scenario}.parquet",
     output:
-        "results/games/judgements/{judge}/{agent}/{mode}.parquet",
+        "results/games/judgements/{judge}/{agent}/{mode}/{scenario}.parquet",
     log:
-        "logs/games/judgements/{judge}/{agent}/{mode}.log",
+        "logs/games/judgements/{judge}/{agent}/{mode}/{scenario}.log",
     params:
         spec=game_judge_spec,
         folder=GAME_FOLDER,
         max_tokens=GAMES["judge_max_tokens"],
+        attempt=attempt_of("results/games/judgements/{judge}/{agent}/{mode}/{scenario}.parquet"),
     threads: 1
     resources:
         mem_mb=1000,

@@ -1,18 +1,19 @@
 # Figure 1a, the leakage probe: each LLM agent of config leakage.agents is asked for the public
-# networks' graphs from their variable names and from X1..Xd controls (one job per agent, its
-# answers checkpointed); the figure rule says so when no LLM agent is configured.
+# networks' graphs from their variable names and from X1..Xd controls (one job per agent and
+# network, its answers checkpointed: adding a network asks only about that network); the figure
+# rule says so when no LLM agent is configured.
 
 
 rule leakage:
     wildcard_constraints:
         agent="|".join(LEAKAGE_AGENTS) or "none",
+        network="|".join(config["leakage"]["networks"]) or "none",
     output:
-        "results/leakage/{agent}.parquet",
+        "results/leakage/{agent}/{network}.parquet",
     log:
-        "logs/leakage/{agent}.log",
+        "logs/leakage/{agent}/{network}.log",
     params:
         spec=leakage_spec,
-        networks=config["leakage"]["networks"],
         repeats=config["leakage"]["repeats"],
         seed=config["leakage"]["seed"],
     threads: 1
@@ -27,7 +28,7 @@ rule leakage:
 
 rule figure1a:
     input:
-        expand("results/leakage/{agent}.parquet", agent=LEAKAGE_AGENTS),
+        expand("results/leakage/{agent}/{network}.parquet", agent=LEAKAGE_AGENTS, network=config["leakage"]["networks"]),
     output:
         pdf="results/figures/figure1a.pdf",
         png=report(

@@ -346,3 +346,103 @@ def test_table12_shows_the_instances_each_family_runs(paper_config):
     assert by[("gpt", "full-unguided-p0-none-standard-once-r0")] == ", ".join(
         f"{f} (32)" for f in ("lg", "anm", "hetero", "wild", "mixed", "gauntlet"))
     assert by[("evidence", "full-guided-p0-none-tight-none-r0")] == "lg (16), anm (16), hetero (16), wild (16)"
+
+
+# --- infrastructure failures: left out of every number, counted per cell ------------------------------
+GUIDED, UNGUIDED = "full-guided-p0-none-standard-once-r0", "full-unguided-p0-none-standard-once-r0"
+
+
+@pytest.fixture(scope="module")
+def flaky_scores(quick_config, tmp_path_factory):
+    """Episode scores of the shortcut agent on 3 lg test instances, guided (instance 1 failed by an
+    API error) and unguided (every episode failed)."""
+    import infra_faults
+    from conftest import small_lg_split
+
+    from heuresis.analysis.scores import load_episodes, score_episodes
+    from heuresis.episodes import run_episode_shard
+    from heuresis.instances import load_truth
+    from heuresis.references import load_references
+
+    small = small_lg_split(quick_config, tmp_path_factory.mktemp("flaky"), 3)
+    cfg, root = small["cfg"], small["root"]
+    fail = {f"shortcut/{GUIDED}/lg/test/0001", *(f"shortcut/{UNGUIDED}/lg/test/{i:04d}" for i in range(3))}
+    mp = pytest.MonkeyPatch()
+    infra_faults.install(fail, None, mp.setattr)
+    outs = []
+    try:
+        for cond in (GUIDED, UNGUIDED):
+            out = root / "episodes" / cond / "shard-000.parquet"
+            run_episode_shard("shortcut", {"kind": "shortcut"}, cond, "lg", "test", [0, 1, 2], data_dir=small["data"],
+                              truth_dir=small["truth"], pc_kci_paths=[small["ref"]], episodes_cfg=cfg["episodes"],
+                              menu=cfg["references"]["algorithms"], grades=cfg["grades"], seed=cfg["seed"], out=out,
+                              calls_out=out.with_name("shard-000.calls.parquet"),
+                              requests_out=out.with_name("shard-000.requests.parquet"),
+                              transcripts_dir=root / "transcripts" / cond)
+            outs.append(out)
+    finally:
+        mp.undo()
+    eps, calls = load_episodes(outs)
+    refs = load_references([small["ref"]])
+    head = pd.DataFrame([dict(family="lg", instance=i, method=m, f1=0.25 + 0.1 * i) for i in range(3)
+                         for m in ("bca_g", "bca_f")])
+    scores = score_episodes(eps, calls, {("lg", "test"): load_truth(small["truth"])}, refs, head,
+                            list(cfg["references"]["algorithms"]))
+    return scores
+
+
+def test_failed_episodes_are_counted_per_cell_and_left_out_of_every_number(flaky_scores):
+    from heuresis.analysis import figures, tables
+
+    s = flaky_scores
+    assert sorted(s[s.status == "failed"][["condition_id", "instance"]].itertuples(index=False, name=None)) == \
+        [(GUIDED, 1), (UNGUIDED, 0), (UNGUIDED, 1), (UNGUIDED, 2)]
+    ok = s[(s.status == "ok") & (s.condition_id == GUIDED)]
+    boot = {"resamples": 100, "seed": 0, "level": 0.95}
+    built = {name: getattr(tables, name)(s, ["lg"], boot, ["shortcut"])
+             for name in ("table4", "table6", "table7", "table8", "table9", "table10", "table13")}
+    for name, (numbers, display) in built.items():
+        assert "n_failed" in numbers and tables.FAILED_COLUMN in display, name
+        got = {(r.condition_id, r.family): (r.n, r.n_failed) for r in numbers.itertuples()}
+        scopes = ["lg", "all"] if name in ("table4", "table6", "table7", "table8") else ["all"]
+        # the guided result: 2 scored episodes, 1 failed; the unguided one: 0 scored, all 3 failed
+        assert all(got[(GUIDED, f)] == (2, 1) for f in scopes), (name, got)
+        if name == "table8":        # guided episodes only
+            assert set(c for c, _ in got) == {GUIDED}
+        else:
+            assert all(got[(UNGUIDED, f)] == (0, 3) for f in scopes), (name, got)
+            row = numbers[numbers.condition_id == UNGUIDED].iloc[0]
+            assert "every episode failed" in row.note
+            shown = display.iloc[numbers.index[numbers.condition_id == UNGUIDED][0]]
+            assert shown[tables.FAILED_COLUMN] == 3 and shown["episodes"] == 0
+        assert list(display[tables.FAILED_COLUMN]) == list(numbers["n_failed"]), name
+    t6 = built["table6"][0].set_index(["condition_id", "family"]).loc[(GUIDED, "lg")]
+    assert t6.f1 == pytest.approx(ok.f1.mean()) and t6.delta_r == pytest.approx((ok.f1 - ok.bca_f_f1).mean())
+    assert t6.truncation_rate == pytest.approx(1 - ok.finished.mean())
+    t13 = built["table13"][0].set_index("condition_id").loc[GUIDED]
+    assert t13.f1_all == pytest.approx(ok.f1.mean()) and t13.n_finished == int(ok.finished.sum())
+    # Table 8: the unguided counterpart has no scored episode, so guided - unguided is not computed
+    t8 = built["table8"][0].set_index(["condition_id", "family"]).loc[(GUIDED, "lg")]
+    assert math.isnan(t8.guided_minus_unguided) and "no unguided counterpart" in t8.note
+    # the same numbers as a table built from the scored episodes alone
+    alone, alone_display = tables.table6(s[s.status == "ok"], ["lg"], boot, ["shortcut"])
+    assert alone.f1.tolist() == built["table6"][0].f1.tolist()[: len(alone)] and (alone.n_failed == 0).all()
+    assert tables.FAILED_COLUMN not in alone_display     # the column appears only when any episode failed
+
+    n12, d12 = tables.table12(s, [{"agent": "shortcut", "condition_id": c, "toolbox": "full", "guided": g,
+                                   "prompt_level": 0, "target": "none", "budget": "standard", "last_turn": "once",
+                                   "repeat": 0, "families": ["lg"], "split": "test"}
+                                  for c, g in ((GUIDED, True), (UNGUIDED, False))],
+                              {"shortcut": {"kind": "shortcut"}}, {})
+    assert n12.set_index("condition_id")[["episodes", "n_failed"]].to_dict("index") == \
+        {GUIDED: {"episodes": 2, "n_failed": 1}, UNGUIDED: {"episodes": 0, "n_failed": 3}}
+
+    head = pd.DataFrame([dict(family="lg", instance=i, method=m, f1=0.25 + 0.1 * i) for i in range(3)
+                         for m in ("bca_g", "bca_f", "oracle")])
+    _, n6 = figures.figure6(s, head, ["lg"], boot, ["shortcut"])
+    mine = n6[n6.agent == "shortcut"]
+    assert set(mine.condition_id) == {GUIDED} and (mine.n == 2).all() and (mine.n_failed == 1).all()
+    _, n7a = figures.figure7a(s, ["lg"], boot, ["shortcut"])
+    assert (n7a.n_failed == 1).all() and len(n7a)
+    _, n9 = figures.figure9(s, ["lg"], boot, ["shortcut"])
+    assert n9.set_index("guided")[["n", "n_failed"]].to_dict("index") == {True: {"n": 2, "n_failed": 1}}

@@ -35,8 +35,83 @@ CASES = [
     ("bad constant range", lambda c: c["mechanisms"]["sigmoid"].update(gain=[3.0, 1.0]), "mechanisms.sigmoid.gain",
      "inverted"),
     ("bad family override", lambda c: c["families"]["wild"]["kinds"]["fourier"].update(params={"frequency": [-1, 2]}),
-     "families.wild.kinds.fourier.params.frequency", "negative"),
+     "families.wild.kinds.fourier.params.frequency.0", "-1 is less than the minimum of 0 (allowed: a number >= 0)"),
     ("short range", lambda c: c["families"]["lg"].update(root_noise=[1.0]), "families.lg.root_noise", "short"),
+    # nonsense that used to pass, or to fail only in generation: each names the key and what it allows
+    ("no Fourier features", lambda c: c["mechanisms"]["fourier"].update(features=0), "mechanisms.fourier.features",
+     "0 is less than the minimum of 1 (allowed: an integer in [1, 1000])"),
+    ("fractional hidden units", lambda c: c["mechanisms"]["mlp"].update(hidden=2.5), "mechanisms.mlp.hidden",
+     "2.5 is not of type 'integer' (allowed: an integer in [1, 1000])"),
+    ("integer written as a float", lambda c: c["mechanisms"]["mlp_hetero"].update(hidden=10.0),
+     "mechanisms.mlp_hetero.hidden", "10.0 is not of type 'integer'"),
+    ("Student-t without variance", lambda c: c["mechanisms"]["linear_t3"].update(df=2), "mechanisms.linear_t3.df",
+     "(allowed: a number > 2)"),
+    ("huge d", lambda c: c["instances"].update(d=100_000_000), "instances.d",
+     "100000000 is greater than the maximum of 1000 (allowed: an integer in [2, 1000])"),
+    ("d below 2", lambda c: c["instances"].update(d=1), "instances.d", "(allowed: an integer in [2, 1000])"),
+    ("huge n", lambda c: c["instances"].update(n=10**7), "instances.n", "(allowed: an integer in [10, 100000])"),
+    ("degree above d - 1", lambda c: c["graph"].update(expected_degree=9.5), "graph.expected_degree",
+     "9.5 exceeds instances.d - 1 = 9 (a node has at most d - 1 neighbours; allowed: 0 < expected_degree <= 9)"),
+    ("zero degree", lambda c: c["graph"].update(expected_degree=0), "graph.expected_degree", "(allowed: a number > 0)"),
+    ("no test instances", lambda c: c["instances"].update(n_test=0), "instances.n_test",
+     "0 is less than the minimum of 1 (allowed: an integer in [1, 9999])"),
+    ("no dev instances", lambda c: c["instances"].update(n_dev=0), "instances.n_dev",
+     "(allowed: an integer in [1, 9999])"),
+    ("five-digit instance count", lambda c: c["instances"].update(n_test=10_000), "instances.n_test",
+     "(allowed: an integer in [1, 9999])"),
+    ("seed beyond 32 bits", lambda c: c.update(seed=2**32), "seed", "(allowed: an integer in [0, 4294967295])"),
+    ("negative seed", lambda c: c["repairs"].update(seed=-1), "repairs.seed", "(allowed: an integer in [0, 4294967295])"),
+    ("negative hash seed", lambda c: c["verification"]["scales"]["small"]["determinism"].update(hash_seeds=[0, -1]),
+     "verification.scales.small.determinism.hash_seeds.1", "-1 is less than the minimum of 0"),
+    ("fractional node count", lambda c: c["verification"]["scales"]["small"]["dsep"].update(d=[3, 10.5]),
+     "verification.scales.small.dsep.d.1", "10.5 is not of type 'integer' (allowed: an integer in [2, 1000])"),
+    ("node count below 2", lambda c: c["verification"]["scales"]["large"]["oracle_pc"].update(d=[1, 8]),
+     "verification.scales.large.oracle_pc.d.0", "1 is less than the minimum of 2"),
+    ("unknown foundation model", lambda c: c["headroom"].update(foundation_models=["cdfm", "tabpfn"]),
+     "headroom.foundation_models.1", "unknown foundation model 'tabpfn'; known: ['cdfm', 'tabcausal']"),
+    ("string for a number", lambda c: c["mechanisms"]["mlp"].update(bias_sd="1.0"), "mechanisms.mlp.bias_sd",
+     "'1.0' is not of type 'number' (allowed: a number >= 0)"),
+    ("zero weight sd", lambda c: c["mechanisms"]["mlp"].update(output_weight_sd=0), "mechanisms.mlp.output_weight_sd",
+     "(allowed: a number > 0)"),
+    ("negative weight range", lambda c: c["mechanisms"]["linear"].update(weight=[-1.0, 2.0]), "mechanisms.linear.weight.0",
+     "(allowed: a number >= 0)"),
+    ("typo in constants", lambda c: c["mechanisms"]["linear"].update(wieght=[0.5, 2.0]), "mechanisms.linear",
+     "'wieght' was unexpected"),
+    ("fractional override", lambda c: c["families"]["anm"]["kinds"]["mlp"].update(params={"hidden": 0.5}),
+     "families.anm.kinds.mlp.params.hidden", "0.5 is not of type 'integer' (allowed: an integer in [1, 1000])"),
+    ("df override", lambda c: c["families"]["wild"]["kinds"]["linear_t3"].update(params={"df": 1}),
+     "families.wild.kinds.linear_t3.params.df", "(allowed: a number > 2)"),
+    ("unknown override", lambda c: c["families"]["anm"]["kinds"]["mlp"].update(params={"hiden": 5}),
+     "families.anm.kinds.mlp.params.hiden", "not a constant of kind 'mlp'; known: ['bias_sd', 'hidden', "),
+    ("inverted override", lambda c: c["families"]["wild"]["kinds"]["fourier"].update(params={"frequency": [3, 2]}),
+     "families.wild.kinds.fourier.params.frequency", "inverted range [3, 2]"),
+    ("no root noise", lambda c: c["families"]["lg"].update(root_noise=[0, 0]), "families.lg.root_noise",
+     "gives no noise (allowed: 0 <= lo <= hi, hi > 0)"),
+    ("no kind noise", lambda c: c["families"]["lg"]["kinds"]["linear"].update(noise=[0.0, 0.0]),
+     "families.lg.kinds.linear.noise", "gives no noise"),
+    ("merge needs more algorithms than the menu has", lambda c: c["agents"]["merge"].update(k=7), "agents.merge.k",
+     "allowed: 1 <= k <= 6"),
+    ("fractional merge k", lambda c: c["agents"]["merge"].update(k=1.5), "agents.merge.k",
+     "1.5 is not of type 'integer' (allowed: an integer >= 1)"),
+    ("shortcut takes no parameters", lambda c: c["agents"]["shortcut"].update(k=2), "agents.shortcut",
+     "'k' was unexpected"),
+    ("merge parameter typo", lambda c: c["agents"]["merge"].update(kk=2), "agents.merge", "'kk' was unexpected"),
+    ("evidence parameter typo", lambda c: c["agents"]["evidence"].update(max_sets=2), "agents.evidence",
+     "unknown parameter(s) ['max_sets']"),
+    ("thinking budget above max_tokens", lambda c: c["agents"]["claude"].update(max_tokens=2000),
+     "agents.claude.max_tokens", "must exceed the thinking budget (thinking.budget_tokens = 2000)"),
+    ("classifier value", lambda c: c["repairs"]["classifier"].update(n_estimators=0), "repairs.classifier",
+     "'n_estimators' parameter of GradientBoostingClassifier must be an int in the range [1, inf)"),
+    ("level outside (0, 1)", lambda c: c["bootstrap"].update(level=1.5), "bootstrap.level",
+     "(allowed: a number in (0, 1))"),
+    ("alpha outside (0, 1)", lambda c: c["episodes"].update(alpha=0), "episodes.alpha", "(allowed: a number in (0, 1))"),
+    ("menu alpha outside (0, 1)", lambda c: c["references"]["algorithms"]["pc_kci"].update(alpha=1.5),
+     "references.algorithms.pc_kci", "parameter 'alpha' must be a float in (0, 1); got 1.5"),
+    ("huge resamples", lambda c: c["bootstrap"].update(resamples=10**9), "bootstrap.resamples",
+     "(allowed: an integer in [100, 1000000])"),
+    ("games search below its minimum", lambda c: c["games"].update(search={"drones": 50}), "games.search.drones",
+     "(allowed: an integer in [100, 1000000])"),
+    ("games search typo", lambda c: c["games"].update(search={"drnes": 500}), "games.search", "'drnes' was unexpected"),
 ]
 
 
@@ -133,7 +208,7 @@ def test_grids_sharing_a_condition_run_it_once_on_the_union_of_instances():
 
 
 GRID_CASES = [
-    ("subset beyond the split", {"instances": 40}, "episodes.grids.g.instances", "up to index 39"),
+    ("range beyond the split", {"instances": [40, 48]}, "episodes.grids.g.instances", "up to index 47"),
     ("empty range", {"instances": [5, 5]}, "episodes.grids.g.instances", "empty"),
     ("range beyond the split", {"instances": [20, 33]}, "episodes.grids.g.instances", "has 32"),
     ("three bounds", {"instances": [0, 4, 8]}, "episodes.grids.g.instances", "[0, 4, 8]"),
@@ -144,7 +219,7 @@ GRID_CASES = [
     ("repeats leave a family out", {"repeats": {"lg": 3, "anm": 3}}, "episodes.grids.g.repeats", "no repeat count"),
     ("zero repeats", {"repeats": {"lg": 0, "default": 1}}, "episodes.grids.g.repeats.lg", ">= 1"),
     ("zero repeats everywhere", {"repeats": 0}, "episodes.grids.g.repeats", ">= 1"),
-    ("zero instances", {"instances": 0}, "episodes.grids.g.instances", "empty"),
+    ("zero instances", {"instances": 0}, "episodes.grids.g.instances", ">= 1"),
     ("a range of words", {"instances": "first 16"}, "episodes.grids.g.instances", "not of type"),
 ]
 
@@ -159,6 +234,15 @@ def test_bad_grid_subset_or_repeats_names_the_key(paper_config, name, grid, key,
     msg = str(info.value)
     assert f"config key {key}" in msg, msg
     assert words in msg, msg
+
+
+def test_first_n_of_a_smaller_split_is_every_instance():
+    from heuresis.harness.conditions import expand_conditions
+
+    cfg = _grid_config({"g": {"agents": ["bot"], "instances": 16, "families": ["lg"]}}, ["g"], n_test=5)
+    (cell,) = expand_conditions(cfg)
+    assert cell.indices("lg", 5) == (0, 1, 2, 3, 4)
+    assert len(_episodes(cfg)) == 5
 
 
 def test_inactive_grid_is_not_held_to_a_smaller_split(quick_config):
@@ -236,3 +320,210 @@ def test_dry_run_plans_the_episode_jobs_of_the_subset_and_repeats(tmp_path):
     expected = {f"shortcut/{cond.format(r)}/{fam}/test/shard-{s:03d}"
                 for fam, reps in (("lg", 2), ("wild", 1)) for r in range(reps) for s in (1, 2)}
     assert planned == expected, sorted(planned)
+
+
+# --- boundaries: the largest or smallest allowed value passes ------------------------------------
+EDGES = [
+    ("degree d - 1", lambda c: c["graph"].update(expected_degree=9)),
+    ("df just above 2", lambda c: c["mechanisms"]["linear_t3"].update(df=2.01)),
+    ("one hidden unit, one feature", lambda c: (c["mechanisms"]["mlp"].update(hidden=1),
+                                                c["mechanisms"]["fourier"].update(features=1))),
+    ("d and n at the caps", lambda c: c["instances"].update(d=1000, n=100_000, n_dev=9999, n_test=1)),
+    ("largest seed", lambda c: c.update(seed=2**32 - 1)),
+    ("valid override", lambda c: c["families"]["anm"]["kinds"]["mlp"].update(params={"hidden": 3})),
+]
+
+
+@pytest.mark.parametrize("name,edit", EDGES, ids=[e[0] for e in EDGES])
+def test_allowed_edges_validate(paper_config, name, edit):
+    validate_config(_broken(paper_config, edit))
+
+
+def test_every_builtin_kind_declares_its_constants(paper_config):
+    """The schema declares the constants of each registered kind, and the paper config gives exactly those."""
+    from heuresis.config import _constants_schema
+    from heuresis.mechanisms import MECHANISMS
+
+    for kind in MECHANISMS:
+        node = _constants_schema(kind)
+        assert node is not None, kind
+        assert node["additionalProperties"] is False, kind
+        assert set(node.get("properties", {})) == set(paper_config["mechanisms"][kind]), kind
+
+
+def test_shipped_configs_validate(root, tmp_path):
+    """The paper, small and tests' tiny configs and every games scenario validate."""
+    from tinyflow import TINY
+
+    from heuresis.config import load_config
+    from heuresis.games.scenario import load_scenarios
+
+    (tmp_path / "tiny.yaml").write_text(TINY)
+    tiny = load_config(root / "config/config.yaml", root / "config/quick.yaml", tmp_path / "tiny.yaml")
+    assert tiny["instances"] == {"d": 5, "n": 200, "n_dev": 2, "n_test": 2}
+    assert len(load_scenarios(root / "config/games")) == len(list((root / "config/games").glob("*.yaml"))) == 14
+
+
+# --- config files: malformed YAML and unsafe tags -------------------------------------------------
+YAML_CASES = [
+    ("unclosed list", "instances:\n  d: 6\n  n: [300\n", "line 4, column 1",
+     "while parsing a flow sequence (started on line 3, column 6)"),
+    ("tab indentation", "instances:\n\td: 6\n", "line 2, column 1", "found character '\\t'"),
+    ("unclosed quote", 'seed: "12\n', "line 2, column 1", "while scanning a quoted scalar"),
+    ("bad indentation", "instances:\n  d: 6\n n: 300\n", "line 3, column 2", "expected <block end>"),
+    ("object/apply tag", 'instances: !!python/object/apply:os.system ["touch {pwned}"]\n', "line 1, column 12",
+     "unsafe or unknown YAML tag !!python/object/apply:os.system"),
+    ("python/name tag", "instances: !!python/name:os.system\n", "line 1, column 12",
+     "unsafe or unknown YAML tag !!python/name:os.system"),
+    ("local tag", "seed: !env SEED\n", "line 1, column 7", "unsafe or unknown YAML tag !env"),
+    ("duplicate key", "instances:\n  d: 6\n  d: 7\n", "line 3, column 3", "key 'd' given twice (first on line 2)"),
+    ("two documents", "seed: 1\n---\nseed: 2\n", "line 2, column 1", "expected a single document"),
+    ("top-level list", "- seed\n- 1\n", "", "must hold a mapping of config keys, got a list"),
+    ("YTE template", "__use_yte__: true\nseed: ?1 + 1\n", "", "a YTE template (__use_yte__)"),
+]
+
+
+@pytest.mark.parametrize("name,text,where,words", YAML_CASES, ids=[c[0] for c in YAML_CASES])
+def test_bad_yaml_names_file_and_line(root, tmp_path, name, text, where, words):
+    from heuresis.config import load_config
+
+    pwned = tmp_path / "pwned"
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(text.replace("{pwned}", str(pwned)))
+    with pytest.raises(ConfigError) as info:
+        load_config(root / "config/config.yaml", bad)
+    msg = str(info.value)
+    assert "\n" not in msg, msg
+    assert msg.startswith(f"config file {bad}{', ' + where if where else ''}: "), msg
+    assert words in msg, msg
+    assert not pwned.exists()   # nothing in the file ran
+
+
+def test_missing_config_file(tmp_path):
+    from heuresis.config import load_config
+
+    with pytest.raises(ConfigError, match=f"config file {tmp_path / 'nope.yaml'}: not found"):
+        load_config(tmp_path / "nope.yaml")
+
+
+@pytest.mark.parametrize("text,words", [("instances: !!python/name:os.system\n", "line 1, column 12: unsafe"),
+                                        ("{seed: [1, 2}\n", "line 1, column 13: while parsing a flow sequence")])
+def test_check_config_cli_one_line_no_traceback(root, tmp_path, text, words):
+    """The installed command: exit status non-zero, one line on stderr naming the file and line."""
+    import subprocess
+    import sys
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(text)
+    proc = subprocess.run([sys.executable, "-m", "heuresis.cli", "check-config", "--config",
+                           str(root / "config/config.yaml"), "--config", str(bad)],
+                          capture_output=True, text=True, cwd=root, timeout=300)
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"heuresis check-config: error: config file {bad}, {words}"), lines
+
+
+@pytest.mark.parametrize("text,words", [
+    ("instances: !!python/name:os.system\n", "config file {bad}, line 1, column 12: unsafe or unknown YAML tag"),
+    ("instances:\n  d: 6\n  d: 7\n", "config file {bad}, line 3, column 3: key 'd' given twice"),
+    ("instances: {d: 2.5}\n", "config key instances.d: 2.5 is not of type 'integer' (allowed: an integer in [2, 1000])"),
+    # Snakemake reads --configfile before the workflow runs: its own message, without file or line
+    ("instances: {d: [6}\n", "Config file is not valid JSON or YAML"),
+])
+def test_workflow_stops_with_a_message(tmp_path, text, words):
+    from tinyflow import copy_workflow, run_snakemake
+
+    wd = copy_workflow(tmp_path / "wf")
+    bad = wd / "config" / "bad.yaml"
+    bad.write_text(text)
+    proc = run_snakemake(wd, "all", "-n", "--cores", "1", "--configfile", "config/quick.yaml", "config/bad.yaml",
+                         check=False, timeout=600)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0, out
+    assert words.format(bad=bad) in out, out
+    assert "Traceback" not in out, out
+
+
+def test_cli_invalid_value_message(root, tmp_path, capsys):
+    from heuresis.cli import main
+
+    (tmp_path / "bad.yaml").write_text("mechanisms:\n  mlp: {hidden: 2.5}\n")
+    assert main(["check-config", "--config", str(root / "config/config.yaml"), "--config",
+                 str(tmp_path / "bad.yaml")]) == 2
+    err = capsys.readouterr().err
+    assert "config key mechanisms.mlp.hidden: 2.5 is not of type 'integer' (allowed: an integer in [1, 1000])" in err
+
+
+def test_scenario_yaml_error_names_file_and_line(tmp_path):
+    from heuresis.games.scenario import ScenarioError, load_scenario
+
+    (tmp_path / "broken.yaml").write_text("name: broken\nseed: !!python/name:os.system\n")
+    with pytest.raises(ScenarioError) as info:
+        load_scenario("broken", tmp_path)
+    assert str(info.value) == (f"scenario 'broken': scenario file {tmp_path / 'broken.yaml'}, line 2, column 7: "
+                               "unsafe or unknown YAML tag !!python/name:os.system (a config holds plain YAML only: "
+                               "mappings, lists, strings, numbers, booleans, null)")
+
+
+@pytest.mark.parametrize("instance,words", [
+    ("wild", "instance id 'wild': expected family/split/index, e.g. wild/test/0003"),
+    ("lg/test/x", "instance id 'lg/test/x': expected family/split/index"),
+    ("lg/test/0007", "instance id 'lg/test/0007': no instance 7 in lg/test (indices 0000..0001)"),
+])
+def test_show_instance_bad_id(quick_config, tmp_path, capsys, instance, words):
+    import copy
+
+    from heuresis.cli import main
+    from heuresis.instances import instance_spec, write_split
+
+    cfg = copy.deepcopy(quick_config)
+    cfg["instances"].update(d=4, n=50)
+    write_split(instance_spec(cfg, "lg"), "lg", "test", 2, tmp_path / "instances/lg/test", tmp_path / "truth/lg/test")
+    assert main(["show-instance", instance, "--results", str(tmp_path)]) == 2
+    assert f"heuresis show-instance: error: {words}" in capsys.readouterr().err
+
+
+def test_verify_artifacts_missing_folder(tmp_path, capsys):
+    from heuresis.cli import main
+
+    assert main(["verify-artifacts", str(tmp_path / "nope")]) == 2
+    assert f"no results folder {tmp_path / 'nope'}" in capsys.readouterr().err
+
+
+def test_broken_scenario_file_named_at_start(paper_config, tmp_path):
+    """A scenario file with a YAML error fails config validation naming the file and line."""
+    (tmp_path / "broken.yaml").write_text("name: broken\nseed: [1\n")
+    cfg = copy.deepcopy(paper_config)
+    cfg["games"].update(scenarios_dir=str(tmp_path), scenarios=["broken"])
+    with pytest.raises(ConfigError) as info:
+        validate_config(cfg)
+    assert (f"config key games.scenarios: scenario 'broken': scenario file {tmp_path / 'broken.yaml'}, line 3, "
+            f"column 1: while parsing a flow sequence (started on line 2, column 7)") in str(info.value)
+
+
+@pytest.mark.parametrize("folder,words", [("nope", "no scenario folder {d}/nope"),
+                                          ("empty", "no scenario file (*.yaml) in {d}/empty")])
+def test_game_references_without_scenarios(tmp_path, capsys, folder, words):
+    from heuresis.cli import main
+
+    (tmp_path / "empty").mkdir()
+    assert main(["game-references", "--scenarios", str(tmp_path / folder)]) == 2
+    assert words.format(d=tmp_path) in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("override,words", [
+    ("combat: {waves: 2.0}", "key combat.waves: 2.0 is not of type 'integer' (allowed: an integer in [1, 10])"),
+    ("seed: 4294967296", "key seed: 4294967296 is greater than the maximum of 4294967295"),
+    ("budgets: {stage2_fleet: 100000000}", "key budgets.stage2_fleet: 100000000 is greater than the maximum of 1000000"),
+])
+def test_scenario_values_name_key_and_range(root, tmp_path, override, words):
+    import shutil
+
+    from heuresis.games.scenario import ScenarioError, load_scenario
+
+    shutil.copy(root / "config/games/antenna_base.yaml", tmp_path / "antenna_base.yaml")
+    (tmp_path / "bad_one.yaml").write_text(f"extends: antenna_base\nname: bad_one\n{override}\n")
+    with pytest.raises(ScenarioError) as info:
+        load_scenario("bad_one", tmp_path)
+    assert f"scenario 'bad_one': {words}" in str(info.value)

@@ -83,3 +83,46 @@ def test_a_crashing_agent_is_recorded_failed(small):
     ep = read_table(out, EPISODES).to_pandas()
     assert (ep.status == "failed").all() and ep.error.str.contains("not on the menu").all()
     assert (~ep.finished).all() and (ep.termination == "failed").all()
+
+
+def test_infrastructure_failures_are_written_flagged_and_retried_alone(small, monkeypatch):
+    """Episodes whose model calls fail for good: written with status failed and counted in the
+    metadata, the finished ones kept in the checkpoint; the rerun retries only the failed ones."""
+    import infra_faults
+
+    from heuresis.failures import ATTEMPT_KEY, FIRST_ATTEMPT, N_FAILED_KEY, attempt_file, attempt_param, n_failed
+    from heuresis.schemas import read_metadata
+
+    ids = [f"shortcut/{COND}/lg/test/{i:04d}" for i in range(4)]
+    log = small["root"] / "flaky.log"
+    out = small["root"] / "episodes/flaky/shard-000.parquet"
+    infra_faults.install({ids[1], ids[3]}, log, monkeypatch.setattr)
+    _run(small, "flaky", attempt=attempt_param(out))
+    ep = read_table(out, EPISODES).to_pandas()
+    assert list(ep.episode_id) == ids                       # every episode is written ...
+    assert list(ep.status) == ["ok", "failed", "ok", "failed"]  # ... the failed ones flagged
+    assert ep.error[ep.status == "failed"].str.contains("ConnectionError: scripted").all()
+    meta = read_metadata(out)
+    assert meta[N_FAILED_KEY] == "2" and n_failed(out) == 2 and meta[ATTEMPT_KEY] == FIRST_ATTEMPT
+    for name in ("calls", "requests"):
+        assert read_metadata(out.with_name(f"shard-000.{name}.parquet"))[N_FAILED_KEY] == "2"
+    parts = sorted(p.name for p in out.with_name("shard-000.parquet.parts").glob("*.json"))
+    assert parts == ["0.json", "2.json"]                    # only the finished episodes are checkpointed
+    assert attempt_param(out) == "attempt 2: retry 2 failed episodes"
+    assert log.read_text().split() == ids
+
+    # the provider is back: the rerun runs exactly the two failed episodes
+    monkeypatch.undo()
+    infra_faults.install(set(), log, monkeypatch.setattr)
+    log.write_text("")
+    _run(small, "flaky", attempt=attempt_param(out))
+    assert log.read_text().split() == [ids[1], ids[3]]
+    ep2 = read_table(out, EPISODES).to_pandas()
+    assert (ep2.status == "ok").all() and n_failed(out) == 0
+    assert read_metadata(out)[ATTEMPT_KEY] == "attempt 2: retry 2 failed episodes"
+    assert ep2.loc[[0, 2], "edges"].tolist() == ep.loc[[0, 2], "edges"].tolist()
+    assert not out.with_name("shard-000.parquet.parts").exists()
+    # a clean run leaves the attempt as it was: the parameter equals the one the job ran with
+    assert attempt_param(out) == "attempt 2: retry 2 failed episodes" and attempt_file(out).exists()
+    ref = read_table(_run(small, "reference_flaky"), EPISODES).to_pandas()
+    assert list(ep2.edges) == list(ref.edges) and list(ep2.f1) == list(ref.f1)

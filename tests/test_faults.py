@@ -121,3 +121,91 @@ def test_truncated_artifact_is_refused_found_removed_and_rebuilt(uninterrupted, 
     assert pq.read_table(shard).drop_columns(["runtime_s"]).replace_schema_metadata(None).equals(good)
     assert main(["verify-artifacts", "results"]) == 0
     assert_same_artifacts(uninterrupted / "results", wd / "results")
+
+
+# --- infrastructure failures of episodes: rerunning the target retries exactly those -----------------
+FLAKY = """\
+episodes:                 # one grid: the shortcut agent, guided and unguided, on lg
+  grids:
+    flaky: {agents: [shortcut], guided: [true, false], families: [lg]}
+  run: [flaky]
+"""
+
+
+def _jobs(dry: str) -> dict[str, int]:
+    """Job counts per rule from the 'Job stats' table of a dry run."""
+    counts, on = {}, False
+    for line in dry.splitlines():
+        parts = line.split()
+        if parts[:2] == ["job", "count"]:
+            on = True
+        elif on and len(parts) == 2 and parts[1].isdigit() and parts[0] != "total":
+            counts[parts[0]] = int(parts[1])
+        elif on and parts[:1] == ["total"]:
+            break
+    return counts
+
+
+def _table13_failed(wd: Path, targets: list[str], cfg: dict) -> dict[str, int]:
+    """n_failed per condition of Table 13 built from the episode shards (BCA columns are not used there)."""
+    import pandas as pd
+
+    from heuresis.analysis.scores import load_episodes, score_episodes
+    from heuresis.analysis.tables import table13
+    from heuresis.instances import load_truth
+    from heuresis.references import load_references
+
+    eps, calls = load_episodes([wd / t for t in targets])
+    refs = load_references([wd / "results/references/pc_kci/lg/test/shard-000.parquet"])
+    scores = score_episodes(eps, calls, {("lg", "test"): load_truth(wd / "results/truth/lg/test")}, refs,
+                            pd.DataFrame(columns=["family", "instance", "method", "f1"]),
+                            list(cfg["references"]["algorithms"]))
+    numbers, _ = table13(scores, ["lg"], cfg["bootstrap"], ["shortcut"])
+    return dict(zip(numbers["condition_id"], numbers["n_failed"]))
+
+
+def test_failed_episodes_rerun_alone_when_the_same_target_is_built_again(tmp_path):
+    import infra_faults
+
+    from heuresis.config import episode_jobs, load_config
+    from heuresis.failures import n_failed
+    from heuresis.schemas import EPISODES
+
+    wd = copy_workflow(tmp_path / "wf")
+    (wd / "config/flaky.yaml").write_text(FLAKY)
+    config = [*CONFIG, "config/flaky.yaml"]
+    cfg = load_config(wd / "config/config.yaml", *(wd / c for c in config[1:]))
+    jobs = episode_jobs(cfg)
+    targets = [f"results/episodes/{j['agent']}/{j['condition_id']}/{j['family']}/{j['split']}/shard-{j['shard']:03d}"
+               ".parquet" for j in jobs]
+    assert len(targets) == 2 and cfg["instances"]["n_test"] == 2
+    guided = next(t for t in targets if "-guided-" in t)
+    unguided = next(t for t in targets if t != guided)
+    gid = guided.split("/")[3]
+    site, log = infra_faults.sitecustomize(tmp_path / "site"), tmp_path / "invocations.log"
+    failing = {f"shortcut/{gid}/lg/test/0001"}
+
+    run_snakemake(wd, *targets, "--cores", "2", *config, env=infra_faults.env(site, failing, log))
+    assert sorted(log.read_text().split()) == sorted(f"shortcut/{t.split('/')[3]}/lg/test/{i:04d}"
+                                                     for t in targets for i in range(2))
+    ep = read_table(wd / guided, EPISODES).to_pandas()
+    assert list(ep.status) == ["ok", "failed"] and n_failed(wd / guided) == 1 and n_failed(wd / unguided) == 0
+    assert (wd / (guided + ".parts")).is_dir() and not (wd / (unguided + ".parts")).exists()
+    assert _table13_failed(wd, targets, cfg) == {gid: 1, unguided.split("/")[3]: 0}
+
+    # the dry run of the same targets lists exactly the job with the failed episode
+    dry = run_snakemake(wd, *targets, "-n", *config).stdout
+    assert _jobs(dry) == {"episodes": 1}, dry
+    outputs = [ln.split(":", 1)[1] for ln in dry.splitlines() if ln.strip().startswith("output:")]
+    assert len(outputs) == 1 and guided in outputs[0], dry
+    assert "now: 'attempt 2: retry 1 failed episodes'" in dry
+
+    log.write_text("")
+    run_snakemake(wd, *targets, "--cores", "2", *config, env=infra_faults.env(site, set(), log))
+    assert log.read_text().split() == [f"shortcut/{gid}/lg/test/0001"]     # only the failed episode ran again
+    ep2 = read_table(wd / guided, EPISODES).to_pandas()
+    assert (ep2.status == "ok").all() and n_failed(wd / guided) == 0
+    assert ep2.loc[0, "edges"] == ep.loc[0, "edges"] and not (wd / (guided + ".parts")).exists()
+    assert set(_table13_failed(wd, targets, cfg).values()) == {0}
+    dry = run_snakemake(wd, *targets, "-n", *config)
+    assert "Nothing to be done" in dry.stdout + dry.stderr

@@ -417,3 +417,54 @@ def test_baselines_have_their_own_play_count_and_a_table_row(refs, tmp_path, pap
     assert len(row) == 1 and row.Plays.iloc[0] == "6"
     assert num[(num.agent == "game_mechanism") & (num.scenario == "antenna_base")].win_rate.iloc[0] == pytest.approx(
         plays.won.mean())
+
+
+def test_failed_plays_are_written_counted_and_retried_alone(refs, tmp_path, monkeypatch):
+    """A play whose harness raises is written failed, not checkpointed, counted in the metadata; the
+    rerun plays only it; the summary counts it and leaves it out of every mean."""
+    import heuresis.games.play as play_mod
+    from heuresis.failures import N_FAILED_KEY, attempt_param, n_failed
+    from heuresis.schemas import read_metadata
+
+    real, ran = play_mod.run_play, []
+
+    def flaky(*args, repeat, **kw):
+        ran.append(repeat)
+        if repeat == 1:
+            raise ConnectionError("scripted: provider unavailable after every retry")
+        return real(*args, repeat=repeat, **kw)
+
+    out = tmp_path / "p.parquet"
+    kw = dict(plays=3, seed=9, max_turns=40, references=refs, out=out, calls_out=tmp_path / "p.calls.parquet",
+              transcripts_dir=tmp_path / "t")
+    monkeypatch.setattr(play_mod, "run_play", flaky)
+    run_plays("game_random", {"kind": "game_random"}, "tools", "antenna_base", SCENARIOS, **kw,
+              attempt=attempt_param(out))
+    first = read_table(out, GAME_PLAYS).to_pandas()
+    assert list(first.status) == ["ok", "failed", "ok"] and ran == [0, 1, 2]
+    assert n_failed(out) == 1 and read_metadata(tmp_path / "p.calls.parquet")[N_FAILED_KEY] == "1"
+    assert sorted(p.name for p in (tmp_path / "p.parquet.parts").glob("*.json")) == ["0.json", "2.json"]
+    assert attempt_param(out) == "attempt 2: retry 1 failed plays"
+    summ = summary(first, None, [], BOOT)
+    row = summ[summ.scenario == "antenna_base"].iloc[0]
+    ok = first[first.status == "ok"]
+    assert (row.plays, row.failed) == (3, 1) and row.survival == pytest.approx(ok.survival.mean())
+    assert row.win_rate == pytest.approx(ok.won.mean()) and row.gap == pytest.approx(ok.gap.mean())
+    _, disp = family_table(summ, "antenna", [])
+    assert disp.Plays.iloc[0] == "3 (1 failed, not scored)"
+    from heuresis.games.judge import judge_play    # a failed play is not judged (no request: no model here)
+    judged = judge_play(None, "j", first.iloc[1].to_dict(), load_scenario("antenna_base", SCENARIOS))
+    assert judged["status"] == "play_failed" and judged["total"] is None
+
+    ran.clear()
+    def counted(*args, repeat, **kw):
+        ran.append(repeat)
+        return real(*args, repeat=repeat, **kw)
+
+    monkeypatch.setattr(play_mod, "run_play", counted)
+    run_plays("game_random", {"kind": "game_random"}, "tools", "antenna_base", SCENARIOS, **kw,
+              attempt=attempt_param(out))
+    again = read_table(out, GAME_PLAYS).to_pandas()
+    assert ran == [1] and (again.status == "ok").all() and n_failed(out) == 0
+    assert list(again.survival[[0, 2]]) == list(first.survival[[0, 2]])
+    assert not (tmp_path / "p.parquet.parts").exists()

@@ -178,6 +178,7 @@ def test_tables_and_figure(sweep, tmp_path):
     fm = n3[n3.kind == "foundation_model"]
     assert len(fm) == 2 and fm["note"].str.contains("checkpoint not available offline").all()
     assert "not run" in d3["router Δ^r"].iloc[0]
+    assert targets.FAILED_RUNS not in d3 and (n3[["bca_f_n_failed", "oracle_n_failed"]] == 0).all().all()
     for fam in ["lg", "gauntlet"]:
         r = n3.set_index("row").loc[fam]
         assert r.h_s == pytest.approx(r.f1_bca_f - scores[(scores.family == fam) & (scores.method == "bca_g")].f1.mean())
@@ -192,3 +193,125 @@ def test_tables_and_figure(sweep, tmp_path):
     save_figure(fig, tmp_path / "figure1c", provenance={"stage": "test"})
     assert (tmp_path / "figure1c.pdf").stat().st_size > 1000 and (tmp_path / "figure1c.png").stat().st_size > 1000
     assert set(numbers["method"]) == {"bca_g", "bca_f", "oracle"}
+
+
+# --- failed reference runs ---------------------------------------------------------------------
+CRASH = {("ges", "dev"): {0, 1, 2}, ("ges", "test"): {1}, ("pc_fisherz", "test"): {3}}
+
+
+@pytest.fixture(scope="module")
+def crashing_sweep(quick_config, tmp_path_factory):
+    """pc_fisherz and ges on lg dev and test (4 each, d = 5), each crashing on the instances in CRASH."""
+    import heuresis.algorithms as algorithms
+    from heuresis.instances import load_data
+
+    cfg = copy.deepcopy(quick_config)
+    cfg["instances"].update(d=5, n=200)
+    root = tmp_path_factory.mktemp("crashing")
+    real = algorithms.make_algorithm
+    paths = []
+    for split in ("dev", "test"):
+        data, truth = root / "instances/lg" / split, root / "truth/lg" / split
+        write_split(instance_spec(cfg, "lg"), "lg", split, 4, data, truth)
+        for algo, params in (("pc_fisherz", {"alpha": 0.05}), ("ges", {})):
+            crash_on = [load_data(data, i) for i in CRASH.get((algo, split), ())]
+
+            class Crashing:
+                def __init__(self, inner):
+                    self.inner = inner
+
+                def run(self, x):
+                    if any(x.shape == c.shape and np.array_equal(x, c) for c in crash_on):
+                        raise FloatingPointError("scripted crash")
+                    return self.inner.run(x)
+
+            algorithms.make_algorithm = lambda name, **kw: Crashing(real(name, **kw))
+            try:
+                out = root / "references" / algo / "lg" / split / "shard-000.parquet"
+                run_shard(algo, params, "lg", split, [0, 1, 2, 3], data, truth, out, grades=cfg["grades"])
+            finally:
+                algorithms.make_algorithm = real
+            paths.append(out)
+    return dict(root=root, paths=paths, cfg=cfg)
+
+
+def test_a_crashed_reference_run_is_recorded_failed_and_empty(crashing_sweep):
+    refs = load_references(crashing_sweep["paths"])
+    got = {(r.algorithm, r.split, r.instance) for r in refs.itertuples() if r.status == "failed"}
+    assert got == {(a, s, i) for (a, s), ii in CRASH.items() for i in ii}
+    bad = refs[refs.status == "failed"]
+    assert bad["error"].str.contains("FloatingPointError: scripted crash").all()
+    assert all(not any(g) for g in bad["graph"]) and (bad["f1"] == 0).all() and (bad["n_edges"] == 0).all()
+
+
+def test_bca_selection_counts_failures_and_scores_them_as_the_empty_graph(crashing_sweep, tmp_path):
+    from heuresis.headroom import BCA_FAILURE_RULE, BCA_RULE_KEY, load_selection, write_headroom
+
+    refs = load_references(crashing_sweep["paths"])
+    truth_dirs = {"lg": crashing_sweep["root"] / "truth/lg/test"}
+    selection, scores = build_headroom(crashing_sweep["paths"], truth_dirs, ["pc_fisherz", "ges"], [],
+                                       random_restorations=3, seed=1, pc_algorithm="pc_fisherz")
+    dev = refs[refs.split == "dev"]
+    # the rule, computed independently: a crash scores the empty graph's F1, which is 0 (no true positive)
+    expected = {a: sum(0.0 if r.status == "failed" else r.f1 for r in g.itertuples()) / 4
+                for a, g in dev.groupby("algorithm")}
+    for scope in ("lg", "all"):
+        sel = selection[selection.scope == scope].set_index("algorithm")
+        assert sel.loc["ges", "dev_n_failed"] == 3 and sel.loc["pc_fisherz", "dev_n_failed"] == 0
+        for a, v in expected.items():
+            assert sel.loc[a, "dev_f1"] == pytest.approx(v) and sel.loc[a, "dev_n"] == 4
+        best = max(["pc_fisherz", "ges"], key=lambda a: (expected[a], a == "pc_fisherz"))
+        assert sel.index[sel.chosen].tolist() == [best]
+    write_headroom(selection, scores, tmp_path / "sel.parquet", tmp_path / "scores.parquet", {})
+    assert load_selection(tmp_path / "sel.parquet")["dev_n_failed"].tolist() == selection["dev_n_failed"].tolist()
+    assert pq.read_schema(tmp_path / "sel.parquet").metadata[BCA_RULE_KEY.encode()].decode() == BCA_FAILURE_RULE
+    # every test-score row says whether the run behind it failed: the oracle and random restoration
+    # inherit PC's failure, and a failed PC run has no deletion counts (unknown, not 0)
+    chosen = selection[selection.chosen & (selection.scope == "lg")]["algorithm"].item()
+    test_failed = {a: ii for (a, s), ii in CRASH.items() if s == "test"}
+    for r in scores.itertuples():
+        behind = {"oracle": "pc_fisherz", "random_restoration": "pc_fisherz", "bca_g": chosen,
+                  "bca_f": chosen}.get(r.method, r.method)
+        assert r.failed == (r.instance in test_failed.get(behind, ())), (r.method, r.instance)
+        if r.failed:
+            assert r.f1 == 0.0
+    pc3 = scores[(scores.instance == 3) & scores.method.isin(["pc_fisherz", "oracle", "random_restoration"])]
+    assert pc3["n_wrong_deletions"].isna().all() and pc3["n_deletions"].isna().all()
+
+
+def test_tables_2_3_11_and_figure_1c_show_failed_counts(crashing_sweep):
+    truth_dirs = {"lg": crashing_sweep["root"] / "truth/lg/test"}
+    selection, scores = build_headroom(crashing_sweep["paths"], truth_dirs, ["pc_fisherz", "ges"], [],
+                                       random_restorations=3, seed=1, pc_algorithm="pc_fisherz")
+    scores.loc[scores.method == "pc_fisherz", "method"] = "pc_kci"
+    refs = load_references(crashing_sweep["paths"])
+    fams = {"lg": crashing_sweep["cfg"]["families"]["lg"]}
+    boot = {"resamples": 100, "seed": 1, "level": 0.95}
+    chosen = selection[selection.chosen & (selection.scope == "lg")]["algorithm"].item()
+    n_chosen_test = len(CRASH.get((chosen, "test"), ()))
+    n_chosen_dev = len(CRASH.get((chosen, "dev"), ()))
+
+    n2, d2 = targets.table2(scores, fams, boot)
+    lg = n2.set_index("family").loc["lg"]
+    ok_pc = refs[(refs.algorithm == "pc_fisherz") & (refs.split == "test") & (refs.status == "ok")]
+    assert lg.n_failed == 1 and lg.n_instances == 4
+    assert lg.wrong_deletions_mean == pytest.approx(np.mean([sum(d["wrong"] for d in r) for r in ok_pc.deletions]))
+    assert "PC-KCI failed on 1" in d2.set_index("family").loc["lg", "test instances"]
+
+    n3, d3 = targets.table3(scores, selection, ["lg"], boot)
+    r3, s3 = n3.set_index("row").loc["lg"], d3.set_index("family").loc["lg"]
+    assert r3.bca_f_n_failed == n_chosen_test and r3.oracle_n_failed == 1 and r3.chosen_dev_n_failed == n_chosen_dev
+    assert s3["F1(oracle)"].endswith("(1 failed)")
+    assert s3["F1(BCA_f)"].endswith(f"({n_chosen_test} failed)") == bool(n_chosen_test)
+    assert "oracle 1" in s3["failed test runs (scored as the empty graph)"]
+    assert "empty graph" in r3.note
+
+    n11, d11 = targets.table11(scores, ["lg"], boot)
+    r11, s11 = n11.set_index("family").loc["lg"], d11.set_index("family").loc["lg"]
+    assert (r11.pc_kci_n_failed, r11.oracle_n_failed, r11.random_restoration_n_failed,
+            r11.empty_n_failed) == (1, 1, 1, 0)
+    assert s11["PC-KCI"].endswith("(1 failed)") and "failed" not in s11["empty"]
+
+    _, numbers = targets.figure1c(scores, ["lg"], boot)
+    got = numbers.set_index(["family", "method"])["n_failed"].to_dict()
+    assert got[("lg", "oracle")] == 1 and got[("lg", "bca_f")] == n_chosen_test

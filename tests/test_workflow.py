@@ -140,3 +140,70 @@ def test_missing_llm_credential_stops_workflow_at_start(tmp_path, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-key")
     dry = _snakemake(workdir, "-n", *conf)
     assert named not in dry.stdout + dry.stderr and "results/episodes/gpt/" in dry.stdout
+
+
+# Jobs whose outputs cost compute or money: a config edit may add new ones, never redo an existing one.
+_PAID_RULES = ("instances", "references_", "episodes", "games_references", "games_plays", "games_judgements",
+               "leakage", "saturation", "repair_features", "verification_check")
+
+
+def _planned_jobs(dry_run_output: str) -> list[dict]:
+    """Jobs of a ``snakemake -n`` listing: rule, output paths and reason of each."""
+    import re
+
+    jobs, job = [], None
+    for line in dry_run_output.splitlines():
+        m = re.match(r"^(?:local)?rule (\S+):$", line)
+        if m:
+            job = {"rule": m.group(1), "outputs": [], "reason": ""}
+            jobs.append(job)
+        elif job is not None and line.startswith("    output: "):
+            job["outputs"] = [p.strip() for p in line[len("    output: "):].split(",")]
+        elif job is not None and line.startswith("    reason: "):
+            job["reason"] = line[len("    reason: "):]
+    return jobs
+
+
+_EDITS = {
+    "an inactive grid": "episodes:\n  grids:\n    spare: {agents: [shortcut], guided: [false], families: [lg]}\n",
+    "an active grid": (
+        "episodes:\n"
+        "  grids:\n"
+        "    spare: {agents: [merge], guided: [true], prompt_level: [2], families: [lg]}\n"
+        "  run: [tiny, tiny_toolbox, tiny_prompts, tiny_budgets, spare]\n"),
+    "a budget": ("episodes:\n  budgets:\n    roomy: {test_units_factor: 3.0, turns: 9, output_tokens_per_turn: 4000,"
+                 " algorithm_calls: 10, wall_seconds: 600}\n"),
+    "an agent no grid uses": "agents:\n  spare_merge: {kind: merge, k: 3}\n",
+    "a family": ("families:\n  smooth:\n    root_noise: [1.0, 1.0]\n    kinds:\n"
+                 "      sigmoid: {weight: 1, noise: [0.2, 0.3]}\n"),
+    "a games scenario": "games:\n  scenarios: [antenna_base, zone_base, weather_base]\n",
+    "a games agent": "games:\n  agents: [game_random, game_trap_follower, game_greedy]\n",
+    "a judge": ("agents:\n  judge_local: {kind: llm, model: openai/judge, api_base: 'http://127.0.0.1:9/v1',"
+                " requires_key: false, prices: {input_per_mtok: 0, output_per_mtok: 0}}\n"
+                "games:\n  judges: [judge_local]\n  agents: [game_random, game_trap_follower]\n"),
+    "more bootstrap resamples": "bootstrap: {resamples: 300}\n",
+}
+
+
+@pytest.mark.parametrize("edit", list(_EDITS))
+def test_a_config_edit_schedules_no_existing_paid_job(tiny_run, tmp_path, edit):
+    """Adding a grid, a budget, an agent, a family, a scenario, a games agent or a judge, or raising the
+    bootstrap resamples, plans only new instance, reference, episode, play and judgement jobs: none
+    whose outputs exist is redone (its params hold only what its outputs depend on)."""
+    workdir = tmp_path / "wf"
+    shutil.copytree(tiny_run, workdir, symlinks=True)     # keeps file times: nothing is stale
+    small = ["--configfile", "config/quick.yaml", "config/tiny.yaml"]
+    assert not [j for j in _planned_jobs(_snakemake(workdir, "-n", *small).stdout) if j["rule"] != "all"]
+    (workdir / "config" / "edit.yaml").write_text(_EDITS[edit])
+    jobs = _planned_jobs(_snakemake(workdir, "-n", "all", *small, "config/edit.yaml").stdout)
+    # the checks of Table 5 that generate instances run on every family's generator: a new family is theirs too
+    depends = {"a family": ("verification_check",)}.get(edit, ())
+    redone = [(j["rule"], j["reason"], p) for j in jobs if j["rule"].startswith(_PAID_RULES)
+              and j["rule"] not in depends for p in j["outputs"] if (workdir / p).exists()]
+    assert not redone, redone
+    new_paid = {j["rule"] for j in jobs if j["rule"].startswith(_PAID_RULES)}
+    expected_new = {"an active grid": {"episodes"}, "a family": {"instances"}, "a games scenario": {"games_plays"},
+                    "a games agent": {"games_plays"}, "a judge": {"games_judgements"}}.get(edit, set())
+    assert expected_new <= new_paid, (edit, sorted(new_paid))
+    if edit in ("an inactive grid", "an agent no grid uses"):
+        assert not jobs or {j["rule"] for j in jobs} <= {"all", "table12"}, [j["rule"] for j in jobs]

@@ -97,8 +97,15 @@ def cmd_show_instance(args: argparse.Namespace) -> int:
     """Print an instance's hidden truth (for auditing; never shown to agents)."""
     from heuresis.instances import load_truth
 
-    fam, split, idx = args.instance.split("/")
-    truth = load_truth(Path(args.results) / "truth" / fam / split)[int(idx)]
+    parts = args.instance.split("/")
+    if len(parts) != 3 or not parts[2].isdigit():
+        raise ValueError(f"instance id {args.instance!r}: expected family/split/index, e.g. wild/test/0003")
+    fam, split, idx = parts
+    truths = load_truth(Path(args.results) / "truth" / fam / split)
+    if int(idx) not in truths:
+        raise ValueError(f"instance id {args.instance!r}: no instance {int(idx)} in {fam}/{split} (indices "
+                         f"{min(truths, default=0):04d}..{max(truths, default=-1):04d})")
+    truth = truths[int(idx)]
     rec = {k: v for k, v in truth.record.items() if k not in ("dag", "cpdag")}
     print(json.dumps(rec, indent=2, default=str))
     print("true DAG:  ", "; ".join(truth.dag.to_lines()))
@@ -122,6 +129,8 @@ def cmd_verify_artifacts(args: argparse.Namespace) -> int:
     """Find truncated or corrupt artifacts; with --delete remove them so that a rerun rebuilds them."""
     from heuresis.integrity import remove_damaged, scan
 
+    if not Path(args.results).is_dir():
+        raise FileNotFoundError(f"no results folder {args.results}")
     damaged = scan(args.results)
     for d in damaged:
         print(f"DAMAGED {d.path}: {d.reason}")
@@ -234,6 +243,8 @@ def cmd_game_references(args: argparse.Namespace) -> int:
     from heuresis.provenance import code_version
 
     scns = load_scenarios(args.scenarios, args.scenario or None)
+    if not scns:
+        raise ValueError(f"no scenario file (*.yaml) in {args.scenarios or 'config/games'}")
     out: dict = {"_about": {"command": "heuresis game-references", "code": code_version(),
                             "note": "optimum by CRN search (search.drones), verified on search.verify_fleets fresh "
                                     "1,000-drone fleets; trap and standard on the same fleets"}}

@@ -1,16 +1,22 @@
 """Loading and validating the workflow configuration.
 
 Validation is two-step: the JSON schema (``heuresis/data/config.schema.yaml``, also linked as
-``workflow/schemas/config.schema.yaml``) fills defaults and checks types and required keys; the
-semantic checks here catch what a schema cannot say (unknown mechanism kinds, inverted
-ranges, kinds that need a noise range).  Every error names the offending config key.
+``workflow/schemas/config.schema.yaml``) fills defaults and checks types (integers written as
+integers), bounds and required keys; the semantic checks here catch what a schema cannot say
+(unknown mechanism kinds, inverted ranges, kinds that need a noise range, expected_degree
+<= d - 1, family overrides against the kind's declared constants).  Every error names the
+offending config key and, for a type or a bound, what the key allows.  Files are read with
+:func:`read_yaml`: safe loading only, a duplicated key is an error, and every problem is one
+line naming the file and line (docs/config-validation.md).
 """
 
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import json
+import re
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
@@ -22,7 +28,8 @@ from jsonschema import Draft202012Validator, validators
 from heuresis.mechanisms import MECHANISMS
 
 __all__ = ["ConfigError", "load_config", "validate_config", "config_digest", "SPLITS", "merge_configs",
-           "reference_batches", "episode_jobs", "episode_job_indices", "saturation_settings"]
+           "reference_batches", "episode_jobs", "episode_job_indices", "saturation_settings", "read_yaml",
+           "check_config_files"]
 
 SPLITS = ("dev", "test")
 
@@ -31,9 +38,21 @@ class ConfigError(ValueError):
     """A configuration problem; the message names the offending key."""
 
 
+@functools.lru_cache(maxsize=1)
 def _schema() -> dict:
+    """The parsed config schema (cached: read it, never modify it)."""
     text = resources.files("heuresis").joinpath("data/config.schema.yaml").read_text()
     return yaml.safe_load(text)
+
+
+def _is_integer(checker, instance) -> bool:
+    """JSON Schema counts 2.0 as an integer; a config integer must be written as one."""
+    return isinstance(instance, int) and not isinstance(instance, bool)
+
+
+#: Draft 2020-12 with integers that must be written as integers (2.5 and 2.0 are not).
+StrictValidator = validators.extend(
+    Draft202012Validator, type_checker=Draft202012Validator.TYPE_CHECKER.redefine("integer", _is_integer))
 
 
 def with_defaults(validator_class):
@@ -54,20 +73,61 @@ def _key(path) -> str:
     return ".".join(str(p) for p in path) or "<top level>"
 
 
-def _schema_errors(config: dict) -> list[str]:
-    validator = with_defaults(Draft202012Validator)(_schema())
+_TYPES = {"integer": "an integer", "number": "a number", "string": "a string", "boolean": "true or false",
+          "array": "a list", "object": "a mapping", "null": "null"}
+
+
+def allowed(schema: Mapping) -> str:
+    """What a schema node allows, in words: ``an integer in [1, 1000]``, ``a number in (0, 1)``."""
+    if "$ref" in schema and "type" not in schema:
+        schema = {**_resolve(schema["$ref"]), **{k: v for k, v in schema.items() if k != "$ref"}}
+    if "enum" in schema:
+        return f"one of {schema['enum']}"
+    if "const" in schema:
+        return repr(schema["const"])
+    t = schema.get("type")
+    text = " or ".join(_TYPES.get(x, x) for x in (t if isinstance(t, list) else [t])) if t else "a value"
+    lo = (schema["minimum"], "[") if "minimum" in schema else (schema["exclusiveMinimum"], "(") \
+        if "exclusiveMinimum" in schema else None
+    hi = (schema["maximum"], "]") if "maximum" in schema else (schema["exclusiveMaximum"], ")") \
+        if "exclusiveMaximum" in schema else None
+    if lo and hi:
+        text += f" in {lo[1]}{lo[0]}, {hi[0]}{hi[1]}"
+    elif lo:
+        text += f" {'>=' if lo[1] == '[' else '>'} {lo[0]}"
+    elif hi:
+        text += f" {'<=' if hi[1] == ']' else '<'} {hi[0]}"
+    return text
+
+
+def _resolve(ref: str) -> dict:
+    node: Any = _schema()
+    for part in ref.lstrip("#/").split("/"):
+        node = node[part]
+    return node
+
+
+#: Validators whose message gets the allowed values appended.
+_RANGE_VALIDATORS = {"type", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}
+
+
+def format_errors(errors, key_of) -> list[str]:
+    """One line per schema error: the key, jsonschema's message and, for a type or bound, what the key allows."""
     msgs = []
-    for err in sorted(validator.iter_errors(config), key=lambda e: list(map(str, e.absolute_path))):
-        key = _key(err.absolute_path)
+    for err in sorted(errors, key=lambda e: list(map(str, e.absolute_path))):
         if err.validator == "required":
             missing = err.message.split("'")[1] if "'" in err.message else err.message
-            key = _key([*err.absolute_path, missing])
-            msgs.append(f"config key {key}: missing (required)")
-        elif err.validator == "additionalProperties":
-            msgs.append(f"config key {key}: {err.message}")
+            msgs.append(f"{key_of([*err.absolute_path, missing])}: missing (required)")
+        elif err.validator in _RANGE_VALIDATORS and isinstance(err.schema, Mapping):
+            msgs.append(f"{key_of(err.absolute_path)}: {err.message} (allowed: {allowed(err.schema)})")
         else:
-            msgs.append(f"config key {key}: {err.message}")
+            msgs.append(f"{key_of(err.absolute_path)}: {err.message}")
     return msgs
+
+
+def _schema_errors(config: dict) -> list[str]:
+    validator = with_defaults(StrictValidator)(_schema())
+    return format_errors(validator.iter_errors(config), lambda path: f"config key {_key(path)}")
 
 
 def _check_range(key: str, value, msgs: list[str], allow_negative: bool = False) -> None:
@@ -78,15 +138,35 @@ def _check_range(key: str, value, msgs: list[str], allow_negative: bool = False)
         msgs.append(f"config key {key}: inverted range {list(value)} (lo > hi)")
 
 
+def _check_scale(key: str, value, msgs: list[str]) -> None:
+    """A noise-scale range: ordered, non-negative and not [0, 0] (that would be no noise at all)."""
+    _check_range(key, value, msgs)
+    if value[1] <= 0:
+        msgs.append(f"config key {key}: noise-scale range {list(value)} gives no noise (allowed: 0 <= lo <= hi, hi > 0)")
+
+
+def _instance_errors(config: dict) -> list[str]:
+    """Cross-key checks of the instance settings: the expected degree fits the node count."""
+    d, k = config["instances"]["d"], config["graph"]["expected_degree"]
+    if k > d - 1:
+        return [f"config key graph.expected_degree: {k} exceeds instances.d - 1 = {d - 1} (a node has at most "
+                f"d - 1 neighbours; allowed: 0 < expected_degree <= {d - 1})"]
+    return []
+
+
 def _semantic_errors(config: dict) -> list[str]:
-    msgs: list[str] = []
+    msgs: list[str] = _instance_errors(config)
     for kind in config.get("mechanisms", {}):
         if kind not in MECHANISMS:
             msgs.append(f"config key mechanisms.{kind}: unknown mechanism kind {kind!r}; "
                         f"known: {sorted(MECHANISMS)}")
+        elif _constants_schema(kind) is not None:   # declared: the schema checked types and signs
+            for k, v in config["mechanisms"][kind].items():
+                if isinstance(v, list) and len(v) == 2:
+                    _check_range(f"mechanisms.{kind}.{k}", v, msgs, allow_negative=True)
     for name, fam in config.get("families", {}).items():
         base = f"families.{name}"
-        _check_range(f"{base}.root_noise", fam["root_noise"], msgs)
+        _check_scale(f"{base}.root_noise", fam["root_noise"], msgs)
         kinds = fam.get("kinds", {})
         if not kinds:
             msgs.append(f"config key {base}.kinds: empty mixture (family {name!r} names no mechanism kind)")
@@ -106,14 +186,18 @@ def _semantic_errors(config: dict) -> list[str]:
                     msgs.append(f"config key {key}.noise: kind {kind!r} has an input-dependent noise "
                                 f"scale and takes no noise range")
                 else:
-                    _check_range(f"{key}.noise", spec["noise"], msgs)
+                    _check_scale(f"{key}.noise", spec["noise"], msgs)
             if kind not in config.get("mechanisms", {}):
                 msgs.append(f"config key mechanisms.{kind}: missing (constants of kind {kind!r}, "
                             f"used by family {name!r})")
             else:
                 signed = MECHANISMS[kind].signed_constants
-                msgs.extend(_constant_errors(f"mechanisms.{kind}", config["mechanisms"][kind], signed))
-                msgs.extend(_constant_errors(f"{key}.params", spec.get("params", {}), signed))
+                if _constants_schema(kind) is None:   # a kind without declared constants: generic checks
+                    msgs.extend(_constant_errors(f"mechanisms.{kind}", config["mechanisms"][kind], signed))
+                    msgs.extend(_constant_errors(f"{key}.params", spec.get("params", {}), signed))
+                else:
+                    msgs.extend(_override_errors(f"{key}.params", kind, config["mechanisms"][kind],
+                                                 spec.get("params", {}), signed))
     msgs.extend(_reference_errors(config))
     msgs.extend(_verification_errors(config))
     msgs.extend(_episode_errors(config))
@@ -122,8 +206,19 @@ def _semantic_errors(config: dict) -> list[str]:
     if "games" in config:
         from heuresis.games.workflow import config_errors as _games_errors
 
+        msgs.extend(_games_search_errors(config))
         msgs.extend(_games_errors(config))
     return msgs
+
+
+def _games_search_errors(config: dict) -> list[str]:
+    """``games.search`` overrides a scenario's ``search``: the scenario schema's declaration applies."""
+    from heuresis.games.scenario import _schema as scenario_schema
+
+    node = scenario_schema()["properties"]["search"]
+    validator = StrictValidator({k: v for k, v in node.items() if k != "default"})
+    return format_errors(validator.iter_errors(config["games"].get("search", {})),
+                          lambda path: f"config key games.search.{_key(path)}" if path else "config key games.search")
 
 
 def _repairs_errors(config: dict) -> list[str]:
@@ -134,8 +229,16 @@ def _repairs_errors(config: dict) -> list[str]:
     from sklearn.ensemble import GradientBoostingClassifier
 
     known = set(GradientBoostingClassifier().get_params()) - {"random_state"}
-    return [f"config key repairs.classifier.{k}: not a GradientBoostingClassifier parameter "
+    msgs = [f"config key repairs.classifier.{k}: not a GradientBoostingClassifier parameter "
             f"(random_state is repairs.seed); known: {sorted(known)}" for k in params if k not in known]
+    if not msgs:
+        try:   # scikit-learn's own check of the values (what fit() would raise, later)
+            GradientBoostingClassifier(**params)._validate_params()
+        except AttributeError:   # a scikit-learn without parameter declarations: checked at fit
+            pass
+        except (ValueError, TypeError) as exc:
+            msgs.append(f"config key repairs.classifier: {exc}")
+    return msgs
 
 
 def _saturation_errors(config: dict) -> list[str]:
@@ -197,6 +300,12 @@ def _reference_errors(config: dict) -> list[str]:
             elif name in seen:
                 msgs.append(f"config key references.batches.{k}: {name!r} is already in batch {seen[name]}")
             seen.setdefault(name, k)
+    from heuresis.foundation import FOUNDATION_MODELS
+
+    for k, m in enumerate(config.get("headroom", {}).get("foundation_models", [])):
+        if m not in FOUNDATION_MODELS:
+            msgs.append(f"config key headroom.foundation_models.{k}: unknown foundation model {m!r}; "
+                        f"known: {sorted(FOUNDATION_MODELS)}")
     if "grades" in config:
         try:
             validate_grades([(g["upto"], g["label"]) for g in config["grades"]])
@@ -206,7 +315,7 @@ def _reference_errors(config: dict) -> list[str]:
 
 
 def _verification_errors(config: dict) -> list[str]:
-    """The chosen scale exists; node-count ranges are integer, ordered, >= 2; determinism compares runs."""
+    """The chosen scale exists; node-count ranges are ordered; determinism compares runs."""
     msgs: list[str] = []
     v = config.get("verification")
     if not v:
@@ -217,12 +326,7 @@ def _verification_errors(config: dict) -> list[str]:
     for name, sizes in v["scales"].items():
         for check, spec in sizes.items():
             key = f"verification.scales.{name}.{check}"
-            if "d" in spec:
-                lo, hi = spec["d"]
-                if not all(float(b).is_integer() for b in (lo, hi)):
-                    msgs.append(f"config key {key}.d: node counts must be integers, got {list(spec['d'])}")
-                elif lo < 2:
-                    msgs.append(f"config key {key}.d: node counts start at 2, got {list(spec['d'])}")
+            if "d" in spec:   # integers in [2, 1000]: the schema's node_range
                 _check_range(f"{key}.d", spec["d"], msgs)
         det = sizes.get("determinism", {})
         if det and len(det["thread_counts"]) * len(det["hash_seeds"]) < 2:
@@ -238,9 +342,25 @@ def _episode_errors(config: dict) -> list[str]:
 
     msgs: list[str] = []
     agents = config.get("agents", {})
+    menu = config.get("references", {}).get("algorithms", {})
     for name, spec in agents.items():
         if spec.get("kind") not in AGENTS:
             msgs.append(f"config key agents.{name}.kind: unknown agent kind {spec.get('kind')!r}; known: {sorted(AGENTS)}")
+        elif spec.get("kind") != "llm":   # offline agents check their parameters when built
+            from heuresis.agents.base import make_agent
+
+            try:
+                make_agent(name, spec)
+            except (ValueError, TypeError) as exc:
+                msgs.append(f"config key agents.{name}: {exc}")
+        if spec.get("kind") == "merge" and "k" in spec and spec["k"] > len(menu) - 1:
+            msgs.append(f"config key agents.{name}.k: {spec['k']} other menu algorithms can never join a pair "
+                        f"(the menu has {len(menu) - 1} besides pc_kci; allowed: 1 <= k <= {len(menu) - 1})")
+        if spec.get("kind") == "llm":
+            budget = (spec.get("thinking") or {}).get("budget_tokens")
+            if isinstance(budget, (int, float)) and "max_tokens" in spec and spec["max_tokens"] <= budget:
+                msgs.append(f"config key agents.{name}.max_tokens: {spec['max_tokens']} must exceed the thinking "
+                            f"budget (thinking.budget_tokens = {budget})")
     eps = config.get("episodes", {})
     grids = eps.get("grids", {})
     for g in eps.get("run", []):
@@ -276,6 +396,27 @@ def _episode_errors(config: dict) -> list[str]:
     for n in leak.get("networks", []):
         if n not in NETWORKS:
             msgs.append(f"config key leakage.networks: unknown network {n!r}; known: {list(NETWORKS)}")
+    return msgs
+
+
+def _constants_schema(kind: str) -> dict | None:
+    """The schema of a built-in kind's constants (``mechanisms.<kind>``), else None."""
+    return _schema()["properties"]["mechanisms"].get("properties", {}).get(kind)
+
+
+def _override_errors(key: str, kind: str, constants: Mapping, params: Mapping, signed: tuple[str, ...]) -> list[str]:
+    """A family's ``params`` checked against the kind's declared constants (merged over ``mechanisms``)."""
+    root = _schema()
+    node = _constants_schema(kind)
+    known = sorted(node.get("properties", {}))
+    msgs = [f"config key {key}.{k}: not a constant of kind {kind!r}; known: {known}" for k in params if k not in known]
+    merged = {**constants, **{k: v for k, v in params.items() if k in known}}
+    validator = StrictValidator({"$defs": root["$defs"], **node})
+    msgs.extend(format_errors(validator.iter_errors(merged), lambda path: f"config key {key}.{_key(path)}"))
+    if not msgs:   # ordering of the merged ranges (sign and type are the schema's)
+        for k, v in params.items():
+            if isinstance(v, list) and len(v) == 2:
+                _check_range(f"{key}.{k}", v, msgs, allow_negative=True)
     return msgs
 
 
@@ -339,15 +480,85 @@ def merge_configs(base: Mapping, override: Mapping) -> dict:
     return out
 
 
+class _StrictLoader(yaml.SafeLoader):
+    """PyYAML's safe loader (plain YAML types only, no ``!!python/...`` tags) that also refuses a
+    key given twice in one mapping (PyYAML would keep the last silently)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen: dict = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            try:
+                first = seen.setdefault(key, key_node.start_mark)
+            except TypeError:   # an unhashable key: the base class reports it
+                continue
+            if first is not key_node.start_mark:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {key!r} given twice (first on line {first.line + 1})", key_node.start_mark)
+        return super().construct_mapping(node, deep=deep)
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> tuple[str, Any]:
+    """The one-line description of a YAML error and the mark (line, column) it points at."""
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    tag = re.search(r"constructor for the tag '([^']+)'", problem)
+    if tag:
+        name = re.sub(r"^tag:yaml\.org,2002:", "!!", tag.group(1))
+        problem = (f"unsafe or unknown YAML tag {name} (a config holds plain YAML only: mappings, "
+                   f"lists, strings, numbers, booleans, null)")
+    else:
+        context, cmark = getattr(exc, "context", None), getattr(exc, "context_mark", None)
+        if context and cmark is not None and mark is not cmark:
+            context += f" (started on line {cmark.line + 1}, column {cmark.column + 1})"
+        problem = f"{context}: {problem}" if context and mark is not cmark else problem
+    return " ".join(problem.split()), mark
+
+
+def read_yaml(path: str | Path, what: str = "config file") -> Any:
+    """Read one YAML file safely; every problem is a one-line :class:`ConfigError` naming the file
+    and, for a syntax error or an unsafe tag, the line and column."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{what} {path}: not found") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{what} {path}: is a folder, not a file") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{what} {path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except OSError as exc:
+        raise ConfigError(f"{what} {path}: cannot be read ({exc.strerror})") from None
+    try:
+        return yaml.load(text, Loader=_StrictLoader)
+    except yaml.YAMLError as exc:
+        problem, mark = _yaml_problem(exc)
+        where = f", line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        raise ConfigError(f"{what} {path}{where}: {problem}") from None
+
+
+def _read_config_file(path: str | Path) -> dict:
+    data = read_yaml(path)
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file {path}: must hold a mapping of config keys, got a {type(data).__name__}")
+    if "__use_yte__" in data:
+        raise ConfigError(f"config file {path}: a YTE template (__use_yte__), whose Python expressions Snakemake "
+                          f"evaluates when it reads the file; a config holds plain YAML only")
+    return data
+
+
+def check_config_files(paths) -> None:
+    """Re-read config files with the safe loader (the workflow's check of what Snakemake read)."""
+    for p in paths:
+        _read_config_file(p)
+
+
 def load_config(*paths: str | Path) -> dict:
     """Load one or more YAML files, later ones merged over earlier ones, and validate."""
     cfg: dict = {}
     for p in paths:
-        with open(p) as fh:
-            data = yaml.safe_load(fh) or {}
-        if not isinstance(data, dict):
-            raise ConfigError(f"config file {p} must hold a mapping, got {type(data).__name__}")
-        cfg = merge_configs(cfg, data)
+        cfg = merge_configs(cfg, _read_config_file(p))
     return validate_config(cfg)
 
 
@@ -364,6 +575,23 @@ def reference_batches(config: Mapping) -> list[list[str]]:
     batches = [[a for a in b if a in swept] for b in refs.get("batches", [])]
     listed = {a for b in batches for a in b}
     return [b for b in batches if b] + [[a] for a in swept if a not in listed]
+
+
+def episode_job_config(config: Mapping, condition_id: str) -> dict:
+    """The slice of the ``episodes`` section one episode job depends on.
+
+    Only the job's own budget, the code tool's settings and the test level: adding a grid, a
+    budget or an agent elsewhere in the section leaves every existing job's params unchanged, so
+    Snakemake reruns nothing that was already paid for.
+    """
+    from heuresis.harness.conditions import Condition
+
+    episodes = config["episodes"]
+    budget = Condition.from_id("", condition_id).budget
+    if budget not in episodes["budgets"]:
+        raise ConfigError(f"config key episodes.budgets.{budget}: unknown budget of condition {condition_id!r}")
+    return {"budgets": {budget: dict(episodes["budgets"][budget])}, "code_tool": dict(episodes.get("code_tool", {})),
+            "alpha": episodes.get("alpha", 0.05)}
 
 
 def episode_jobs(config: Mapping) -> list[dict]:

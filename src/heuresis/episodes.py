@@ -8,8 +8,12 @@ family's split and writes
 * ``results/transcripts/{agent}/{condition_id}/{family}/{split}/{index:04d}.json`` per episode.
 
 Each finished episode is checkpointed (:class:`heuresis.checkpoint.Checkpoint`; its transcript
-is written first), so a killed job resumes without redoing or losing an episode; an episode
-whose agent crashes is recorded with status ``failed`` and its error.
+is written first), so a killed job resumes without redoing or losing an episode.  An episode whose
+run raised (a harness error, an API error after the client's retries) is recorded with status
+``failed`` and its error, but it is not finished: it is not checkpointed, the job keeps the
+checkpoint of the finished ones, records the count in the episodes file's metadata and the next
+attempt beside it (:mod:`heuresis.failures`), and rerunning the target reruns only those episodes.
+The agent's own failures (no submission, a budget reached) are results, status ``ok``.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import pyarrow as pa
 
 from heuresis.checkpoint import Checkpoint
 from heuresis.config import config_digest
+from heuresis.failures import FIRST_ATTEMPT, failure_metadata, record_attempt
 from heuresis.harness.budgets import BudgetSettings
 from heuresis.harness.conditions import Condition
 from heuresis.harness.episode import EpisodeInput, EpisodeSettings, episode_seed, run_episode
@@ -69,8 +74,11 @@ def run_episode_shard(agent: str, agent_spec: Mapping, condition_id: str, family
                       indices: Sequence[int], *, data_dir, truth_dir, pc_kci_paths: Sequence, episodes_cfg: Mapping,
                       menu: Mapping, grades: Sequence[Mapping], seed: int, out: str | Path, calls_out: str | Path,
                       requests_out: str | Path, transcripts_dir: str | Path, log: Callable[[str], None] = lambda m: None,
-                      after_episode: Callable[[int], None] | None = None) -> Path:
-    """Run every episode of one job and write its two tables (transcripts as they finish)."""
+                      after_episode: Callable[[int], None] | None = None, attempt: str = FIRST_ATTEMPT) -> Path:
+    """Run every episode of one job and write its tables (transcripts as they finish).
+
+    ``attempt`` is the rule's parameter of that name (:func:`heuresis.failures.attempt_param`).
+    """
     started = utc_now()
     cond = Condition.from_id(agent, condition_id)
     settings = episode_settings(episodes_cfg, menu, grades, cond.budget)
@@ -86,6 +94,7 @@ def run_episode_shard(agent: str, agent_spec: Mapping, condition_id: str, family
     tdir = Path(transcripts_dir)
     tdir.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
+    failed: dict[int, dict] = {}     # episodes that failed in this attempt: written, never checkpointed
     for done, i in enumerate(indices, 1):
         if i in ckpt:
             continue
@@ -93,7 +102,11 @@ def run_episode_shard(agent: str, agent_spec: Mapping, condition_id: str, family
         res = run_episode(agent, agent_spec, cond, inp, settings, episode_seed(seed, agent, condition_id, inp.instance_id))
         res.row["transcript"] = str(tdir / f"{i:04d}.json")
         atomic_write_text(tdir / f"{i:04d}.json", json.dumps(res.transcript, indent=1, default=str))
-        ckpt.save(i, {"row": res.row, "calls": res.calls, "requests": res.requests})
+        record = {"row": res.row, "calls": res.calls, "requests": res.requests}
+        if res.row["status"] == "failed":
+            failed[i] = record
+        else:
+            ckpt.save(i, record)
         r = res.row
         log(f"{agent} {condition_id} {family}/{split}: {done}/{len(indices)} ({time.perf_counter() - t0:.1f} s) "
             f"{inp.instance_id} {r['status']} {r['termination']} F1={r['f1']:.3f} (pc_kci {r['pc_kci_f1']:.3f}) "
@@ -101,17 +114,24 @@ def run_episode_shard(agent: str, agent_spec: Mapping, condition_id: str, family
             + (f" WARNING {r['warnings']}" if r["warnings"] else ""))
         if after_episode is not None:
             after_episode(i)
-    rows = [ckpt.get(i)["row"] for i in indices]
-    calls = [c for i in indices for c in ckpt.get(i)["calls"]]
-    requests = [q for i in indices for q in ckpt.get(i).get("requests", [])]
+    records = [failed[i] if i in failed else ckpt.get(i) for i in indices]
+    rows = [rec["row"] for rec in records]
+    calls = [c for rec in records for c in rec["calls"]]
+    requests = [q for rec in records for q in rec.get("requests", [])]
     prov = provenance_record(stage="episodes", config=cfg_slice, seeds={"seed": seed},
                              inputs=[Path(truth_dir) / "graphs.parquet", *map(Path, pc_kci_paths)], started=started)
-    meta = {PROVENANCE_KEY: dumps(prov)}
+    meta = {PROVENANCE_KEY: dumps(prov), **failure_metadata(len(failed), attempt)}
+    record_attempt(out, attempt, len(failed), "episodes")   # first: a kill after it still leaves a retry
     write_table(pa.table({c: [r[c] for r in calls] for c in CALLS.schema.names}, schema=CALLS.schema), calls_out,
                 CALLS, meta)
     write_table(pa.table({c: [r[c] for r in requests] for c in REQUESTS.schema.names}, schema=REQUESTS.schema),
                 requests_out, REQUESTS, meta)
     write_table(pa.table({c: [r[c] for r in rows] for c in EPISODES.schema.names}, schema=EPISODES.schema), out,
                 EPISODES, meta)
-    ckpt.clear()
+    if failed:
+        log(f"{agent} {condition_id} {family}/{split}: {len(failed)} of {len(indices)} episodes FAILED "
+            f"({', '.join(inputs[i].instance_id for i in failed)}); not counted as run: rerun the target to retry "
+            "them (the finished ones are kept)")
+    else:
+        ckpt.clear()
     return Path(out)

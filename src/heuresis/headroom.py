@@ -11,6 +11,15 @@
 
 The stage writes per-instance test scores in long form (one row per instance and method), so
 every later table computes its means and paired bootstrap intervals from the same numbers.
+
+**Failed runs.**  A reference run that crashed on an instance (``status`` ``failed`` in the
+references) is scored as the empty graph, the output a user of that algorithm gets, on dev as on
+test (:data:`BCA_FAILURE_RULE`): every algorithm is ranked on the same instances, and an
+algorithm that crashes pays for it rather than being ranked on the instances it survived.  The
+failures are never silent: the selection table counts them per scope and algorithm
+(``dev_n_failed``), every test-score row says whether the run behind it failed (``failed``; the
+oracle and random restoration inherit PC-KCI's), and Tables 2, 3, 11 and Figure 1c show the
+counts per cell.
 """
 
 from __future__ import annotations
@@ -29,9 +38,12 @@ from heuresis.references import graph_of, load_references
 from heuresis.schemas import HEADROOM_SCORES, HEADROOM_SELECTION, read_table, write_table
 
 __all__ = ["select_bca", "restore_pairs", "build_headroom", "load_scores", "load_selection",
-           "GLOBAL"]
+           "GLOBAL", "BCA_FAILURE_RULE", "BCA_RULE_KEY"]
 
 GLOBAL = "all"  # the scope name of BCA_g and of rows over all families
+BCA_FAILURE_RULE = ("a reference run that crashed on an instance counts as the empty graph (its F1) in the "
+                    "BCA selection on dev and in every test score; failures are counted per cell")
+BCA_RULE_KEY = "heuresis.bca_failure_rule"   # Parquet metadata of the selection table
 
 
 def select_bca(refs: pd.DataFrame, menu: Sequence[str]) -> pd.DataFrame:
@@ -47,14 +59,17 @@ def select_bca(refs: pd.DataFrame, menu: Sequence[str]) -> pd.DataFrame:
     rows = []
     for scope in [*families, GLOBAL]:
         part = dev if scope == GLOBAL else dev[dev["family"] == scope]
-        means = part.groupby("algorithm")["f1"].agg(["mean", "count"])
+        # a failed run's row holds the empty graph's scores (references.run_shard): BCA_FAILURE_RULE
+        means = part.assign(failed=part["status"] == "failed").groupby("algorithm").agg(
+            mean=("f1", "mean"), count=("f1", "count"), failed=("failed", "sum"))
         missing = [a for a in menu if a not in means.index]
         if missing:
             raise ValueError(f"no dev references of {missing} for scope {scope!r}")
         best = max(menu, key=lambda a: (means.loc[a, "mean"], -list(menu).index(a)))
         for a in menu:
             rows.append(dict(scope=scope, algorithm=a, dev_f1=float(means.loc[a, "mean"]),
-                             dev_n=int(means.loc[a, "count"]), chosen=a == best))
+                             dev_n=int(means.loc[a, "count"]), dev_n_failed=int(means.loc[a, "failed"]),
+                             chosen=a == best))
     return pd.DataFrame(rows)
 
 
@@ -67,6 +82,8 @@ def restore_pairs(graph: Graph, pairs: Sequence[tuple[int, int]]) -> Graph:
 
 
 def _deleted_pairs(row: Mapping, names: Sequence[str]) -> tuple[list[tuple[int, int]], list[bool]]:
+    if row["status"] == "failed":   # a crashed PC-KCI run deleted nothing: the oracle restores nothing
+        return [], []
     index = {n: k for k, n in enumerate(names)}
     log = row["deletions"]
     if log is None:
@@ -74,9 +91,9 @@ def _deleted_pairs(row: Mapping, names: Sequence[str]) -> tuple[list[tuple[int, 
     return [(index[d["x"]], index[d["y"]]) for d in log], [bool(d["wrong"]) for d in log]
 
 
-def _score_row(family, index, method, algorithm, truth, graph, **extra) -> dict:
+def _score_row(family, index, method, algorithm, truth, graph, failed=False, **extra) -> dict:
     s = score_graph(truth.dag, truth.cpdag, graph)
-    return dict(family=family, instance=int(index), method=method, algorithm=algorithm, f1=s.f1,
+    return dict(family=family, instance=int(index), method=method, algorithm=algorithm, failed=bool(failed), f1=s.f1,
                 precision=s.precision, recall=s.recall, shd=float(s.shd), nshd=s.nshd,
                 n_deletions=extra.get("n_deletions"), n_wrong_deletions=extra.get("n_wrong_deletions"))
 
@@ -106,17 +123,25 @@ def build_headroom(ref_paths: Sequence[str | Path], truth_dirs: Mapping[str, str
             pc_row = ref(pc_algorithm).to_dict()
             pc_row.update(algorithm=pc_algorithm, instance_id=truth.instance_id)
             pc_graph = graph_of(pc_row)
+            pc_failed = pc_row["status"] == "failed"
             pairs, wrong = _deleted_pairs(pc_row, pc_graph.names)
             n_wrong = int(sum(wrong))
-            stats = dict(n_deletions=len(pairs), n_wrong_deletions=n_wrong)
+            # a failed PC-KCI run has no deletion log: its counts are unknown, not 0
+            stats = (dict(n_deletions=np.nan, n_wrong_deletions=np.nan) if pc_failed else
+                     dict(n_deletions=len(pairs), n_wrong_deletions=n_wrong))
+
+            def failed(a):
+                return ref(a)["status"] == "failed"
+
             for a in [*menu, *baselines]:
-                rows.append(_score_row(family, index, a, a, truth, graph_of(ref(a)),
+                rows.append(_score_row(family, index, a, a, truth, graph_of(ref(a)), failed(a),
                                        **(stats if a == pc_algorithm else {})))
             for method, scope in (("bca_g", GLOBAL), ("bca_f", family)):
                 a = chosen.get(scope, chosen[GLOBAL])  # a family without dev instances falls back to BCA_g
-                rows.append(_score_row(family, index, method, a, truth, graph_of(ref(a))))
+                rows.append(_score_row(family, index, method, a, truth, graph_of(ref(a)), failed(a)))
             rows.append(_score_row(family, index, "oracle", pc_algorithm, truth,
-                                   restore_pairs(pc_graph, [p for p, w in zip(pairs, wrong) if w]), **stats))
+                                   restore_pairs(pc_graph, [p for p, w in zip(pairs, wrong) if w]), pc_failed,
+                                   **stats))
             rows.append(_score_row(family, index, "empty", "", truth, Graph.empty(truth.dag.d)))
             rows.append(_score_row(family, index, "complete", "", truth, Graph.complete(truth.dag.d)))
             rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(stable_key(family), index)))
@@ -124,7 +149,7 @@ def build_headroom(ref_paths: Sequence[str | Path], truth_dirs: Mapping[str, str
             for _ in range(random_restorations):
                 pick = rng.choice(len(pairs), size=n_wrong, replace=False) if n_wrong else []
                 draws.append(_score_row(family, index, "random_restoration", pc_algorithm, truth,
-                                        restore_pairs(pc_graph, [pairs[k] for k in pick])))
+                                        restore_pairs(pc_graph, [pairs[k] for k in pick]), pc_failed))
             mean = {k: float(np.mean([d[k] for d in draws])) for k in ("f1", "precision", "recall", "shd", "nshd")}
             rows.append({**draws[0], **mean, **stats})
     scores = pd.DataFrame(rows)
@@ -133,7 +158,7 @@ def build_headroom(ref_paths: Sequence[str | Path], truth_dirs: Mapping[str, str
 
 def write_headroom(selection: pd.DataFrame, scores: pd.DataFrame, selection_path, scores_path, meta) -> None:
     write_table(pa.Table.from_pandas(selection, schema=HEADROOM_SELECTION.schema, preserve_index=False),
-                selection_path, HEADROOM_SELECTION, meta)
+                selection_path, HEADROOM_SELECTION, {**meta, BCA_RULE_KEY: BCA_FAILURE_RULE})
     write_table(pa.Table.from_pandas(scores, schema=HEADROOM_SCORES.schema, preserve_index=False),
                 scores_path, HEADROOM_SCORES, meta)
 

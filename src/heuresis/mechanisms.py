@@ -15,7 +15,8 @@ are the kind's constants from the config (``mechanisms.<kind>`` merged with a fa
 hidden truth.
 
 Adding a kind is one function decorated with :func:`register_mechanism`; its constants go in
-the config under ``mechanisms``.
+the config under ``mechanisms``, their types and ranges in the config schema under
+``properties.mechanisms.properties.<kind>`` (an undeclared kind gets generic checks only).
 """
 
 from __future__ import annotations

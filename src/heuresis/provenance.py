@@ -27,7 +27,7 @@ __all__ = ["provenance_record", "file_sha256", "code_version", "package_versions
 
 PROVENANCE_KEY = "heuresis.provenance"
 _PACKAGES = ("heuresis", "numpy", "scipy", "pandas", "pyarrow", "scikit-learn", "causal-learn", "lingam",
-             "snakemake", "litellm", "pgmpy-no-torch")
+             "snakemake", "litellm", "pgmpy-no-torch", "gadjid", "dcor", "statsmodels", "networkx", "matplotlib")
 
 
 def utc_now() -> str:

@@ -4,7 +4,10 @@ One job runs one algorithm on one shard of a family's split and writes one Parqu
 (:data:`heuresis.schemas.REFERENCES`): the output graph, runtime, CI-test count, scores against
 the truth and, for PC variants, the deletion log with the hidden wrong/right label.  Finished
 instances are checkpointed, so a killed job resumes where it stopped; a crash on an instance is
-recorded as ``failed`` (empty graph, scored as such), never dropped.
+recorded as ``failed`` (empty graph, scored as such), never dropped, and counted wherever it
+enters a number (:mod:`heuresis.headroom`: the BCA selection and Tables 2, 3, 11, Figure 1c).
+A crash is a property of the algorithm on that data, not of the infrastructure: rerunning does
+not retry it.
 """
 
 from __future__ import annotations

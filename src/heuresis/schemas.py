@@ -151,19 +151,23 @@ REFERENCES = _schema("references", 1, [
     ("deletions", pa.list_(DELETION), "PC variants: the deletion log with the hidden wrong label"),
 ])
 
-HEADROOM_SELECTION = _schema("headroom_selection", 1, [
+HEADROOM_SELECTION = _schema("headroom_selection", 2, [
     ("scope", pa.string(), "a family (BCA_f) or 'all' (BCA_g)"),
     ("algorithm", pa.string(), "menu algorithm"),
-    ("dev_f1", pa.float64(), "mean adjacency F1 over the scope's dev instances"),
+    ("dev_f1", pa.float64(), "mean adjacency F1 over the scope's dev instances (a failed run counts as the "
+                             "empty graph's F1: heuresis.headroom.BCA_FAILURE_RULE)"),
     ("dev_n", pa.int64(), "dev instances in the mean"),
+    ("dev_n_failed", pa.int64(), "dev instances on which the algorithm failed (crashed), among dev_n"),
     ("chosen", pa.bool_(), "the scope's best chosen algorithm"),
 ])
 
-HEADROOM_SCORES = _schema("headroom_scores", 1, [
+HEADROOM_SCORES = _schema("headroom_scores", 2, [
     ("family", pa.string(), "mechanism family"),
     ("instance", pa.int64(), "test instance index"),
     ("method", pa.string(), "menu algorithm, baseline, bca_g, bca_f, oracle, empty, complete or random_restoration"),
     ("algorithm", pa.string(), "algorithm behind the method (bca_*: the chosen one; oracle: pc_kci)"),
+    ("failed", pa.bool_(), "the run behind the method crashed on the instance (oracle, random_restoration: "
+                           "pc_kci's); scored as the empty graph"),
     ("f1", pa.float64(), "adjacency F1 (random_restoration: mean over draws)"),
     ("precision", pa.float64(), "adjacency precision"),
     ("recall", pa.float64(), "adjacency recall"),
@@ -541,7 +545,8 @@ GAME_JUDGEMENTS = _schema("game_judgements", 1, [
     ("scenario", pa.string(), "scenario"),
     ("family", pa.string(), "scenario family"),
     ("repeat", pa.int32(), "play index"),
-    ("status", pa.string(), "ok, no_report (scored 0 without asking), unparsed or failed (scores null)"),
+    ("status", pa.string(), "ok, no_report (scored 0 without asking), unparsed, failed, or play_failed "
+                            "(the play itself failed: not judged; scores null)"),
     ("error", pa.string(), "parse or request error"),
     ("causal_reasoning", pa.float64(), "0-11: names the true mechanism, avoids the trap, explains it"),
     ("experimental_design", pa.float64(), "0-2: informative, budget-aware deployments"),

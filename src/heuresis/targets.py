@@ -4,6 +4,10 @@ Each builder returns ``(numbers, display)``: a DataFrame of numbers (written to 
 of formatted strings (Markdown and LaTeX).  Every interval is a 95% paired bootstrap over test
 instances (:mod:`heuresis.bootstrap`) with the configured seed and resample count.  Families
 appear in config order (SPEC §3.3: lg, anm, hetero, wild, mixed, gauntlet), then ``all``.
+
+A reference run that crashed on a test instance is scored as the empty graph
+(:data:`heuresis.headroom.BCA_FAILURE_RULE`) and counted: every cell built on such runs says
+"(k failed)" in the display and the numbers carry the count (``*_n_failed``).
 """
 
 from __future__ import annotations
@@ -15,11 +19,12 @@ import pandas as pd
 
 from heuresis.bootstrap import Interval, bootstrap_mean, paired_bootstrap
 from heuresis.foundation import foundation_model
-from heuresis.headroom import GLOBAL
+from heuresis.headroom import BCA_FAILURE_RULE, GLOBAL
 
-__all__ = ["table2", "table3", "table11", "figure1c", "method_f1", "FLOORS"]
+__all__ = ["table2", "table3", "table11", "figure1c", "method_f1", "method_failed", "FLOORS"]
 
 FLOORS = ("empty", "complete", "pc_kci", "random_restoration", "oracle")
+FAILED_RUNS = "failed test runs (scored as the empty graph)"   # Table 3's column when any run failed
 
 
 def _boot(cfg: Mapping) -> dict:
@@ -32,6 +37,18 @@ def method_f1(scores: pd.DataFrame, family: str, method: str) -> np.ndarray:
     if family != GLOBAL:
         part = part[part["family"] == family]
     return part.sort_values(["family", "instance"])["f1"].to_numpy()
+
+
+def method_failed(scores: pd.DataFrame, family: str, method: str) -> int:
+    """Test instances of a family (``all``: every family) on which the run behind a method failed."""
+    part = scores[scores["method"] == method]
+    if family != GLOBAL:
+        part = part[part["family"] == family]
+    return int(part["failed"].sum())
+
+
+def _failed_note(k: int) -> str:
+    return f" ({k} failed)" if k else ""
 
 
 def _scopes(families: Sequence[str]) -> list[str]:
@@ -51,16 +68,22 @@ def table2(scores: pd.DataFrame, families: Mapping[str, Mapping], boot: Mapping)
     rows, disp = [], []
     for fam in _scopes(list(families)):
         pc = scores[(scores["method"] == "pc_kci") & ((scores["family"] == fam) | (fam == GLOBAL))]
-        wrong = pc["n_wrong_deletions"].to_numpy(dtype=float)
+        n_failed = int(pc["failed"].sum())
+        wrong = pc.loc[~pc["failed"].astype(bool), "n_wrong_deletions"].to_numpy(dtype=float)  # no log if failed
         gain = paired_bootstrap(method_f1(scores, fam, "oracle"), method_f1(scores, fam, "pc_kci"), **_boot(boot))
         kinds = ", ".join(families[fam]["kinds"]) if fam != GLOBAL else ""
-        rows.append(dict(family=fam, kinds=kinds, n_instances=len(pc), wrong_deletions_mean=float(wrong.mean()),
-                         share_without_wrong_deletion=float(np.mean(wrong == 0)),
-                         **_iv(gain, "oracle_minus_pc_kci")))
-        disp.append({"family": fam, "mechanism kinds": kinds or "(all families)", "test instances": len(pc),
-                     "wrongly deleted edges / instance": _f(wrong.mean(), 2),
-                     "instances with none": f"{np.mean(wrong == 0):.0%}",
-                     "oracle − PC-KCI (F1)": gain.fmt()})
+        mean = float(wrong.mean()) if len(wrong) else np.nan
+        share = float(np.mean(wrong == 0)) if len(wrong) else np.nan
+        rows.append(dict(family=fam, kinds=kinds, n_instances=len(pc), n_failed=n_failed, wrong_deletions_mean=mean,
+                         share_without_wrong_deletion=share, **_iv(gain, "oracle_minus_pc_kci"),
+                         note=(f"PC-KCI failed on {n_failed} test instance(s): no deletion log there (left out of "
+                               "the deletion counts); PC-KCI and the oracle score the empty graph there"
+                               if n_failed else "")))
+        disp.append({"family": fam, "mechanism kinds": kinds or "(all families)",
+                     "test instances": f"{len(pc)}" + (f" (PC-KCI failed on {n_failed})" if n_failed else ""),
+                     "wrongly deleted edges / instance": _f(mean, 2),
+                     "instances with none": "n/a" if np.isnan(share) else f"{share:.0%}",
+                     "oracle − PC-KCI (F1)": gain.fmt() + _failed_note(n_failed)})
     return pd.DataFrame(rows), pd.DataFrame(disp)
 
 
@@ -75,26 +98,44 @@ def table3(scores: pd.DataFrame, selection: pd.DataFrame, families: Sequence[str
         hs = paired_bootstrap(bca_f, bca_g, **_boot(boot))
         hr = paired_bootstrap(oracle, bca_f, **_boot(boot))
         rg = paired_bootstrap(method_f1(scores, fam, router), bca_f, **_boot(boot)) if has_router else None
+        nf = {m: method_failed(scores, fam, m)
+              for m in ("bca_g", "bca_f", "oracle", *((router,) if has_router else ()))}
+        dev_scope = selection[(selection["scope"] == (fam if fam != GLOBAL else GLOBAL)) & selection["chosen"]]
+        dev_failed = int(dev_scope["dev_n_failed"].sum()) if "dev_n_failed" in dev_scope else 0
+        failures = "; ".join(f"{label} {nf[m]}" for m, label in (("bca_g", "BCA_g"), ("bca_f", "BCA_f"),
+                                                                 ("oracle", "oracle"), (router, "router"))
+                             if nf.get(m))
         rows.append(dict(row=fam, kind="family" if fam != GLOBAL else "all", bca_g=chosen.get(GLOBAL, ""),
                          bca_f=chosen.get(fam, "") if fam != GLOBAL else "per family",
                          f1_bca_f=float(bca_f.mean()), f1_oracle=float(oracle.mean()), **_iv(hs, "h_s"),
                          **_iv(hr, "h_r"), **(_iv(rg, "router_delta_r") if rg else
                                               {"router_delta_r": np.nan, "router_delta_r_lo": np.nan,
                                                "router_delta_r_hi": np.nan}),
-                         note=""))
-        disp.append({"family": fam, "BCA_f": chosen.get(fam, "per family") if fam != GLOBAL else "per family",
-                     "F1(BCA_f)": _f(bca_f.mean()), "F1(oracle)": _f(oracle.mean()), "H^s": hs.fmt(), "H^r": hr.fmt(),
-                     "router Δ^r": rg.fmt() if rg else "not run (no router in references.baselines)"})
+                         bca_g_n_failed=nf["bca_g"], bca_f_n_failed=nf["bca_f"], oracle_n_failed=nf["oracle"],
+                         router_n_failed=nf.get(router, 0), chosen_dev_n_failed=dev_failed,
+                         note=f"failed runs: {BCA_FAILURE_RULE}" if failures or dev_failed else ""))
+        disp.append({"family": fam, "BCA_f": (chosen.get(fam, "per family") if fam != GLOBAL else "per family")
+                     + (f" ({dev_failed} failed on dev)" if dev_failed else ""),
+                     "F1(BCA_f)": _f(bca_f.mean()) + _failed_note(nf["bca_f"]),
+                     "F1(oracle)": _f(oracle.mean()) + _failed_note(nf["oracle"]), "H^s": hs.fmt(), "H^r": hr.fmt(),
+                     "router Δ^r": (rg.fmt() + _failed_note(nf.get(router, 0))) if rg else
+                     "not run (no router in references.baselines)",
+                     FAILED_RUNS: failures or "none"})
     for name in foundation:
         model = foundation_model(name)
         ok, reason = model.availability()
         rows.append(dict(row=model.title, kind="foundation_model", bca_g="", bca_f="", f1_bca_f=np.nan,
                          f1_oracle=np.nan, h_s=np.nan, h_s_lo=np.nan, h_s_hi=np.nan, h_r=np.nan, h_r_lo=np.nan,
                          h_r_hi=np.nan, router_delta_r=np.nan, router_delta_r_lo=np.nan, router_delta_r_hi=np.nan,
-                         note=reason))
+                         bca_g_n_failed=0, bca_f_n_failed=0, oracle_n_failed=0, router_n_failed=0,
+                         chosen_dev_n_failed=0, note=reason))
         disp.append({"family": model.title, "BCA_f": "—", "F1(BCA_f)": "—", "F1(oracle)": "—", "H^s": "—", "H^r": "—",
-                     "router Δ^r": reason})
-    return pd.DataFrame(rows), pd.DataFrame(disp)
+                     "router Δ^r": reason, FAILED_RUNS: "—"})
+    numbers, display = pd.DataFrame(rows), pd.DataFrame(disp)
+    if not (numbers[["bca_g_n_failed", "bca_f_n_failed", "oracle_n_failed", "router_n_failed",
+                     "chosen_dev_n_failed"]].to_numpy().any()):
+        display = display.drop(columns=FAILED_RUNS)   # the column appears when any run failed
+    return numbers, display
 
 
 def table11(scores: pd.DataFrame, families: Sequence[str], boot: Mapping) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -106,8 +147,9 @@ def table11(scores: pd.DataFrame, families: Sequence[str], boot: Mapping) -> tup
         r, d = {"family": fam}, {"family": fam}
         for m in FLOORS:
             iv = bootstrap_mean(method_f1(scores, fam, m), **_boot(boot))
-            r.update(_iv(iv, m))
-            d[labels[m]] = f"{iv.estimate:.3f} [{iv.lo:.3f}, {iv.hi:.3f}]"
+            k = method_failed(scores, fam, m)
+            r.update(_iv(iv, m), **{f"{m}_n_failed": k})
+            d[labels[m]] = f"{iv.estimate:.3f} [{iv.lo:.3f}, {iv.hi:.3f}]" + _failed_note(k)
         rows.append(r)
         disp.append(d)
     return pd.DataFrame(rows), pd.DataFrame(disp)
@@ -131,7 +173,11 @@ def figure1c(scores: pd.DataFrame, families: Sequence[str], boot: Mapping):
         est = np.array([iv.estimate for iv in ivs])
         err = np.array([[iv.estimate - iv.lo for iv in ivs], [iv.hi - iv.estimate for iv in ivs]])
         ax.bar(x, est, width, yerr=err, capsize=2, label=label, color=color)
-        rows += [dict(family=fam, method=m, **_iv(iv, "f1")) for fam, iv in zip(scopes, ivs)]
+        failed = [method_failed(scores, fam, m) for fam in scopes]
+        for xi, k in zip(x, failed):
+            if k:   # a crashed run is scored as the empty graph: say so on the bar
+                ax.text(xi, 0.02, f"{k} failed", rotation=90, ha="center", va="bottom", fontsize=6, color="#c44e52")
+        rows += [dict(family=fam, method=m, **_iv(iv, "f1"), n_failed=k) for fam, iv, k in zip(scopes, ivs, failed)]
     ax.set_xticks(np.arange(len(scopes)), scopes)
     ax.set_ylabel("adjacency F1 (test, mean ± 95% CI)")
     ax.set_xlabel("mechanism family")

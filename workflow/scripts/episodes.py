@@ -25,4 +25,5 @@ run_episode_shard(
     requests_out=sm.output.requests,
     transcripts_dir=sm.params.transcripts,
     log=stage_logger(sm.log[0]),
+    attempt=sm.params.attempt,
 )

@@ -1,9 +1,9 @@
-"""Snakemake adapter: one judge scores the reports of one agent x mode (logic: heuresis.games.workflow)."""
+"""Snakemake adapter: one judge scores the reports of one agent x mode on one scenario (logic: heuresis.games.workflow)."""
 
 from heuresis.games.workflow import run_judgements
 from heuresis.logs import stage_logger
 
 sm = snakemake  # noqa: F821  (injected by Snakemake)
-run_judgements(sm.wildcards.judge, sm.params.spec, sm.wildcards.agent, sm.wildcards.mode, list(sm.input.plays),
-               list(sm.input.references), sm.params.folder, sm.output[0], max_tokens=sm.params.max_tokens,
-               log=stage_logger(sm.log[0]))
+run_judgements(sm.wildcards.judge, sm.params.spec, sm.wildcards.agent, sm.wildcards.mode, [sm.input.plays],
+               [sm.input.references], sm.params.folder, sm.output[0], max_tokens=sm.params.max_tokens,
+               log=stage_logger(sm.log[0]), attempt=sm.params.attempt)

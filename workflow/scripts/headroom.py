@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from heuresis.headroom import build_headroom, write_headroom
+from heuresis.headroom import BCA_FAILURE_RULE, build_headroom, write_headroom
 from heuresis.logs import stage_logger
 from heuresis.provenance import PROVENANCE_KEY, dumps, provenance_record, utc_now
 
@@ -18,3 +18,7 @@ prov = provenance_record(stage="headroom", config=dict(hp), seeds={"random_resto
 write_headroom(selection, scores, sm.output.selection, sm.output.scores, {PROVENANCE_KEY: dumps(prov)})
 chosen = selection[selection["chosen"]]
 log("BCA: " + ", ".join(f"{r.scope}={r.algorithm} ({r.dev_f1:.3f})" for r in chosen.itertuples()))
+n_dev_failed = int(selection[selection["scope"] == "all"]["dev_n_failed"].sum())
+runs = scores[scores["method"].isin([*hp["menu"], *hp["baselines"]])]
+if n_dev_failed or runs["failed"].any():
+    log(f"FAILED reference runs: {n_dev_failed} on dev, {int(runs['failed'].sum())} on test; {BCA_FAILURE_RULE}")

@@ -1,8 +1,8 @@
-"""Snakemake adapter: the leakage probe of one LLM agent (logic: heuresis.leakage)."""
+"""Snakemake adapter: the leakage probe of one LLM agent on one network (logic: heuresis.leakage)."""
 
 from heuresis.leakage import run_leakage
 from heuresis.logs import stage_logger
 
 sm = snakemake  # noqa: F821  (injected by Snakemake)
-run_leakage(sm.wildcards.agent, sm.params.spec, sm.params.networks, sm.params.repeats, sm.params.seed,
+run_leakage(sm.wildcards.agent, sm.params.spec, [sm.wildcards.network], sm.params.repeats, sm.params.seed,
             sm.output[0], log=stage_logger(sm.log[0]))

@@ -3,7 +3,9 @@
 Each builder returns ``(fig, numbers)``: a matplotlib figure (saved as PDF and PNG by
 :func:`heuresis.report.save_figure`) and the plotted numbers.  Families are in config order
 (SPEC §3.3), then ``all``; every point or bar has its 95% bootstrap interval; a figure without
-data says why on its canvas.
+data says why on its canvas.  Episodes with status ``failed`` (API or harness errors) are left
+out of every plotted number; each row of the numbers has ``n_failed``, the failed episodes of its
+cell, and a figure with any says how many under its plot.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from heuresis.analysis.tables import GLOBAL, _boot, _paired_diff, results_of, test_episodes
+from heuresis.analysis.tables import GLOBAL, _boot, _n_failed, _paired_diff, results_of, split_failed, test_episodes
 from heuresis.bootstrap import bootstrap_mean, bootstrap_ratio, paired_bootstrap
 from heuresis.targets import method_f1
 
@@ -31,6 +33,24 @@ def _plt():
     import matplotlib.pyplot as plt
 
     return plt
+
+
+def _scored(scores: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(test episodes that are results, failed test episodes)."""
+    return split_failed(test_episodes(scores))
+
+
+def _with_failed(fig, numbers: pd.DataFrame, failed: pd.DataFrame) -> pd.DataFrame:
+    """Numbers with ``n_failed`` per row (agent, condition, family); a note under the plot if any failed."""
+    if "agent" in numbers.columns and len(numbers):
+        numbers = numbers.assign(n_failed=[_n_failed(failed, a, c, f) if a else 0 for a, c, f in
+                                           zip(numbers["agent"], numbers["condition_id"], numbers["family"])])
+    else:
+        numbers = numbers.assign(n_failed=pd.Series(dtype=int))
+    if len(failed):
+        fig.text(0.005, 0.003, f"{len(failed)} failed episode(s) (API or harness error) not shown", fontsize=7,
+                 ha="left", va="bottom", color="#c44e52")
+    return numbers
 
 
 def _label(part: pd.DataFrame) -> str:
@@ -84,13 +104,13 @@ def figure6(scores: pd.DataFrame, headroom: pd.DataFrame, families: Sequence[str
             agents: Sequence[str] = ()):
     """Δ^s and Δ^r per result and family against the selection and repair headrooms."""
     plt = _plt()
-    scores = test_episodes(scores)
+    scores, failed = _scored(scores)
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), sharey=False)
     rows = []
     if scores.empty:
         for ax in axes:
-            _empty(ax, "no test episodes in this config")
-        return fig, pd.DataFrame(rows)
+            _empty(ax, "no test episodes in this config" if failed.empty else "every test episode failed")
+        return fig, _with_failed(fig, pd.DataFrame(rows), failed)
     scopes = _scopes(scores, families)
     x = np.arange(len(scopes))
     parts, note = _series(scores, agents)
@@ -135,7 +155,7 @@ def figure6(scores: pd.DataFrame, headroom: pd.DataFrame, families: Sequence[str
     if note:
         fig.suptitle(note, fontsize=8)
     fig.tight_layout(rect=(0, 0.045 * n_rows + 0.01, 1, 0.95 if note else 1))
-    return fig, pd.DataFrame(rows)
+    return fig, _with_failed(fig, pd.DataFrame(rows), failed)
 
 
 def _by_agent_guided(scores, agents):
@@ -146,13 +166,14 @@ def _by_agent_guided(scores, agents):
 def figure7a(scores: pd.DataFrame, families: Sequence[str], boot: Mapping, agents: Sequence[str] = ()):
     """Guided episodes: recall of PC-KCI's wrong deletions per result and family (pooled, instances resampled)."""
     plt = _plt()
-    scores = test_episodes(scores)
+    scores, failed = _scored(scores)
+    failed = failed[failed["guided"].astype(bool)]
     parts = _by_agent_guided(scores, agents)
     fig, ax = plt.subplots(figsize=(max(5.0, 1.3 * (len(families) + 1) + 2), 3.4))
     rows = []
     if not parts:
-        _empty(ax, "no guided episodes in this config")
-        return fig, pd.DataFrame(rows)
+        _empty(ax, "no guided episodes in this config" if failed.empty else "every guided episode failed")
+        return fig, _with_failed(fig, pd.DataFrame(rows), failed)
     scopes = _scopes(pd.concat(parts), families)
     width = 0.8 / len(parts)
     for j, part in enumerate(parts):
@@ -181,13 +202,13 @@ def figure7a(scores: pd.DataFrame, families: Sequence[str], boot: Mapping, agent
     ax.legend(frameon=False, fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     ax.spines[["top", "right"]].set_visible(False)
     fig.tight_layout()
-    return fig, pd.DataFrame(rows)
+    return fig, _with_failed(fig, pd.DataFrame(rows), failed)
 
 
 def figure7b(scores: pd.DataFrame, families: Sequence[str], boot: Mapping, agents: Sequence[str] = ()):
     """Guided − unguided F1 per agent (and condition) and family, paired over instances."""
     plt = _plt()
-    scores = test_episodes(scores)
+    scores, failed = _scored(scores)
     parts = _by_agent_guided(scores, agents)
     fig, ax = plt.subplots(figsize=(max(5.0, 1.3 * (len(families) + 1) + 2), 3.4))
     rows, plotted = [], []
@@ -203,7 +224,7 @@ def figure7b(scores: pd.DataFrame, families: Sequence[str], boot: Mapping, agent
             plotted.append((part, ivs))
     if not plotted:
         _empty(ax, "no guided/unguided pair of conditions in this config")
-        return fig, pd.DataFrame(rows)
+        return fig, _with_failed(fig, pd.DataFrame(rows), failed)
     scopes = _scopes(pd.concat([p for p, _ in plotted]), families)
     width = 0.7 / len(plotted)
     for j, (part, ivs) in enumerate(plotted):
@@ -218,13 +239,13 @@ def figure7b(scores: pd.DataFrame, families: Sequence[str], boot: Mapping, agent
     ax.legend(frameon=False, fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     ax.spines[["top", "right"]].set_visible(False)
     fig.tight_layout()
-    return fig, pd.DataFrame(rows)
+    return fig, _with_failed(fig, pd.DataFrame(rows), failed)
 
 
 def figure9(scores: pd.DataFrame, families: Sequence[str], boot: Mapping, agents: Sequence[str] = ()):
     """Last-turn settings: F1 over all episodes vs over finished ones, with the truncation rate."""
     plt = _plt()
-    scores = test_episodes(scores)
+    scores, failed = _scored(scores)
     fields = ["agent", "toolbox", "guided", "prompt_level", "target", "budget", "repeat"]
     order = {"none": 0, "once": 1, "retry": 2}
     rows = []
@@ -232,8 +253,8 @@ def figure9(scores: pd.DataFrame, families: Sequence[str], boot: Mapping, agents
     groups = [g for g in groups if g["last_turn"].nunique() > 1] or groups
     fig, ax = plt.subplots(figsize=(max(5.0, 0.9 * sum(g["last_turn"].nunique() for g in groups) + 2), 3.6))
     if not groups:
-        _empty(ax, "no test episodes in this config")
-        return fig, pd.DataFrame(rows)
+        _empty(ax, "no test episodes in this config" if failed.empty else "every test episode failed")
+        return fig, pd.DataFrame(rows).assign(n_failed=pd.Series(dtype=int))
     rank = {a: k for k, a in enumerate(agents)}
     groups.sort(key=lambda g: (rank.get(g.iloc[0]["agent"], len(rank)), g.iloc[0]["agent"], g.iloc[0]["budget"]))
     ticks, labels, x = [], [], 0
@@ -255,7 +276,12 @@ def figure9(scores: pd.DataFrame, families: Sequence[str], boot: Mapping, agents
             trunc = 1 - sub["finished"].mean()
             ax.text(x, 1.07, f"{trunc:.0%}", ha="center", fontsize=7)
             r = g.iloc[0]
+            same = np.ones(len(failed), dtype=bool)
+            for field in fields:
+                same &= (failed[field] == r[field]).to_numpy()
+            n_failed = int((same & (failed["last_turn"] == lt).to_numpy()).sum())
             rows.append(dict(agent=r["agent"], guided=bool(r["guided"]), budget=r["budget"], last_turn=lt, n=len(sub),
+                             n_failed=n_failed,
                              n_finished=len(fin), truncation_rate=trunc, f1_all=a.estimate, f1_all_lo=a.lo,
                              f1_all_hi=a.hi, f1_finished=f.estimate if f else np.nan, f1_finished_lo=f.lo if f else np.nan,
                              f1_finished_hi=f.hi if f else np.nan))
@@ -270,4 +296,7 @@ def figure9(scores: pd.DataFrame, families: Sequence[str], boot: Mapping, agents
     ax.legend(frameon=False, fontsize=8, loc="lower right")
     ax.spines[["top", "right"]].set_visible(False)
     fig.tight_layout()
+    if len(failed):
+        fig.text(0.005, 0.003, f"{len(failed)} failed episode(s) (API or harness error) not shown", fontsize=7,
+                 ha="left", va="bottom", color="#c44e52")
     return fig, pd.DataFrame(rows)

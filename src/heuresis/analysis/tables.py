@@ -14,14 +14,21 @@ for Parquet and one of formatted strings for Markdown and LaTeX.  Conventions:
 * wherever episodes are summarised there is an all-episodes view, a finished-only view, and the
   truncation rate (share of episodes that ended without a submission of the agent's own);
 * a cell that cannot be computed is NaN in the numbers (with the reason in ``note``) and says
-  why in the display, never 0.
+  why in the display, never 0;
+* an episode with status ``failed`` (a harness error, an API error after the client's retries:
+  not the agent's doing) is not a result: it is left out of every number and counted per cell,
+  ``n_failed`` in the numbers and, when any failed, "failed (not scored)" in the display
+  (:func:`counting_failures`);
+  a cell whose episodes all failed is a row that says so.  The agent's own failures (no
+  submission, a budget reached) are results and stay in the all-episodes view.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -29,9 +36,13 @@ import pandas as pd
 from heuresis.bootstrap import Interval, bootstrap_mean, bootstrap_ratio, paired_bootstrap
 
 __all__ = ["table4", "table6", "table7", "table8", "table9", "table10", "table12", "table13", "test_episodes",
-           "results_of", "scopes_of", "merge_star", "mutual_information", "paired_with", "CONDITION_FIELDS", "GLOBAL"]
+           "FAILED", "FAILED_COLUMN", "split_failed", "counting_failures", "results_of", "scopes_of", "merge_star",
+           "mutual_information", "paired_with", "CONDITION_FIELDS", "GLOBAL"]
 
 GLOBAL = "all"
+FAILED = "failed"                       # episode status of an infrastructure failure
+FAILED_COLUMN = "failed (not scored)"   # display column of the per-cell count
+ALL_FAILED = "n/a: every episode failed (API or harness error); rerun the target to retry"
 CONDITION_FIELDS = ("toolbox", "guided", "prompt_level", "target", "budget", "last_turn", "repeat")
 NA = float("nan")
 
@@ -44,6 +55,75 @@ def _boot(cfg: Mapping) -> dict:
 def test_episodes(scores: pd.DataFrame) -> pd.DataFrame:
     """The episodes every table reports: the test split (SPEC §2)."""
     return scores[scores["split"] == "test"].reset_index(drop=True)
+
+
+def split_failed(scores: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(episodes that are results, episodes that failed: status ``failed``)."""
+    failed = scores["status"] == FAILED
+    return scores[~failed], scores[failed]
+
+
+def _n_failed(failed: pd.DataFrame, agent: str, cond: str, family: str) -> int:
+    sel = (failed["agent"] == agent) & (failed["condition_id"] == cond)
+    if family != GLOBAL:
+        sel &= failed["family"] == family
+    return int(sel.sum())
+
+
+def counting_failures(per_family: bool, subset: Callable[[pd.DataFrame], pd.DataFrame] = lambda s: s):
+    """Wrap a table builder: it sees only episodes that are results; every row gets ``n_failed``.
+
+    ``per_family``: the table has a row per family and ``all`` (else one per result, ``all``);
+    ``subset``: the episodes the table reports (Table 8: guided ones), applied to the failures too.
+    A result and scope whose episodes all failed gets a row of its own saying so.
+    """
+    def wrap(builder):
+        @functools.wraps(builder)
+        def table(scores: pd.DataFrame, families: Sequence[str], boot: Mapping, agents: Sequence[str] = ()):
+            test = test_episodes(scores)
+            ok, failed = split_failed(test)
+            failed = subset(failed)
+            numbers, display = builder(ok, families, boot, agents)
+            if failed.empty:    # the display gets its "failed (not scored)" column only when any failed
+                return numbers.assign(n_failed=0), display
+            if subset(ok).empty:    # only the "no episodes" placeholder row: replaced by the failures
+                numbers, display = numbers.iloc[:0], display.iloc[:0]
+            counts = [_n_failed(failed, r["agent"], r["condition_id"], r["family"]) for _, r in numbers.iterrows()]
+            numbers = numbers.assign(n_failed=counts)
+            _insert_failed_column(display, counts)
+            have = set(zip(numbers["agent"], numbers["condition_id"], numbers["family"]))
+            extra_n, extra_d = [], []
+            for agent, cond in results_of(failed, agents):
+                part = failed[(failed["agent"] == agent) & (failed["condition_id"] == cond)]
+                for scope in (scopes_of(part, families) if per_family else [GLOBAL]):
+                    if (agent, cond, scope) in have:
+                        continue
+                    k = _n_failed(failed, agent, cond, scope)
+                    r = part.iloc[0]
+                    extra_n.append({"agent": agent, "condition_id": cond, "family": scope,
+                                    **{f: r[f] for f in CONDITION_FIELDS}, "n": 0, "n_finished": 0, "n_failed": k,
+                                    "note": ALL_FAILED})
+                    row = {c: ALL_FAILED for c in display.columns}
+                    row.update({c: v for c, v in (("agent", agent), ("condition", cond), ("family", scope),
+                                                  ("families", ", ".join(dict.fromkeys(part["family"]))),
+                                                  ("episodes", 0), (FAILED_COLUMN, k), ("repeat", r["repeat"]),
+                                                  ("budget", r["budget"]), ("last turn", r["last_turn"]),
+                                                  ("toolbox", r["toolbox"]), ("start", _start(bool(r["guided"]))),
+                                                  ("prompt level", r["prompt_level"]),
+                                                  ("stated target", r["target"])) if c in display.columns})
+                    extra_d.append(row)
+            if extra_n:
+                numbers = pd.concat([numbers, pd.DataFrame(extra_n)], ignore_index=True)
+                display = pd.concat([display, pd.DataFrame(extra_d, columns=display.columns)], ignore_index=True)
+            return numbers.reset_index(drop=True), display.reset_index(drop=True)
+        return table
+    return wrap
+
+
+def _insert_failed_column(display: pd.DataFrame, counts: Sequence[int]) -> None:
+    cols = list(display.columns)
+    at = cols.index("episodes") + 1 if "episodes" in cols else len(cols)
+    display.insert(at, FAILED_COLUMN, list(counts))
 
 
 def results_of(scores: pd.DataFrame, agents: Sequence[str] = ()) -> list[tuple[str, str]]:
@@ -178,6 +258,7 @@ def _merge_star_scope(part: pd.DataFrame) -> tuple[str, np.ndarray]:
     return (str(ks[0]) if len(ks) == 1 else "per family"), vals
 
 
+@counting_failures(per_family=True)
 def table4(scores: pd.DataFrame, families: Sequence[str], boot: Mapping, agents: Sequence[str] = ()):
     """Trace attribution: agent F1, merge* (k per family in hindsight), agent - merge*, Unsupp."""
     scores = test_episodes(scores)
@@ -207,6 +288,7 @@ def table4(scores: pd.DataFrame, families: Sequence[str], boot: Mapping, agents:
 
 
 # --- Table 6 -----------------------------------------------------------------------------------
+@counting_failures(per_family=True)
 def table6(scores: pd.DataFrame, families: Sequence[str], boot: Mapping, agents: Sequence[str] = ()):
     """Agent F1, paired Δ^s (vs BCA_g) and Δ^r (vs BCA_f) per family and over all; all vs finished."""
     scores = test_episodes(scores)
@@ -248,6 +330,7 @@ def mutual_information(part: pd.DataFrame) -> float:
     return float(sum(v * math.log2(v / (pf[f] * pt[t])) for (f, t), v in p.items() if v > 0))
 
 
+@counting_failures(per_family=True)
 def table7(scores: pd.DataFrame, families: Sequence[str], boot: Mapping, agents: Sequence[str] = ()):
     """Gain over the agent's in-episode PC-KCI output (F1, nSHD reduction) and behaviour."""
     scores = test_episodes(scores)
@@ -281,6 +364,7 @@ def table7(scores: pd.DataFrame, families: Sequence[str], boot: Mapping, agents:
 
 
 # --- Table 8 -----------------------------------------------------------------------------------
+@counting_failures(per_family=True, subset=lambda s: s[s["guided"].astype(bool)])
 def table8(scores: pd.DataFrame, families: Sequence[str], boot: Mapping, agents: Sequence[str] = ()):
     """Guided condition: repair precision and recall, gain over PC-KCI, guided − unguided, full − minimal."""
     scores = test_episodes(scores)
@@ -338,6 +422,7 @@ def _families_label(part: pd.DataFrame, families: Sequence[str]) -> str:
     return ", ".join([f for f in families if f in present] + sorted(present - set(families)))
 
 
+@counting_failures(per_family=False)
 def table9(scores: pd.DataFrame, families: Sequence[str], boot: Mapping, agents: Sequence[str] = ()):
     """Prompt level × stated target: Δ^r, share returning PC-KCI's output, share reaching the wall."""
     scores = test_episodes(scores)
@@ -364,6 +449,7 @@ def table9(scores: pd.DataFrame, families: Sequence[str], boot: Mapping, agents:
     return numbers, display
 
 
+@counting_failures(per_family=False)
 def table10(scores: pd.DataFrame, families: Sequence[str], boot: Mapping, agents: Sequence[str] = ()):
     """Budget sweep: Δ^r, wall reached and rescued, unsubmitted, completion tokens, per budget and last turn."""
     scores = test_episodes(scores)
@@ -392,6 +478,7 @@ def table10(scores: pd.DataFrame, families: Sequence[str], boot: Mapping, agents
     return pd.DataFrame(rows), pd.DataFrame(disp)
 
 
+@counting_failures(per_family=False)
 def table13(scores: pd.DataFrame, families: Sequence[str], boot: Mapping, agents: Sequence[str] = ()):
     """Per-repeat results: F1 over all episodes and over finished ones, wall/rescued/unsubmitted counts."""
     scores = test_episodes(scores)
@@ -463,21 +550,28 @@ def table12(scores: pd.DataFrame, cells: Sequence[Mapping], agent_specs: Mapping
             provider = str(model).split("/", 1)[0]
         bud = budgets.get(c["budget"], {})
         fams = _families_instances(c)
+        eps, failed = split_failed(eps)
         n_fin = int(eps["finished"].sum()) if len(eps) else 0
         note = "" if len(eps) else "no episodes yet"
+        if len(failed):
+            note = f"{len(failed)} failed (API or harness error), not scored; rerun the target to retry"
+
         row = dict(agent=c["agent"], kind=kind, model=model or "—", provider=provider or "—", settings=_settings(spec),
                    condition_id=c["condition_id"], toolbox=c["toolbox"], guided=bool(c["guided"]),
                    prompt_level=int(c["prompt_level"]), target=c["target"], budget=c["budget"],
                    budget_limits=json.dumps(dict(bud), sort_keys=True), last_turn=c["last_turn"],
                    repeat=int(c["repeat"]), families=fams, split=c["split"], episodes=len(eps),
-                   finished=n_fin, note=note)
+                   finished=n_fin, n_failed=len(failed), note=note)
         rows.append(row)
         disp.append({"agent": c["agent"], "kind": kind, "model": row["model"], "provider": row["provider"],
                      "settings": row["settings"], "toolbox": c["toolbox"], "start": _start(bool(c["guided"])),
                      "prompt": f"level {c['prompt_level']}, target {c['target']}",
                      "budget": f"{c['budget']}: {_limits(bud)}" if bud else c["budget"], "last turn": c["last_turn"],
                      "repeat": c["repeat"], "families": row["families"],
-                     "episodes": f"{len(eps)} ({n_fin} finished)" if len(eps) else "no episodes yet"})
+                     "episodes": f"{len(eps)} ({n_fin} finished)" if len(eps) else "no episodes yet",
+                     FAILED_COLUMN: len(failed)})
+    if not any(r["n_failed"] for r in rows):
+        disp = [{k: v for k, v in d.items() if k != FAILED_COLUMN} for d in disp]
     if not rows:
         return _no_episodes("configured episode conditions", ["agent", "kind", "model", "provider"])
     return pd.DataFrame(rows), pd.DataFrame(disp)

@@ -2,7 +2,9 @@
 
 * :func:`summary` — per scenario x agent x mode (and per family, scenario ``all``): survival,
   win rate, gap to the optimum, and rubric score, each a mean with a percentile bootstrap
-  interval over plays (:func:`heuresis.bootstrap.bootstrap_mean`); the rubric of a play is the
+  interval over the plays that did not fail (:func:`heuresis.bootstrap.bootstrap_mean`; a play
+  ``failed`` by an API or harness error is counted in ``failed``, shown beside the plays and
+  never scored); the rubric of a play is the
   mean total over the judges that scored it.  With no judge configured the rubric columns are
   null and the tables say "no judge configured" (never zeros).
 * :func:`family_table` — one table per family; :func:`references_table` — optima, thresholds,
@@ -57,8 +59,10 @@ def summary(plays: pd.DataFrame, judgements: pd.DataFrame | None, judges: Sequen
     keys = ["family", "scenario", "agent", "mode"]
     pooled = plays.assign(scenario="all")
     for (fam, scn, agent, mode), df in pd.concat([plays, pooled]).groupby(keys, sort=True):
-        row = {"family": fam, "scenario": scn, "agent": agent, "mode": mode, "plays": len(df),
-               "failed": int((df.status == "failed").sum()), "submitted": int(df.submitted.sum())}
+        n_failed = int((df.status == "failed").sum())
+        df = df[df.status != "failed"]    # a failed play (API or harness error) is not a result: counted, not scored
+        row = {"family": fam, "scenario": scn, "agent": agent, "mode": mode, "plays": len(df) + n_failed,
+               "failed": n_failed, "submitted": int(df.submitted.sum())}
         for col, vals in (("survival", df.survival), ("win_rate", df.won.astype(float)), ("gap", df.gap)):
             iv = bootstrap_mean(vals.to_numpy(float), **kw)
             row.update({col: iv.estimate, f"{col}_lo": iv.lo, f"{col}_hi": iv.hi})
@@ -81,7 +85,7 @@ def family_table(summ: pd.DataFrame, family: str, judges: Sequence[str]) -> tupl
     df = df.sort_values(["_pooled", "scenario", "agent", "mode"]).drop(columns="_pooled").reset_index(drop=True)
     disp = pd.DataFrame({
         "Scenario": df.scenario.replace({"all": f"all {family}"}), "Agent": df.agent, "Mode": df["mode"],
-        "Plays": [f"{p} ({f} failed)" if f else str(p) for p, f in zip(df.plays, df.failed)],
+        "Plays": [f"{p} ({f} failed, not scored)" if f else str(p) for p, f in zip(df.plays, df.failed)],
         "Survival": [_fmt(m, lo, hi) for m, lo, hi in zip(df.survival, df.survival_lo, df.survival_hi)],
         "Win rate": [_fmt(m, lo, hi, 2) for m, lo, hi in zip(df.win_rate, df.win_rate_lo, df.win_rate_hi)],
         "Gap to optimum": [_fmt(m, lo, hi) for m, lo, hi in zip(df.gap, df.gap_lo, df.gap_hi)],
@@ -121,10 +125,12 @@ def judges_table(judgements: pd.DataFrame | None, judges: Sequence[str]) -> tupl
         d = judgements[judgements.judge == j]
         ok = d[d.status.isin(["ok", "no_report"])]
         rec = {"judge": j, "plays": len(d), "scored": len(ok), "unparsed": int((d.status == "unparsed").sum()),
+               "play_failed": int((d.status == "play_failed").sum()),
                "failed": int((d.status == "failed").sum()), **{k: float(ok[k].mean()) if len(ok) else None
                                                                  for k in [*RUBRIC, "total"]}}
         rows.append(rec)
-        disp.append({"Judge": j, "Plays": str(rec["plays"]),
+        disp.append({"Judge": j, "Plays": str(rec["plays"]) + (f" ({rec['play_failed']} failed plays, not judged)"
+                                                             if rec["play_failed"] else ""),
                      "Unparsed / failed": f"{rec['unparsed']} / {rec['failed']}",
                      **{k.replace("_", " ").capitalize(): "n/a" if rec[k] is None else f"{rec[k]:.2f}"
                         for k in [*RUBRIC, "total"]}})
@@ -155,6 +161,8 @@ def path_summary(plays: pd.DataFrame, refs: Mapping[str, Mapping]) -> tuple[pd.D
     """(per agent x mode statistics, per agent x mode x deployment-index distance to the optimum)."""
     stats, steps = [], []
     for (agent, mode), df in plays.groupby(["agent", "mode"], sort=True):
+        bad = df["status"].eq("failed") if "status" in df else pd.Series(False, index=df.index)
+        n_failed, df = int(bad.sum()), df[~bad]    # failed plays (API or harness error): counted, not scored
         for _, p in df.iterrows():
             opt = refs[p.scenario]["optimum_design"]
             keys = list(opt)
@@ -163,7 +171,7 @@ def path_summary(plays: pd.DataFrame, refs: Mapping[str, Mapping]) -> tuple[pd.D
                               "distance": float(np.abs(_vec(d, keys) - _vec(opt, keys)).sum())})
         sub = df[df.submitted.astype(bool)]
         best = sub.submitted_is_best_observed.dropna().astype(float)
-        stats.append({"agent": agent, "mode": mode, "plays": len(df),
+        stats.append({"agent": agent, "mode": mode, "plays": len(df), "failed": n_failed,
                       "distinct_designs": float(df.distinct_designs.mean()),
                       "lock_in_share": float(df.lock_in_share.dropna().mean()) if df.lock_in_share.notna().any()
                       else np.nan,

@@ -110,6 +110,9 @@ def judge_play(model, judge: str, play: Mapping, scn) -> dict:
            "mode": play["mode"], "scenario": play["scenario"], "family": play["family"], "repeat": play["repeat"],
            "status": "ok", "error": "", **{k: None for k in RUBRIC}, "total": None, "rationale": "", "answer": "",
            "tokens_in": 0, "tokens_out": 0, "cost": 0.0, "latency_s": 0.0}
+    if play.get("status") == "failed":   # an API or harness error: not a play, so nothing to judge
+        row.update(status="play_failed", rationale="the play failed (API or harness error): not judged")
+        return row
     if not (play.get("report") or "").strip():
         row.update(status="no_report", **{k: 0.0 for k in RUBRIC}, total=0.0,
                    rationale="no report written: every rubric item scores 0")

@@ -24,9 +24,8 @@ from typing import Any
 
 import numpy as np
 import yaml
-from jsonschema import Draft202012Validator
 
-from heuresis.config import with_defaults
+from heuresis.config import ConfigError, StrictValidator, format_errors, read_yaml, with_defaults
 
 __all__ = ["ScenarioError", "DesignError", "DesignSpace", "Scenario", "load_scenario", "load_scenarios",
            "scenario_dir", "SCENARIO_DIR"]
@@ -224,9 +223,9 @@ _REPLACED = {"trap_design", "standard_design", "history"}
 
 def _read(path: Path, seen: tuple[str, ...] = ()) -> dict:
     try:
-        raw = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as exc:
-        raise ScenarioError(f"scenario {path.stem!r}: not valid YAML: {exc}") from None
+        raw = read_yaml(path, "scenario file") or {}
+    except ConfigError as exc:
+        raise ScenarioError(f"scenario {path.stem!r}: {exc}") from None
     if not isinstance(raw, dict):
         raise ScenarioError(f"scenario {path.stem!r}: the file must hold a mapping")
     parent = raw.get("extends")
@@ -243,15 +242,9 @@ def _read(path: Path, seen: tuple[str, ...] = ()) -> dict:
 
 
 def _errors(name: str, spec: dict) -> list[str]:
-    validator = with_defaults(Draft202012Validator)(_schema())
-    msgs = []
-    for err in sorted(validator.iter_errors(spec), key=lambda e: list(map(str, e.absolute_path))):
-        key = ".".join(str(p) for p in err.absolute_path) or "<top level>"
-        if err.validator == "required" and "'" in err.message:
-            key = ".".join([*map(str, err.absolute_path), err.message.split("'")[1]])
-            msgs.append(f"scenario {name!r}: key {key}: missing (required)")
-        else:
-            msgs.append(f"scenario {name!r}: key {key}: {err.message}")
+    validator = with_defaults(StrictValidator)(_schema())
+    msgs = format_errors(validator.iter_errors(spec),
+                         lambda path: f"scenario {name!r}: key {'.'.join(map(str, path)) or '<top level>'}")
     if msgs:
         return msgs
     return _semantic_errors(name, spec)
@@ -310,6 +303,8 @@ def load_scenario(name_or_path: str | Path, folder: str | Path | None = None) ->
 def load_scenarios(folder: str | Path | None = None, names: Iterable[str] | None = None) -> dict[str, Scenario]:
     """Every scenario of ``folder`` (default ``config/games``), by name, validated."""
     folder = Path(folder or scenario_dir())
+    if not folder.is_dir():
+        raise ScenarioError(f"no scenario folder {folder}")
     wanted = list(names) if names is not None else sorted(p.stem for p in folder.glob("*.yaml"))
     return {n: load_scenario(n, folder) for n in wanted}
 

@@ -12,9 +12,11 @@
 * :func:`run_plays` — the plays of one job into :data:`GAME_PLAYS` and
   :data:`GAME_CALLS` plus one JSON transcript per play, each finished play checkpointed
   (:class:`~heuresis.checkpoint.Checkpoint`) so a killed job resumes; a play whose agent or
-  harness crashes is recorded ``failed`` with its error, never dropped;
+  harness crashes (an API error after retries, a harness error) is recorded ``failed`` with its
+  error, never dropped, and not checkpointed: the tables count it and leave it out of the scores,
+  and rerunning the target retries it (:mod:`heuresis.failures`);
 * :func:`run_judgements` — one judge on every play of one agent x mode into
-  :data:`GAME_JUDGEMENTS`, checkpointed per play.
+  :data:`GAME_JUDGEMENTS`, checkpointed per play (a ``failed`` judgement alike).
 
 Play ``r`` of a scenario has the seed :func:`play_seed` ``(games.seed, scenario, r)`` for every
 agent, so agents meet the same Stage-1 and Stage-2 draws (paired comparisons).
@@ -32,6 +34,7 @@ import pyarrow as pa
 
 from heuresis.checkpoint import Checkpoint
 from heuresis.config import config_digest
+from heuresis.failures import FIRST_ATTEMPT, failure_metadata, record_attempt
 from heuresis.games.references import check_references, compute_references, seed_of, winnability_errors
 from heuresis.games.scenario import SCENARIO_DIR, Scenario, ScenarioError, load_scenario
 from heuresis.provenance import PROVENANCE_KEY, dumps, provenance_record, utc_now
@@ -195,7 +198,7 @@ def _failed_row(agent: str, spec: Mapping, scn: Scenario, mode: str, repeat: int
 
 def run_plays(agent: str, spec: Mapping, mode: str, scenario: str, folder: str | Path, *, plays: int, seed: int,
               max_turns: int, references: str | Path, out: str | Path, calls_out: str | Path,
-              transcripts_dir: str | Path, log: _Log = _quiet) -> Path:
+              transcripts_dir: str | Path, log: _Log = _quiet, attempt: str = FIRST_ATTEMPT) -> Path:
     """``plays`` plays of ``scenario`` by ``agent`` in ``mode``; checkpointed per play."""
     from heuresis.games.play import run_play
 
@@ -210,6 +213,7 @@ def run_plays(agent: str, spec: Mapping, mode: str, scenario: str, folder: str |
         log(f"{agent} {mode} {scenario}: resuming, {len(ckpt)} of {plays} plays done")
     tdir = Path(transcripts_dir)
     tdir.mkdir(parents=True, exist_ok=True)
+    failed: dict[int, dict] = {}     # failed plays of this attempt: written, never checkpointed
     for r in range(int(plays)):
         if r in ckpt:
             continue
@@ -225,27 +229,35 @@ def run_plays(agent: str, spec: Mapping, mode: str, scenario: str, folder: str |
             calls, transcript = [], {"play": row, "error": traceback.format_exc(limit=8)}
         row["transcript"] = str(tdir / f"r{r}.json")
         atomic_write_text(tdir / f"r{r}.json", json.dumps(transcript, indent=1, default=str))
-        ckpt.save(r, {"row": row, "calls": calls})
+        if row["status"] == "failed":
+            failed[r] = {"row": row, "calls": calls}
+        else:
+            ckpt.save(r, {"row": row, "calls": calls})
         log(f"{agent} {mode} {scenario} r{r}: {row['status']} {row['termination']} survival {row['survival']:.3f} "
             f"(threshold {ref['threshold']:.3f}, optimum {ref['optimum']:.3f}) in {time.perf_counter() - t0:.1f} s"
             + (f" ERROR {row['error']}" if row["error"] else ""))
-    rows = [ckpt.get(r)["row"] for r in range(int(plays))]
-    calls = [c for r in range(int(plays)) for c in ckpt.get(r)["calls"]]
+    records = [failed[r] if r in failed else ckpt.get(r) for r in range(int(plays))]
+    rows = [rec["row"] for rec in records]
+    calls = [c for rec in records for c in rec["calls"]]
     prov = provenance_record(stage="games_plays", config=cfg_slice, seeds={"seed": int(seed)},
                              inputs=[scn.path, references], started=started)
-    meta = {PROVENANCE_KEY: dumps(prov)}
+    meta = {PROVENANCE_KEY: dumps(prov), **failure_metadata(len(failed), attempt)}
+    record_attempt(out, attempt, len(failed), "plays")
     write_table(pa.table({c: [x.get(c) for x in calls] for c in GAME_CALLS.schema.names}, schema=GAME_CALLS.schema),
                 calls_out, GAME_CALLS, meta)
     write_table(pa.table({c: [x.get(c) for x in rows] for c in GAME_PLAYS.schema.names}, schema=GAME_PLAYS.schema),
                 out, GAME_PLAYS, meta)
-    ckpt.clear()
+    if failed:
+        log(f"{agent} {mode} {scenario}: {len(failed)} of {plays} plays FAILED; rerun the target to retry them")
+    else:
+        ckpt.clear()
     return Path(out)
 
 
 # --- judgements ---------------------------------------------------------------------------------------
 def run_judgements(judge: str, spec: Mapping, agent: str, mode: str, plays_paths: Sequence[str | Path],
                    references: Sequence[str | Path], folder: str | Path, out: str | Path, *, max_tokens: int = 1500,
-                   log: _Log = _quiet) -> Path:
+                   log: _Log = _quiet, attempt: str = FIRST_ATTEMPT) -> Path:
     """Judge ``judge`` scores the report of every play in ``plays_paths``; checkpointed per play."""
     from heuresis.agents.base import make_agent
     from heuresis.games.judge import judge_play
@@ -262,19 +274,27 @@ def run_judgements(judge: str, spec: Mapping, agent: str, mode: str, plays_paths
     if getattr(model, "max_tokens", None) is None:
         model.max_tokens = int(max_tokens)
     scns: dict[str, Scenario] = {}
+    failed: dict[str, dict] = {}     # failed judgements of this attempt: written, never checkpointed
     for p in plays:
         if p["play_id"] in ckpt:
             continue
         scn = scns.setdefault(p["scenario"], load_scenario(p["scenario"], folder))
         row = judge_play(model, judge, p, scn)
-        ckpt.save(p["play_id"], row)
+        if row["status"] == "failed":
+            failed[p["play_id"]] = row
+        else:
+            ckpt.save(p["play_id"], row)
         log(f"judge {judge} on {p['play_id']}: {row['status']} total {row['total']}"
             + (f" ERROR {row['error']}" if row["error"] else ""))
-    rows = [ckpt.get(p["play_id"]) for p in plays]
+    rows = [failed.get(p["play_id"]) or ckpt.get(p["play_id"]) for p in plays]
     prov = provenance_record(stage="games_judgements", config=cfg_slice, inputs=[*plays_paths, *references],
                              started=started)
     table = pa.table({c: [x.get(c) for x in rows] for c in GAME_JUDGEMENTS.schema.names},
                      schema=GAME_JUDGEMENTS.schema)
-    write_table(table, out, GAME_JUDGEMENTS, {PROVENANCE_KEY: dumps(prov)})
-    ckpt.clear()
+    record_attempt(out, attempt, len(failed), "judgements")
+    write_table(table, out, GAME_JUDGEMENTS, {PROVENANCE_KEY: dumps(prov), **failure_metadata(len(failed), attempt)})
+    if failed:
+        log(f"judge {judge}: {len(failed)} of {len(plays)} judgements FAILED; rerun the target to retry them")
+    else:
+        ckpt.clear()
     return Path(out)

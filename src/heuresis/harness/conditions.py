@@ -118,8 +118,9 @@ def _as_list(v) -> list:
 
 
 def instance_range(grid: Mapping, n: int | None = None) -> tuple[int, int] | None:
-    """A grid's ``instances`` as ``(start, stop)``: N is ``(0, N)``, [start, stop] itself; ``None``
-    when absent (every instance).  With ``n`` (instances of the split) the range must fit in it.
+    """A grid's ``instances`` as ``(start, stop)``: N is ``(0, min(N, n))`` — the first N, or every
+    instance of a smaller split —, [start, stop] itself; ``None`` when absent (every instance).
+    With ``n`` (instances of the split) a range must fit in it.
 
     Raises :class:`GridError` when the subset is malformed or does not fit.
     """
@@ -130,12 +131,14 @@ def instance_range(grid: Mapping, n: int | None = None) -> tuple[int, int] | Non
         raise GridError("instances", f"must be a count N (the first N instances) or a range [start, stop], "
                                      f"got {sub!r}")
     if isinstance(sub, int):
-        start, stop = 0, sub
+        start, stop = 0, sub if n is None else min(sub, n)
+        if sub < 1:
+            raise GridError("instances", f"a count of instances must be >= 1, got {sub}")
     else:
         if len(sub) != 2 or not all(isinstance(b, int) and not isinstance(b, bool) for b in sub):
             raise GridError("instances", f"a range is two whole numbers [start, stop], got {list(sub)!r}")
         start, stop = sub
-    if start < 0 or stop <= start:
+    if start < 0 or stop <= start:  # (a count N >= 1 on an empty split lands here too)
         raise GridError("instances", f"empty or negative instance range {[start, stop]} (need 0 <= start < stop)")
     if n is not None and stop > n:
         raise GridError("instances", f"{sub!r} asks for instances up to index {stop - 1}, but the split has "
