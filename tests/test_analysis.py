@@ -335,7 +335,7 @@ def test_table12_shows_the_instances_each_family_runs(paper_config):
     from heuresis.harness.conditions import cell_records
 
     cells = cell_records(paper_config)
-    scores = pd.DataFrame(columns=["agent", "condition_id", "model", "provider", "finished"])
+    scores = pd.DataFrame(columns=["agent", "condition_id", "model", "provider", "finished", "status", "family"])
     numbers, disp = table12(scores, cells, paper_config["agents"], paper_config["episodes"]["budgets"])
     assert len(numbers) == len(cells)
     by = numbers.set_index(["agent", "condition_id"])["families"]
