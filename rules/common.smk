@@ -47,6 +47,14 @@ onstart:
         check_credentials(config, agents=needed)
     except CredentialsError as exc:
         raise WorkflowError(str(exc))
+    # The code tool's isolation (episodes.code_tool.isolation): 'required' without a working
+    # bubblewrap stops the run here, before any job, when an episode job is about to run.
+    if any(_job.rule.name == "episodes" for _job in workflow.dag.needrun_jobs()):
+        from heuresis.harness.sandbox import IsolationUnavailable, check_isolation
+        try:
+            check_isolation(config)
+        except IsolationUnavailable as exc:
+            raise WorkflowError(str(exc))
 
 FAMILIES = list(config["families"])
 

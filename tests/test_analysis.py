@@ -164,14 +164,17 @@ def per_episode(run) -> pd.DataFrame:
     for p in truth_dir.glob("*/test/graphs.parquet"):
         for r in _read(p).itertuples():
             truths[(r.family, r.instance)] = _edge_set(r.dag, r.d)
+    skeletons = {(r.family, p.parent.name, r.instance): _edge_set(r.dag, r.d)
+                 for p in truth_dir.glob("*/*/graphs.parquet") for r in _read(p).itertuples()}
     rows = []
     for e in eps.itertuples():
         d = int(round(math.sqrt(len(e.graph))))
         g = _edge_set(e.graph, d)
         ref = refs.loc[(e.family, e.split, e.instance)]
         pc = _edge_set(ref["graph"], d)
-        wrong = {_lines_to_set([f"{x['x']}--{x['y']}"]).pop() for x in ref["deletions"] if x["wrong"]}
-        right = {_lines_to_set([f"{x['x']}--{x['y']}"]).pop() for x in ref["deletions"] if not x["wrong"]}
+        true = skeletons[(e.family, e.split, e.instance)]   # the hidden label is read from the truth, not the references
+        logged = {_lines_to_set([f"{x['x']}--{x['y']}"]).pop() for x in ref["deletions"]}
+        wrong, right = logged & true, logged - true
         mine = calls[(calls["episode_id"] == e.episode_id) & (calls["tool"] == "run_algorithm") & calls["ok"]]
         outs = {}
         for c in mine.sort_values(["turn", "index"]).itertuples():
@@ -335,7 +338,8 @@ def test_table12_shows_the_instances_each_family_runs(paper_config):
     from heuresis.harness.conditions import cell_records
 
     cells = cell_records(paper_config)
-    scores = pd.DataFrame(columns=["agent", "condition_id", "model", "provider", "finished", "status", "family"])
+    scores = pd.DataFrame(columns=["agent", "condition_id", "model", "provider", "finished", "status", "family",
+                                   "code_isolation"])
     numbers, disp = table12(scores, cells, paper_config["agents"], paper_config["episodes"]["budgets"])
     assert len(numbers) == len(cells)
     by = numbers.set_index(["agent", "condition_id"])["families"]

@@ -310,3 +310,82 @@ def test_crashing_agent_is_a_failed_episode(chain_data):
     assert r["status"] == "failed" and r["error"] == "RuntimeError: the model server went away"
     assert not r["finished"] and r["edges"] == "X1 -- X2" and r["turns"] == 2
     assert "RuntimeError" in out.transcript["error"]["error"]
+
+
+# --- hostile input -----------------------------------------------------------------------------------
+def test_deeply_nested_json_is_a_parse_error_not_a_crash(chain_data):
+    deep = "[" * 200000 + "]" * 200000
+    with pytest.raises(ParseError, match="no edge found|nested too deeply"):
+        parse_edge_list(deep, NAMES)
+    nested: list = []
+    for _ in range(100000):
+        nested = [nested]
+    with pytest.raises(ParseError, match="nested too deeply|deeply nested list"):
+        parse_edge_list(nested, NAMES)
+    with pytest.raises(ToolError, match="nested too deeply|not valid JSON"):
+        TOOLS["submit"].call(_ctx(chain_data), '{"edges": ' + deep + "}")
+
+
+def test_error_messages_cap_what_they_echo(chain_data):
+    huge = "Z" * 10**6
+    for tool, args in [("ci_test", {"x": huge, "y": "X2"}), ("run_algorithm", {"algorithm": huge}),
+                       ("submit", {"edges": [f"{huge} -> X1"]}), ("set_edges", {"changes": [{"x": "X1", "y": "X2",
+                                                                                            "relation": huge}]})]:
+        with pytest.raises(ToolError) as exc:
+            TOOLS[tool].call(_ctx(chain_data), json.dumps(args))
+        assert len(str(exc.value)) < 1000, (tool, len(str(exc.value)))
+
+
+def test_fisherz_refuses_a_set_without_degrees_of_freedom_and_nothing_is_charged():
+    rng = np.random.default_rng(1)
+    small = rng.normal(size=(8, 7))
+    with pytest.raises(ValueError, match="degrees of freedom"):
+        make_ci_test("fisherz", small).pvalue(0, 1, [2, 3, 4, 5, 6])         # 8 - 5 - 3 = 0
+    assert 0 <= make_ci_test("fisherz", small).pvalue(0, 1, [2, 3, 4, 5]) <= 1   # one degree of freedom left
+    names = tuple(f"X{k + 1}" for k in range(7))
+    ctx = ToolContext(data=small, names=names, working=Graph.complete(7),
+                      budgets=Budgets(BudgetSettings("t", 1.0, 30, 4000, 5, 600), 50), algorithm_map={}, menu=MENU,
+                      grades=tuple(DEFAULT_GRADES))
+    for tool in ("ci_test", "stability_check"):
+        with pytest.raises(ToolError, match="refused"):
+            TOOLS[tool].call(ctx, {"x": "X1", "y": "X2", "given": ["X3", "X4", "X5", "X6", "X7"], "test": "fisherz"})
+    assert ctx.budgets.used_test_units == 0
+    out = TOOLS["ci_test"].call(ctx, {"x": "X1", "y": "X2", "test": "fisherz"})
+    assert out.test_units == 1 and ctx.budgets.used_test_units == 1
+
+
+# --- the code tool's isolation mode ----------------------------------------------------------------
+def test_code_isolation_modes_are_recorded_and_required_fails_closed(chain_data, tmp_path, monkeypatch):
+    from heuresis.harness import sandbox
+
+    fake = tmp_path / "bwrap"
+    fake.write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv(sandbox.BWRAP_ENV, str(fake))     # a host where bubblewrap cannot isolate
+    spec = dict(test_units_factor=1.0, turns=5, output_tokens_per_turn=100, algorithm_calls=2, wall_seconds=60)
+    code = [tool_call("run_code", {"code": "import os\nprint('ran as', os.getcwd())"})]
+    cond = Condition("scripted_test", toolbox="full", guided=True, last_turn="once")
+
+    def run(mode):
+        settings = EpisodeSettings(BudgetSettings("t", **spec), MENU, tuple(DEFAULT_GRADES), code_isolation=mode)
+        return run_episode("scripted", {"kind": "scripted_test", "script": [code, SUBMIT()], "last": ()}, cond,
+                           _input(chain_data), settings, seed=3)
+
+    with pytest.raises(sandbox.IsolationUnavailable, match=r"episodes\.code_tool\.isolation"):
+        run("required")
+    weak = run("best_effort")
+    assert weak.row["code_isolation"] == "none"
+    rc = [c for c in weak.calls if c["tool"] == "run_code"][0]
+    assert rc["ok"] and "ran as" in rc["result"] and json.loads(rc["details"])["isolation"] == "none"
+    desc = {t["function"]["name"]: t["function"]["description"] for t in weak.transcript["tools"]}
+    assert "sandbox" not in desc["run_code"] and "No network" not in desc["run_code"]
+    off = run("off")
+    assert off.row["code_isolation"] == "off"
+    assert "run_code" not in {t["function"]["name"] for t in off.transcript["tools"]}
+    rc = [c for c in off.calls if c["tool"] == "run_code"][0]
+    assert not rc["ok"] and "unknown tool" in rc["error"]
+    minimal = run_episode("scripted", {"kind": "scripted_test", "script": [SUBMIT()], "last": ()},
+                          Condition("scripted_test", toolbox="minimal", guided=True, last_turn="once"),
+                          _input(chain_data), EpisodeSettings(BudgetSettings("t", **spec), MENU, tuple(DEFAULT_GRADES)),
+                          seed=3)
+    assert minimal.row["code_isolation"] == "off"          # no code tool: nothing to isolate, nothing probed

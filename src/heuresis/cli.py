@@ -72,6 +72,14 @@ def cmd_check_config(args: argparse.Namespace) -> int:
     except CredentialsError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    from heuresis.harness.sandbox import IsolationUnavailable, check_isolation
+
+    try:
+        print(f"code tool isolation: {check_isolation(cfg)} "
+              f"(episodes.code_tool.isolation = {cfg['episodes']['code_tool'].get('isolation', 'required')})")
+    except IsolationUnavailable as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -46,7 +46,9 @@ def episode_settings(episodes_cfg: Mapping, menu: Mapping, grades: Sequence[Mapp
     return EpisodeSettings(budget=BudgetSettings.from_config(budget, episodes_cfg["budgets"][budget]),
                            menu={k: dict(v) for k, v in menu.items()}, grades=grade_table(grades),
                            alpha=float(episodes_cfg.get("alpha", 0.05)),
-                           code_limits=SandboxLimits(**episodes_cfg.get("code_tool", {})))
+                           code_limits=SandboxLimits(**{k: v for k, v in episodes_cfg.get("code_tool", {}).items()
+                                                        if k != "isolation"}),
+                           code_isolation=episodes_cfg.get("code_tool", {}).get("isolation", "required"))
 
 
 def load_episode_inputs(family: str, split: str, indices: Sequence[int], data_dir, truth_dir,

@@ -34,7 +34,7 @@ import pyarrow as pa
 from heuresis.graph import Graph, Relation
 from heuresis.instances import load_truth, stable_key
 from heuresis.metrics import score_graph
-from heuresis.references import graph_of, load_references
+from heuresis.references import graph_of, labelled_log, load_references
 from heuresis.schemas import HEADROOM_SCORES, HEADROOM_SELECTION, read_table, write_table
 
 __all__ = ["select_bca", "restore_pairs", "build_headroom", "load_scores", "load_selection",
@@ -81,14 +81,14 @@ def restore_pairs(graph: Graph, pairs: Sequence[tuple[int, int]]) -> Graph:
     return out
 
 
-def _deleted_pairs(row: Mapping, names: Sequence[str]) -> tuple[list[tuple[int, int]], list[bool]]:
+def _deleted_pairs(row: Mapping, names: Sequence[str], dag: Graph) -> tuple[list[tuple[int, int]], list[bool]]:
     if row["status"] == "failed":   # a crashed PC-KCI run deleted nothing: the oracle restores nothing
         return [], []
     index = {n: k for k, n in enumerate(names)}
-    log = row["deletions"]
-    if log is None:
+    if row["deletions"] is None:
         raise ValueError(f"{row['algorithm']} row of {row['instance_id']} has no deletion log")
-    return [(index[d["x"]], index[d["y"]]) for d in log], [bool(d["wrong"]) for d in log]
+    log = labelled_log(row["deletions"], dag)
+    return [(index[d["x"]], index[d["y"]]) for d in log], [d["wrong"] for d in log]
 
 
 def _score_row(family, index, method, algorithm, truth, graph, failed=False, **extra) -> dict:
@@ -124,7 +124,7 @@ def build_headroom(ref_paths: Sequence[str | Path], truth_dirs: Mapping[str, str
             pc_row.update(algorithm=pc_algorithm, instance_id=truth.instance_id)
             pc_graph = graph_of(pc_row)
             pc_failed = pc_row["status"] == "failed"
-            pairs, wrong = _deleted_pairs(pc_row, pc_graph.names)
+            pairs, wrong = _deleted_pairs(pc_row, pc_graph.names, truth.dag)
             n_wrong = int(sum(wrong))
             # a failed PC-KCI run has no deletion log: its counts are unknown, not 0
             stats = (dict(n_deletions=np.nan, n_wrong_deletions=np.nan) if pc_failed else

@@ -2,12 +2,16 @@
 
 One job runs one algorithm on one shard of a family's split and writes one Parquet
 (:data:`heuresis.schemas.REFERENCES`): the output graph, runtime, CI-test count, scores against
-the truth and, for PC variants, the deletion log with the hidden wrong/right label.  Finished
+the truth and, for PC variants, the deletion log (pair, set, test, p-value, grade).  Finished
 instances are checkpointed, so a killed job resumes where it stopped; a crash on an instance is
 recorded as ``failed`` (empty graph, scored as such), never dropped, and counted wherever it
 enters a number (:mod:`heuresis.headroom`: the BCA selection and Tables 2, 3, 11, Figure 1c).
 A crash is a property of the algorithm on that data, not of the infrastructure: rerunning does
 not retry it.
+
+The hidden label of a deletion — *wrong*: the pair is adjacent in the true DAG — is not stored
+here: it is a fact of the truth (``results/truth/...``), read with :func:`labelled_log` by the
+stages that may see the truth (headroom, repairs, analysis).
 """
 
 from __future__ import annotations
@@ -30,7 +34,8 @@ from heuresis.metrics import score_graph
 from heuresis.provenance import PROVENANCE_KEY, dumps, provenance_record, utc_now
 from heuresis.schemas import REFERENCES, read_table, write_table
 
-__all__ = ["shards", "shard_indices", "run_shard", "load_references", "reference_row", "grade_table"]
+__all__ = ["shards", "shard_indices", "run_shard", "load_references", "reference_row", "grade_table",
+           "labelled_log"]
 
 
 def shards(n_instances: int, shard_size: int) -> list[int]:
@@ -53,16 +58,14 @@ def grade_table(grades: Sequence[Mapping]) -> tuple[tuple[float, str], ...]:
 def reference_row(algorithm: str, family: str, split: str, index: int, truth: Truth, graph: Graph, *,
                   status: str = "ok", error: str = "", runtime_s: float = 0.0, n_tests: int = 0,
                   details: Mapping | None = None, deletions=None, grades=None) -> dict:
-    """One row of the references table: the graph, its scores and the labelled deletion log."""
+    """One row of the references table: the graph, its scores and the (unlabelled) deletion log."""
     s = score_graph(truth.dag, truth.cpdag, graph)
     names = graph.names
     log = None
     if deletions is not None:
-        dag = truth.dag.amat
         log = [dict(x=names[dl.x], y=names[dl.y], sepset=[names[k] for k in dl.sepset], test=dl.test,
                     pvalue=float(dl.pvalue), level=int(dl.level),
-                    grade=grade_of(dl.pvalue, grades) if grades else dl.grade,
-                    wrong=bool(dag[dl.x, dl.y] or dag[dl.y, dl.x]))
+                    grade=grade_of(dl.pvalue, grades) if grades else dl.grade)
                for dl in deletions]
     return dict(algorithm=algorithm, family=family, split=split, instance=index, instance_id=truth.instance_id,
                 status=status, error=error, graph=graph.amat.ravel().tolist(), edges="; ".join(graph.to_lines()),
@@ -126,6 +129,19 @@ def load_references(paths: Sequence[str | Path]) -> "pd.DataFrame":  # noqa: F82
         return pd.DataFrame(columns=REFERENCES.schema.names)
     df = pd.concat(frames, ignore_index=True)
     return df
+
+
+def labelled_log(deletions, dag: Graph) -> list[dict]:
+    """A references row's deletion log, each entry with its hidden label ``wrong``
+    (:func:`heuresis.pc.label_deletions` against ``dag``, the true DAG from ``results/truth``)."""
+    from types import SimpleNamespace
+
+    from heuresis.pc import label_deletions
+
+    log = list(deletions if deletions is not None else [])
+    names = list(dag.names)
+    pairs = [SimpleNamespace(x=names.index(d["x"]), y=names.index(d["y"])) for d in log]
+    return [{**d, "wrong": w} for d, w in zip(log, label_deletions(pairs, dag))]
 
 
 def graph_of(row: Mapping) -> Graph:

@@ -46,7 +46,7 @@ import pandas as pd
 import pyarrow as pa
 
 from heuresis.instances import load_data, load_truth, stable_key
-from heuresis.references import graph_of, load_references
+from heuresis.references import graph_of, labelled_log, load_references
 from heuresis.schemas import REPAIR_FEATURES, read_table, write_table
 
 __all__ = ["SIGNALS", "LOG_SIGNALS", "TEST_SIGNALS", "DIRECTION", "CLASSIFIER", "ORACLE", "pair_features",
@@ -150,7 +150,7 @@ def build_features(pc_ref_path, data_dir, truth_dir, family: str, split: str, se
         fp = int(np.sum(~true_skel[iu] & est[iu]))
         fn = int(np.sum(true_skel[iu] & ~est[iu]))
         base = dict(family=family, split=split, instance=i, pc_tp=tp, pc_fp=fp, pc_fn=fn)
-        dels = list(row["deletions"] if row["deletions"] is not None else [])
+        dels = labelled_log(row["deletions"], truths[i].dag)     # the hidden label, from the truth
         if row["status"] != "ok":
             raise ValueError(f"PC-KCI failed on {row['instance_id']} ({row['error']}); no deletion log to repair")
         rng = np.random.default_rng(np.random.SeedSequence(int(settings["seed"]), spawn_key=(

@@ -126,10 +126,10 @@ TRUTH_NODES = _schema("truth_nodes", 1, [
 DELETION = pa.struct([
     pa.field("x", pa.string()), pa.field("y", pa.string()), pa.field("sepset", pa.list_(pa.string())),
     pa.field("test", pa.string()), pa.field("pvalue", pa.float64()), pa.field("level", pa.int32()),
-    pa.field("grade", pa.string()), pa.field("wrong", pa.bool_()),
+    pa.field("grade", pa.string()),
 ])
 
-REFERENCES = _schema("references", 1, [
+REFERENCES = _schema("references", 2, [
     ("algorithm", pa.string(), "menu algorithm or baseline name"),
     ("family", pa.string(), "mechanism family"),
     ("split", pa.string(), "dev or test"),
@@ -148,7 +148,7 @@ REFERENCES = _schema("references", 1, [
     ("nshd", pa.float64(), "SHD / (d(d-1)/2)"),
     ("n_edges", pa.int32(), "edges in the output"),
     ("details", pa.string(), "JSON of algorithm parameters and method-specific output"),
-    ("deletions", pa.list_(DELETION), "PC variants: the deletion log with the hidden wrong label"),
+    ("deletions", pa.list_(DELETION), "PC variants: the deletion log (its hidden wrong label comes from the truth)"),
 ])
 
 HEADROOM_SELECTION = _schema("headroom_selection", 2, [
@@ -196,7 +196,7 @@ VERIFICATION_CHECKS = _schema("verification_checks", 1, [
 ])
 
 
-EPISODES = _schema("episodes", 2, [
+EPISODES = _schema("episodes", 3, [
     ("episode_id", pa.string(), "agent/condition_id/family/split/index"),
     ("agent", pa.string(), "agent name (config agents)"),
     ("agent_kind", pa.string(), "agent kind: shortcut, merge, evidence, llm, ..."),
@@ -246,6 +246,8 @@ EPISODES = _schema("episodes", 2, [
     ("cost", pa.float64(), "cost in USD over all replies; null when some reply's model has no known price"),
     ("retries", pa.int32(), "model-call retries over the episode (rate limits, timeouts, 5xx)"),
     ("warnings", pa.string(), "warnings of the agent (e.g. a model without a known price)"),
+    ("code_isolation", pa.string(), "isolation of the code tool in this episode: bwrap, none (best_effort "
+                                    "without bubblewrap: not isolated) or off (code tool not offered)"),
     ("transcript", pa.string(), "path of the JSON transcript"),
 ])
 
@@ -272,7 +274,7 @@ CALLS = _schema("calls", 1, [
     ("details", pa.string(), "JSON not shown to the agent: unmasked algorithm, p-values, sandbox limits"),
 ])
 
-EPISODE_SCORES = _schema("episode_scores", 1, [
+EPISODE_SCORES = _schema("episode_scores", 2, [
     ("episode_id", pa.string(), "agent/condition_id/family/split/index"),
     ("agent", pa.string(), "agent name (config agents)"),
     ("agent_kind", pa.string(), "agent kind"),
@@ -289,6 +291,7 @@ EPISODE_SCORES = _schema("episode_scores", 1, [
     ("family", pa.string(), "mechanism family"),
     ("split", pa.string(), "dev or test"),
     ("instance", pa.int32(), "instance index"),
+    ("code_isolation", pa.string(), "isolation of the code tool: bwrap, none (not isolated) or off (not offered)"),
     ("status", pa.string(), "ok or failed"),
     ("finished", pa.bool_(), "the agent submitted (else scored on its working graph)"),
     ("termination", pa.string(), "submitted, submitted_last_turn, submitted_retry, unsubmitted or failed"),

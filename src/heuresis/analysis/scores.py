@@ -31,7 +31,7 @@ import pyarrow as pa
 from heuresis.graph import Graph, Relation
 from heuresis.harness.parse import parse_edge_list
 from heuresis.metrics import adjacency_scores, score_graph, shd
-from heuresis.references import graph_of
+from heuresis.references import graph_of, labelled_log
 from heuresis.schemas import CALLS, EPISODE_SCORES, EPISODES, read_table, write_table
 
 __all__ = ["DrillDown", "drill_down", "merge_by_k", "unsupported", "algorithm_outputs", "score_episodes",
@@ -159,7 +159,7 @@ def score_episode(ep: Mapping, calls: pd.DataFrame, truth, pc_row: Mapping, head
     first_pc = ("pc_kci", pc_graph) if ep["guided"] else next(((a, g) for a, g in outputs if a in PC_VARIANTS),
                                                                ("", None))
     shd_first = float(shd(first_pc[1], graph)) if first_pc[1] is not None else float("nan")
-    dd = drill_down(graph, pc_graph, pc_row["deletions"] if pc_row["deletions"] is not None else [])
+    dd = drill_down(graph, pc_graph, labelled_log(pc_row["deletions"], truth.dag))
     others = [first_out[a] for a in ran if a != "pc_kci"]
     heads = heads or {}
     bca_g, bca_f = heads.get("bca_g", np.nan), heads.get("bca_f", np.nan)
@@ -167,7 +167,8 @@ def score_episode(ep: Mapping, calls: pd.DataFrame, truth, pc_row: Mapping, head
     return {
         **{k: ep[k] for k in ("episode_id", "agent", "agent_kind", "model", "provider", "toolbox", "guided",
                               "prompt_level", "target", "budget", "last_turn", "repeat", "condition_id", "family",
-                              "split", "instance", "status", "finished", "termination", "tokens_out")},
+                              "split", "instance", "code_isolation", "status", "finished", "termination",
+                              "tokens_out")},
         "wall_reached": bool(ep["exhausted"]),
         "rescued": bool(ep["exhausted"]) and termination in ("submitted_last_turn", "submitted_retry"),
         "unsubmitted": termination == "unsubmitted",

@@ -528,10 +528,12 @@ def _families_instances(cell: Mapping) -> str:
 
 def table12(scores: pd.DataFrame, cells: Sequence[Mapping], agent_specs: Mapping[str, Mapping],
             budgets: Mapping[str, Mapping]):
-    """Harness disclosure: per configured result, model, provider, settings, budgets, last-turn setting.
+    """Harness disclosure: per configured result, model, provider, settings, budgets, last-turn setting,
+    and the code tool's isolation over its episodes (``code_isolation``: value (episodes), ...).
 
     ``cells`` are the configured conditions (``agent``, ``condition_id``, condition fields,
-    ``families``, ``split``, optionally ``instances`` per family, shown after each family); offline agents show model "—" and provider "offline"; an LLM agent's
+    ``families``, ``split``, optionally ``instances`` per family, shown after each family); offline
+    agents show model "—" and provider "offline"; an LLM agent's
     model and provider come from its config entry (and the episodes, where they exist).
     """
     from heuresis.agents import AGENTS
@@ -556,18 +558,20 @@ def table12(scores: pd.DataFrame, cells: Sequence[Mapping], agent_specs: Mapping
         if len(failed):
             note = f"{len(failed)} failed (API or harness error), not scored; rerun the target to retry"
 
+        iso = ", ".join(f"{k} ({v})" for k, v in eps["code_isolation"].value_counts().sort_index().items()) \
+            if len(eps) and "code_isolation" in eps else "—"
         row = dict(agent=c["agent"], kind=kind, model=model or "—", provider=provider or "—", settings=_settings(spec),
                    condition_id=c["condition_id"], toolbox=c["toolbox"], guided=bool(c["guided"]),
                    prompt_level=int(c["prompt_level"]), target=c["target"], budget=c["budget"],
                    budget_limits=json.dumps(dict(bud), sort_keys=True), last_turn=c["last_turn"],
                    repeat=int(c["repeat"]), families=fams, split=c["split"], episodes=len(eps),
-                   finished=n_fin, n_failed=len(failed), note=note)
+                   finished=n_fin, n_failed=len(failed), code_isolation=iso, note=note)
         rows.append(row)
         disp.append({"agent": c["agent"], "kind": kind, "model": row["model"], "provider": row["provider"],
                      "settings": row["settings"], "toolbox": c["toolbox"], "start": _start(bool(c["guided"])),
                      "prompt": f"level {c['prompt_level']}, target {c['target']}",
                      "budget": f"{c['budget']}: {_limits(bud)}" if bud else c["budget"], "last turn": c["last_turn"],
-                     "repeat": c["repeat"], "families": row["families"],
+                     "repeat": c["repeat"], "families": row["families"], "code tool isolation": iso,
                      "episodes": f"{len(eps)} ({n_fin} finished)" if len(eps) else "no episodes yet",
                      FAILED_COLUMN: len(failed)})
     if not any(r["n_failed"] for r in rows):

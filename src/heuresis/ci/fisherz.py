@@ -27,6 +27,9 @@ class FisherZ(CITest):
         self.corr = np.corrcoef(self.data.T)
 
     def _compute(self, x: int, y: int, S: Tuple[int, ...]) -> float:
+        if self.n_samples - len(S) - 3 < 1:
+            raise ValueError(f"fisherz needs n - |S| - 3 >= 1 degrees of freedom; n = {self.n_samples} rows and a "
+                             f"conditioning set of {len(S)} leave {self.n_samples - len(S) - 3}")
         var = [x, y, *S]
         sub = self.corr[np.ix_(var, var)]
         try:

@@ -63,6 +63,11 @@ class Budgets:
     def remaining_test_units(self) -> int:
         return self.test_units - self.used_test_units
 
+    def check_tests(self, units: int) -> None:
+        """Raise :class:`BudgetError` unless ``units`` test units remain (nothing is charged)."""
+        if units > self.remaining_test_units():
+            raise BudgetError(f"this call needs {units} test unit(s) but only {self.remaining_test_units()} remain")
+
     def charge_tests(self, units: int) -> None:
         if units > self.remaining_test_units():
             raise BudgetError(f"this call needs {units} test unit(s) but only {self.remaining_test_units()} remain")

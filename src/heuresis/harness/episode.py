@@ -35,9 +35,9 @@ from heuresis.agents.base import UNREADABLE_TOOL, Agent, make_agent
 from heuresis.graph import Graph
 from heuresis.harness.budgets import Budgets, BudgetSettings
 from heuresis.harness.conditions import Condition
-from heuresis.harness.parse import ParseError, parse_edge_list
+from heuresis.harness.parse import ParseError, echo, parse_edge_list
 from heuresis.harness.prompts import LAST_TURN_TEXT, render
-from heuresis.harness.sandbox import SandboxLimits
+from heuresis.harness.sandbox import SandboxLimits, isolation_for
 from heuresis.harness.tools import TOOLS, ToolContext, ToolError, toolbox
 from heuresis.metrics import score_graph
 
@@ -68,6 +68,7 @@ class EpisodeSettings:
     grades: tuple[tuple[float, str], ...]
     alpha: float = 0.05
     code_limits: SandboxLimits = SandboxLimits()
+    code_isolation: str = "required"          # config episodes.code_tool.isolation
 
 
 @dataclass
@@ -126,6 +127,9 @@ def _agent_visible_log(deletions: Sequence[Mapping]) -> list[dict]:
             for d in deletions]
 
 
+_MAX_ERROR = 2000
+
+
 class _Episode:
     def __init__(self, agent: Agent, cond: Condition, inp: EpisodeInput, settings: EpisodeSettings,
                  seed: int, amap: dict[str, str]) -> None:
@@ -134,10 +138,15 @@ class _Episode:
         names = tuple(f"X{k + 1}" for k in range(d))
         self.budgets = Budgets(settings.budget, inp.pc_kci_tests)
         start = inp.pc_kci_graph.copy() if cond.guided else Graph.complete(d)
+        self.tools = {t.name: t for t in toolbox(cond.toolbox)}
+        # the isolation the code tool gets; 'required' without bubblewrap raises here (fail closed)
+        self.code_isolation = isolation_for(settings.code_isolation) if "run_code" in self.tools else "off"
+        if self.code_isolation == "off":
+            self.tools.pop("run_code", None)
         self.ctx = ToolContext(data=inp.data, names=names, working=start, budgets=self.budgets, algorithm_map=amap,
                                menu=settings.menu, grades=settings.grades, alpha=settings.alpha,
-                               code_limits=settings.code_limits, rng=np.random.default_rng(seed))
-        self.tools = {t.name: t for t in toolbox(cond.toolbox)}
+                               code_limits=settings.code_limits, code_isolation=self.code_isolation,
+                               rng=np.random.default_rng(seed))
         self.specs = [t.spec(self.ctx) for t in self.tools.values()]
         self.submit_spec = [TOOLS["submit"].spec(self.ctx)]
         self.messages: list[dict] = []
@@ -194,6 +203,8 @@ class _Episode:
 
     def _answer(self, tc: dict, text: str, *, ok: bool, error: str = "", units: int = 0, wall: float = 0.0,
                 details: dict | None = None, index: int, usage=None, last_turn: bool = False) -> None:
+        if not ok and len(text) > _MAX_ERROR:      # an error never echoes an agent's long argument back
+            text, error = text[:_MAX_ERROR] + " [truncated]", error[:_MAX_ERROR] + " [truncated]"
         content = f"{text}\n{self.budgets.line()}"
         self._add({"role": "tool", "tool_call_id": tc.get("id", ""), "content": content})
         fn = tc.get("function") or {}
@@ -211,8 +222,8 @@ class _Episode:
         t0 = time.monotonic()
         if name == UNREADABLE_TOOL:
             try:
-                problem = json.loads(fn.get("arguments") or "{}").get("problem", "unreadable")
-            except (ValueError, AttributeError):
+                problem = str(json.loads(fn.get("arguments") or "{}").get("problem", "unreadable"))[:300]
+            except (ValueError, AttributeError, RecursionError):
                 problem = "unreadable"
             why = (f"could not read the tool call written in your message ({problem}); send it as a tool call "
                    f"with a JSON object of arguments")
@@ -220,7 +231,7 @@ class _Episode:
             return why
         if name not in allowed:
             why = ("only submit is allowed in the last turn" if last_turn else
-                   f"unknown tool {name!r}; available: {sorted(allowed)}")
+                   f"unknown tool {echo(name, 80)}; available: {sorted(allowed)}")
             self._answer(tc, f"ERROR: {why}", ok=False, error=why, index=index, usage=usage, last_turn=last_turn)
             return why
         try:
@@ -230,7 +241,7 @@ class _Episode:
                          usage=usage, last_turn=last_turn)
             return str(exc)
         except Exception as exc:  # a bug or a numerical failure in a tool: tell the agent, go on
-            msg = f"internal error in {name}: {type(exc).__name__}: {exc}"
+            msg = f"internal error in {name}: {type(exc).__name__}: {str(exc)[:500]}"
             self._answer(tc, f"ERROR: {msg}", ok=False, error=msg, wall=time.monotonic() - t0, index=index,
                          usage=usage, last_turn=last_turn, details={"traceback": traceback.format_exc(limit=5)})
             return msg
@@ -361,7 +372,7 @@ def run_episode(agent_name: str, agent_spec: Mapping, cond: Condition, inp: Epis
         "turns_limit": ep.budgets.turns, "wall_s": round(time.monotonic() - t0, 3),
         "tokens_in": ep.tokens_in, "tokens_out": ep.tokens_out,
         "cost": None if ep.cost_unknown else ep.cost, "retries": sum(r["retries"] for r in ep.requests),
-        "warnings": "; ".join(dict.fromkeys(ep.warnings)),
+        "warnings": "; ".join(dict.fromkeys(ep.warnings)), "code_isolation": ep.code_isolation,
     }
     calls = [{"episode_id": episode_id, "agent": agent_name, "condition_id": cond.condition_id,
               "family": inp.family, "split": inp.split, "instance": inp.instance, **c} for c in ep.calls]

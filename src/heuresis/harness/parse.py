@@ -53,7 +53,7 @@ class _Builder:
 
     def node(self, name) -> int:
         if not isinstance(name, str) or name.strip().upper() not in self.index:
-            raise ParseError(f"unknown variable {name!r}; the variables are {self.names[0]}..{self.names[-1]}")
+            raise ParseError(f"unknown variable {echo(name)}; the variables are {self.names[0]}..{self.names[-1]}")
         return self.index[name.strip().upper()]
 
     def add(self, a, b, rel: Relation) -> None:
@@ -86,14 +86,14 @@ def _from_text(text: str, b: _Builder) -> int:
 def _from_item(item, b: _Builder) -> None:
     if isinstance(item, str):
         if _from_text(item, b) == 0:
-            raise ParseError(f"cannot read edge {item!r}; {FORMAT_HELP}")
+            raise ParseError(f"cannot read edge {echo(item)}; {FORMAT_HELP}")
     elif isinstance(item, (list, tuple)):
         if len(item) == 2:
             b.add(item[0], item[1], Relation.FORWARD)
         elif len(item) == 3 and isinstance(item[1], str) and item[1].strip().lower() in _TYPE:
             b.add(item[0], item[2], _TYPE[item[1].strip().lower()])
         else:
-            raise ParseError(f"cannot read edge {item!r}; a list edge is [\"Xi\", \"Xj\"] or [\"Xi\", \"->\", \"Xj\"]")
+            raise ParseError(f"cannot read edge {echo(item)}; a list edge is [\"Xi\", \"Xj\"] or [\"Xi\", \"->\", \"Xj\"]")
     elif isinstance(item, Mapping):
         low = {str(k).lower(): v for k, v in item.items()}
         for ka, kb in _KEYS:
@@ -101,12 +101,12 @@ def _from_item(item, b: _Builder) -> None:
                 kind = low.get("type", low.get("relation", low.get("kind", "->")))
                 kind = str(kind).strip().lower()
                 if kind not in _TYPE:
-                    raise ParseError(f"unknown edge type {kind!r} in {item!r}; use '->', '<-' or '--'")
+                    raise ParseError(f"unknown edge type {echo(kind)} in {echo(item)}; use '->', '<-' or '--'")
                 b.add(low[ka], low[kb], _TYPE[kind])
                 return
-        raise ParseError(f"cannot read edge {item!r}; an edge object needs 'from' and 'to' keys")
+        raise ParseError(f"cannot read edge {echo(item)}; an edge object needs 'from' and 'to' keys")
     else:
-        raise ParseError(f"cannot read edge {item!r}; {FORMAT_HELP}")
+        raise ParseError(f"cannot read edge {echo(item)}; {FORMAT_HELP}")
 
 
 def _from_json(obj, b: _Builder) -> None:
@@ -141,11 +141,20 @@ def _json_candidates(text: str):
             yield text[lo:hi + 1]
 
 
+def echo(value, limit: int = 120) -> str:
+    """``repr(value)`` capped at ``limit`` characters: what error messages quote of an agent's input."""
+    try:
+        text = repr(value) if not isinstance(value, str) or len(value) <= 4 * limit else repr(value[: 4 * limit])
+    except RecursionError:
+        text = f"<deeply nested {type(value).__name__}>"
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
 def _parse_text(text: str, b: _Builder) -> None:
     for cand in _json_candidates(text):
         try:
             obj = json.loads(cand)
-        except (json.JSONDecodeError, ValueError):
+        except (json.JSONDecodeError, ValueError, RecursionError):
             continue
         if isinstance(obj, (list, dict)):
             _from_json(obj, b)
@@ -159,10 +168,13 @@ def parse_edge_list(obj, names: Sequence[str]) -> Graph:
     b = _Builder(names)
     if obj is None:
         raise ParseError(f"empty submission; {FORMAT_HELP}")
-    if isinstance(obj, str):
-        if not obj.strip():
-            raise ParseError(f"empty submission; {FORMAT_HELP}")
-        _parse_text(obj, b)
-    else:
-        _from_json(obj, b)
+    try:
+        if isinstance(obj, str):
+            if not obj.strip():
+                raise ParseError(f"empty submission; {FORMAT_HELP}")
+            _parse_text(obj, b)
+        else:
+            _from_json(obj, b)
+    except RecursionError:
+        raise ParseError(f"the edge list is nested too deeply to read; {FORMAT_HELP}") from None
     return b.graph()

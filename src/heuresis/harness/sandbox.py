@@ -1,31 +1,37 @@
-"""The code tool's sandbox (SPEC §5.2): a short numpy/scipy program on the data, isolated.
+"""The code tool's sandbox: a short numpy/scipy program on a copy of the data, isolated by bubblewrap.
 
-:func:`run_code` writes a copy of the data matrix (``data.npy`` and ``data.csv`` with header
-X1..Xd) and the program (``script.py``) into a fresh temporary folder and runs it in a child
-process with
+:func:`run_code` writes the data matrix (``data.npy`` and ``data.csv`` with header X1..Xd) and the
+program (``script.py``) to a private temporary folder and runs the program under **bubblewrap**
+(``bwrap``, the sandbox of Flatpak) — see ``docs/sandbox.md`` for exactly what that promises:
 
-* **only the data**: where the kernel allows (we run as root on Linux), the child lives in new
-  network, mount and PID namespaces (``unshare`` from util-linux) and is chrooted into a minimal
-  root holding read-only binds of the system and Python trees and the temporary folder at
-  ``/sandbox`` — the project, the results and the truth do not exist inside;
-* **no network**: a fresh network namespace has only a loopback device, and it is down;
-* a **cleaned environment** (PATH, HOME, LANG, single-threaded BLAS; nothing inherited);
-* **limits**: CPU seconds (``RLIMIT_CPU``), address space (``RLIMIT_AS``), output size
-  (``RLIMIT_FSIZE`` on the captured stdout/stderr files; the result is truncated to
-  ``max_output_chars``) and wall time (the parent kills the whole process group);
-* **no process left behind**: the process group is killed at the end, and the PID namespace
-  kills everything it holds when its first process exits.
+* new user, mount, PID, network, IPC, UTS and cgroup namespaces (``--unshare-all``; no network
+  but a loopback of its own), no capabilities, no new privileges, no nested user namespaces,
+  a new session, killed with its parent;
+* a read-only filesystem holding only ``/usr``, the interpreter and packages of the environment the
+  harness runs in (``sys.prefix`` and the base installation it points to: the same numpy/scipy),
+  ``/etc/ld.so.cache``, a private ``/proc`` and ``/dev``, and the work folder ``/sandbox``: a
+  size-capped tmpfs holding read-only copies of the data and the program;
+* output read by the harness through pipes (the child cannot redirect them), capped while read;
+* limits set inside the user namespace by ``prlimit``: CPU seconds, address space per process and
+  processes (``RLIMIT_NPROC`` counts the sandbox's own user namespace); wall time (the parent
+  kills the sandbox; the PID namespace takes every process with it).
 
-When namespaces are unavailable the program still runs with the limits and the cleaned
-environment in a temporary folder, and :attr:`SandboxResult.isolation` records what was not
-possible (``network`` / ``filesystem`` / ``pid`` False) — it is never silently weaker.
+On a root host the sandbox never runs as root: an outer ``bwrap`` (mount namespace only) shows the
+same trees, ``setpriv`` drops to the unprivileged uid :data:`SANDBOX_UID`, and the inner ``bwrap``
+builds the sandbox above as that user.
+
+The isolation used is chosen by the config key ``episodes.code_tool.isolation``
+(:data:`ISOLATION_MODES`): ``required`` (default) refuses to run without bubblewrap,
+``best_effort`` falls back to ``"none"`` (the limits, a clean environment and a temporary folder —
+no isolation), ``off`` does not offer the code tool. :attr:`SandboxResult.isolation` records
+what was used.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import resource
+import selectors
 import shutil
 import signal
 import site
@@ -34,15 +40,27 @@ import sys
 import sysconfig
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 
-__all__ = ["SandboxLimits", "SandboxResult", "run_code", "namespaces_available"]
+__all__ = ["SandboxLimits", "SandboxResult", "IsolationUnavailable", "ISOLATION_MODES", "ISOLATION_KEY",
+           "SANDBOX_UID", "run_code", "isolation_status", "isolation_for", "check_isolation", "bwrap_path"]
 
-_BOOT = Path(__file__).with_name("_sandbox_boot.py")
+#: Values of ``episodes.code_tool.isolation``.
+ISOLATION_MODES = ("required", "best_effort", "off")
+ISOLATION_KEY = "episodes.code_tool.isolation"
+#: Host uid (and gid) the sandbox runs as when the harness runs as root.
+SANDBOX_UID = 65534
+#: Environment variable naming the bwrap binary (default: ``bwrap`` on PATH).
+BWRAP_ENV = "HEURESIS_BWRAP"
+_STDERR_KEEP = 20000
+
+
+class IsolationUnavailable(RuntimeError):
+    """Bubblewrap isolation cannot be set up on this host."""
 
 
 @dataclass(frozen=True)
@@ -50,9 +68,11 @@ class SandboxLimits:
     """Limits of one code-tool run (config ``episodes.code_tool``)."""
 
     cpu_seconds: int = 10
-    memory_mb: int = 1024
+    memory_mb: int = 1024          # address space per process (RLIMIT_AS)
     wall_seconds: float = 20.0
     max_output_chars: int = 4000
+    max_processes: int = 16        # processes and threads in the sandbox (RLIMIT_NPROC)
+    disk_mb: int = 64              # size of the tmpfs work folder
 
 
 @dataclass
@@ -63,8 +83,8 @@ class SandboxResult:
     wall_s: float
     timed_out: bool = False
     truncated: bool = False
-    limit_hit: str = ""      # "", "wall_time", "cpu_time", "memory", "output"
-    isolation: dict = field(default_factory=dict)
+    limit_hit: str = ""      # "", "wall_time", "cpu_time", "memory", "output", "processes"
+    isolation: str = ""      # "bwrap" or "none"
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -82,33 +102,120 @@ class SandboxResult:
         return "\n".join(out)
 
 
-@lru_cache(maxsize=1)
-def namespaces_available() -> bool:
-    """Whether ``unshare --net --mount --pid --fork`` works here (root, or user namespaces)."""
-    exe = shutil.which("unshare")
-    if exe is None or sys.platform != "linux":
-        return False
-    try:
-        return subprocess.run([exe, "--net", "--mount", "--pid", "--fork", "--kill-child", "true"],
-                              capture_output=True, timeout=10).returncode == 0
-    except (OSError, subprocess.SubprocessError):
-        return False
+def bwrap_path() -> str | None:
+    """The bwrap binary: ``$HEURESIS_BWRAP`` if set, else ``bwrap`` on PATH."""
+    exe = os.environ.get(BWRAP_ENV) or shutil.which("bwrap")
+    return exe or None
 
 
 def _clean_env(home: str) -> dict[str, str]:
-    return {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": home, "TMPDIR": "/tmp" if home == "/sandbox" else home,
-            "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+    return {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": home, "TMPDIR": home, "LANG": "C.UTF-8",
+            "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
             "PYTHONDONTWRITEBYTECODE": "1", "MPLBACKEND": "Agg"}
 
 
-def _binds() -> list[str]:
-    """Host paths visible (read-only) inside the sandbox: system trees and the Python install."""
-    paths = ["/usr", "/bin", "/lib", "/lib64", "/lib32", "/sbin", "/etc/ld.so.cache", "/etc/ld.so.conf",
-             "/etc/ld.so.conf.d", "/etc/alternatives", "/dev/null", "/dev/zero", "/dev/urandom", "/dev/random"]
-    py = {sys.base_prefix, sys.prefix, sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"],
-          *site.getsitepackages(), os.path.dirname(os.path.realpath(sys.executable))}
-    # the Python tree must not expose the project: editable installs only add a .pth pointer
-    return paths + sorted(p for p in py if p and not any(p.startswith(q + "/") for q in py if q != p))
+def _python_trees() -> list[str]:
+    """Directories of the running environment: its prefix, the base installation, site-packages."""
+    cand = {sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix, sysconfig.get_paths()["stdlib"],
+            sysconfig.get_paths()["platstdlib"], sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"],
+            *site.getsitepackages(), os.path.dirname(os.path.realpath(sys.executable))}
+    cand = {os.path.realpath(p) for p in cand if p} | {os.path.abspath(p) for p in cand if p}
+    cand = {p for p in cand if os.path.isdir(p) and p != "/usr" and not p.startswith("/usr/")}
+    return sorted(p for p in cand if not any(p.startswith(q + "/") for q in cand if q != p))
+
+
+def _refuse_tree(tree: str) -> str:
+    """Why binding ``tree`` would expose what must stay hidden ('' if it does not)."""
+    for what, path in (("the working directory", os.getcwd()), ("$HOME", os.path.expanduser("~"))):
+        path = os.path.realpath(path)
+        if path == tree or path.startswith(tree.rstrip("/") + "/"):
+            return f"the Python environment's tree {tree} contains {what} ({path})"
+    return ""
+
+
+def _masks(trees: list[str]) -> list[str]:
+    """The project's own package inside a bound site-packages is hidden behind an empty read-only tmpfs."""
+    out = []
+    for sp in {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"], *site.getsitepackages()}:
+        pkg = os.path.join(sp, "heuresis")
+        if os.path.isdir(pkg) and any(pkg.startswith(t + "/") for t in trees):
+            out += ["--size", "4096", "--tmpfs", pkg, "--remount-ro", pkg]
+    return out
+
+
+def _parents(paths) -> list[str]:
+    out, seen = [], set()
+    for p in paths:
+        parts = p.strip("/").split("/")[:-1]
+        for k in range(1, len(parts) + 1):
+            d = "/" + "/".join(parts[:k])
+            if d not in seen and d not in ("/usr", "/etc"):
+                seen.add(d)
+                out += ["--perms", "0755", "--dir", d]
+    return out
+
+
+def _system_args() -> list[str]:
+    args = ["--ro-bind", "/usr", "/usr"]
+    for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
+        if os.path.islink(top):
+            args += ["--symlink", os.readlink(top), top]
+        elif os.path.isdir(top):
+            args += ["--ro-bind", top, top]
+    if os.path.exists("/etc/ld.so.cache"):
+        args += ["--perms", "0755", "--dir", "/etc", "--ro-bind", "/etc/ld.so.cache", "/etc/ld.so.cache"]
+    return args
+
+
+def _tree_args(trees: list[str]) -> list[str]:
+    args = _parents(trees)
+    for t in trees:
+        args += ["--ro-bind", t, t]
+    return args
+
+
+def _command(bwrap: str, files: dict[str, str], limits: SandboxLimits) -> list[str]:
+    """The full command: bwrap (nested under a root-only outer bwrap + setpriv when running as root)."""
+    trees = _python_trees()
+    for t in trees:
+        why = _refuse_tree(t)
+        if why:
+            raise IsolationUnavailable(why)
+    prlimit, setpriv = (os.path.realpath(p) if p else None for p in map(shutil.which, ("prlimit", "setpriv")))
+    if prlimit is None or not prlimit.startswith("/usr/"):
+        raise IsolationUnavailable("prlimit (util-linux) not found under /usr")
+    bwrap = os.path.realpath(bwrap)
+    root = os.geteuid() == 0
+    src = {name: (f"/heuresis-sandbox-files/{name}" if root else path) for name, path in files.items()}
+    mem = int(limits.memory_mb) * 1024 * 1024
+    cpu = int(limits.cpu_seconds)
+    disk = int(limits.disk_mb) * 1024 * 1024
+    inner = [bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
+             "--cap-drop", "ALL", "--hostname", "sandbox", *_system_args(), *_tree_args(trees), *_masks(trees),
+             "--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev", "--size", str(disk), "--tmpfs", "/sandbox"]
+    for name in files:
+        inner += ["--ro-bind", src[name], f"/sandbox/{name}"]
+    inner += ["--remount-ro", "/", "--chdir", "/sandbox", "--clearenv"]
+    for k, v in _clean_env("/sandbox").items():
+        inner += ["--setenv", k, v]
+    inner += ["--", prlimit, f"--cpu={cpu}:{cpu + 1}", f"--as={mem}:{mem}",
+              f"--nproc={int(limits.max_processes)}:{int(limits.max_processes)}", f"--fsize={disk}:{disk}",
+              "--nofile=256:256", "--core=0:0", "--", os.path.abspath(sys.executable), "-I", "script.py"]
+    if not root:
+        return inner
+    if setpriv is None:
+        raise IsolationUnavailable("setpriv (util-linux) not found: needed to leave root before the sandbox")
+    outer = [bwrap, "--unshare-pid", "--die-with-parent", *_system_args(), *_tree_args(trees),
+             "--perms", "0755", "--dir", "/heuresis-sandbox-files"]
+    if not bwrap.startswith("/usr/"):      # the inner bwrap runs in the outer's view
+        outer += [*_parents([bwrap]), "--ro-bind", bwrap, bwrap]
+    for name, path in files.items():
+        outer += ["--ro-bind", path, src[name]]
+    # the inner bwrap needs a fully visible procfs to mount its own; gone from view after its pivot_root
+    outer += ["--dir", "/tmp", "--bind", "/proc", "/proc", "--dev", "/dev", "--", setpriv,
+              f"--reuid={SANDBOX_UID}", f"--regid={SANDBOX_UID}", "--clear-groups", "--inh-caps=-all",
+              "--bounding-set=-all", "--no-new-privs", "--"]
+    return outer + inner
 
 
 def _limit_hit(res: SandboxResult, limits: SandboxLimits, cpu_used: float) -> str:
@@ -119,14 +226,69 @@ def _limit_hit(res: SandboxResult, limits: SandboxLimits, cpu_used: float) -> st
         return "cpu_time"
     if rc in (-signal.SIGXFSZ, 128 + signal.SIGXFSZ):
         return "output"
-    if "MemoryError" in res.stderr or "Unable to allocate" in res.stderr or "Cannot allocate memory" in res.stderr:
+    err = res.stderr
+    if "MemoryError" in err or "Unable to allocate" in err or "Cannot allocate memory" in err:
         return "memory"
+    if "Resource temporarily unavailable" in err and ("fork" in err or "Popen" in err or "thread" in err):
+        return "processes"
     return ""
 
 
+def _read_capped(proc: subprocess.Popen, deadline: float, out_cap: int) -> tuple[bytes, bytes, bool, bool]:
+    """Read stdout (first ``out_cap`` bytes) and stderr (tail) until EOF or the deadline.
+
+    Past the cap the read end is closed (the child's next write fails). Returns stdout, stderr,
+    whether stdout hit the cap, whether the deadline passed.
+    """
+    sel = selectors.DefaultSelector()
+    out, err = bytearray(), bytearray()
+    for f in (proc.stdout, proc.stderr):
+        os.set_blocking(f.fileno(), False)
+        sel.register(f, selectors.EVENT_READ)
+    capped = timed_out = False
+    err_read = 0
+    try:
+        while sel.get_map():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                timed_out = True
+                break
+            for key, _ in sel.select(timeout=min(left, 0.5)):
+                try:
+                    chunk = os.read(key.fd, 65536)
+                except BlockingIOError:
+                    continue
+                if not chunk:
+                    sel.unregister(key.fileobj)
+                    continue
+                if key.fileobj is proc.stdout:
+                    out += chunk[: out_cap - len(out)]
+                    if len(out) >= out_cap:
+                        capped = True
+                        sel.unregister(key.fileobj)
+                        key.fileobj.close()
+                else:
+                    err_read += len(chunk)
+                    err += chunk
+                    del err[:-_STDERR_KEEP]
+                    if err_read > 50 * _STDERR_KEEP:
+                        sel.unregister(key.fileobj)
+                        key.fileobj.close()
+    finally:
+        sel.close()
+    return bytes(out), bytes(err), capped, timed_out
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)  # bwrap's group; the PID namespace dies with its init
+    except ProcessLookupError:
+        pass
+
+
 def run_code(code: str, data: np.ndarray, limits: SandboxLimits = SandboxLimits(), *,
-             isolate: bool | None = None) -> SandboxResult:
-    """Run ``code`` (Python source) on a copy of ``data`` in the sandbox and capture its output.
+             isolation: str = "bwrap", _probing: bool = False) -> SandboxResult:
+    """Run ``code`` (Python source) on a copy of ``data`` and capture its output.
 
     Parameters
     ----------
@@ -135,71 +297,129 @@ def run_code(code: str, data: np.ndarray, limits: SandboxLimits = SandboxLimits(
         X1..Xd) in its working folder.
     data : array (n, d)
     limits : SandboxLimits
-    isolate : bool, optional
-        Force namespaces on/off (default: on when available).
+    isolation : {"bwrap", "none"}
+        ``"bwrap"`` (default) raises :class:`IsolationUnavailable` where bubblewrap cannot be used;
+        ``"none"`` runs without isolation (only the limits, a clean environment, a temporary folder).
     """
-    base = Path(tempfile.mkdtemp(prefix="heuresis-sandbox-"))
-    work, root = base / "work", base / "root"
-    work.mkdir()
-    root.mkdir()
-    x = np.asarray(data, dtype=float)
-    np.save(work / "data.npy", x)
-    header = ",".join(f"X{k + 1}" for k in range(x.shape[1]))
-    np.savetxt(work / "data.csv", x, delimiter=",", header=header, comments="", fmt="%.10g")
-    (work / "script.py").write_text(code)
-    for p in (base, work):
-        os.chmod(p, 0o755)
-    use_ns = namespaces_available() if isolate is None else (isolate and namespaces_available())
-    out_bytes = max(4 * limits.max_output_chars, 65536)
-    mem = int(limits.memory_mb) * 1024 * 1024
-    if use_ns:
-        spec = {"root": str(root), "work": str(work), "binds": _binds(), "python": os.path.realpath(sys.executable),
-                "env": _clean_env("/sandbox"),
-                "limits": {"cpu_seconds": int(limits.cpu_seconds), "memory_bytes": mem, "file_bytes": out_bytes}}
-        cmd = [shutil.which("unshare"), "--net", "--mount", "--pid", "--fork", "--kill-child",
-               sys.executable, "-I", "-S", str(_BOOT), json.dumps(spec)]
-        env, cwd, preexec = {"PATH": "/usr/bin:/bin"}, str(base), None
-        isolation = {"network": True, "filesystem": True, "pid": True}
-    else:
-        cmd = [sys.executable, "-I", "script.py"]
-        env, cwd = _clean_env(str(work)), str(work)
-        cpu = int(limits.cpu_seconds)
-
-        def preexec() -> None:  # runs in the child before exec
-            resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
-            resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
-            resource.setrlimit(resource.RLIMIT_FSIZE, (out_bytes, out_bytes))
-            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-
-        isolation = {"network": False, "filesystem": False, "pid": False,
-                     "why": "unshare (network/mount/PID namespaces) not available on this host"}
-    t0 = time.monotonic()
-    timed_out = False
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_utime
+    if isolation not in ("bwrap", "none"):
+        raise ValueError(f"isolation must be 'bwrap' or 'none', got {isolation!r}")
+    bwrap = bwrap_path()
+    if isolation == "bwrap" and not _probing:
+        ok, why = isolation_status()
+        if not ok:
+            raise IsolationUnavailable(why)
+    base = Path(tempfile.mkdtemp(prefix="heuresis-sandbox-"))     # mode 0700: the host's other users see nothing
     try:
-        with open(work / "stdout.txt", "wb") as fo, open(work / "stderr.txt", "wb") as fe:
-            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=fo, stderr=fe, cwd=cwd, env=env,
-                                    start_new_session=True, preexec_fn=preexec)
-            try:
-                proc.wait(timeout=float(limits.wall_seconds))
-            except subprocess.TimeoutExpired:
-                timed_out = True
-            finally:
+        x = np.asarray(data, dtype=float)
+        files = {"data.npy": base / "data.npy", "data.csv": base / "data.csv", "script.py": base / "script.py"}
+        np.save(files["data.npy"], x)
+        header = ",".join(f"X{k + 1}" for k in range(x.shape[1]))
+        np.savetxt(files["data.csv"], x, delimiter=",", header=header, comments="", fmt="%.10g")
+        files["script.py"].write_text(code)
+        for f in files.values():
+            os.chmod(f, 0o644)
+        out_cap = max(4 * limits.max_output_chars, 65536)
+        mem, cpu = int(limits.memory_mb) * 1024 * 1024, int(limits.cpu_seconds)
+        if isolation == "bwrap":
+            cmd = _command(bwrap, {k: str(v) for k, v in files.items()}, limits)
+            env, cwd, preexec = {"PATH": "/usr/bin:/bin"}, "/", None
+        else:
+            work = base / "work"
+            work.mkdir()
+            for k, f in files.items():
+                shutil.copy(f, work / k)
+            cmd = [sys.executable, "-I", "script.py"]
+            env, cwd = _clean_env(str(work)), str(work)
+
+            def preexec() -> None:  # runs in the child before exec
+                resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+                resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
+                resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+        t0 = time.monotonic()
+        before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_utime
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                cwd=cwd, env=env, start_new_session=True, preexec_fn=preexec)
+        try:
+            raw, err, capped, timed_out = _read_capped(proc, t0 + float(limits.wall_seconds), out_cap)
+            if not timed_out:
                 try:
-                    os.killpg(proc.pid, signal.SIGKILL)  # the whole group, whatever it spawned
-                except ProcessLookupError:
-                    pass
-                proc.wait()
+                    proc.wait(timeout=max(0.1, t0 + float(limits.wall_seconds) - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    timed_out = True
+        finally:
+            _kill(proc)
+            proc.wait()
+            for f in (proc.stdout, proc.stderr):
+                if not f.closed:
+                    f.close()
         wall = time.monotonic() - t0
         cpu_used = resource.getrusage(resource.RUSAGE_CHILDREN).ru_utime - before
-        raw = (work / "stdout.txt").read_bytes()
-        err = (work / "stderr.txt").read_bytes()[-20000:].decode(errors="replace")
         text = raw.decode(errors="replace")
-        truncated = len(text) > limits.max_output_chars or len(raw) >= out_bytes
-        res = SandboxResult(stdout=text[: limits.max_output_chars], stderr=err,
+        res = SandboxResult(stdout=text[: limits.max_output_chars], stderr=err.decode(errors="replace"),
                             returncode=None if timed_out else proc.returncode, wall_s=round(wall, 3),
-                            timed_out=timed_out, truncated=truncated, isolation=isolation)
-        res.limit_hit = _limit_hit(res, limits, cpu_used) or ("output" if len(raw) >= out_bytes else "")
+                            timed_out=timed_out, truncated=capped or len(text) > limits.max_output_chars,
+                            isolation=isolation)
+        res.limit_hit = _limit_hit(res, limits, cpu_used) or ("output" if capped else "")
         return res
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+_PROBE = "import numpy, scipy, sys\nprint(sys.prefix, numpy.__file__, scipy.__file__)"
+
+
+@lru_cache(maxsize=8)
+def _status(bwrap: str | None, euid: int, prefix: str) -> tuple[bool, str]:
+    if sys.platform != "linux":
+        return False, f"bubblewrap needs Linux (this is {sys.platform})"
+    if bwrap is None:
+        return False, "bwrap (bubblewrap) not found on PATH (Debian/Ubuntu: apt-get install bubblewrap)"
+    import numpy
+    import scipy
+
+    try:
+        r = run_code(_PROBE, np.zeros((2, 2)), SandboxLimits(cpu_seconds=20, wall_seconds=60), isolation="bwrap",
+                     _probing=True)
+    except IsolationUnavailable as exc:
+        return False, str(exc)
+    except OSError as exc:
+        return False, f"cannot run {bwrap}: {exc}"
+    want = f"{sys.prefix} {numpy.__file__} {scipy.__file__}"
+    if r.returncode == 0 and r.stdout.strip() == want:
+        return True, ""
+    lines = [ln for ln in r.stderr.strip().splitlines() if ln.strip()]
+    why = lines[-1][:300] if lines else f"exit code {r.returncode}, output {r.stdout.strip()[:200]!r}"
+    return False, f"{bwrap} cannot build the sandbox here: {why}"
+
+
+def isolation_status() -> tuple[bool, str]:
+    """Whether bubblewrap isolation works on this host (probed once per bwrap binary), and why not."""
+    return _status(bwrap_path(), os.geteuid(), sys.prefix)
+
+
+def isolation_for(mode: str) -> str:
+    """The isolation the code tool uses under config mode ``mode``: ``bwrap``, ``none`` or ``off``.
+
+    Raises :class:`IsolationUnavailable` (naming the config key) for ``required`` where bubblewrap
+    does not work.
+    """
+    if mode not in ISOLATION_MODES:
+        raise ValueError(f"{ISOLATION_KEY} must be one of {list(ISOLATION_MODES)}, got {mode!r}")
+    if mode == "off":
+        return "off"
+    ok, why = isolation_status()
+    if ok:
+        return "bwrap"
+    if mode == "required":
+        raise IsolationUnavailable(
+            f"{ISOLATION_KEY} is 'required' but the code tool's isolation is not available on this host: {why}. "
+            f"Install bubblewrap and allow unprivileged user namespaces, or set {ISOLATION_KEY} to 'best_effort' "
+            "(runs agent code without isolation, recorded per episode) or 'off' (no code tool); see docs/sandbox.md")
+    return "none"
+
+
+def check_isolation(cfg) -> str:
+    """The isolation the configured code tool will use (raises :class:`IsolationUnavailable`)."""
+    mode = ((cfg.get("episodes") or {}).get("code_tool") or {}).get("isolation", "required")
+    return isolation_for(mode)

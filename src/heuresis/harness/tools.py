@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -36,7 +36,7 @@ from jsonschema import Draft202012Validator
 from heuresis.grades import grade_of
 from heuresis.graph import Graph, Relation
 from heuresis.harness.budgets import BudgetError, Budgets
-from heuresis.harness.parse import ParseError, parse_edge_list
+from heuresis.harness.parse import ParseError, echo, parse_edge_list
 from heuresis.harness.sandbox import SandboxLimits, run_code
 
 __all__ = ["Tool", "ToolError", "ToolOutput", "ToolContext", "TOOLS", "register_tool", "toolbox", "MINIMAL_EXCLUDED"]
@@ -71,19 +71,20 @@ class ToolContext:
     grades: tuple[tuple[float, str], ...]
     alpha: float = 0.05
     code_limits: SandboxLimits = SandboxLimits()
+    code_isolation: str = "bwrap"               # bwrap | none (not isolated) | off
     rng: np.random.Generator = field(default_factory=lambda: np.random.default_rng(0))
     ci_cache: dict = field(default_factory=dict)
     algorithm_cache: dict = field(default_factory=dict)
 
     def node(self, name: Any) -> int:
         if not isinstance(name, str) or name not in self.names:
-            raise ToolError(f"unknown variable {name!r}; the variables are {self.names[0]}..{self.names[-1]}")
+            raise ToolError(f"unknown variable {echo(name)}; the variables are {self.names[0]}..{self.names[-1]}")
         return self.names.index(name)
 
     def pair_and_set(self, args: Mapping) -> tuple[int, int, list[int]]:
         x, y = self.node(args["x"]), self.node(args["y"])
         if x == y:
-            raise ToolError(f"x and y must differ (both {args['x']})")
+            raise ToolError(f"x and y must differ (both {self.names[x]})")
         given = [self.node(v) for v in args.get("given", [])]
         if x in given or y in given:
             raise ToolError("the conditioning set may not contain x or y")
@@ -116,7 +117,10 @@ class Tool:
             for prop in ("x", "y", "target"):
                 if prop in params.get("properties", {}):
                     params["properties"][prop]["enum"] = list(ctx.names)
-        return {"type": "function", "function": {"name": self.name, "description": self.description,
+        desc = self.description
+        if self.name == "run_code" and ctx is not None and ctx.code_isolation != "bwrap":
+            desc = _RUN_CODE_UNISOLATED
+        return {"type": "function", "function": {"name": self.name, "description": desc,
                                                  "parameters": params}}
 
     def call(self, ctx: ToolContext, arguments: str | Mapping) -> ToolOutput:
@@ -126,15 +130,21 @@ class Tool:
                 args = json.loads(arguments) if arguments.strip() else {}
             except json.JSONDecodeError as exc:
                 raise ToolError(f"arguments are not valid JSON ({exc.msg} at position {exc.pos})") from None
+            except RecursionError:
+                raise ToolError("arguments are nested too deeply to read") from None
         else:
             args = dict(arguments)
         if not isinstance(args, dict):
             raise ToolError(f"arguments must be a JSON object, got {type(args).__name__}")
-        errors = sorted(Draft202012Validator(self.parameters).iter_errors(args), key=lambda e: list(e.path))
+        try:
+            errors = sorted(Draft202012Validator(self.parameters).iter_errors(args), key=lambda e: list(e.path))
+        except RecursionError:
+            raise ToolError("arguments are nested too deeply to read") from None
         if errors:
             e = errors[0]
-            where = ".".join(str(p) for p in e.absolute_path) or "arguments"
-            raise ToolError(f"invalid arguments for {self.name}: {where}: {e.message}")
+            where = echo(".".join(str(p) for p in e.absolute_path), 80)[1:-1] or "arguments"
+            msg = e.message if len(e.message) <= 300 else f"{e.message[:300]}... ({len(e.message)} characters)"
+            raise ToolError(f"invalid arguments for {self.name}: {where}: {msg}")
         try:
             return self.handler(ctx, args)
         except BudgetError as exc:
@@ -175,6 +185,14 @@ def _graph_text(g: Graph) -> str:
     return "\n".join(lines) if lines else "(no edges)"
 
 
+def _pvalue(test, x: int, y: int, given) -> float:
+    """A CI test's p-value; a test that refuses (e.g. too few rows for the set) is a bad call, not charged."""
+    try:
+        return test.pvalue(x, y, given)
+    except ValueError as exc:
+        raise ToolError(f"{test.name} test refused: {exc}") from None
+
+
 def _verdict(p: float, alpha: float) -> str:
     return "dependent" if p <= alpha else "independent (no evidence of dependence)"
 
@@ -189,7 +207,7 @@ def _verdict(p: float, alpha: float) -> str:
 def _run_algorithm(ctx: ToolContext, args: dict) -> ToolOutput:
     masked = args["algorithm"]
     if masked not in ctx.algorithm_map:
-        raise ToolError(f"unknown algorithm {masked!r}; available: {sorted(ctx.algorithm_map)}")
+        raise ToolError(f"unknown algorithm {echo(masked)}; available: {sorted(ctx.algorithm_map)}")
     ctx.budgets.charge_algorithm_call()
     real = ctx.algorithm_map[masked]
     if real not in ctx.algorithm_cache:
@@ -210,8 +228,9 @@ def _run_algorithm(ctx: ToolContext, args: dict) -> ToolOutput:
 def _ci_test(ctx: ToolContext, args: dict) -> ToolOutput:
     x, y, given = ctx.pair_and_set(args)
     test = args.get("test", "kci")
-    ctx.budgets.charge_tests(1)
-    p = ctx.ci(test).pvalue(x, y, given)
+    ctx.budgets.check_tests(1)
+    p = _pvalue(ctx.ci(test), x, y, given)
+    ctx.budgets.charge_tests(1)          # charged once the test has completed
     grade = grade_of(p, ctx.grades)
     s = ", ".join(ctx.names[k] for k in given)
     return ToolOutput(f"{test} test of {ctx.names[x]} and {ctx.names[y]} given {{{s}}}: {grade} "
@@ -229,7 +248,7 @@ def _stability(ctx: ToolContext, args: dict) -> ToolOutput:
 
     x, y, given = ctx.pair_and_set(args)
     test, r = args.get("test", "kci"), int(args.get("resamples", 10))
-    ctx.budgets.charge_tests(r)
+    ctx.budgets.check_tests(r)
     n = ctx.data.shape[0]
     m = int(round(0.8 * n))
     verdicts: dict[str, int] = {}
@@ -237,12 +256,13 @@ def _stability(ctx: ToolContext, args: dict) -> ToolOutput:
     ps = []
     for _ in range(r):
         rows = np.sort(ctx.rng.choice(n, size=m, replace=False))
-        p = make_ci_test(test, ctx.data[rows]).pvalue(x, y, given)
+        p = _pvalue(make_ci_test(test, ctx.data[rows]), x, y, given)
         ps.append(p)
         v = "dependent" if p <= ctx.alpha else "independent"
         verdicts[v] = verdicts.get(v, 0) + 1
         g = grade_of(p, ctx.grades)
         grades[g] = grades.get(g, 0) + 1
+    ctx.budgets.charge_tests(r)          # charged once every resample has completed
     s = ", ".join(ctx.names[k] for k in given)
     order = [label for _, label in ctx.grades]
     gtxt = "; ".join(f"{label}: {grades[label]}" for label in order if label in grades)
@@ -331,14 +351,21 @@ def _direction(ctx: ToolContext, args: dict) -> ToolOutput:
                       f"{ctx.names[y]} -> {ctx.names[x]}: residual vs cause {g[(y, x)]}; {lean}")
 
 
-@register_tool("run_code", "Run a short Python program (numpy and scipy available) on the data in an isolated "
-               "process: the data are in the working folder as data.npy (n x d array) and data.csv (header "
-               "X1..Xd). No network, no other files; CPU, memory, output and time are limited. Returns stdout "
+_RUN_CODE_UNISOLATED = ("Run a short Python program (numpy and scipy available) on the data: the data are in the "
+                        "working folder as data.npy (n x d array) and data.csv (header X1..Xd). CPU, memory, output "
+                        "and time are limited. Returns stdout (truncated).")
+
+
+@register_tool("run_code", "Run a short Python program (numpy and scipy available) on the data in a sandbox: the "
+               "data are in the working folder as data.npy (n x d array) and data.csv (header X1..Xd). No "
+               "network, no other files; CPU, memory, processes, output and time are limited. Returns stdout "
                "(truncated).", {"properties": {"code": {"type": "string", "minLength": 1}}, "required": ["code"]})
 def _run_code(ctx: ToolContext, args: dict) -> ToolOutput:
+    if ctx.code_isolation not in ("bwrap", "none"):
+        raise ToolError("the code tool is not offered in this episode")
     lim = ctx.code_limits
     wall = min(lim.wall_seconds, max(1.0, ctx.budgets.remaining_wall()))
-    res = run_code(args["code"], ctx.data, SandboxLimits(lim.cpu_seconds, lim.memory_mb, wall, lim.max_output_chars))
+    res = run_code(args["code"], ctx.data, replace(lim, wall_seconds=wall), isolation=ctx.code_isolation)
     return ToolOutput(res.render(), details={k: v for k, v in res.as_dict().items() if k not in ("stdout", "stderr")})
 
 
@@ -354,7 +381,7 @@ def _set_edges(ctx: ToolContext, args: dict) -> ToolOutput:
     for ch in args["changes"]:
         x, y = ctx.node(ch["x"]), ctx.node(ch["y"])
         if x == y:
-            raise ToolError(f"x and y must differ (both {ch['x']})")
+            raise ToolError(f"x and y must differ (both {ctx.names[x]})")
         todo.append((x, y, _REL[ch["relation"]]))
     for x, y, rel in todo:  # all or nothing: validated first
         ctx.working.set(x, y, rel)
