@@ -188,14 +188,16 @@ def target_outputs():
 
 
 # --- episodes ------------------------------------------------------------------------------------
-from heuresis.config import episode_job_config as _episode_job_config, episode_jobs as _episode_jobs
+from heuresis.config import (episode_job_config as _episode_job_config, episode_job_indices as _episode_job_indices,
+                             episode_jobs as _episode_jobs)
 
 EPISODE_JOBS = _episode_jobs(config)
 
 
 def episode_indices(wildcards):
-    n = n_instances(wildcards)
-    return _shard_indices(int(wildcards.shard), n, config["episodes"]["shard_size"])
+    """The instances of the job's shard its grids select (episodes.grids.*.instances)."""
+    return _episode_job_indices(EPISODE_JOBS, wildcards.agent, wildcards.condition_id, wildcards.family,
+                                wildcards.split, int(wildcards.shard))
 
 
 def episode_config(wildcards):
@@ -310,7 +312,7 @@ def repair_outputs():
 
 
 # --- analysis (Tables 4, 6-10, 12, 13; Figures 6, 7a, 7b, 9) -----------------------------------
-from heuresis.harness.conditions import expand_conditions as _expand_conditions
+from heuresis.harness.conditions import cell_records as _cell_records
 
 ANALYSIS_TABLES = ["table4", "table6", "table7", "table8", "table9", "table10", "table13"]
 ANALYSIS_FIGURES = ["figure7a", "figure7b", "figure9"]  # figure6 also reads the headroom scores
@@ -341,11 +343,8 @@ def analysis_params(wildcards=None):
 
 
 def episode_cells():
-    """Table 12: every configured result (agent x condition) with its families and split."""
-    return [
-        {**c.condition.as_dict(), "families": list(c.families), "split": c.split}
-        for c in _expand_conditions(config)
-    ]
+    """Table 12: every configured result (agent x condition) with its families, split, instances."""
+    return _cell_records(config)
 
 
 def analysis_outputs():
@@ -358,7 +357,7 @@ def analysis_outputs():
 from pathlib import Path
 
 from heuresis.games.scenario import load_scenario as _load_scenario
-from heuresis.games.workflow import play_jobs as _play_jobs, scenario_folder as _scenario_folder
+from heuresis.games.workflow import play_jobs as _play_jobs, plays_of as _plays_of, scenario_folder as _scenario_folder
 
 GAMES = config["games"]
 GAME_FOLDER = str(_scenario_folder(config))
@@ -399,6 +398,11 @@ def game_references():
 def game_plays(agent=None, mode=None):
     return [f"results/games/plays/{j['agent']}/{j['mode']}/{j['scenario']}.parquet" for j in GAME_JOBS
             if agent in (None, j["agent"]) and mode in (None, j["mode"])]
+
+
+def game_play_count(wildcards):
+    """Plays of a play job: games.plays for an LLM agent, games.baseline_plays for an offline one."""
+    return _plays_of(config, wildcards.agent)
 
 
 def game_judgements():

@@ -46,7 +46,7 @@ rule games_plays:
     params:
         spec=game_agent_spec,
         folder=GAME_FOLDER,
-        plays=GAMES["plays"],
+        plays=game_play_count,
         seed=GAMES["seed"],
         max_turns=GAMES["max_turns"],
         transcripts="results/games/transcripts/{agent}/{mode}/{scenario}",

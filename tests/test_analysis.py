@@ -332,6 +332,26 @@ def test_table12_discloses_every_configured_result(run, quick_config):
         assert json.loads(r.budget_limits) == budgets[r.budget]
 
 
+def test_table12_shows_the_instances_each_family_runs(paper_config):
+    """The paper config's sweeps run 16 of the 32 test instances: Table 12 says so per family."""
+    from heuresis.analysis.tables import table12
+    from heuresis.harness.conditions import cell_records
+
+    cells = cell_records(paper_config)
+    scores = pd.DataFrame(columns=["agent", "condition_id", "model", "provider", "finished", "status", "family",
+                                   "code_isolation"])
+    numbers, disp = table12(scores, cells, paper_config["agents"], paper_config["episodes"]["budgets"])
+    assert len(numbers) == len(cells)
+    by = numbers.set_index(["agent", "condition_id"])["families"]
+    # level 1 of the prompt sweep: lg and wild, first 16; main's repeat 2: the four families, all 32
+    assert by[("gpt", "full-unguided-p1-none-standard-once-r0")] == "lg (16), wild (16)"
+    assert by[("gpt", "full-unguided-p0-none-standard-once-r2")] == "lg (32), anm (32), hetero (32), wild (32)"
+    # shared by main (all 32 on six families) and the prompt sweep (16 on lg, wild): the union
+    assert by[("gpt", "full-unguided-p0-none-standard-once-r0")] == ", ".join(
+        f"{f} (32)" for f in ("lg", "anm", "hetero", "wild", "mixed", "gauntlet"))
+    assert by[("evidence", "full-guided-p0-none-tight-none-r0")] == "lg (16), anm (16), hetero (16), wild (16)"
+
+
 # --- infrastructure failures: left out of every number, counted per cell ------------------------------
 GUIDED, UNGUIDED = "full-guided-p0-none-standard-once-r0", "full-unguided-p0-none-standard-once-r0"
 

@@ -252,7 +252,7 @@ def test_tool_schemas_are_function_calling_specs(scenarios):
 
 
 # --- plays ---------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("kind", ["game_random", "game_greedy", "game_bandit", "game_trap_follower"])
+@pytest.mark.parametrize("kind", ["game_random", "game_greedy", "game_bandit", "game_mechanism", "game_trap_follower"])
 def test_offline_agents_play_through_the_interface(scenarios, kind):
     scn = scenarios["antenna_base"]
     g = GOLDEN["antenna_base"]
@@ -307,3 +307,77 @@ def test_cli_play_by_hand(capsys):
     assert "deployment 1 (history)" in text and "deployment 1 (stage1)" in text
     assert "refused" in text and "maximum of 8" in text and "already submitted" in text
     assert "final:" in text
+
+
+# --- the mechanism-aware baseline ---------------------------------------------------------------------------
+def test_mechanism_baseline_is_passed_the_family_name_and_reads_no_file(scenarios, monkeypatch):
+    """What it is given: its config entry, the play seed and the family's name; what it reads: the tool
+    results every agent gets. Opening any file while it decides fails the play."""
+    import builtins
+    import io
+
+    import heuresis.games.play as play
+    from heuresis.games.agents import MechanismAgent
+
+    given = {}
+    real_make = play.make_agent
+
+    def spy(name, spec, **kw):
+        given.update(spec)
+        agent = real_make(name, spec, **kw)
+        real_respond = agent.respond
+
+        def respond(messages, tools):
+            def no_open(*a, **k):
+                raise AssertionError(f"the mechanism-aware baseline opened a file: {a[:1]}")
+            with pytest.MonkeyPatch.context() as mp:
+                mp.setattr(builtins, "open", no_open)
+                mp.setattr(io, "open", no_open)
+                return real_respond(messages, tools)
+        agent.respond = respond
+        return agent
+
+    monkeypatch.setattr(play, "make_agent", spy)
+    scn = scenarios["zone_env_shift"]
+    out = run_play("game_mechanism", {"kind": "game_mechanism"}, scn, seed=5, threshold=0.7)
+    assert out.row["status"] == "ok", out.row["error"]
+    assert given == {"kind": "game_mechanism", "seed": 5, "family": "zone"}
+    agent = real_make("game_mechanism", given)
+    assert isinstance(agent, MechanismAgent)
+    # nothing of the scenario (parameters, Game, Scenario) is held by the agent
+    assert not any(type(v).__module__.startswith("heuresis.games.") for v in vars(agent).values())
+    # exactly the Stage-1 budget of every agent (the game refuses more; nothing was refused)
+    assert out.row["n_errors"] == 0
+    calls = [c for c in out.calls if c["tool"] == "deploy"]
+    assert 1 <= len(calls) <= scn.budgets["stage1_deployments"]
+    assert sum(json.loads(c["arguments"])["count"] for c in calls) <= scn.budgets["stage1_drones"]
+
+
+def test_mechanism_baseline_structure_names_only_parts(scenarios):
+    """STRUCTURE holds part names per family (no numbers), and each named part exists in its scenarios."""
+    from heuresis.games.agents import STRUCTURE
+
+    for fam, st in STRUCTURE.items():
+        names = [x for k, v in st.items() if k != "exposed_shares" for x in v]
+        assert all(isinstance(x, str) for x in names)
+        for scn in (s for s in scenarios.values() if s.family == fam):
+            parts = set(scn.space.components) | set(scn.space.equipment)
+            assert set(names) <= parts, (fam, set(names) - parts)
+            assert {c for c, v in scn.spec["components"].items() if v["critical"]} == set(st["critical"])
+
+
+def test_mechanism_baseline_beats_random_search(scenarios):
+    """Measured: three plays per scenario with the same seeds for both agents (paired)."""
+    from heuresis.games.workflow import play_seed
+
+    surv = {"game_mechanism": [], "game_random": []}
+    for name, scn in sorted(scenarios.items()):
+        for r in range(3):
+            for kind in surv:
+                row = run_play(kind, {"kind": kind}, scn, repeat=r, seed=play_seed(99, name, r)).row
+                assert row["status"] == "ok" and row["submitted"]
+                surv[kind].append(row["survival"])
+    mech, rand = np.array(surv["game_mechanism"]), np.array(surv["game_random"])
+    assert mech.mean() > rand.mean() + 0.05, (mech.mean(), rand.mean())
+    per_scenario = (mech - rand).reshape(len(scenarios), 3).mean(1)
+    assert (per_scenario > 0).all(), per_scenario

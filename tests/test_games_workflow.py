@@ -367,6 +367,7 @@ def test_games_rules_on_two_scenarios(tmp_path):
         (wd / "config/games_test.yaml").write_text(yaml.safe_dump({
             "agents": {"j_one": judge, "j_two": judge},
             "games": {"scenarios": ["antenna_base", "zone_base"], "agents": ["game_trap_follower"], "plays": 2,
+                      "baseline_plays": 2,
                       "judges": ["j_one", "j_two"], "search": FAST_SEARCH, "bootstrap": {"resamples": 200}}}))
         targets = ["results/tables/games_antenna.md", "results/tables/games_zone.md", "results/tables/games_optima.md",
                    "results/tables/games_judges.md", "results/figures/games_paths.png",
@@ -390,6 +391,32 @@ def test_games_rules_on_two_scenarios(tmp_path):
     optima = pd.read_parquet(res / "tables/games_optima.parquet")
     assert set(optima.scenario) == {"antenna_base", "zone_base"} and (optima.optimum > optima.threshold).all()
     assert (res / "figures/games_paths.pdf").stat().st_size > 0
+
+
+def test_baselines_have_their_own_play_count_and_a_table_row(refs, tmp_path, paper_config):
+    """games.baseline_plays plays of the mechanism-aware baseline land in the family table, with the count."""
+    from heuresis.games.workflow import play_jobs, plays_of
+
+    g = paper_config["games"]
+    assert "game_mechanism" in g["agents"] and g["baseline_plays"] != g["plays"]
+    assert plays_of(paper_config, "game_mechanism") == plays_of(paper_config, "game_random") == g["baseline_plays"]
+    assert plays_of(paper_config, "gpt") == g["plays"]
+    assert {j["mode"] for j in play_jobs(paper_config) if j["agent"] == "game_mechanism"} == {"tools"}
+    cfg = copy.deepcopy(paper_config)
+    cfg["games"]["baseline_plays"] = 6
+    n = plays_of(cfg, "game_mechanism")
+    out = tmp_path / "m.parquet"
+    run_plays("game_mechanism", {"kind": "game_mechanism"}, "tools", "antenna_base", SCENARIOS, plays=n, seed=2024,
+              max_turns=40, references=refs, out=out, calls_out=tmp_path / "m.calls.parquet",
+              transcripts_dir=tmp_path / "t")
+    plays = read_table(out, GAME_PLAYS).to_pandas()
+    assert len(plays) == 6 and (plays.status == "ok").all() and (plays.drones_used <= 200).all()
+    assert all(json.loads(d)["antenna"] == 0 for d in plays.design)   # the structure: a bare antenna
+    num, disp = family_table(summary(plays, None, [], BOOT), "antenna", [])
+    row = disp[(disp.Agent == "game_mechanism") & (disp.Scenario == "antenna_base")]
+    assert len(row) == 1 and row.Plays.iloc[0] == "6"
+    assert num[(num.agent == "game_mechanism") & (num.scenario == "antenna_base")].win_rate.iloc[0] == pytest.approx(
+        plays.won.mean())
 
 
 def test_failed_plays_are_written_counted_and_retried_alone(refs, tmp_path, monkeypatch):

@@ -56,6 +56,7 @@ games:                      # two scenarios, two offline players, one play, a sh
   scenarios: [antenna_base, zone_base]
   agents: [game_random, game_trap_follower]
   plays: 1
+  baseline_plays: 1
   search: {drones: 300, starts: 1, verify_fleets: 2}
 """
 CONFIG = ["--configfile", "config/quick.yaml", "config/tiny.yaml"]

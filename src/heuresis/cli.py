@@ -23,17 +23,44 @@ def _load(paths: list[str] | None) -> dict:
     return load_config(*(paths or [DEFAULT_CONFIG]))
 
 
+def episode_bill(cfg: dict) -> list[str]:
+    """Lines of `check-config`: per active grid its episodes, LLM episodes and LLM requests (an upper
+    bound: per episode its budget's turns plus the last turn's requests), then the run's totals."""
+    from heuresis.harness.conditions import grid_plan
+
+    rows = grid_plan(cfg)
+    if not rows:
+        return ["episodes: no active grid (episodes.run is empty)"]
+    w = max(len(r["grid"]) for r in rows)
+    out = ["episode grids (episodes.run): episodes planned, LLM episodes, LLM requests at most "
+           "(turns + last turn per episode; transport retries not counted); 'new' excludes what an earlier grid "
+           "already plans"]
+    for r in rows:
+        out.append(f"  {r['grid']:<{w}}  {r['episodes']:>6,} episodes  {r['llm_episodes']:>6,} LLM "
+                   f"({r['new_llm_episodes']:>6,} new)  <= {r['llm_requests']:>7,} LLM requests "
+                   f"({r['new_llm_requests']:>7,} new)")
+    tot = sum(r["new_llm_episodes"] for r in rows)
+    req = sum(r["new_llm_requests"] for r in rows)
+    from heuresis.config import episode_jobs
+
+    out.append(f"  total: {tot:,} LLM episodes, at most {req:,} LLM requests ({len(episode_jobs(cfg)):,} episode jobs)")
+    return out
+
+
 def cmd_check_config(args: argparse.Namespace) -> int:
     cfg = _load(args.config)
     fams = ", ".join(f"{name} ({', '.join(f['kinds'])})" for name, f in cfg["families"].items())
     print(f"config OK: d={cfg['instances']['d']}, n={cfg['instances']['n']}, "
           f"{cfg['instances']['n_dev']} dev + {cfg['instances']['n_test']} test instances per family")
     print(f"families: {fams}")
+    for line in episode_bill(cfg):
+        print(line)
     from heuresis.games.workflow import play_jobs, scenario_names
 
     g = cfg["games"]
     print(f"games: {len(scenario_names(cfg))} scenarios, agents {', '.join(g['agents'])}, modes "
-          f"{', '.join(g['modes'])}, {g['plays']} plays each ({len(play_jobs(cfg))} play jobs), judges "
+          f"{', '.join(g['modes'])}, {g['plays']} plays per LLM agent and {g['baseline_plays']} per offline agent "
+          f"({len(play_jobs(cfg))} play jobs), judges "
           f"{', '.join(g['judges']) or 'none (the rubric says: no judge configured)'}")
     from heuresis.agents.llm import CredentialsError, check_credentials, llm_agents_in_use
 

@@ -28,7 +28,8 @@ from jsonschema import Draft202012Validator, validators
 from heuresis.mechanisms import MECHANISMS
 
 __all__ = ["ConfigError", "load_config", "validate_config", "config_digest", "SPLITS", "merge_configs",
-           "reference_batches", "episode_jobs", "saturation_settings", "read_yaml", "check_config_files"]
+           "reference_batches", "episode_jobs", "episode_job_indices", "saturation_settings", "read_yaml",
+           "check_config_files"]
 
 SPLITS = ("dev", "test")
 
@@ -380,6 +381,7 @@ def _episode_errors(config: dict) -> list[str]:
         for f in grid.get("families") or []:
             if f not in config.get("families", {}):
                 msgs.append(f"config key {key}.families: unknown family {f!r}")
+        msgs.extend(_grid_subset_errors(config, key, grid, active=gname in eps.get("run", [])))
     if grids and eps.get("run") and "pc_kci" not in config.get("references", {}).get("algorithms", {}):
         msgs.append("config key references.algorithms: episodes need pc_kci on the menu (guided start, test budget)")
     from heuresis.networks import NETWORKS
@@ -415,6 +417,27 @@ def _override_errors(key: str, kind: str, constants: Mapping, params: Mapping, s
         for k, v in params.items():
             if isinstance(v, list) and len(v) == 2:
                 _check_range(f"{key}.{k}", v, msgs, allow_negative=True)
+    return msgs
+
+
+def _grid_subset_errors(config: dict, key: str, grid: Mapping, active: bool) -> list[str]:
+    """A grid's per-family repeats name its families; an active grid's instance subset fits in its
+    split (an inactive one is not held to the split's size: a smaller config over the paper's keeps
+    the paper's grids without running them)."""
+    from heuresis.harness.conditions import GridError, grid_repeats, instance_range
+
+    msgs = []
+    split = grid.get("split", "test")
+    n = int(config.get("instances", {}).get(f"n_{split}", 0))
+    try:
+        instance_range(grid, n if active else None)
+    except GridError as exc:
+        msgs.append(f"config key {key}.{exc.key}: {exc} (instances.n_{split} = {n})")
+    families = tuple(grid.get("families") or config.get("families", {}))
+    try:
+        grid_repeats(grid, families)
+    except GridError as exc:
+        msgs.append(f"config key {key}.{exc.key}: {exc}")
     return msgs
 
 
@@ -572,17 +595,31 @@ def episode_job_config(config: Mapping, condition_id: str) -> dict:
 
 
 def episode_jobs(config: Mapping) -> list[dict]:
-    """Every episode job: agent, condition_id, family, split, shard (one Parquet each)."""
+    """Every episode job: agent, condition_id, family, split, shard (one Parquet each) and the
+    instance ``indices`` it runs — those of the shard (``episodes.shard_size`` consecutive
+    instances) that the job's grids select; a shard none of them selects is no job."""
     from heuresis.harness.conditions import expand_conditions
 
     size = int(config["episodes"]["shard_size"])
-    out, seen = [], set()
+    out: list[dict] = []
     for cell in expand_conditions(config):
         n = int(config["instances"][f"n_{cell.split}"])
         for family in cell.families:
-            for shard in range((n + size - 1) // size):
+            by_shard: dict[int, list[int]] = {}
+            for i in cell.indices(family, n):
+                by_shard.setdefault(i // size, []).append(i)
+            for shard, idx in sorted(by_shard.items()):   # cells are unique: so is each key
                 key = (cell.condition.agent, cell.condition.condition_id, family, cell.split, shard)
-                if key not in seen:
-                    seen.add(key)
-                    out.append(dict(zip(("agent", "condition_id", "family", "split", "shard"), key)))
+                out.append({**dict(zip(("agent", "condition_id", "family", "split", "shard"), key)), "indices": idx})
     return out
+
+
+def episode_job_indices(jobs: list[dict], agent: str, condition_id: str, family: str, split: str,
+                        shard: int) -> list[int]:
+    """The instance indices of one planned episode job (``jobs`` from :func:`episode_jobs`)."""
+    for j in jobs:
+        if (j["agent"], j["condition_id"], j["family"], j["split"], j["shard"]) == (
+                agent, condition_id, family, split, int(shard)):
+            return list(j["indices"])
+    raise ValueError(f"no planned episode job {agent}/{condition_id}/{family}/{split}/shard-{int(shard):03d} "
+                     f"(not in the active grids, episodes.run)")

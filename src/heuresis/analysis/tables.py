@@ -520,13 +520,20 @@ def _limits(b: Mapping) -> str:
             f"{b['algorithm_calls']} algorithm calls, {b['wall_seconds']} s")
 
 
+def _families_instances(cell: Mapping) -> str:
+    """``lg, wild`` — or ``lg (16), wild (16)`` when the cell records its instances per family."""
+    inst = cell.get("instances") or {}
+    return ", ".join(f"{f} ({inst[f]})" if f in inst else f for f in cell["families"])
+
+
 def table12(scores: pd.DataFrame, cells: Sequence[Mapping], agent_specs: Mapping[str, Mapping],
             budgets: Mapping[str, Mapping]):
     """Harness disclosure: per configured result, model, provider, settings, budgets, last-turn setting,
     and the code tool's isolation over its episodes (``code_isolation``: value (episodes), ...).
 
     ``cells`` are the configured conditions (``agent``, ``condition_id``, condition fields,
-    ``families``, ``split``); offline agents show model "—" and provider "offline"; an LLM agent's
+    ``families``, ``split``, optionally ``instances`` per family, shown after each family); offline
+    agents show model "—" and provider "offline"; an LLM agent's
     model and provider come from its config entry (and the episodes, where they exist).
     """
     from heuresis.agents import AGENTS
@@ -544,6 +551,7 @@ def table12(scores: pd.DataFrame, cells: Sequence[Mapping], agent_specs: Mapping
         elif provider is None and model and "/" in str(model):
             provider = str(model).split("/", 1)[0]
         bud = budgets.get(c["budget"], {})
+        fams = _families_instances(c)
         eps, failed = split_failed(eps)
         n_fin = int(eps["finished"].sum()) if len(eps) else 0
         note = "" if len(eps) else "no episodes yet"
@@ -556,7 +564,7 @@ def table12(scores: pd.DataFrame, cells: Sequence[Mapping], agent_specs: Mapping
                    condition_id=c["condition_id"], toolbox=c["toolbox"], guided=bool(c["guided"]),
                    prompt_level=int(c["prompt_level"]), target=c["target"], budget=c["budget"],
                    budget_limits=json.dumps(dict(bud), sort_keys=True), last_turn=c["last_turn"],
-                   repeat=int(c["repeat"]), families=", ".join(c["families"]), split=c["split"], episodes=len(eps),
+                   repeat=int(c["repeat"]), families=fams, split=c["split"], episodes=len(eps),
                    finished=n_fin, n_failed=len(failed), code_isolation=iso, note=note)
         rows.append(row)
         disp.append({"agent": c["agent"], "kind": kind, "model": row["model"], "provider": row["provider"],

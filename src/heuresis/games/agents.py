@@ -14,7 +14,19 @@ rate (the bandit: the best posterior mean among deployed designs).
 * ``game_bandit`` — Thompson sampling over a pool of random designs with a Bayesian linear model
   of survival on the design (DEF per component, equipment, load²): a BO-style policy;
 * ``game_trap_follower`` — acts on observed correlations (:mod:`heuresis.games.reading`): reads
-  the history, deploys an even spread, and submits what the correlational reading recommends.
+  the history, deploys an even spread, and submits what the correlational reading recommends;
+* ``game_mechanism`` — mechanism-aware: it knows the family's causal structure
+  (:data:`STRUCTURE`: which parts are critical, that a working antenna draws detection, which
+  parts storms damage, that the EMI filter prevents failures and the shield absorbs them, that
+  camera and gun lower the enemy's accuracy and damage) but none of its parameters.  The
+  structure fixes the *form* of the design (no DEF on the antenna, equipment that prevents a
+  failure fitted, the whole DEF budget spent); the Stage-1 budget chooses the *amounts* — the
+  share of DEF on camera and gun and the share on the exposed parts (storm-damaged parts, or
+  the shield) — from a 3 x 3 grid of designs, one deployment each, read through a
+  main-effects model of the observed survival rates (each level pooled over three
+  deployments); the remaining drones fly the chosen design and the model is refitted before the
+  submission.  It plays under exactly the Stage-1 budget and observations of every agent (the
+  same tools); its only extra input is the scenario's family name.
 """
 
 from __future__ import annotations
@@ -30,7 +42,8 @@ from heuresis.agents.base import Agent, AgentReply, register_agent, tool_call
 from heuresis.games.reading import correlational_design, reading_scores
 from heuresis.games.scenario import DesignSpace
 
-__all__ = ["GameAgent", "RandomSearchAgent", "GreedyCoordinateAgent", "BanditAgent", "TrapFollowerAgent"]
+__all__ = ["GameAgent", "RandomSearchAgent", "GreedyCoordinateAgent", "BanditAgent", "TrapFollowerAgent",
+           "MechanismAgent", "STRUCTURE"]
 
 Policy = Generator[tuple[str, dict], str, None]
 
@@ -239,3 +252,131 @@ class TrapFollowerAgent(GameAgent):
                else "destroyed drones took a larger share of their hits on")
         yield from self.finish(design, f"Correlational reading: {why} {', '.join(top)}, so I armoured those "
                                        f"components in proportion.")
+
+
+#: The causal structure of each game family as a mechanism-aware player knows it (GAMES.md §1-2):
+#: names of parts only, no parameter.  ``critical``: destroyed at 0 HP destroys the drone;
+#: ``silent``: a working part that raises detection (leave it bare so it fails and goes silent);
+#: ``combat``: parts whose condition lowers the enemy's accuracy and damage; ``exposed``: parts
+#: damaged directly by the family's hazard (storms; for the zone family the shield, which absorbs
+#: the damage of EMI failures); ``prevent``: equipment that prevents a hazard outright;
+#: ``exposed_shares``: the shares of the exposed parts tried in Stage 1 — shifted up in the weather
+#: family, whose hazard (storms) is known to be more frequent in Stage 2 than in Stage 1.
+STRUCTURE = {
+    "antenna": {"critical": ("engine", "cockpit", "wing", "body"), "silent": ("antenna",),
+                "combat": ("gun", "camera"), "exposed": ("wing", "engine"), "prevent": (),
+                "exposed_shares": (0.0, 0.2, 0.6)},
+    "zone": {"critical": ("engine", "cockpit", "wing", "body"), "silent": ("antenna",),
+             "combat": ("gun", "camera"), "exposed": ("shield",), "prevent": ("emi_filter",),
+             "exposed_shares": (0.0, 0.2, 0.6)},
+    "weather": {"critical": ("engine", "cockpit", "wing", "body"), "silent": ("antenna",),
+                "combat": ("gun", "camera"), "exposed": ("wing", "engine"), "prevent": (),
+                "exposed_shares": (0.4, 0.7, 1.0)},
+}
+
+
+def _fill(vec: np.ndarray, idx: list[int], caps: list[int], amount: int) -> int:
+    """Add ``amount`` DEF points round-robin over ``idx`` up to the caps; returns what did not fit."""
+    while amount > 0 and any(vec[i] < caps[i] for i in idx):
+        for i in idx:
+            if amount > 0 and vec[i] < caps[i]:
+                vec[i] += 1
+                amount -= 1
+    return amount
+
+
+def structured_design(space: DesignSpace, structure: dict, combat: float, exposed: float) -> dict:
+    """The design of the structural form with ``combat`` and ``exposed`` shares of the DEF budget.
+
+    Prevention equipment first (when it fits), no DEF on silent parts; of the remaining points the
+    share ``combat`` goes to the combat parts, then the share ``exposed`` of the rest to the
+    exposed parts; everything left is spread over the critical parts (then over any part that
+    still has room), so the whole budget is spent.
+    """
+    comps, caps = list(space.components), list(space.caps)
+    C = len(comps)
+    vec = np.zeros(C + len(space.equipment), dtype=np.int64)
+    room = space.budget
+    for e in structure["prevent"]:
+        if e in space.equipment:
+            k = space.equipment.index(e)
+            if space.costs[k] <= room:
+                vec[C + k] = 1
+                room -= space.costs[k]
+    at = [comps.index(c) for c in comps]
+    combat_idx = [comps.index(c) for c in structure["combat"] if c in comps]
+    exposed_idx = [comps.index(c) for c in structure["exposed"] if c in comps]
+    critical_idx = [comps.index(c) for c in structure["critical"] if c in comps]
+    silent = {comps.index(c) for c in structure["silent"] if c in comps}
+    n_combat = int(round(combat * room))
+    left = _fill(vec, combat_idx, caps, n_combat)
+    rest = room - n_combat + left
+    n_exposed = int(round(exposed * rest))
+    left = _fill(vec, exposed_idx, caps, n_exposed)
+    rest = rest - n_exposed + left
+    rest = _fill(vec, critical_idx, caps, rest)
+    _fill(vec, [i for i in at if i not in silent], caps, rest)
+    return space.design(vec)
+
+
+@register_agent("game_mechanism")
+class MechanismAgent(GameAgent):
+    """Knows the family's causal structure (:data:`STRUCTURE`), not its parameters; Stage 1 picks the amounts."""
+
+    takes_family = True
+    COMBAT = (0.0, 0.15, 0.3)        # share of the DEF budget on the combat parts
+
+    def policy(self):
+        family = self.params.get("family")
+        if family not in STRUCTURE:
+            raise ValueError(f"game_mechanism knows the families {sorted(STRUCTURE)}, got {family!r}")
+        structure = STRUCTURE[family]
+        space, status, _ = yield from self.start()
+        combat = [float(x) for x in self.params.get("combat", self.COMBAT)]
+        exposed = [float(x) for x in self.params.get("exposed", structure["exposed_shares"])]
+        grid = [(i, j) for i in range(len(combat)) for j in range(len(exposed))]
+        designs = {ij: structured_design(space, structure, combat[ij[0]], exposed[ij[1]]) for ij in grid}
+        sizes = self.plan(status)
+        seen: dict[tuple[int, int], list[int]] = {}       # cell -> [returned, flown]
+        k = 0
+        for ij in self.rng.permutation(len(grid)):      # one deployment per cell, in random order
+            if k >= len(sizes):
+                break
+            cell = grid[int(ij)]
+            r = _json((yield ("deploy", {"design": designs[cell], "count": sizes[k]})))
+            seen.setdefault(cell, [0, 0])
+            seen[cell][0] += r["returned"]
+            seen[cell][1] += r["count"]
+            k += 1
+        for n in sizes[k:]:                             # the rest: the model's choice, refitted each time
+            cell = self._choice(seen, grid)
+            r = _json((yield ("deploy", {"design": designs[cell], "count": n})))
+            seen.setdefault(cell, [0, 0])
+            seen[cell][0] += r["returned"]
+            seen[cell][1] += r["count"]
+        best = self._choice(seen, grid)
+        yield from self.finish(designs[best], (
+            f"Mechanism-aware baseline ({family} family structure, no parameters): no DEF on "
+            f"{', '.join(structure['silent'])} (a working one raises detection), "
+            + (f"{', '.join(structure['prevent'])} fitted, " if structure["prevent"] else "")
+            + f"{combat[best[0]]:.0%} of the DEF on {' and '.join(structure['combat'])}, "
+            f"{exposed[best[1]]:.0%} of the rest on {' and '.join(structure['exposed'])}, the remainder on the "
+            f"critical parts; the shares chosen from Stage-1 survival rates (main-effects model over a 3 x 3 grid)."))
+
+    @staticmethod
+    def _choice(seen: dict, grid: list[tuple[int, int]]) -> tuple[int, int]:
+        """The cell with the best main-effects estimate: row mean + column mean - grand mean."""
+        ret = sum(v[0] for v in seen.values())
+        flown = sum(v[1] for v in seen.values())
+        grand = ret / flown
+
+        def level(axis: int, value: int) -> float:
+            cells = [v for c, v in seen.items() if c[axis] == value]
+            n = sum(v[1] for v in cells)
+            return sum(v[0] for v in cells) / n if n else grand
+
+        def score(c):
+            own = seen.get(c)
+            return (level(0, c[0]) + level(1, c[1]) - grand, own[1] if own else 0)
+
+        return max(grid, key=score)

@@ -7,7 +7,9 @@
 * :func:`play_jobs` — one job per agent x mode x scenario (offline agents play the tool-use
   mode only; LLM agents every configured mode);
 * :func:`run_references` — the references of one scenario into :data:`GAME_REFERENCES`;
-* :func:`run_plays` — ``games.plays`` plays of one job into :data:`GAME_PLAYS` and
+* :func:`plays_of` — plays per job: ``games.plays`` for an LLM agent, ``games.baseline_plays``
+  for an offline game agent (cheap plays, played more often);
+* :func:`run_plays` — the plays of one job into :data:`GAME_PLAYS` and
   :data:`GAME_CALLS` plus one JSON transcript per play, each finished play checkpointed
   (:class:`~heuresis.checkpoint.Checkpoint`) so a killed job resumes; a play whose agent or
   harness crashes (an API error after retries, a harness error) is recorded ``failed`` with its
@@ -39,7 +41,7 @@ from heuresis.provenance import PROVENANCE_KEY, dumps, provenance_record, utc_no
 from heuresis.report import atomic_write_text
 from heuresis.schemas import GAME_CALLS, GAME_JUDGEMENTS, GAME_PLAYS, GAME_REFERENCES, read_table, write_table
 
-__all__ = ["MODES", "config_errors", "scenario_folder", "scenario_names", "play_jobs", "play_seed", "is_llm",
+__all__ = ["MODES", "config_errors", "scenario_folder", "scenario_names", "play_jobs", "play_seed", "is_llm", "plays_of",
            "game_agent_kinds", "run_references", "run_plays", "run_judgements", "load_references"]
 
 MODES = ("tools", "prompt")
@@ -60,6 +62,12 @@ def game_agent_kinds() -> set[str]:
 
 def is_llm(config: Mapping, agent: str) -> bool:
     return config.get("agents", {}).get(agent, {}).get("kind") == "llm"
+
+
+def plays_of(config: Mapping, agent: str) -> int:
+    """Plays per scenario x mode of ``agent``: ``games.plays`` (LLM agents) or ``games.baseline_plays``."""
+    g = config["games"]
+    return int(g["plays"] if is_llm(config, agent) else g.get("baseline_plays", g["plays"]))
 
 
 def scenario_folder(config: Mapping) -> Path:

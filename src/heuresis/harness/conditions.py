@@ -8,7 +8,11 @@ path level) is the stable string used in artifact paths, e.g. ``full-guided-p1-n
 The config declares *grids* under ``episodes.grids`` (a mapping, so ``--configfile`` files can
 add one) and chooses the active ones with ``episodes.run`` (a list, replaced wholesale by an
 override): :func:`expand_conditions` returns the cells of the active grids, each with the
-families and split it runs on.
+families and split it runs on and, per family, the instances it runs on.  A grid may restrict
+its instances (``instances: 16`` — the first 16 of the split — or ``instances: [8, 24]`` — indices
+8 to 23) and give its repeats per family (``repeats: {lg: 3, default: 1}``: repeat ``r`` of a
+condition runs on the families with more than ``r`` repeats).  :func:`grid_plan` counts the
+episodes each active grid plans.
 """
 
 from __future__ import annotations
@@ -16,14 +20,17 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
-__all__ = ["Condition", "Cell", "expand_conditions", "TOOLBOXES", "TARGETS", "LAST_TURNS", "PROMPT_LEVELS"]
+__all__ = ["Condition", "Cell", "GridError", "expand_conditions", "instance_range", "grid_instances", "grid_repeats",
+           "grid_plan", "cell_records", "TOOLBOXES", "TARGETS", "LAST_TURNS", "PROMPT_LEVELS", "LAST_TURN_REQUESTS"]
 
 TOOLBOXES = ("full", "minimal")
 TARGETS = ("none", "cpdag", "dag")
 LAST_TURNS = ("none", "once", "retry")
 PROMPT_LEVELS = (0, 1, 2, 3)
+#: Requests of the last turn at most (``none``: no last turn; ``retry``: one retry after a rejected list).
+LAST_TURN_REQUESTS = {"none": 0, "once": 1, "retry": 2}
 _NAME = re.compile(r"^[a-z0-9_]+$")
 _ID = re.compile(r"^(full|minimal)-(guided|unguided)-p([0-3])-(none|cpdag|dag)-([a-z0-9_]+)-(none|once|retry)-r(\d+)$")
 
@@ -77,15 +84,124 @@ class Condition:
 
 @dataclass(frozen=True)
 class Cell:
-    """A condition with the families and split its episodes run on."""
+    """A condition with the families and split its episodes run on, and the instances per family.
+
+    ``instances`` maps each family to the instance indices of the split the condition runs on
+    there (sorted), or to ``None``: every instance of the split (so is a missing map).
+    """
 
     condition: Condition
     families: tuple[str, ...]
     split: str
+    # not compared (a mapping is unhashable): a cell is identified by its condition and split
+    instances: Mapping[str, tuple[int, ...] | None] | None = field(default=None, compare=False)
+
+    def indices(self, family: str, n: int) -> tuple[int, ...]:
+        """Instance indices on ``family`` (``n``: instances of the split)."""
+        if family not in self.families:
+            return ()
+        if self.instances is None or self.instances.get(family) is None:
+            return tuple(range(n))
+        return self.instances[family]
+
+
+class GridError(ValueError):
+    """A bad instance subset or repeat count of a grid; ``key`` is the offending key under the grid."""
+
+    def __init__(self, key: str, message: str) -> None:
+        super().__init__(message)
+        self.key = key
 
 
 def _as_list(v) -> list:
     return list(v) if isinstance(v, (list, tuple)) else [v]
+
+
+def instance_range(grid: Mapping, n: int | None = None) -> tuple[int, int] | None:
+    """A grid's ``instances`` as ``(start, stop)``: N is ``(0, min(N, n))`` — the first N, or every
+    instance of a smaller split —, [start, stop] itself; ``None`` when absent (every instance).
+    With ``n`` (instances of the split) a range must fit in it.
+
+    Raises :class:`GridError` when the subset is malformed or does not fit.
+    """
+    sub = grid.get("instances")
+    if sub is None:
+        return None
+    if isinstance(sub, bool) or not isinstance(sub, (int, list, tuple)):
+        raise GridError("instances", f"must be a count N (the first N instances) or a range [start, stop], "
+                                     f"got {sub!r}")
+    if isinstance(sub, int):
+        start, stop = 0, sub if n is None else min(sub, n)
+        if sub < 1:
+            raise GridError("instances", f"a count of instances must be >= 1, got {sub}")
+    else:
+        if len(sub) != 2 or not all(isinstance(b, int) and not isinstance(b, bool) for b in sub):
+            raise GridError("instances", f"a range is two whole numbers [start, stop], got {list(sub)!r}")
+        start, stop = sub
+    if start < 0 or stop <= start:  # (a count N >= 1 on an empty split lands here too)
+        raise GridError("instances", f"empty or negative instance range {[start, stop]} (need 0 <= start < stop)")
+    if n is not None and stop > n:
+        raise GridError("instances", f"{sub!r} asks for instances up to index {stop - 1}, but the split has "
+                                     f"{n} (indices 0..{n - 1})")
+    return start, stop
+
+
+def grid_instances(grid: Mapping, n: int) -> tuple[int, ...]:
+    """Instance indices a grid runs on: ``instances`` N (the first N), [start, stop) or absent (all ``n``)."""
+    rng = instance_range(grid, n)
+    return tuple(range(n)) if rng is None else tuple(range(*rng))
+
+
+def grid_repeats(grid: Mapping, families: tuple[str, ...]) -> dict[str, int]:
+    """Repeats per family of a grid: ``repeats`` an integer (every family) or a mapping by family
+    with an optional ``default`` for the families it does not name.
+
+    Raises :class:`GridError` (its ``key`` names the entry) for a family outside the grid, a
+    family left without a count, or a count that is not a whole number >= 1.
+    """
+    rep = grid.get("repeats", 1)
+    if isinstance(rep, Mapping):
+        for k, v in rep.items():
+            if k != "default" and k not in families:
+                raise GridError(f"repeats.{k}", f"{k!r} is not a family of this grid; its families: "
+                                                f"{list(families)} (or use the key default)")
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise GridError(f"repeats.{k}", f"must be a whole number >= 1, got {v!r}")
+        missing = [f for f in families if f not in rep and "default" not in rep]
+        if missing:
+            raise GridError("repeats", f"no repeat count for families {missing} (name them or give a default)")
+        return {f: rep.get(f, rep.get("default")) for f in families}
+    if isinstance(rep, bool) or not isinstance(rep, int) or rep < 1:
+        raise GridError("repeats", f"must be a whole number >= 1 or a mapping by family, got {rep!r}")
+    return {f: rep for f in families}
+
+
+def _grid_cells(config: Mapping, g: Mapping) -> list[Cell]:
+    """The cells of one grid (before merging with other grids)."""
+    all_families = tuple(config["families"])
+    families = tuple(g.get("families") or all_families)
+    split = g.get("split", "test")
+    # None: every instance of the split (the split's size is read only for a subset)
+    idx = grid_instances(g, int(config["instances"][f"n_{split}"])) if g.get("instances") is not None else None
+    reps = grid_repeats(g, families)
+    axes = [_as_list(g["agents"]), _as_list(g.get("toolbox", "full")), _as_list(g.get("guided", False)),
+            _as_list(g.get("prompt_level", 0)), _as_list(g.get("target", "none")),
+            _as_list(g.get("budget", "standard")), _as_list(g.get("last_turn", "once")),
+            range(max(reps.values()))]
+    out = []
+    for agent, toolbox, guided, level, target, budget, last_turn, r in itertools.product(*axes):
+        fams = tuple(f for f in families if reps[f] > r)
+        cond = Condition(agent, toolbox, bool(guided), int(level), target, budget, last_turn, r)
+        out.append(Cell(cond, fams, split, {f: idx for f in fams}))
+    return out
+
+
+def _union(a: Mapping, b: Mapping, family: str) -> tuple[int, ...] | None:
+    """Instances of ``family`` in either cell's map (``None``: every instance; absent: none)."""
+    ia, ib = a.get(family, ()), b.get(family, ())
+    if ia is None or ib is None:
+        return None
+    return tuple(sorted(set(ia) | set(ib)))
 
 
 def expand_conditions(config: Mapping) -> list[Cell]:
@@ -93,27 +209,74 @@ def expand_conditions(config: Mapping) -> list[Cell]:
 
     A grid maps each condition field to a list of values (a scalar is a one-value list):
     ``agents``, ``toolbox``, ``guided``, ``prompt_level``, ``target``, ``budget``, ``last_turn``,
-    plus ``repeats`` (number of repeat indices), ``families`` (default: every family) and
-    ``split`` (default ``test``).
+    plus ``repeats`` (number of repeat indices: an integer, or per family with an optional
+    ``default``), ``families`` (default: every family), ``split`` (default ``test``) and
+    ``instances`` (default: every instance of the split; N: the first N; [start, stop]).  The
+    same condition in two grids runs on the union of their families and, per family, of their
+    instances.
     """
     eps = config["episodes"]
-    all_families = tuple(config["families"])
     cells: dict[tuple, Cell] = {}
     for gname in eps["run"]:
-        g = eps["grids"][gname]
-        families = tuple(g.get("families") or all_families)
-        axes = [_as_list(g["agents"]), _as_list(g.get("toolbox", "full")), _as_list(g.get("guided", False)),
-                _as_list(g.get("prompt_level", 0)), _as_list(g.get("target", "none")),
-                _as_list(g.get("budget", "standard")), _as_list(g.get("last_turn", "once")),
-                range(int(g.get("repeats", 1)))]
-        for agent, toolbox, guided, level, target, budget, last_turn, r in itertools.product(*axes):
-            cond = Condition(agent, toolbox, bool(guided), int(level), target, budget, last_turn, r)
-            split = g.get("split", "test")
-            key = (cond, split)
-            if key in cells:  # the same condition in two grids: union of families
-                prev = cells[key]
-                families_u = prev.families + tuple(f for f in families if f not in prev.families)
-                cells[key] = Cell(cond, families_u, split)
-            else:
-                cells[key] = Cell(cond, families, split)
+        for cell in _grid_cells(config, eps["grids"][gname]):
+            key = (cell.condition, cell.split)
+            prev = cells.get(key)
+            if prev is None:
+                cells[key] = cell
+                continue
+            families_u = prev.families + tuple(f for f in cell.families if f not in prev.families)
+            inst = {f: _union(prev.instances, cell.instances, f) for f in families_u}
+            cells[key] = Cell(cell.condition, families_u, cell.split, inst)
     return list(cells.values())
+
+
+def cell_records(config: Mapping) -> list[dict]:
+    """Every configured result (agent x condition) as a plain record: condition fields, families,
+    split and the number of instances per family (Table 12)."""
+    out = []
+    for c in expand_conditions(config):
+        n = int(config["instances"][f"n_{c.split}"])
+        out.append({**c.condition.as_dict(), "families": list(c.families), "split": c.split,
+                    "instances": {f: len(c.indices(f, n)) for f in c.families}})
+    return out
+
+
+def _is_llm(config: Mapping, agent: str) -> bool:
+    return config.get("agents", {}).get(agent, {}).get("kind") == "llm"
+
+
+def grid_plan(config: Mapping) -> list[dict]:
+    """Episodes each active grid plans, LLM episodes among them, and their requests at most.
+
+    One row per grid of ``episodes.run``: ``episodes`` (every agent), ``llm_episodes``,
+    ``llm_requests`` (per LLM episode its budget's ``turns`` plus the last-turn requests — an upper
+    bound; transport retries of a request are not counted), and ``new_llm_episodes`` and
+    ``new_llm_requests``: those not already planned by an earlier grid of the list (a condition
+    shared by two grids runs once), so their sums over the grids are the run's totals.
+    """
+    eps = config["episodes"]
+    budgets = eps.get("budgets", {})
+    seen: set[tuple] = set()
+    rows = []
+    for gname in eps["run"]:
+        n_all = n_llm = n_req = n_new = n_new_req = 0
+        for cell in _grid_cells(config, eps["grids"][gname]):
+            c = cell.condition
+            n = int(config["instances"][f"n_{cell.split}"])
+            k = sum(len(cell.indices(f, n)) for f in cell.families)
+            n_all += k
+            if not _is_llm(config, c.agent):
+                continue
+            n_llm += k
+            per = int(budgets[c.budget]["turns"]) + LAST_TURN_REQUESTS[c.last_turn]
+            n_req += k * per
+            for f in cell.families:
+                for i in cell.indices(f, n):
+                    key = (c, cell.split, f, i)
+                    if key not in seen:
+                        seen.add(key)
+                        n_new += 1
+                        n_new_req += per
+        rows.append({"grid": gname, "episodes": n_all, "llm_episodes": n_llm, "llm_requests": n_req,
+                     "new_llm_episodes": n_new, "new_llm_requests": n_new_req})
+    return rows
