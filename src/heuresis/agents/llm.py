@@ -27,6 +27,13 @@ Config entry (``agents:`` in the config)::
     gpt:   {kind: llm, model: openai/gpt-5, reasoning_effort: medium}
     local: {kind: llm, model: hosted_vllm/Qwen/Qwen3-32B, api_base: "http://127.0.0.1:8000/v1",
             requires_key: false, prices: {input_per_mtok: 0, output_per_mtok: 0}}
+
+``api_base_env`` names an environment variable holding the server URL instead (``config/local.yaml``:
+the port of a server started by ``heuresis run-local`` is not part of any job's parameters);
+``tool_choice`` is sent with every request that offers tools (llama.cpp's function-calling chat
+format ignores the tools without it); ``force_lone_tool: true`` names the tool when a request
+offers only one (the last turn's ``submit``), so a server that constrains output to a named
+tool's schema returns a well-formed call.
 """
 
 from __future__ import annotations
@@ -91,15 +98,17 @@ def missing_credentials(spec: Mapping) -> list[str]:
     none; otherwise litellm's ``validate_environment`` for the model says which are missing
     (``*_API_BASE`` variables do not count when ``api_base`` is given in the config).
     """
+    base = [str(spec["api_base_env"])] if spec.get("api_base_env") and not os.environ.get(str(spec["api_base_env"])) \
+        else []
     if spec.get("api_key_env"):
         var = str(spec["api_key_env"])
-        return [] if os.environ.get(var) else [var]
+        return base + ([] if os.environ.get(var) else [var])
     if spec.get("requires_key") is False:
-        return []
+        return base
     need = _litellm().validate_environment(model=str(spec["model"]), api_base=spec.get("api_base"))["missing_keys"]
-    if spec.get("api_base"):
+    if spec.get("api_base") or spec.get("api_base_env"):
         need = [k for k in need if not k.endswith("_API_BASE")]
-    return list(need)
+    return base + list(need)
 
 
 def llm_agents_in_use(config: Mapping) -> dict[str, dict]:
@@ -262,12 +271,22 @@ class LLMAgent(Agent):
     def __init__(self, name: str, *, model: str, api_base: str | None = None, api_key_env: str | None = None,
                  requires_key: bool = True, temperature: float | None = None, max_tokens: int | None = None,
                  reasoning_effort: str | None = None, thinking: Mapping | None = None, timeout_s: float = 120.0,
-                 retries: Mapping | None = None, prices: Mapping | None = None, extra: Mapping | None = None) -> None:
+                 retries: Mapping | None = None, prices: Mapping | None = None, extra: Mapping | None = None,
+                 api_base_env: str | None = None, tool_choice: str | None = None, force_lone_tool: bool = False) -> None:
         super().__init__(name, model=model, api_base=api_base, api_key_env=api_key_env, requires_key=requires_key,
                          temperature=temperature, max_tokens=max_tokens, reasoning_effort=reasoning_effort,
-                         thinking=thinking, timeout_s=timeout_s, retries=retries, prices=prices, extra=extra)
+                         thinking=thinking, timeout_s=timeout_s, retries=retries, prices=prices, extra=extra,
+                         api_base_env=api_base_env, tool_choice=tool_choice, force_lone_tool=force_lone_tool)
         self._model = str(model)
+        if api_base_env:
+            api_base = os.environ.get(str(api_base_env))
+            if not api_base:
+                raise CredentialsError(f"agent {name!r}: the environment variable {api_base_env} (the server's URL) "
+                                       f"is not set; for the local model run the workflow through "
+                                       f"`heuresis run-local -- snakemake ...`, or export it")
         self.api_base = api_base
+        self.tool_choice = tool_choice
+        self.force_lone_tool = bool(force_lone_tool)
         self.api_key_env = api_key_env
         self.requires_key = requires_key
         self.temperature = temperature
@@ -307,6 +326,10 @@ class LLMAgent(Agent):
                               "num_retries": 0, "max_retries": 0}
         if tools:
             kw["tools"] = tools
+            if self.force_lone_tool and len(tools) == 1:
+                kw["tool_choice"] = {"type": "function", "function": {"name": tools[0]["function"]["name"]}}
+            elif self.tool_choice:
+                kw["tool_choice"] = self.tool_choice
         if self.api_base:
             kw["api_base"] = self.api_base
         if self.api_key_env:
