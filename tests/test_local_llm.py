@@ -151,6 +151,17 @@ def test_overlay_agents_need_the_address(monkeypatch, quick_config):
     assert agent._kwargs([], [tool])["tool_choice"] == {"type": "function", "function": {"name": "submit"}}
     assert agent._kwargs([], [tool, other])["tool_choice"] == "auto"
     assert "tool_choice" not in agent._kwargs([], [])
+    # tool results go out as user messages naming the call (the server's template drops the tool role)
+    history = [{"role": "user", "content": "go"},
+               {"role": "assistant", "content": None, "tool_calls": [
+                   {"id": "c1", "type": "function", "function": {"name": "view_graph", "arguments": "{}"}}]},
+               {"role": "tool", "tool_call_id": "c1", "content": "X1 -- X2"}]
+    sent = agent._kwargs(history, [tool, other])["messages"]
+    assert [m["role"] for m in sent] == ["user", "assistant", "user"]
+    assert sent[2]["content"] == "Result of your call view_graph (id c1):\nX1 -- X2"
+    assert sent[1]["tool_calls"] == history[1]["tool_calls"]
+    plain = make_agent("x", {k: v for k, v in cfg["agents"]["local"].items() if k != "tool_results_as_user"})
+    assert plain._kwargs(history, [tool])["messages"][2] == history[2]
     # the local agents are in an episode grid (guided and unguided), the leakage probe, both game modes, the judges
     assert {"local"} <= set(cfg["leakage"]["agents"]) and "local" in cfg["games"]["agents"]
     assert set(cfg["games"]["modes"]) == {"tools", "prompt"} and cfg["games"]["judges"] == ["judge_local"]
