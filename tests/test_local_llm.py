@@ -172,6 +172,20 @@ def test_overlay_agents_need_the_address(monkeypatch, quick_config):
         assert cfg["agents"][a]["requires_key"] is False
 
 
+def test_llama_cpp_call_prefix_in_text_is_recovered():
+    from heuresis.agents.base import UNREADABLE_TOOL
+    from heuresis.agents.llm import recover_tool_calls
+
+    names = {"view_graph", "submit"}
+    assert recover_tool_calls("functions.view_graph:", names)[:2] == ([("view_graph", "{}")], "")
+    calls, _, notes = recover_tool_calls('message:\nfunctions.submit:\n{"edges": ["X1 -> X2"],}', names)
+    assert calls == [("submit", '{"edges": ["X1 -> X2"]}')] and "trailing comma" in " ".join(notes)
+    calls, _, notes = recover_tool_calls('functions.submit: {"edges": [', names)
+    assert calls[0][0] == UNREADABLE_TOOL and "no unambiguous repair" in json.loads(calls[0][1])["problem"]
+    assert recover_tool_calls("functions.fly:", names)[0] == []          # not an offered tool: text
+    assert recover_tool_calls("X1 -> X2 because functions.submit: is a tool", names)[0] == []
+
+
 # --- the real model ---------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):

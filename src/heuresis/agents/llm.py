@@ -148,6 +148,8 @@ def check_credentials(config: Mapping, agents: Iterable[str] | None = None) -> N
 # --- recovering what the provider sent --------------------------------------------------------------
 
 _TAG = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.S)
+# llama.cpp's chatml-function-calling format: a call is "functions.NAME:" then its JSON arguments
+_PREFIXED = re.compile(r"^\s*(?:message:\s*)?functions\.([A-Za-z_][\w-]*):\s*(.*?)\s*$", re.S)
 _FENCE = re.compile(r"^\s*```(?:json|python)?\s*(.*?)\s*```\s*$", re.S)
 _TRAILING_COMMA = re.compile(r",\s*([}\]])")
 
@@ -207,12 +209,24 @@ def recover_tool_calls(content: str | None, tool_names: Iterable[str]) -> tuple[
 
     ``<tool_call>{json}</tool_call>`` blocks (Hermes/Qwen style) each become a call; a block that
     cannot be read unambiguously becomes an :data:`UNREADABLE_TOOL` call so the harness answers it
-    with an error.  Without tags, a reply that is exactly one ``{"name", "arguments"}`` object of an
-    offered tool is a call.  Anything else is left as text.
+    with an error.  A reply that is ``functions.NAME:`` followed by JSON arguments (or nothing) for an
+    offered tool — llama.cpp's function-calling format, left in the text when its grammar let the
+    model start a "message" — is that call.  Without tags, a reply that is exactly one
+    ``{"name", "arguments"}`` object of an offered tool is a call.  Anything else is left as text.
     """
     text = content or ""
     names = set(tool_names)
     blocks = _TAG.findall(text)
+    prefixed = _PREFIXED.match(text) if not blocks else None
+    if prefixed and prefixed.group(1) in names:
+        name, raw = prefixed.group(1), prefixed.group(2)
+        args, note = repair_arguments(raw)
+        if args is None:
+            return ([(UNREADABLE_TOOL, json.dumps({"text": text[:500], "problem": f"arguments of {name}: {note}"}))],
+                    "", [f"unreadable 'functions.{name}:' call in the reply text: {note}"])
+        what = "with its arguments" if raw.strip() else "without arguments (sent as {})"
+        return [(name, args)], "", [f"tool call recovered from the reply text ('functions.{name}:' {what})"] \
+            + [note] * bool(note)
     if not blocks:
         try:
             call = _call_from_object(json.loads(_strip_fence(text)), names) if text.strip() else None
