@@ -159,8 +159,8 @@ def test_overlay_agents_need_the_address(monkeypatch, quick_config):
     sent = agent._kwargs(history, [tool, other])["messages"]
     assert [m["role"] for m in sent] == ["user", "assistant", "user"]
     assert sent[2]["content"] == "Result of your call view_graph (id c1):\nX1 -- X2"
-    assert sent[1]["tool_calls"] == history[1]["tool_calls"]
-    plain = make_agent("x", {k: v for k, v in cfg["agents"]["local"].items() if k != "tool_results_as_user"})
+    assert sent[1]["tool_calls"] == history[1]["tool_calls"] and sent[1]["content"] == ""
+    plain = make_agent("x", {k: v for k, v in cfg["agents"]["local"].items() if k != "plain_history"})
     assert plain._kwargs(history, [tool])["messages"][2] == history[2]
     # the local agents are in an episode grid (guided and unguided), the leakage probe, both game modes, the judges
     assert {"local"} <= set(cfg["leakage"]["agents"]) and "local" in cfg["games"]["agents"]

@@ -33,9 +33,9 @@ the port of a server started by ``heuresis run-local`` is not part of any job's 
 ``tool_choice`` is sent with every request that offers tools (llama.cpp's function-calling chat
 format ignores the tools without it); ``force_lone_tool: true`` names the tool when a request
 offers only one (the last turn's ``submit``), so a server that constrains output to a named
-tool's schema returns a well-formed call; ``tool_results_as_user: true`` sends each tool result as a
-user message naming the call, for a server whose chat template drops the ``tool`` role (llama.cpp's
-``chatml-function-calling`` does).
+tool's schema returns a well-formed call; ``plain_history: true`` sends each tool result as a
+user message naming the call and every message with text, for a server whose chat template drops
+the ``tool`` role and fails on a message without text (llama.cpp's ``chatml-function-calling``).
 """
 
 from __future__ import annotations
@@ -256,24 +256,28 @@ def recover_tool_calls(content: str | None, tool_names: Iterable[str]) -> tuple[
     return calls, _TAG.sub("", text).strip(), notes
 
 
-def _outgoing(messages: list[dict], tool_results_as_user: bool = False) -> list[dict]:
+def _outgoing(messages: list[dict], plain_history: bool = False) -> list[dict]:
     """The history as sent to the provider: every tool call's arguments a JSON object string
     (a malformed one, already answered with an error, goes out as ``{}``; the record keeps it).
 
-    ``tool_results_as_user``: each tool result goes out as a user message naming the call, for a
-    server whose chat template drops the ``tool`` role (llama.cpp's ``chatml-function-calling``).
+    ``plain_history``: each tool result goes out as a user message naming the call, and an
+    assistant message without text as ``content: ""`` (litellm drops a ``None`` content), for a
+    server whose chat template drops the ``tool`` role and needs every message's text (llama.cpp's
+    ``chatml-function-calling``).
     """
     out = []
     names: dict[str, str] = {}
     for m in messages:
         m = dict(m)
-        if tool_results_as_user and m.get("role") == "tool":
+        if plain_history and m.get("role") == "tool":
             name = names.get(str(m.get("tool_call_id", "")), "tool")
             out.append({"role": "user", "content": f"Result of your call {name} "
                                                    f"(id {m.get('tool_call_id', '')}):\n{m.get('content') or ''}"})
             continue
         for tc in m.get("tool_calls") or []:
             names[str(tc.get("id", ""))] = str((tc.get("function") or {}).get("name", "tool"))
+        if plain_history and m.get("content") is None:
+            m["content"] = ""
         if m.get("tool_calls"):
             calls = []
             for tc in m["tool_calls"]:
@@ -301,12 +305,12 @@ class LLMAgent(Agent):
                  reasoning_effort: str | None = None, thinking: Mapping | None = None, timeout_s: float = 120.0,
                  retries: Mapping | None = None, prices: Mapping | None = None, extra: Mapping | None = None,
                  api_base_env: str | None = None, tool_choice: str | None = None, force_lone_tool: bool = False,
-                 tool_results_as_user: bool = False) -> None:
+                 plain_history: bool = False) -> None:
         super().__init__(name, model=model, api_base=api_base, api_key_env=api_key_env, requires_key=requires_key,
                          temperature=temperature, max_tokens=max_tokens, reasoning_effort=reasoning_effort,
                          thinking=thinking, timeout_s=timeout_s, retries=retries, prices=prices, extra=extra,
                          api_base_env=api_base_env, tool_choice=tool_choice, force_lone_tool=force_lone_tool,
-                         tool_results_as_user=tool_results_as_user)
+                         plain_history=plain_history)
         self._model = str(model)
         if api_base_env:
             api_base = os.environ.get(str(api_base_env))
@@ -317,7 +321,7 @@ class LLMAgent(Agent):
         self.api_base = api_base
         self.tool_choice = tool_choice
         self.force_lone_tool = bool(force_lone_tool)
-        self.tool_results_as_user = bool(tool_results_as_user)
+        self.plain_history = bool(plain_history)
         self.api_key_env = api_key_env
         self.requires_key = requires_key
         self.temperature = temperature
@@ -353,7 +357,7 @@ class LLMAgent(Agent):
 
     # --- one call ---------------------------------------------------------------------------------
     def _kwargs(self, messages: list[dict], tools: list[dict]) -> dict:
-        kw: dict[str, Any] = {"model": self._model, "messages": _outgoing(messages, self.tool_results_as_user), "timeout": self.timeout_s,
+        kw: dict[str, Any] = {"model": self._model, "messages": _outgoing(messages, self.plain_history), "timeout": self.timeout_s,
                               "num_retries": 0, "max_retries": 0}
         if tools:
             kw["tools"] = tools
