@@ -11,6 +11,7 @@ with a stand-in server that needs no extra.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import os
@@ -356,3 +357,39 @@ def test_real_model_judgement(server):
     else:
         assert row["error"] and all(row[k] is None for k in RUBRIC)
     assert row["answer"]
+
+
+@needs_extra
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGKILL"])
+def test_run_local_leaves_no_server_when_killed(tmp_path, sig):
+    """`heuresis run-local` stopped by SIGTERM stops the server; killed by SIGKILL, the server gets
+    SIGTERM from the kernel (PR_SET_PDEATHSIG)."""
+    import signal
+
+    log = tmp_path / "server.log"
+    proc = subprocess.Popen([sys.executable, "-m", "heuresis.cli", "run-local", "--log", str(log), "--", "sleep", "30"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp_path,
+                            env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    try:
+        deadline = time.monotonic() + 120
+        while "Uvicorn running" not in (log.read_text() if log.exists() else ""):
+            assert proc.poll() is None and time.monotonic() < deadline, "run-local did not bring the server up"
+            time.sleep(0.5)
+        children = subprocess.run(["pgrep", "-P", str(proc.pid), "-f", "llama_cpp.server"], capture_output=True,
+                                  text=True).stdout.split()
+        assert len(children) == 1
+        server = int(children[0])
+        command = [int(p) for p in subprocess.run(["pgrep", "-P", str(proc.pid), "-x", "sleep"], capture_output=True,
+                                                  text=True).stdout.split()]
+        proc.send_signal(getattr(signal, sig))
+        proc.wait(timeout=60)
+        deadline = time.monotonic() + 30
+        while _alive(server) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not _alive(server), f"the server {server} outlived run-local ({sig})"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        for pid in locals().get("command", []):   # the command outlives a SIGKILLed run-local: end it
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, 9)

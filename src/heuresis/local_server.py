@@ -233,7 +233,7 @@ def run_with_server(command: Sequence[str], *, log: str | Path, settings: Server
         try:
             return child.wait()
         except BaseException:
-            child.send_signal(signal.SIGINT)   # snakemake stops its jobs on SIGINT
+            child.terminate()   # snakemake stops its jobs on SIGTERM (SIGINT may be ignored in a background job)
             try:
                 child.wait(timeout=30)
             except subprocess.TimeoutExpired:
