@@ -393,3 +393,30 @@ def test_run_local_leaves_no_server_when_killed(tmp_path, sig):
         for pid in locals().get("command", []):   # the command outlives a SIGKILLed run-local: end it
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, 9)
+
+
+@needs_extra
+def test_context_overflow_is_a_recorded_failure(small, tmp_path, monkeypatch):
+    """A server with a 512-token context refuses the episode's first request (about 1,500 tokens):
+    the episode ends failed with the server's reason recorded, not retried, scored on its working graph."""
+    from heuresis.episodes import run_episode_shard
+    from heuresis.schemas import EPISODES, REQUESTS, read_table
+
+    cfg = small["cfg"]
+    episodes_cfg = copy.deepcopy(cfg["episodes"])
+    episodes_cfg["budgets"]["probe"] = PROBE_BUDGET
+    cond = "full-guided-p0-none-probe-once-r0"
+    out = tmp_path / "shard-000.parquet"
+    with LocalServer(tmp_path / "server.log", ServerSettings(n_ctx=512)) as srv:
+        monkeypatch.setenv(API_BASE_ENV, srv.api_base)
+        run_episode_shard("local", LOCAL["agents"]["local"], cond, "lg", "test", [0], data_dir=small["data"],
+                          truth_dir=small["truth"], pc_kci_paths=[small["ref"]], episodes_cfg=episodes_cfg,
+                          menu=cfg["references"]["algorithms"], grades=cfg["grades"], seed=cfg["seed"], out=out,
+                          calls_out=tmp_path / "shard-000.calls.parquet",
+                          requests_out=tmp_path / "shard-000.requests.parquet", transcripts_dir=tmp_path / "t")
+    ep = read_table(out, EPISODES).to_pandas().iloc[0]
+    req = read_table(tmp_path / "shard-000.requests.parquet", REQUESTS).to_pandas()
+    assert ep.status == "failed" and ep.termination == "failed" and not ep.finished
+    assert "ContextWindowExceededError" in ep.error and "maximum context length is 512" in ep.error
+    assert len(req) == 1 and req.retries.iloc[0] == 0 and "ContextWindowExceededError" in req.error.iloc[0]
+    assert ep.edges and 0.0 <= ep.f1 <= 1.0          # the guided start, scored
