@@ -215,7 +215,7 @@ def test_table12_shows_the_code_tools_isolation():
     from heuresis.analysis.tables import table12
 
     scores = pd.DataFrame({"agent": ["ev"] * 3, "condition_id": ["c"] * 3, "model": [None] * 3,
-                           "provider": [None] * 3, "finished": [True, True, False],
+                           "provider": [None] * 3, "finished": [True, True, False], "status": ["ok"] * 3,
                            "code_isolation": ["bwrap", "none", "bwrap"]})
     cell = dict(agent="ev", condition_id="c", toolbox="full", guided=True, prompt_level=1, target="none",
                 budget="standard", last_turn="once", repeat=0, families=["lg"], split="test")
