@@ -46,8 +46,8 @@ def _scores(rng, fams, n=7):
         for i in range(n):
             wrong = int(rng.integers(0, 4))
             f1 = float(rng.uniform(0.5, 0.9))
-            rows.append(dict(family=fam, instance=i, method="pc_kci", f1=f1, n_wrong_deletions=wrong))
-            rows.append(dict(family=fam, instance=i, method="oracle", f1=f1 + 0.04 * wrong, n_wrong_deletions=0))
+            rows.append(dict(family=fam, instance=i, method="pc_kci", f1=f1, n_wrong_deletions=wrong, failed=False))
+            rows.append(dict(family=fam, instance=i, method="oracle", f1=f1 + 0.04 * wrong, n_wrong_deletions=0, failed=False))
     return pd.DataFrame(rows)
 
 
