@@ -67,7 +67,12 @@ def extra_installed() -> str | None:
     missing = []
     try:
         importlib.metadata.version("llama-cpp-python")
-        import llama_cpp.server  # noqa: F401
+        # the server module loads in the interpreter that will run it (native library included);
+        # checked in a child so that this package never imports the optional dependency
+        probe = subprocess.run([sys.executable, "-c", "import llama_cpp.server"], capture_output=True, text=True,
+                               timeout=120)
+        if probe.returncode != 0:
+            raise ImportError((probe.stderr.strip().splitlines() or ["import failed"])[-1])
     except Exception as exc:   # not installed, or its native library does not load
         missing.append(f"llama-cpp-python[server] ({type(exc).__name__}: {exc})")
     try:

@@ -62,20 +62,14 @@ def load_published_table2(path: str | Path | None = None) -> dict:
     return {"source": data["source"], "families": {f: {k: float(v) for k, v in e.items()} for f, e in fams.items()}}
 
 
-def _fmt(v: float, kind: str) -> str:
+def _fmt(v: float, kind: str, signed: bool = False) -> str:
+    """A Table 2 value as shown: shares in percent (differences in points), deletions to 2 digits, F1 to 3."""
     if v is None or not np.isfinite(v):
         return "—"
+    sign = "+" if signed else ""
     if kind == "share_none":
-        return f"{v:.0%}"
-    return f"{v:.2f}" if kind == "wrong_deletions" else f"{v:.3f}"
-
-
-def _signed(v: float, kind: str) -> str:
-    if v is None or not np.isfinite(v):
-        return "—"
-    if kind == "share_none":
-        return f"{v * 100:+.0f} pp"
-    return f"{v:+.2f}" if kind == "wrong_deletions" else f"{v:+.3f}"
+        return f"{v * 100:{sign}.0f} pp" if signed else f"{v:.0%}"
+    return f"{v:{sign}.{2 if kind == 'wrong_deletions' else 3}f}"
 
 
 def table2_vs_paper(ours: pd.DataFrame, published: Mapping) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -104,7 +98,7 @@ def table2_vs_paper(ours: pd.DataFrame, published: Mapping) -> tuple[pd.DataFram
             row[f"{field}_ours"], row[f"{field}_paper"], row[f"{field}_diff"] = ov, pv, ov - pv
             d[f"{labels[field]}: ours"] = _fmt(ov, field)
             d[f"{labels[field]}: paper"] = _fmt(pv, field)
-            d[f"{labels[field]}: ours − paper"] = _signed(ov - pv, field)
+            d[f"{labels[field]}: ours − paper"] = _fmt(ov - pv, field, signed=True)
         rows.append(row)
         disp.append(d)
     return pd.DataFrame(rows), pd.DataFrame(disp)
