@@ -32,10 +32,10 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
 
-from causallearn.search.ConstraintBased.PC import pc  # noqa: E402
-from causallearn.utils import cit as cl_cit  # noqa: E402
+from causallearn.search.ConstraintBased.PC import pc
+from causallearn.utils import cit as cl_cit
 
-from heuresis.ci import KCI  # noqa: E402
+from heuresis.ci import KCI
 
 
 # --------------------------------------------------------------------- data
@@ -160,7 +160,8 @@ def main(argv=None) -> int:
     print(f"PC-stable, KCI, alpha=0.05, d={args.d}, n={args.n}, {args.instances} instances "
           f"({args.source}), BLAS threads: {args.blas_threads or 'default'}, "
           f"load average at start {os.getloadavg()[0]:.2f}")
-    print(f"{'inst':>4} {'family':>8} {'#tests':>6} {'cl [s]':>8} {'ours [s]':>8} {'ratio':>6} {'graph':>5} {'tests':>5} {'max|dp|':>9}")
+    print(f"{'inst':>4} {'family':>8} {'#tests':>6} {'cl [s]':>8} {'ours [s]':>8} {'ratio':>6} "
+          f"{'graph':>5} {'tests':>5} {'max|dp|':>9}")
     IMPLS.clear()
     t_cl_all, t_us_all, ratios = [], [], []
     depth_cl, depth_us, depth_n = defaultdict(float), defaultdict(float), defaultdict(int)

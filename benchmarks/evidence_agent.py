@@ -58,8 +58,17 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from heuresis.agents import nlcode  # noqa: E402
-from heuresis.agents.offline import (NONLINEAR_DEFAULTS, SET_KINDS, Check, EvidenceRule, decide_nonlinear,  # noqa: E402
-                                     decide_restore, plan_confirm, plan_retests, plan_screen)
+from heuresis.agents.offline import (  # noqa: E402
+    NONLINEAR_DEFAULTS,
+    SET_KINDS,
+    Check,
+    EvidenceRule,
+    decide_nonlinear,
+    decide_restore,
+    plan_confirm,
+    plan_retests,
+    plan_screen,
+)
 from heuresis.algorithms import make_algorithm  # noqa: E402
 from heuresis.bootstrap import paired_bootstrap  # noqa: E402
 from heuresis.ci import make_ci_test  # noqa: E402
@@ -218,7 +227,7 @@ def load_dev(args, cfg):
 def summarize(rows: list[dict], by="family") -> dict:
     fams = sorted({r[by] for r in rows}, key=lambda f: FAMILIES.index(f) if f in FAMILIES else 99)
     out = {}
-    for f in fams + ["all"]:
+    for f in [*fams, "all"]:
         rs = [r for r in rows if f == "all" or r[by] == f]
         out[f] = {"n": len(rs), "f1": float(np.mean([r["f1"] for r in rs])),
                   "pc_f1": float(np.mean([r["pc_f1"] for r in rs])),
@@ -380,7 +389,7 @@ def report(args, cfg, rows, cond, ablated=None) -> None:
         wd = sum(r["wrong_deletions"] for r in rs)
         line = (f"| {f} | {v['n']} | {wd} | {v['f1']:.3f} | {v['pc_f1']:.3f} | {ci.fmt()} | {v['right']} | "
                 f"{v['wrong']} |")
-        for k, arows in ablated.items():
+        for _k, arows in ablated.items():
             a = summarize(arows)[f]
             ars = [r for r in arows if f == "all" or r["family"] == f]
             aci = paired_bootstrap([r["f1"] for r in ars], [r["pc_f1"] for r in ars], **boot)

@@ -40,7 +40,7 @@ class ScriptedLLMServer:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def __enter__(self) -> "ScriptedLLMServer":
+    def __enter__(self) -> ScriptedLLMServer:
         self._thread.start()
         return self
 
@@ -62,7 +62,7 @@ class ScriptedLLMServer:
             def log_message(self, *args) -> None:  # quiet
                 pass
 
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
                 step = server._next({"path": self.path, "headers": dict(self.headers), "body": body})
                 if step.get("sleep"):
@@ -115,7 +115,7 @@ def _anthropic_reply(step: dict, model: str) -> dict:
     content = []
     if step.get("content"):
         content.append({"type": "text", "text": step["content"]})
-    for k, (name, args) in enumerate(step.get("tool_calls", [])):
+    for _k, (name, args) in enumerate(step.get("tool_calls", [])):
         content.append({"type": "tool_use", "id": f"toolu_{next(_ids)}", "name": name,
                         "input": args if isinstance(args, dict) else {}})
     return {"id": "msg_scripted", "type": "message", "role": "assistant", "model": model, "content": content,

@@ -94,7 +94,7 @@ for p in ['/proc/self/environ', '/proc/1/environ', '/proc/%d/environ' % os.getpp
         out.append(type(e).__name__)
 print(out)
 """
-        text, det, _ = call(code)
+        text, _det, _ = call(code)
     finally:
         del os.environ["HEURESIS_ATTACK_API_KEY"]
     return SECRET not in text and "HEURESIS_ATTACK" not in text and "exit code 0" in text, text[:300]
@@ -200,14 +200,14 @@ while True:
     text, det, secs = call(code, SandboxLimits(wall_seconds=5, max_output_chars=1000))
     ok = secs < 15 and len(text) < 5000 and det["truncated"]
     # a child that closes its stdout and sleeps must not hold the harness past the wall limit
-    text2, det2, secs2 = call("import os, time\nos.close(1)\nos.close(2)\ntime.sleep(60)",
+    _text2, det2, secs2 = call("import os, time\nos.close(1)\nos.close(2)\ntime.sleep(60)",
                               SandboxLimits(wall_seconds=3))
     return ok and det2["timed_out"] and secs2 < 10, f"{secs:.1f} s, {len(text)} chars; {secs2:.1f} s"
 
 
 def attack_fork_bomb(wd: Path):
     before = len([p for p in os.listdir("/proc") if p.isdigit()])
-    text, det, secs = call("import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass",
+    _text, det, secs = call("import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass",
                            SandboxLimits(cpu_seconds=3, wall_seconds=4, max_processes=8))
     time.sleep(0.5)
     after = len([p for p in os.listdir("/proc") if p.isdigit()])
@@ -238,7 +238,7 @@ except OSError as e:
     disk = type(e).__name__
 print(codes, disk)
 """
-    text, _, secs = call(code, SandboxLimits(cpu_seconds=5, memory_mb=256, wall_seconds=10, max_processes=8, disk_mb=8))
+    text, _, _secs = call(code, SandboxLimits(cpu_seconds=5, memory_mb=256, wall_seconds=10, max_processes=8, disk_mb=8))
     return "[3, 3, 3, 3]" in text and "WROTE-64MB" not in text and "OSError" in text, text[:200]
 
 
@@ -253,7 +253,7 @@ def run_all() -> dict:
             os.chdir(wd)
             try:
                 held, detail = fn(Path(wd))
-            except Exception as exc:  # noqa: BLE001 - an attack that errors is reported, not hidden
+            except Exception as exc:
                 held, detail = False, f"{type(exc).__name__}: {exc}"
             finally:
                 os.chdir(old)

@@ -91,8 +91,9 @@ def test_evidence_agent_stays_within_budget_and_only_restores(inst, guided):
 
 # --- the evidence agent's claim (issue 4): it beats PC-KCI where PC-KCI wrongly deletes most ------
 def _config():
-    import yaml
     from pathlib import Path
+
+    import yaml
 
     return yaml.safe_load((Path(__file__).resolve().parents[1] / "config" / "config.yaml").read_text())
 
@@ -175,12 +176,12 @@ def test_evidence_rule_plans_and_decides_from_grades():
     # X1 -- X3: KCI given {X2} is the logged (failed) test, so the all-check rules it out untested;
     # X1 -- X4: not a candidate grade; X3 -- X4: nbrs {X2} and {}, empty {} (the same), singles {X2}
     assert plan.tests == [(2, 3, (1,), "kci"), (2, 3, (), "kci"), (2, 3, (1,), "fisherz")]
-    strong = {k: "strong dependence" for k in plan.tests}
+    strong = dict.fromkeys(plan.tests, "strong dependence")
     assert decide_restore(rule, plan, strong) == [(2, 3)]
     assert decide_restore(rule, plan, {**strong, (2, 3, (), "kci"): "weak dependence"}) == []
     assert plan_retests(rule, g, log, units=2).tests == []          # does not fit: skipped, not truncated
     # had X3 -- X4 been deleted given {}, the logged grade there rules it out untested
-    assert plan_retests(rule, g, log[:2] + [(2, 3, (), "no evidence (borderline)")], units=100).tests == []
+    assert plan_retests(rule, g, [*log[:2], (2, 3, (), "no evidence (borderline)")], units=100).tests == []
     with pytest.raises(ValueError, match="unknown parameter"):
         EvidenceRule.from_config({"min_grade_all": ["strong dependence"]})
     with pytest.raises(ValueError, match="unknown set kind"):

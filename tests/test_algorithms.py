@@ -36,9 +36,9 @@ def dag(d: int, edges) -> np.ndarray:
 
 def raw_config(*files: str) -> dict:
     """Config files merged without validation (only instance generation is needed here)."""
-    from heuresis.config import merge_configs
-
     from conftest import ROOT
+
+    from heuresis.config import merge_configs
 
     cfg: dict = {}
     for f in files:

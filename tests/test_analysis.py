@@ -11,12 +11,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from tinyflow import ANALYSIS_FIGURES, ANALYSIS_TABLES
 
 from heuresis.analysis.scores import drill_down, merge_by_k, unsupported
 from heuresis.analysis.tables import merge_star, mutual_information
 from heuresis.bootstrap import bootstrap_mean, bootstrap_ratio, paired_bootstrap, unpaired_bootstrap
 from heuresis.graph import Graph, Relation
-from tinyflow import ANALYSIS_FIGURES, ANALYSIS_TABLES
 
 
 # --- bootstrap ------------------------------------------------------------------------------------
@@ -340,7 +340,7 @@ def test_table12_shows_the_instances_each_family_runs(paper_config):
     cells = cell_records(paper_config)
     scores = pd.DataFrame(columns=["agent", "condition_id", "model", "provider", "finished", "status", "family",
                                    "code_isolation"])
-    numbers, disp = table12(scores, cells, paper_config["agents"], paper_config["episodes"]["budgets"])
+    numbers, _disp = table12(scores, cells, paper_config["agents"], paper_config["episodes"]["budgets"])
     assert len(numbers) == len(cells)
     by = numbers.set_index(["agent", "condition_id"])["families"]
     # level 1 of the prompt sweep: lg and wild, first 16; main's repeat 2: the four families, all 32
@@ -412,7 +412,7 @@ def test_failed_episodes_are_counted_per_cell_and_left_out_of_every_number(flaky
         # the guided result: 2 scored episodes, 1 failed; the unguided one: 0 scored, all 3 failed
         assert all(got[(GUIDED, f)] == (2, 1) for f in scopes), (name, got)
         if name == "table8":        # guided episodes only
-            assert set(c for c, _ in got) == {GUIDED}
+            assert {c for c, _ in got} == {GUIDED}
         else:
             assert all(got[(UNGUIDED, f)] == (0, 3) for f in scopes), (name, got)
             row = numbers[numbers.condition_id == UNGUIDED].iloc[0]
@@ -433,7 +433,7 @@ def test_failed_episodes_are_counted_per_cell_and_left_out_of_every_number(flaky
     assert alone.f1.tolist() == built["table6"][0].f1.tolist()[: len(alone)] and (alone.n_failed == 0).all()
     assert tables.FAILED_COLUMN not in alone_display     # the column appears only when any episode failed
 
-    n12, d12 = tables.table12(s, [{"agent": "shortcut", "condition_id": c, "toolbox": "full", "guided": g,
+    n12, _d12 = tables.table12(s, [{"agent": "shortcut", "condition_id": c, "toolbox": "full", "guided": g,
                                    "prompt_level": 0, "target": "none", "budget": "standard", "last_turn": "once",
                                    "repeat": 0, "families": ["lg"], "split": "test"}
                                   for c, g in ((GUIDED, True), (UNGUIDED, False))],

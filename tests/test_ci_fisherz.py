@@ -6,7 +6,7 @@ import pytest
 
 cit = pytest.importorskip("causallearn.utils.cit")
 
-from heuresis.ci import CI_TESTS, FisherZ, make_ci_test, register_ci_test, CITest  # noqa: E402
+from heuresis.ci import CI_TESTS, CITest, FisherZ, make_ci_test, register_ci_test  # noqa: E402
 
 D = 8
 

@@ -58,7 +58,7 @@ def _scm(kind: str, n: int, seed: int) -> np.ndarray:
     return X
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _pair(kind: str, n: int, seed: int):
     data = _scm(kind, n, seed)
     return data, cit.CIT(data, "kci"), KCI(data)
@@ -74,7 +74,7 @@ def _queries(n_q: int, size: int, seed: int):
 
 
 def _check(kind: str, n: int, size: int, n_q: int, seed: int = 0) -> float:
-    data, ref, ours = _pair(kind, n, seed)
+    _data, ref, ours = _pair(kind, n, seed)
     diffs = []
     for x, y, S in _queries(n_q, size, seed + n):
         p_ref = ref(x, y, S)

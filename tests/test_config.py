@@ -136,7 +136,8 @@ def test_valid_configs_and_defaults(paper_config, quick_config):
 def test_seventh_family_is_one_entry(paper_config):
     c = copy.deepcopy(paper_config)
     c["families"]["smooth"] = {"root_noise": [1.0, 1.0],
-                               "kinds": {"sigmoid": {"weight": 3, "noise": [0.2, 0.3]}, "abs": {"weight": 1, "noise": [0.2, 0.3]}}}
+                               "kinds": {"sigmoid": {"weight": 3, "noise": [0.2, 0.3]},
+                                         "abs": {"weight": 1, "noise": [0.2, 0.3]}}}
     assert "smooth" in validate_config(c)["families"]
 
 

@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from tinyflow import CONFIG, assert_same_artifacts, copy_workflow, run_snakemake, snakemake_cmd
+from tinyflow import CORE_TARGETS as TARGETS
 
 from heuresis.cli import main
 from heuresis.schemas import REFERENCES, ArtifactError, read_table
-from tinyflow import CONFIG, CORE_TARGETS as TARGETS, assert_same_artifacts, copy_workflow, run_snakemake, snakemake_cmd
 
 pytestmark = pytest.mark.slow
 

@@ -296,7 +296,7 @@ def test_bad_calls_are_answered_and_recorded(scenarios):
 
 
 def test_cli_play_by_hand(capsys):
-    from heuresis.cli import cmd_play, build_parser
+    from heuresis.cli import build_parser, cmd_play
 
     args = build_parser().parse_args(["play", "antenna_base", "--scenarios", str(SCENARIOS), "--rows", "2"])
     lines = iter(["history", "deploy 20 engine=3 wing=4 camera=2", "deploy 10 antenna=9",

@@ -14,6 +14,8 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from conftest import ROOT
+from llm_server import ScriptedLLMServer
 
 from heuresis.bootstrap import bootstrap_mean
 from heuresis.config import ConfigError, load_config, validate_config
@@ -23,9 +25,6 @@ from heuresis.games.judge import RUBRIC, ScoreError, icc, parse_scores
 from heuresis.games.play import AnswerError, parse_answer, run_play
 from heuresis.games.workflow import play_seed, run_judgements, run_plays, run_references
 from heuresis.schemas import GAME_CALLS, GAME_JUDGEMENTS, GAME_PLAYS, GAME_REFERENCES, read_table
-from llm_server import ScriptedLLMServer
-
-from conftest import ROOT
 
 SCENARIOS = ROOT / "config/games"
 FAST_SEARCH = {"drones": 300, "starts": 1, "verify_fleets": 2}
@@ -268,9 +267,9 @@ def test_summary_against_independent_computation():
     assert pooled.plays == 8 and pooled.survival == pytest.approx(
         plays[(plays.family == "antenna") & (plays.agent == "a1")].survival.mean())
     assert summ.rubric.isna().all()
-    num, disp = family_table(summ, "antenna", [])
+    _num, disp = family_table(summ, "antenna", [])
     assert (disp["Rubric (0-16)"] == NO_JUDGE).all() and "all antenna" in set(disp.Scenario)
-    num, disp = judges_table(None, [])
+    _num, disp = judges_table(None, [])
     assert NO_JUDGE in disp.to_string()
 
 
@@ -452,7 +451,7 @@ def test_failed_plays_are_written_counted_and_retried_alone(refs, tmp_path, monk
     assert row.win_rate == pytest.approx(ok.won.mean()) and row.gap == pytest.approx(ok.gap.mean())
     _, disp = family_table(summ, "antenna", [])
     assert disp.Plays.iloc[0] == "3 (1 failed, not scored)"
-    from heuresis.games.judge import judge_play    # a failed play is not judged (no request: no model here)
+    from heuresis.games.judge import judge_play  # a failed play is not judged (no request: no model here)
     judged = judge_play(None, "j", first.iloc[1].to_dict(), load_scenario("antenna_base", SCENARIOS))
     assert judged["status"] == "play_failed" and judged["total"] is None
 

@@ -6,10 +6,18 @@ import pytest
 from causallearn.graph.Dag import Dag
 from causallearn.graph.GraphNode import GraphNode
 from causallearn.utils.DAG2CPDAG import dag2cpdag
-
 from conftest import random_dag
-from heuresis.graph import (Graph, Relation, d_separated, d_separated_bayes_ball, dag_to_cpdag, is_dag,
-                            meek_closure, topological_order)
+
+from heuresis.graph import (
+    Graph,
+    Relation,
+    d_separated,
+    d_separated_bayes_ball,
+    dag_to_cpdag,
+    is_dag,
+    meek_closure,
+    topological_order,
+)
 
 
 def _cl_dag(adj):

@@ -375,14 +375,14 @@ def test_code_isolation_modes_are_recorded_and_required_fails_closed(chain_data,
         run("required")
     weak = run("best_effort")
     assert weak.row["code_isolation"] == "none"
-    rc = [c for c in weak.calls if c["tool"] == "run_code"][0]
+    rc = next(c for c in weak.calls if c["tool"] == "run_code")
     assert rc["ok"] and "ran as" in rc["result"] and json.loads(rc["details"])["isolation"] == "none"
     desc = {t["function"]["name"]: t["function"]["description"] for t in weak.transcript["tools"]}
     assert "sandbox" not in desc["run_code"] and "No network" not in desc["run_code"]
     off = run("off")
     assert off.row["code_isolation"] == "off"
     assert "run_code" not in {t["function"]["name"] for t in off.transcript["tools"]}
-    rc = [c for c in off.calls if c["tool"] == "run_code"][0]
+    rc = next(c for c in off.calls if c["tool"] == "run_code")
     assert not rc["ok"] and "unknown tool" in rc["error"]
     minimal = run_episode("scripted", {"kind": "scripted_test", "script": [SUBMIT()], "last": ()},
                           Condition("scripted_test", toolbox="minimal", guided=True, last_turn="once"),

@@ -4,18 +4,17 @@ import copy
 import json
 
 import numpy as np
-import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 from scipy import stats
 
+from heuresis import targets
 from heuresis.algorithms.router import holm_adjust
 from heuresis.bootstrap import bootstrap_mean, paired_bootstrap
 from heuresis.checkpoint import Checkpoint
 from heuresis.headroom import build_headroom, select_bca
 from heuresis.instances import instance_spec, write_split
 from heuresis.references import graph_of, load_references, run_shard, shard_indices, shards
-from heuresis import targets
 
 
 # --- bootstrap -------------------------------------------------------------------------------
@@ -174,7 +173,7 @@ def test_tables_and_figure(sweep, tmp_path):
     scores.loc[scores.method == "pc_fisherz", "method"] = "pc_kci"   # the tables read PC-KCI rows
     fams = {f: sweep["cfg"]["families"][f] for f in sweep["families"]}
     boot = {"resamples": 200, "seed": 1, "level": 0.95}
-    n2, d2 = targets.table2(scores, fams, boot)
+    n2, _d2 = targets.table2(scores, fams, boot)
     assert list(n2["family"]) == ["lg", "gauntlet", "all"]
     n3, d3 = targets.table3(scores, selection, list(fams), boot, ["cdfm", "tabcausal"])
     fm = n3[n3.kind == "foundation_model"]

@@ -12,9 +12,17 @@ from scipy import stats
 
 from heuresis.config import validate_config
 from heuresis.graph import dag_to_cpdag, topological_order
-from heuresis.instances import (generate_instance, instance_seed, instance_spec, load_data, load_truth,
-                                sample_dag, var_sortability, write_split)
-from heuresis.mechanisms import MECHANISMS, standardize
+from heuresis.instances import (
+    generate_instance,
+    instance_seed,
+    instance_spec,
+    load_data,
+    load_truth,
+    sample_dag,
+    var_sortability,
+    write_split,
+)
+from heuresis.mechanisms import MECHANISMS
 
 
 # --- graph priors ---------------------------------------------------------------------------

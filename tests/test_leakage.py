@@ -7,12 +7,12 @@ import copy
 
 import numpy as np
 import pytest
+from llm_server import ScriptedLLMServer
 
 from heuresis.config import ConfigError, validate_config
 from heuresis.leakage import figure1a, run_leakage, score_reply, to_tokens
 from heuresis.networks import load_network
 from heuresis.schemas import LEAKAGE, read_table
-from llm_server import ScriptedLLMServer
 
 
 def _edges(net):
@@ -57,7 +57,8 @@ def _spec(url, **kw):
 
 def test_probe_sweep_through_local_server(tmp_path):
     cancer, quake = load_network("cancer"), load_network("earthquake")
-    names_reply = lambda net: {"content": "\n".join(f"{a} -> {b}" for a, b in _edges(net)), "usage": (120, 30)}
+    def names_reply(net):
+        return {"content": "\n".join(f"{a} -> {b}" for a, b in _edges(net)), "usage": (120, 30)}
     script = [names_reply(cancer), {"content": "X1 -> X2\nX3 -> X4", "usage": (110, 12)},
               names_reply(quake), {"status": 500, "error": "boom"}]
     out = tmp_path / "leakage" / "probe.parquet"

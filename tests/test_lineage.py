@@ -6,16 +6,16 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pytest  # noqa: E402
+import matplotlib.pyplot as plt
+import pytest
+from conftest import ROOT
 
-from conftest import ROOT  # noqa: E402
-from heuresis.cli import main  # noqa: E402
-from heuresis.config import load_config  # noqa: E402
-from heuresis.lineage import lineage, read_provenance  # noqa: E402
-from heuresis.provenance import provenance_record  # noqa: E402
-from heuresis.references import run_shard  # noqa: E402
-from heuresis.report import save_figure  # noqa: E402
+from heuresis.cli import main
+from heuresis.config import load_config
+from heuresis.lineage import lineage, read_provenance
+from heuresis.provenance import provenance_record
+from heuresis.references import run_shard
+from heuresis.report import save_figure
 
 
 @pytest.fixture()

@@ -9,13 +9,19 @@ import os
 
 import pytest
 from conftest import small_lg_split
+from llm_server import ScriptedLLMServer
 
 from heuresis.agents.base import UNREADABLE_TOOL
-from heuresis.agents.llm import (CredentialsError, check_credentials, llm_agents_in_use, missing_credentials,
-                                 recover_tool_calls, repair_arguments)
+from heuresis.agents.llm import (
+    CredentialsError,
+    check_credentials,
+    llm_agents_in_use,
+    missing_credentials,
+    recover_tool_calls,
+    repair_arguments,
+)
 from heuresis.episodes import run_episode_shard
 from heuresis.schemas import CALLS, EPISODES, REQUESTS, read_table
-from llm_server import ScriptedLLMServer
 
 assert os.environ.get("LITELLM_LOCAL_MODEL_COST_MAP") == "True"   # set by conftest: no network at import
 
@@ -169,7 +175,7 @@ def test_retries_recorded_then_failure_recorded_and_sweep_goes_on(small):
               # instance 2: fine again
               ok_reply]
     with ScriptedLLMServer(script) as server:
-        ep, calls, req = _sweep(small, "flaky", _spec("openai/scripted-model", server.url + "/v1", prices=PRICES),
+        ep, _calls, req = _sweep(small, "flaky", _spec("openai/scripted-model", server.url + "/v1", prices=PRICES),
                                 indices=(0, 1, 2))
     assert len(server.requests) == 8           # no hidden SDK retries: exactly our attempts
     assert list(ep.status) == ["ok", "failed", "ok"]
@@ -195,7 +201,7 @@ def test_known_model_priced_from_litellm_map(small):
     import litellm
 
     with ScriptedLLMServer([{"tool_calls": [("submit", {"edges": []})], "usage": (1000, 100)}]) as server:
-        ep, _, req = _sweep(small, "mini", _spec("openai/gpt-4o-mini", server.url + "/v1"))
+        _ep, _, req = _sweep(small, "mini", _spec("openai/gpt-4o-mini", server.url + "/v1"))
     info = litellm.model_cost["gpt-4o-mini"]
     expect = 1000 * info["input_cost_per_token"] + 100 * info["output_cost_per_token"]
     assert req.price_source.iloc[0] == "litellm" and req.cost.iloc[0] == pytest.approx(expect, rel=1e-9)
@@ -235,14 +241,14 @@ def test_repair_arguments():
 
 def test_recover_tool_calls():
     names = {"ci_test", "submit"}
-    calls, text, notes = recover_tool_calls(
+    calls, text, _notes = recover_tool_calls(
         'thinking...\n<tool_call>\n{"name": "ci_test", "arguments": {"x": "X1", "y": "X2"}}\n</tool_call>\n'
         '<tool_call>{"name": "submit", "arguments": "{\\"edges\\": []}"}</tool_call>', names)
     assert calls == [("ci_test", '{"x": "X1", "y": "X2"}'), ("submit", '{"edges": []}')] and text == "thinking..."
     calls, text, _ = recover_tool_calls('{"name": "submit", "arguments": {"edges": ["X1 -> X2"]}}', names)
     assert calls == [("submit", '{"edges": ["X1 -> X2"]}')] and text == ""
     # unknown tool or broken JSON inside a tag: an unreadable call, answered with an error by the harness
-    calls, _, notes = recover_tool_calls('<tool_call>{"name": "fly", "arguments": {}}</tool_call>', names)
+    calls, _, _notes = recover_tool_calls('<tool_call>{"name": "fly", "arguments": {}}</tool_call>', names)
     assert calls[0][0] == UNREADABLE_TOOL and "offered tool" in json.loads(calls[0][1])["problem"]
     calls, _, _ = recover_tool_calls("<tool_call>{name: ci_test</tool_call>", names)
     assert calls[0][0] == UNREADABLE_TOOL and json.loads(calls[0][1])["problem"] == "not valid JSON"

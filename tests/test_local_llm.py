@@ -25,8 +25,14 @@ import pytest
 import yaml
 from conftest import small_lg_split
 
-from heuresis.local_server import (API_BASE_ENV, LocalServer, LocalServerError, ServerSettings, extra_installed,
-                                   run_with_server)
+from heuresis.local_server import (
+    API_BASE_ENV,
+    LocalServer,
+    LocalServerError,
+    ServerSettings,
+    extra_installed,
+    run_with_server,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 LOCAL = yaml.safe_load((ROOT / "config" / "local.yaml").read_text())

@@ -3,9 +3,9 @@
 import gadjid
 import numpy as np
 import pytest
+from conftest import random_dag
 from sklearn.metrics import f1_score, precision_score, recall_score
 
-from conftest import random_dag
 from heuresis.graph import Graph, Relation, dag_to_cpdag
 from heuresis.metrics import adjacency_scores, nshd, score_graph, shd
 

@@ -9,8 +9,7 @@ import pytest
 
 from heuresis.grades import DEFAULT_GRADES, strength_grade, validate_grades
 from heuresis.graph import Graph, Relation, dag_to_cpdag
-from heuresis.pc import (CIRecord, Deletion, DSeparationOracle, PCResult, label_deletions, oracle_repair, orient,
-                         pc)
+from heuresis.pc import CIRecord, Deletion, DSeparationOracle, PCResult, label_deletions, oracle_repair, orient, pc
 
 
 class CLAdapter:
@@ -227,7 +226,7 @@ def test_oracle_repair_restores_exactly_the_wrong_deletions():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         n_wrong = 0
-        for fam, i, inst in _instances(d=8, n=300, per_family=2):
+        for _fam, _i, inst in _instances(d=8, n=300, per_family=2):
             res = pc(inst.data, CLAdapter(inst.data, "fisherz"))
             labels = label_deletions(res.deletions, inst.dag)
             truth_skel = (inst.dag | inst.dag.T) != 0

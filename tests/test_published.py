@@ -92,6 +92,6 @@ def test_table2_paper_built_by_the_tiny_workflow(tiny_run):
     for fam in ours.index:
         assert cmp.loc[fam, "wrong_deletions_ours"] == pytest.approx(ours.loc[fam, "wrong_deletions_mean"])
         assert cmp.loc[fam, "oracle_gain_ours"] == pytest.approx(ours.loc[fam, "oracle_minus_pc_kci"])
-    for fam, (w, s, g) in PAPER.items():
+    for fam, (w, _s, g) in PAPER.items():
         assert cmp.loc[fam, "wrong_deletions_paper"] == w and cmp.loc[fam, "oracle_gain_paper"] == g
     assert (tiny_run / "results/tables/table2_paper.md").read_text().count("\n") >= 8

@@ -13,11 +13,17 @@ import numpy as np
 import pytest
 
 from heuresis.harness import sandbox
-from heuresis.harness.sandbox import (ISOLATION_KEY, IsolationUnavailable, SandboxLimits, isolation_for,
-                                      isolation_status, run_code)
+from heuresis.harness.sandbox import (
+    ISOLATION_KEY,
+    IsolationUnavailable,
+    SandboxLimits,
+    isolation_for,
+    isolation_status,
+    run_code,
+)
 
 sys.path.insert(0, str(Path(__file__).parent))
-import sandbox_attacks  # noqa: E402
+import sandbox_attacks
 
 DATA = np.arange(12.0).reshape(4, 3)
 HERE = Path(__file__).resolve().parent

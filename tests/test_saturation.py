@@ -54,7 +54,7 @@ def test_f1_recomputed_with_sklearn(table):
 
 
 def test_oracle_is_pc_kci_plus_every_missed_true_edge(table):
-    for k, part in table.groupby("dataset"):
+    for _k, part in table.groupby("dataset"):
         pc, oracle = (part[part["method"] == m].iloc[0] for m in ("pc_kci", "oracle"))
         d = int(pc["d"])
         expected = _skeleton_upper(pc["graph"], d) | _skeleton_upper(pc["dag"], d)

@@ -12,8 +12,8 @@ import importlib.util
 import os
 import shutil
 import subprocess
-import pytest
 
+import pytest
 from conftest import ROOT
 from tinyflow import CONFIG, CORE_TARGETS, assert_same_artifacts, copy_workflow, run_snakemake
 

@@ -12,8 +12,17 @@ import pytest
 from heuresis import graph as G
 from heuresis.config import ConfigError, validate_config
 from heuresis.graph import Graph
-from heuresis.verification import (A003024, CHECKS, ESSENTIAL_GRAPHS, check_settings, enumerate_dags, read_checks,
-                                   run_check, table5, write_check)
+from heuresis.verification import (
+    A003024,
+    CHECKS,
+    ESSENTIAL_GRAPHS,
+    check_settings,
+    enumerate_dags,
+    read_checks,
+    run_check,
+    table5,
+    write_check,
+)
 
 TINY = {
     "dsep": {"dags": 25, "queries": 8, "d": [3, 8]},
@@ -54,7 +63,7 @@ def test_every_check_is_configured_at_both_scales(paper_config, quick_config):
     assert paper_config["verification"]["scales"]["large"]["cpdag_bruteforce"]["max_d"] == 6
 
 
-@pytest.mark.parametrize("d", range(0, 5))
+@pytest.mark.parametrize("d", range(5))
 def test_enumeration_counts_are_oeis_a003024(d):
     codes = enumerate_dags(d)
     assert len(codes) == A003024[d] == (1, 1, 3, 25, 543)[d]

@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from tinyflow import copy_workflow
 
 pytestmark = pytest.mark.slow

@@ -14,12 +14,12 @@ __version__ = "0.1.0"
 __all__ = [
     "Graph",
     "Relation",
+    "__version__",
+    "adjacency_scores",
     "d_separated",
     "dag_to_cpdag",
     "meek_closure",
-    "adjacency_scores",
-    "shd",
     "nshd",
     "score_graph",
-    "__version__",
+    "shd",
 ]

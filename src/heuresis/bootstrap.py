@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Interval", "bootstrap_mean", "paired_bootstrap", "unpaired_bootstrap", "bootstrap_ratio"]
+__all__ = ["Interval", "bootstrap_mean", "bootstrap_ratio", "paired_bootstrap", "unpaired_bootstrap"]
 
 
 @dataclass(frozen=True)

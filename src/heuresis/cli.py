@@ -184,12 +184,12 @@ _PLAY_HELP = """commands:
 
 def cmd_play(args: argparse.Namespace, inp=input, out=print) -> int:
     """Play a scenario by hand through the same game the agents play."""
+    from heuresis.games import Game
     from heuresis.games.agents import rows_of
     from heuresis.games.game import GameError
     from heuresis.games.play import task_prompt
     from heuresis.games.scenario import load_scenario
     from heuresis.games.tools import game_tools
-    from heuresis.games import Game
 
     scn = load_scenario(args.scenario, args.scenarios)
     game = Game(scn, seed=args.seed, threshold=args.threshold)

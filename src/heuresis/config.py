@@ -27,9 +27,20 @@ from jsonschema import Draft202012Validator, validators
 
 from heuresis.mechanisms import MECHANISMS
 
-__all__ = ["ConfigError", "load_config", "validate_config", "config_digest", "SPLITS", "merge_configs",
-           "reference_batches", "episode_jobs", "episode_job_indices", "saturation_settings", "read_yaml",
-           "check_config_files"]
+__all__ = [
+    "SPLITS",
+    "ConfigError",
+    "check_config_files",
+    "config_digest",
+    "episode_job_indices",
+    "episode_jobs",
+    "load_config",
+    "merge_configs",
+    "read_yaml",
+    "reference_batches",
+    "saturation_settings",
+    "validate_config",
+]
 
 SPLITS = ("dev", "test")
 
@@ -338,7 +349,7 @@ def _verification_errors(config: dict) -> list[str]:
 def _episode_errors(config: dict) -> list[str]:
     """Agents have registered kinds; grids name known agents, budgets, families; run names known grids."""
     from heuresis.agents import AGENTS
-    from heuresis.games.agents import GameAgent   # registers the offline game agents
+    from heuresis.games.agents import GameAgent  # registers the offline game agents
 
     msgs: list[str] = []
     agents = config.get("agents", {})

@@ -38,7 +38,7 @@ from heuresis.references import grade_table, graph_of, load_references
 from heuresis.report import atomic_write_text
 from heuresis.schemas import CALLS, EPISODES, REQUESTS, write_table
 
-__all__ = ["run_episode_shard", "episode_settings", "load_episode_inputs"]
+__all__ = ["episode_settings", "load_episode_inputs", "run_episode_shard"]
 
 
 def episode_settings(episodes_cfg: Mapping, menu: Mapping, grades: Sequence[Mapping], budget: str) -> EpisodeSettings:

@@ -27,8 +27,16 @@ from pathlib import Path
 from heuresis.report import atomic_write_text
 from heuresis.schemas import ArtifactError, read_metadata
 
-__all__ = ["N_FAILED_KEY", "ATTEMPT_KEY", "FIRST_ATTEMPT", "n_failed", "attempt_param", "record_attempt",
-           "attempt_file", "failure_metadata"]
+__all__ = [
+    "ATTEMPT_KEY",
+    "FIRST_ATTEMPT",
+    "N_FAILED_KEY",
+    "attempt_file",
+    "attempt_param",
+    "failure_metadata",
+    "n_failed",
+    "record_attempt",
+]
 
 N_FAILED_KEY = "heuresis.n_failed"    # Parquet metadata: units of the artifact that failed (infrastructure)
 ATTEMPT_KEY = "heuresis.attempt"      # Parquet metadata: the attempt that wrote the artifact

@@ -16,7 +16,7 @@ import numpy as np
 
 from heuresis.graph import Graph
 
-__all__ = ["FoundationModel", "FOUNDATION_MODELS", "foundation_model", "NotAvailable"]
+__all__ = ["FOUNDATION_MODELS", "FoundationModel", "NotAvailable", "foundation_model"]
 
 
 class NotAvailable(RuntimeError):

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-__all__ = ["DEFAULT_GRADES", "validate_grades", "strength_grade", "grade_of"]
+__all__ = ["DEFAULT_GRADES", "grade_of", "strength_grade", "validate_grades"]
 
 #: Default grade table; a config may replace it (same shape: list of [bound, label]).
 DEFAULT_GRADES: list[tuple[float, str]] = [

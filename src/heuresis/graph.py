@@ -25,17 +25,17 @@ from enum import IntEnum
 import numpy as np
 
 __all__ = [
-    "Relation",
     "Graph",
+    "Relation",
     "column_names",
-    "is_dag",
-    "topological_order",
     "d_separated",
     "d_separated_bayes_ball",
     "dag_to_cpdag",
-    "meek_closure",
-    "v_structures",
     "has_directed_path",
+    "is_dag",
+    "meek_closure",
+    "topological_order",
+    "v_structures",
 ]
 
 

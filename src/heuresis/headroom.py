@@ -38,8 +38,16 @@ from heuresis.metrics import score_graph
 from heuresis.references import graph_of, labelled_log, load_references
 from heuresis.schemas import HEADROOM_SCORES, HEADROOM_SELECTION, read_table, write_table
 
-__all__ = ["select_bca", "restore_pairs", "build_headroom", "load_scores", "load_selection",
-           "GLOBAL", "BCA_FAILURE_RULE", "BCA_RULE_KEY"]
+__all__ = [
+    "BCA_FAILURE_RULE",
+    "BCA_RULE_KEY",
+    "GLOBAL",
+    "build_headroom",
+    "load_scores",
+    "load_selection",
+    "restore_pairs",
+    "select_bca",
+]
 
 GLOBAL = "all"  # the scope name of BCA_g and of rows over all families
 BCA_FAILURE_RULE = ("a reference run that crashed on an instance counts as the empty graph (its F1) in the "
@@ -122,7 +130,7 @@ def build_headroom(ref_paths: Sequence[str | Path], truth_dirs: Mapping[str, str
         truths = load_truth(truth_dir)
         fam = test[test["family"] == family].set_index(["algorithm", "instance"]).sort_index()
         for index, truth in sorted(truths.items()):
-            def ref(algorithm):
+            def ref(algorithm, fam=fam, index=index, truth=truth):
                 try:
                     return fam.loc[(algorithm, index)]
                 except KeyError:

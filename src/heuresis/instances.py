@@ -27,23 +27,23 @@ import pyarrow.parquet as pq
 from heuresis.config import SPLITS
 from heuresis.graph import Graph, dag_to_cpdag
 from heuresis.mechanisms import MECHANISMS, standardize
-from heuresis.provenance import PROVENANCE_KEY, provenance_record, utc_now, dumps
+from heuresis.provenance import PROVENANCE_KEY, dumps, provenance_record, utc_now
 from heuresis.schemas import INSTANCE_INDEX, TRUTH_GRAPHS, TRUTH_NODES, data_schema, read_table, write_table
 
 __all__ = [
-    "stable_key",
-    "instance_seed",
-    "sample_dag",
     "Instance",
     "generate_instance",
-    "sample_scm",
+    "instance_id",
+    "instance_seed",
     "instance_spec",
-    "write_split",
     "load_data",
     "load_truth",
-    "var_sortability",
     "r2_sortability",
-    "instance_id",
+    "sample_dag",
+    "sample_scm",
+    "stable_key",
+    "var_sortability",
+    "write_split",
 ]
 
 

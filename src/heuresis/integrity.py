@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 
 from heuresis.provenance import file_sha256
 
-__all__ = ["Damage", "scan", "remove_damaged"]
+__all__ = ["Damage", "remove_damaged", "scan"]
 
 
 @dataclass(frozen=True)

@@ -40,8 +40,16 @@ from heuresis.networks import Network, load_network
 from heuresis.provenance import PROVENANCE_KEY, dumps, provenance_record, utc_now
 from heuresis.schemas import LEAKAGE, write_table
 
-__all__ = ["CONDITIONS", "probe_labels", "probe_prompt", "to_tokens", "score_reply", "run_leakage", "figure1a",
-           "probe_seed"]
+__all__ = [
+    "CONDITIONS",
+    "figure1a",
+    "probe_labels",
+    "probe_prompt",
+    "probe_seed",
+    "run_leakage",
+    "score_reply",
+    "to_tokens",
+]
 
 CONDITIONS = ("names", "indices")
 

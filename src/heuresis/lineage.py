@@ -28,8 +28,15 @@ from pathlib import Path
 from heuresis.provenance import PROVENANCE_KEY, file_sha256
 from heuresis.schemas import ArtifactError, read_metadata
 
-__all__ = ["Lineage", "InputCheck", "read_provenance", "record_source", "lineage", "format_lineage",
-           "to_dict"]
+__all__ = [
+    "InputCheck",
+    "Lineage",
+    "format_lineage",
+    "lineage",
+    "read_provenance",
+    "record_source",
+    "to_dict",
+]
 
 
 @dataclass
@@ -40,7 +47,7 @@ class InputCheck:
     recorded_sha256: str
     path: Path | None            # where it was found now (None: missing)
     current_sha256: str | None
-    lineage: "Lineage | None" = None    # the input's own lineage, when it is an artifact
+    lineage: Lineage | None = None    # the input's own lineage, when it is an artifact
 
     @property
     def status(self) -> str:

@@ -33,8 +33,19 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["API_BASE_ENV", "MODEL_PACKAGE", "MODEL_FILE", "MODEL_ALIAS", "LocalServerError", "ServerSettings",
-           "model_path", "free_port", "LocalServer", "run_with_server", "extra_installed"]
+__all__ = [
+    "API_BASE_ENV",
+    "MODEL_ALIAS",
+    "MODEL_FILE",
+    "MODEL_PACKAGE",
+    "LocalServer",
+    "LocalServerError",
+    "ServerSettings",
+    "extra_installed",
+    "free_port",
+    "model_path",
+    "run_with_server",
+]
 
 #: Environment variable holding the local server's OpenAI-compatible base URL (``http://127.0.0.1:PORT/v1``).
 API_BASE_ENV = "HEURESIS_LOCAL_API_BASE"
@@ -135,7 +146,7 @@ class LocalServer:
                 "--chat_format", s.chat_format, "--n_threads", str(s.n_threads),
                 "--n_threads_batch", str(s.n_threads)]
 
-    def start(self) -> "LocalServer":
+    def start(self) -> LocalServer:
         missing = extra_installed() if self.settings.model is None else None
         if missing:
             raise LocalServerError(f"the local server needs the [local] extra: {missing}")
@@ -198,7 +209,7 @@ class LocalServer:
                 fh.close()
             self._fh = None
 
-    def __enter__(self) -> "LocalServer":
+    def __enter__(self) -> LocalServer:
         return self.start()
 
     def __exit__(self, *exc) -> None:

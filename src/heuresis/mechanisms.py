@@ -29,7 +29,7 @@ import numpy as np
 
 from heuresis.registry import Registry
 
-__all__ = ["MechanismKind", "MECHANISMS", "register_mechanism", "standardize", "softplus"]
+__all__ = ["MECHANISMS", "MechanismKind", "register_mechanism", "softplus", "standardize"]
 
 MechanismFn = Callable[[np.random.Generator, np.ndarray, "float | None", dict], tuple[np.ndarray, np.ndarray, dict]]
 

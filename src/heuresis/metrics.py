@@ -16,7 +16,7 @@ import numpy as np
 
 from heuresis.graph import Graph, meek_closure
 
-__all__ = ["AdjacencyScores", "adjacency_scores", "shd", "nshd", "GraphScores", "score_graph"]
+__all__ = ["AdjacencyScores", "GraphScores", "adjacency_scores", "nshd", "score_graph", "shd"]
 
 
 def _skeleton(g: Graph | np.ndarray) -> np.ndarray:

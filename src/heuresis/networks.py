@@ -34,7 +34,7 @@ import gzip
 import importlib.util
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -154,7 +154,7 @@ def _acyclic(adj: np.ndarray) -> bool:
     return removed == adj.shape[0]
 
 
-@lru_cache(maxsize=None)
+@cache
 def _load(name: str) -> Network:
     path = network_path(name)
     with gzip.open(path, "rt", encoding="utf-8") as fh:

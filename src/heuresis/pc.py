@@ -49,13 +49,13 @@ from .graph import Graph, Relation, d_separated, has_directed_path
 
 __all__ = [
     "CIRecord",
+    "DSeparationOracle",
     "Deletion",
     "PCResult",
-    "DSeparationOracle",
-    "pc",
-    "orient",
     "label_deletions",
     "oracle_repair",
+    "orient",
+    "pc",
 ]
 
 Pair = tuple[int, int]

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from heuresis.config import config_digest
 
-__all__ = ["provenance_record", "file_sha256", "code_version", "package_versions", "utc_now", "PROVENANCE_KEY"]
+__all__ = ["PROVENANCE_KEY", "code_version", "file_sha256", "package_versions", "provenance_record", "utc_now"]
 
 PROVENANCE_KEY = "heuresis.provenance"
 _PACKAGES = ("heuresis", "numpy", "scipy", "pandas", "pyarrow", "scikit-learn", "causal-learn", "lingam",
@@ -31,7 +31,7 @@ _PACKAGES = ("heuresis", "numpy", "scipy", "pandas", "pyarrow", "scikit-learn", 
 
 
 def utc_now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
 
 
 def file_sha256(path: str | Path) -> str:

@@ -34,8 +34,15 @@ from heuresis.metrics import score_graph
 from heuresis.provenance import PROVENANCE_KEY, dumps, provenance_record, utc_now
 from heuresis.schemas import REFERENCES, read_table, write_table
 
-__all__ = ["shards", "shard_indices", "run_shard", "load_references", "reference_row", "grade_table",
-           "labelled_log"]
+__all__ = [
+    "grade_table",
+    "labelled_log",
+    "load_references",
+    "reference_row",
+    "run_shard",
+    "shard_indices",
+    "shards",
+]
 
 
 def shards(n_instances: int, shard_size: int) -> list[int]:
@@ -120,7 +127,7 @@ def run_shard(algorithm: str, params: Mapping, family: str, split: str, indices:
     return Path(out)
 
 
-def load_references(paths: Sequence[str | Path]) -> "pd.DataFrame":  # noqa: F821
+def load_references(paths: Sequence[str | Path]) -> pd.DataFrame:  # noqa: F821
     """Concatenate reference shards into one DataFrame (graph as an int8 array per row)."""
     import pandas as pd
 

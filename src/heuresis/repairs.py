@@ -49,9 +49,25 @@ from heuresis.instances import load_data, load_truth, stable_key
 from heuresis.references import graph_of, labelled_log, load_references
 from heuresis.schemas import REPAIR_FEATURES, read_table, write_table
 
-__all__ = ["SIGNALS", "LOG_SIGNALS", "TEST_SIGNALS", "DIRECTION", "CLASSIFIER", "ORACLE", "pair_features",
-           "build_features", "load_features", "auc", "f1_after", "choose_threshold", "threshold_gain",
-           "classifier_scores", "evaluate", "summary_display", "figure8"]
+__all__ = [
+    "CLASSIFIER",
+    "DIRECTION",
+    "LOG_SIGNALS",
+    "ORACLE",
+    "SIGNALS",
+    "TEST_SIGNALS",
+    "auc",
+    "build_features",
+    "choose_threshold",
+    "classifier_scores",
+    "evaluate",
+    "f1_after",
+    "figure8",
+    "load_features",
+    "pair_features",
+    "summary_display",
+    "threshold_gain",
+]
 
 LOG_SIGNALS = ("log_pvalue", "log_set_size", "log_common_neighbours", "log_stale_set")
 TEST_SIGNALS = ("min_alt_pvalue", "max_alt_pvalue", "fisherz_pvalue", "stability", "residual_dcor")

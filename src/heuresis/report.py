@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 
 from heuresis.provenance import PROVENANCE_KEY, dumps
 
-__all__ = ["write_paper_table", "save_figure", "to_markdown", "to_latex", "atomic_write_text"]
+__all__ = ["atomic_write_text", "save_figure", "to_latex", "to_markdown", "write_paper_table"]
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:

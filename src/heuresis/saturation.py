@@ -37,8 +37,18 @@ from heuresis.pc import oracle_repair
 from heuresis.provenance import PROVENANCE_KEY, dumps, provenance_record, utc_now
 from heuresis.schemas import SATURATION, read_table, write_table
 
-__all__ = ["ORACLE", "dataset_seed", "topological_order", "simulate", "run_network", "load_saturation",
-           "saturation_summary", "oracle_gain_share", "figure1b_table", "figure1b"]
+__all__ = [
+    "ORACLE",
+    "dataset_seed",
+    "figure1b",
+    "figure1b_table",
+    "load_saturation",
+    "oracle_gain_share",
+    "run_network",
+    "saturation_summary",
+    "simulate",
+    "topological_order",
+]
 
 ORACLE = "oracle"
 _PC = "pc_kci"

@@ -16,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-__all__ = ["VALUES", "REQUIREMENTS", "table1_path", "load_table1", "table1"]
+__all__ = ["REQUIREMENTS", "VALUES", "load_table1", "table1", "table1_path"]
 
 VALUES = ("yes", "partial", "no", "—")
 REQUIREMENTS = ("D1", "D2", "D3", "D4")

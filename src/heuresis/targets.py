@@ -21,7 +21,7 @@ from heuresis.bootstrap import Interval, bootstrap_mean, paired_bootstrap
 from heuresis.foundation import foundation_model
 from heuresis.headroom import BCA_FAILURE_RULE, GLOBAL
 
-__all__ = ["table2", "table3", "table11", "figure1c", "method_f1", "method_failed", "FLOORS"]
+__all__ = ["FLOORS", "figure1c", "method_f1", "method_failed", "table2", "table3", "table11"]
 
 FLOORS = ("empty", "complete", "pc_kci", "random_restoration", "oracle")
 FAILED_RUNS = "failed test runs (scored as the empty graph)"   # Table 3's column when any run failed
@@ -136,7 +136,7 @@ def table3(scores: pd.DataFrame, selection: pd.DataFrame, families: Sequence[str
                      FAILED_RUNS: failures or "none"})
     for name in foundation:
         model = foundation_model(name)
-        ok, reason = model.availability()
+        _ok, reason = model.availability()
         rows.append(dict(row=model.title, kind="foundation_model", bca_g="", bca_f="", f1_bca_f=np.nan,
                          f1_oracle=np.nan, h_s=np.nan, h_s_lo=np.nan, h_s_hi=np.nan, h_r=np.nan, h_r_lo=np.nan,
                          h_r_hi=np.nan, router_delta_r=np.nan, router_delta_r_lo=np.nan, router_delta_r_hi=np.nan,

@@ -80,17 +80,17 @@ from heuresis import graph as G
 from heuresis.graph import Graph
 
 __all__ = [
-    "CHECKS",
-    "CheckResult",
     "A003024",
+    "CHECKS",
     "ESSENTIAL_GRAPHS",
+    "CheckResult",
     "check_settings",
-    "run_check",
     "enumerate_dags",
-    "write_check",
     "read_checks",
-    "write_checks_table",
+    "run_check",
     "table5",
+    "write_check",
+    "write_checks_table",
 ]
 
 #: Labeled DAGs on d nodes, d = 0..6 (OEIS A003024).
@@ -339,7 +339,7 @@ def _skeleton_and_vstructures(codes: np.ndarray, d: int) -> tuple[np.ndarray, np
     adj = {(i, j): _bit(codes, d, i, j) for i in range(d) for j in range(d) if i != j}
     skel = np.zeros_like(codes)
     und = {}
-    for t, (i, j) in enumerate((i, j) for i in range(d) for j in range(i + 1, d)):
+    for t, (i, j) in enumerate(itertools.combinations(range(d), 2)):
         und[(i, j)] = und[(j, i)] = adj[(i, j)] | adj[(j, i)]
         skel |= und[(i, j)] << np.int64(t)
     vs = np.zeros_like(codes)
@@ -373,7 +373,7 @@ def _bruteforce_d(d: int, workers: int, ex: _Examples) -> dict:
             ex.count += 1
             continue
         members = codes[start[class_of[k]]:start[class_of[k]] + sizes[class_of[k]]]
-        ex.add(dict(d=d, dag=_edges(_decode(codes[[k]], d)[0]), class_size=int(len(members)),
+        ex.add(dict(d=d, dag=_edges(_decode(codes[[k]], d)[0]), class_size=len(members),
                     ours=Graph(_decode(ours[[k]], d)[0]).to_lines(),
                     expected=Graph(_decode(expected[[k]], d)[0]).to_lines(),
                     class_members=[_edges(m) for m in _decode(members[:12], d)]))
@@ -383,8 +383,8 @@ def _bruteforce_d(d: int, workers: int, ex: _Examples) -> dict:
                                 ("equivalence classes", len(start), ESSENTIAL_GRAPHS[d], classes_ok)):
         if not ok:
             ex.add(dict(d=d, count=name, enumerated=int(got), known=int(want)))
-    return dict(d=d, dags=int(len(codes)), known_dags=A003024[d], classes=int(len(start)),
-                known_classes=ESSENTIAL_GRAPHS[d], dags_with_wrong_cpdag=int(len(wrong)),
+    return dict(d=d, dags=len(codes), known_dags=A003024[d], classes=len(start),
+                known_classes=ESSENTIAL_GRAPHS[d], dags_with_wrong_cpdag=len(wrong),
                 classes_with_several_cpdags=int((n_cpdags > 1).sum()) if n_cpdags is not None else 0,
                 seconds=round(time.perf_counter() - t0, 2))
 

@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 
 from heuresis.registry import Registry
 
-__all__ = ["Agent", "AgentReply", "Usage", "AGENTS", "register_agent", "make_agent", "tool_call", "UNREADABLE_TOOL"]
+__all__ = ["AGENTS", "UNREADABLE_TOOL", "Agent", "AgentReply", "Usage", "make_agent", "register_agent", "tool_call"]
 
 #: Name given to a tool call an agent wrote but that could not be read (the harness answers it
 #: with the problem, so the model can try again).

@@ -54,8 +54,17 @@ from heuresis.agents.base import UNREADABLE_TOOL, Agent, AgentReply, Usage, regi
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-__all__ = ["LLMAgent", "LLMCallError", "CredentialsError", "RetryPolicy", "missing_credentials",
-           "check_credentials", "recover_tool_calls", "repair_arguments", "llm_agents_in_use"]
+__all__ = [
+    "CredentialsError",
+    "LLMAgent",
+    "LLMCallError",
+    "RetryPolicy",
+    "check_credentials",
+    "llm_agents_in_use",
+    "missing_credentials",
+    "recover_tool_calls",
+    "repair_arguments",
+]
 
 
 def _litellm():
@@ -357,7 +366,8 @@ class LLMAgent(Agent):
 
     # --- one call ---------------------------------------------------------------------------------
     def _kwargs(self, messages: list[dict], tools: list[dict]) -> dict:
-        kw: dict[str, Any] = {"model": self._model, "messages": _outgoing(messages, self.plain_history), "timeout": self.timeout_s,
+        kw: dict[str, Any] = {"model": self._model, "messages": _outgoing(messages, self.plain_history),
+                              "timeout": self.timeout_s,
                               "num_retries": 0, "max_retries": 0}
         if tools:
             kw["tools"] = tools

@@ -35,8 +35,20 @@ from heuresis.agents.base import Agent, AgentReply, register_agent, tool_call
 from heuresis.graph import Graph, Relation
 from heuresis.harness.parse import ParseError, parse_edge_list
 
-__all__ = ["ShortcutAgent", "MergeAgent", "EvidenceAgent", "Check", "EvidenceRule", "RetestPlan", "plan_retests",
-           "decide_restore", "plan_screen", "plan_confirm", "decide_nonlinear", "NONLINEAR_DEFAULTS"]
+__all__ = [
+    "NONLINEAR_DEFAULTS",
+    "Check",
+    "EvidenceAgent",
+    "EvidenceRule",
+    "MergeAgent",
+    "RetestPlan",
+    "ShortcutAgent",
+    "decide_nonlinear",
+    "decide_restore",
+    "plan_confirm",
+    "plan_retests",
+    "plan_screen",
+]
 
 _BUDGET = re.compile(r"test units (\d+)/(\d+)")
 _LOG = re.compile(r"^(X\d+) -- (X\d+) \| given \{(.*?)\} \| (\w+) \| (.+)$", re.M)
@@ -417,7 +429,7 @@ def decide_restore(rule: EvidenceRule, plan: RetestPlan,
     checks = rule.checks_for(plan.guided)
     for (x, y), reads in plan.reads.items():
         known = plan.known[(x, y)]
-        if all(c.passes([known.get(k, grades.get((x, y) + k)) for k in r]) for c, r in zip(checks, reads)):
+        if all(c.passes([known.get(k, grades.get((x, y, *k))) for k in r]) for c, r in zip(checks, reads)):
             out.append((x, y))
     return out
 

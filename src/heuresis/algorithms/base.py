@@ -28,25 +28,25 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from heuresis.registry import Registry
 from heuresis.graph import Graph
+from heuresis.registry import Registry
 
 __all__ = [
+    "ALGORITHMS",
     "Algorithm",
     "AlgorithmResult",
     "Param",
-    "ALGORITHMS",
-    "register_algorithm",
-    "make_algorithm",
     "check_data",
-    "is_prob",
-    "is_pos_float",
     "is_nonneg_float",
-    "is_pos_int",
     "is_nonneg_int",
-    "is_seed",
     "is_opt_pos_int",
+    "is_pos_float",
+    "is_pos_int",
+    "is_prob",
+    "is_seed",
+    "make_algorithm",
     "one_of",
+    "register_algorithm",
 ]
 
 
@@ -181,7 +181,7 @@ class Algorithm(ABC):
             p = known[key]
             try:
                 ok = bool(p.check(value))
-            except Exception:  # noqa: BLE001 - a check that crashes means a bad value
+            except Exception:
                 ok = False
             if not ok:
                 raise ValueError(f"{self.name}: parameter {key!r} must be {p.allowed}; got {value!r}")

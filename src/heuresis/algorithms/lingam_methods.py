@@ -48,7 +48,7 @@ from .base import (
     register_algorithm,
 )
 
-__all__ = ["DirectLiNGAM", "RESIT"]
+__all__ = ["RESIT", "DirectLiNGAM"]
 
 
 @register_algorithm("direct_lingam")

@@ -46,7 +46,7 @@ from .base import (
     register_algorithm,
 )
 
-__all__ = ["NOTEARS", "notears_linear", "notears_h", "find_cycle", "break_cycles"]
+__all__ = ["NOTEARS", "break_cycles", "find_cycle", "notears_h", "notears_linear"]
 
 
 def notears_h(W: np.ndarray) -> float:

@@ -15,7 +15,7 @@ import numpy as np
 
 from .base import Algorithm, AlgorithmResult, Param, is_prob, register_algorithm
 
-__all__ = ["PCFisherZ", "PCKCI"]
+__all__ = ["PCKCI", "PCFisherZ"]
 
 
 class _PCBase(Algorithm):
@@ -25,7 +25,7 @@ class _PCBase(Algorithm):
     }
 
     def warm_up(self) -> None:
-        import heuresis.ci  # noqa: F401
+        import heuresis.ci
         import heuresis.pc  # noqa: F401
 
     def _run(self, data: np.ndarray) -> AlgorithmResult:

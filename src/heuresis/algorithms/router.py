@@ -25,7 +25,7 @@ import numpy as np
 
 from .base import Algorithm, AlgorithmResult, Param, is_pos_int, is_prob, is_seed, register_algorithm
 
-__all__ = ["Router", "holm_adjust", "distance_correlation"]
+__all__ = ["Router", "distance_correlation", "holm_adjust"]
 
 
 def distance_correlation(x: np.ndarray, y: np.ndarray) -> float:

@@ -6,8 +6,22 @@
 * :mod:`heuresis.analysis.figures` — the figures.
 """
 
-from heuresis.analysis.scores import (DrillDown, drill_down, load_episode_scores, merge_by_k, score_episodes,
-                                      unsupported, write_episode_scores)
+from heuresis.analysis.scores import (
+                                      DrillDown,
+                                      drill_down,
+                                      load_episode_scores,
+                                      merge_by_k,
+                                      score_episodes,
+                                      unsupported,
+                                      write_episode_scores,
+)
 
-__all__ = ["DrillDown", "drill_down", "merge_by_k", "unsupported", "score_episodes", "load_episode_scores",
-           "write_episode_scores"]
+__all__ = [
+                                      "DrillDown",
+                                      "drill_down",
+                                      "load_episode_scores",
+                                      "merge_by_k",
+                                      "score_episodes",
+                                      "unsupported",
+                                      "write_episode_scores",
+]

@@ -19,7 +19,7 @@ from heuresis.analysis.tables import GLOBAL, _boot, _n_failed, _paired_diff, res
 from heuresis.bootstrap import bootstrap_mean, bootstrap_ratio, paired_bootstrap
 from heuresis.targets import method_f1
 
-__all__ = ["figure6", "figure7a", "figure7b", "figure9", "MAX_SERIES"]
+__all__ = ["MAX_SERIES", "figure6", "figure7a", "figure7b", "figure9"]
 
 MAX_SERIES = 10
 _COLORS = ["#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3", "#8c8c8c", "#ccb974",

@@ -34,8 +34,18 @@ from heuresis.metrics import adjacency_scores, score_graph, shd
 from heuresis.references import graph_of, labelled_log
 from heuresis.schemas import CALLS, EPISODE_SCORES, EPISODES, read_table, write_table
 
-__all__ = ["DrillDown", "drill_down", "merge_by_k", "unsupported", "algorithm_outputs", "score_episodes",
-           "load_episodes", "load_episode_scores", "write_episode_scores", "PC_VARIANTS"]
+__all__ = [
+    "PC_VARIANTS",
+    "DrillDown",
+    "algorithm_outputs",
+    "drill_down",
+    "load_episode_scores",
+    "load_episodes",
+    "merge_by_k",
+    "score_episodes",
+    "unsupported",
+    "write_episode_scores",
+]
 
 PC_VARIANTS = ("pc_kci", "pc_fisherz")
 
@@ -146,7 +156,7 @@ def score_episode(ep: Mapping, calls: pd.DataFrame, truth, pc_row: Mapping, head
     pc = score_graph(truth.dag, truth.cpdag, pc_graph)
     outputs = algorithm_outputs(calls, names)
     ran = list(dict.fromkeys(a for a, _ in outputs))
-    first_out = {a: g for a, g in reversed(outputs)}  # first output of each algorithm
+    first_out = dict(reversed(outputs))  # first output of each algorithm
     # the in-episode PC-KCI output: the guided start, else the agent's first pc_kci call
     if ep["guided"]:
         episode_pc, episode_pc_graph = "start", pc_graph
@@ -208,7 +218,7 @@ def score_episodes(episodes: pd.DataFrame, calls: pd.DataFrame, truths: Mapping[
     heads: dict[tuple[str, int], dict[str, float]] = {}
     for r in headroom[headroom["method"].isin(["bca_g", "bca_f"])].itertuples():
         heads.setdefault((r.family, int(r.instance)), {})[r.method] = float(r.f1)
-    by_episode = {k: g for k, g in calls.groupby("episode_id")} if len(calls) else {}
+    by_episode = dict(calls.groupby("episode_id")) if len(calls) else {}
     k_max = max(len([a for a in menu if a != "pc_kci"]), 1)
     rows = []
     for ep in episodes.to_dict("records"):

@@ -35,9 +35,28 @@ import pandas as pd
 
 from heuresis.bootstrap import Interval, bootstrap_mean, bootstrap_ratio, paired_bootstrap
 
-__all__ = ["table4", "table6", "table7", "table8", "table9", "table10", "table12", "table13", "test_episodes",
-           "FAILED", "FAILED_COLUMN", "split_failed", "counting_failures", "results_of", "scopes_of", "merge_star",
-           "mutual_information", "paired_with", "CONDITION_FIELDS", "GLOBAL"]
+__all__ = [
+    "CONDITION_FIELDS",
+    "FAILED",
+    "FAILED_COLUMN",
+    "GLOBAL",
+    "counting_failures",
+    "merge_star",
+    "mutual_information",
+    "paired_with",
+    "results_of",
+    "scopes_of",
+    "split_failed",
+    "table4",
+    "table6",
+    "table7",
+    "table8",
+    "table9",
+    "table10",
+    "table12",
+    "table13",
+    "test_episodes",
+]
 
 GLOBAL = "all"
 FAILED = "failed"                       # episode status of an infrastructure failure
@@ -103,7 +122,7 @@ def counting_failures(per_family: bool, subset: Callable[[pd.DataFrame], pd.Data
                     extra_n.append({"agent": agent, "condition_id": cond, "family": scope,
                                     **{f: r[f] for f in CONDITION_FIELDS}, "n": 0, "n_finished": 0, "n_failed": k,
                                     "note": ALL_FAILED})
-                    row = {c: ALL_FAILED for c in display.columns}
+                    row = dict.fromkeys(display.columns, ALL_FAILED)
                     row.update({c: v for c, v in (("agent", agent), ("condition", cond), ("family", scope),
                                                   ("families", ", ".join(dict.fromkeys(part["family"]))),
                                                   ("episodes", 0), (FAILED_COLUMN, k), ("repeat", r["repeat"]),
@@ -431,7 +450,7 @@ def table9(scores: pd.DataFrame, families: Sequence[str], boot: Mapping, agents:
     if scores.empty:
         return _no_episodes("test episodes", cols)
     rows, disp = [], []
-    for agent, cond, part, fin, b, fams in _global_rows(scores, agents, families):
+    for agent, _cond, part, fin, b, fams in _global_rows(scores, agents, families):
         dr, dr_fin = _all_and_finished(part, fin, "delta_r", boot)
         rows.append({**b, "families": fams, **_iv_cols(dr, "delta_r"), **_iv_cols(dr_fin, "delta_r_finished"),
                      "returns_pc_output_rate": _share(part["returns_pc_output"]),

@@ -3,4 +3,4 @@ from .base import CI_TESTS, CacheKey, CITest, make_ci_test, register_ci_test
 from .fisherz import FisherZ
 from .kci import KCI
 
-__all__ = ["CITest", "CI_TESTS", "CacheKey", "register_ci_test", "make_ci_test", "FisherZ", "KCI"]
+__all__ = ["CI_TESTS", "KCI", "CITest", "CacheKey", "FisherZ", "make_ci_test", "register_ci_test"]

@@ -10,15 +10,16 @@ as ``(min, max)``) plus the sorted, de-duplicated conditioning set.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Callable, ClassVar, Dict, Sequence, Tuple, Type
+from collections.abc import Sequence
+from typing import ClassVar
 
 import numpy as np
 
 from heuresis.registry import Registry
 
-__all__ = ["CITest", "CI_TESTS", "register_ci_test", "make_ci_test", "CacheKey"]
+__all__ = ["CI_TESTS", "CITest", "CacheKey", "make_ci_test", "register_ci_test"]
 
-CacheKey = Tuple[int, int, Tuple[int, ...]]
+CacheKey = tuple[int, int, tuple[int, ...]]
 
 
 class CITest(ABC):
@@ -42,7 +43,7 @@ class CITest(ABC):
         self.n_samples, self.n_vars = arr.shape
         self.n_tests: int = 0        # every call to pvalue()
         self.n_cache_hits: int = 0   # calls answered from the p-value cache
-        self._pcache: Dict[CacheKey, float] = {}
+        self._pcache: dict[CacheKey, float] = {}
 
     # ------------------------------------------------------------------ keys
     def cache_key(self, x: int, y: int, S: Sequence[int] = ()) -> CacheKey:
@@ -52,7 +53,7 @@ class CITest(ABC):
         d = self.n_vars
         if x == y:
             raise ValueError(f"x and y must differ; got x = y = {x}")
-        for v in (x, y) + cond:
+        for v in (x, y, *cond):
             if not 0 <= v < d:
                 raise ValueError(f"variable index {v} out of range [0, {d})")
         if x in cond or y in cond:
@@ -74,7 +75,7 @@ class CITest(ABC):
 
     __call__ = pvalue
 
-    def __deepcopy__(self, memo: dict) -> "CITest":
+    def __deepcopy__(self, memo: dict) -> CITest:
         """A CI test is a memoised function of its (never modified) data: copies share it.
 
         causal-learn's ``pc`` deep-copies its graph object, which holds the test, twice
@@ -94,7 +95,7 @@ class CITest(ABC):
         self._pcache.clear()
 
     @abstractmethod
-    def _compute(self, x: int, y: int, S: Tuple[int, ...]) -> float:
+    def _compute(self, x: int, y: int, S: tuple[int, ...]) -> float:
         """p-value for canonical ``x < y`` and sorted ``S``."""
 
     def __repr__(self) -> str:

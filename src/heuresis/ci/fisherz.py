@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import math
-from typing import Tuple
 
 import numpy as np
 from scipy import special
@@ -26,7 +25,7 @@ class FisherZ(CITest):
         super().__init__(data)
         self.corr = np.corrcoef(self.data.T)
 
-    def _compute(self, x: int, y: int, S: Tuple[int, ...]) -> float:
+    def _compute(self, x: int, y: int, S: tuple[int, ...]) -> float:
         if self.n_samples - len(S) - 3 < 1:
             raise ValueError(f"fisherz needs n - |S| - 3 >= 1 degrees of freedom; n = {self.n_samples} rows and a "
                              f"conditioning set of {len(S)} leave {self.n_samples - len(S) - 3}")

@@ -69,7 +69,8 @@ second thread pool next to numpy's. Limit both (``threadpoolctl``, or
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Any, Hashable, Optional, Tuple
+from collections.abc import Hashable
+from typing import Any
 
 import numpy as np
 from scipy import special, stats
@@ -112,7 +113,7 @@ def _gauss_col(v: np.ndarray, theta: float) -> np.ndarray:
     return np.exp(diff, out=diff)
 
 
-def _pchol(K: np.ndarray, tol: float, max_rank: int) -> Optional[np.ndarray]:
+def _pchol(K: np.ndarray, tol: float, max_rank: int) -> np.ndarray | None:
     """Pivoted Cholesky (LAPACK ``dpstrf``) of a PSD kernel: K ~= L L^T, L (n, r).
 
     Stops once every residual diagonal entry is <= tol (the residual is PSD, so
@@ -131,7 +132,7 @@ def _pchol(K: np.ndarray, tol: float, max_rank: int) -> Optional[np.ndarray]:
 _SYTRD_LWORK: dict = {}
 
 
-def _top_eigh(A: np.ndarray, thresh: float, max_frac: float = 0.4) -> Tuple[np.ndarray, np.ndarray]:
+def _top_eigh(A: np.ndarray, thresh: float, max_frac: float = 0.4) -> tuple[np.ndarray, np.ndarray]:
     """Eigenpairs (w, V) of symmetric A with w > thresh * max(w) (only the lower
     triangle of A is read).
 
@@ -180,7 +181,7 @@ class _LRU:
         self.max_bytes = int(max_bytes)
         self.nbytes = 0
         self.peak_bytes = 0
-        self._d: "OrderedDict[Hashable, Tuple[Any, int]]" = OrderedDict()
+        self._d: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
 
     def get(self, key: Hashable) -> Any:
         item = self._d.get(key)
@@ -208,7 +209,7 @@ class _LRU:
         return len(self._d)
 
 
-def _nb(*arrays: Optional[np.ndarray]) -> int:
+def _nb(*arrays: np.ndarray | None) -> int:
     return sum(a.nbytes for a in arrays if a is not None) + 200
 
 
@@ -219,7 +220,7 @@ class _Projector:
     pivoted-Cholesky factor of Kz). Dense: explicit ``Rz``.
     """
 
-    __slots__ = ("B", "dinv", "Rz")
+    __slots__ = ("B", "Rz", "dinv")
 
     def __init__(self, B=None, dinv=None, Rz=None):
         self.B, self.dinv, self.Rz = B, dinv, Rz
@@ -273,7 +274,7 @@ class _Projector:
 class _XRole:
     """Cached X-role quantities: factor Mx (KxR = Mx Mx^T) or dense KxR, plus Fx."""
 
-    __slots__ = ("M", "K", "F", "diagA")
+    __slots__ = ("F", "K", "M", "diagA")
 
     def __init__(self, M, K, F):
         self.M, self.K, self.F = M, K, F
@@ -336,14 +337,14 @@ class KCI(CITest):
         self._factor_hist: dict = {}  # (role, |S|) -> [successes, failures]
 
     # ------------------------------------------------------------ dispatch
-    def _compute(self, x: int, y: int, S: Tuple[int, ...]) -> float:
+    def _compute(self, x: int, y: int, S: tuple[int, ...]) -> float:
         if not S:
             stat, k, th = self._uncond(x, y)
         else:
             stat, k, th = self._cond(x, y, S)
         return 1.0 - special.gammainc(k, stat / th)
 
-    def statistic(self, x: int, y: int, S=()) -> Tuple[float, float, float]:
+    def statistic(self, x: int, y: int, S=()) -> tuple[float, float, float]:
         """(test statistic, gamma shape, gamma scale) for a query (uncached)."""
         x, y, S = self.cache_key(x, y, S)
         return self._uncond(x, y) if not S else self._cond(x, y, S)
@@ -366,7 +367,7 @@ class KCI(CITest):
             self._mats.put(key, K, _nb(K))
         return K
 
-    def _prodkernel(self, first: Tuple[int, float], rest: Tuple[int, ...], theta: float) -> np.ndarray:
+    def _prodkernel(self, first: tuple[int, float], rest: tuple[int, ...], theta: float) -> np.ndarray:
         """Gaussian kernel of concatenated columns as the product of column kernels.
 
         ``exp(-a - b) = exp(-a) exp(-b)`` up to rounding (a few ulp per entry).
@@ -400,14 +401,14 @@ class KCI(CITest):
         hist = self._factor_hist.setdefault((role, dz), [0, 0])
         return not (hist[1] >= 2 and hist[1] > 2 * hist[0])  # keeps exceeding the cap: go dense
 
-    def _try_factor(self, role: str, dz: int, K: np.ndarray) -> Optional[np.ndarray]:
+    def _try_factor(self, role: str, dz: int, K: np.ndarray) -> np.ndarray | None:
         if not self._use_factor(role, dz):
             return None
         L = _pchol(K, self.chol_tol, self._max_rank)
         self._factor_hist[(role, dz)][0 if L is not None else 1] += 1
         return L
 
-    def _projector(self, S: Tuple[int, ...]) -> _Projector:
+    def _projector(self, S: tuple[int, ...]) -> _Projector:
         key = ("P", S)
         P = self._mats.get(key)
         if P is not None:
@@ -447,7 +448,7 @@ class KCI(CITest):
             self._mats.put(key, L, _nb(L))
         return L
 
-    def _xrole(self, x: int, S: Tuple[int, ...], P: _Projector) -> _XRole:
+    def _xrole(self, x: int, S: tuple[int, ...], P: _Projector) -> _XRole:
         key = ("X", x, S)
         ent = self._mats.get(key)
         if ent is not None:
@@ -467,7 +468,7 @@ class KCI(CITest):
         self._mats.put(key, ent, ent.nbytes)
         return ent
 
-    def _cond(self, x: int, y: int, S: Tuple[int, ...]):
+    def _cond(self, x: int, y: int, S: tuple[int, ...]):
         P = self._projector(S)
         X = self._xrole(x, S, P)
         My = P.apply(self._yfactor(y, len(S)))

@@ -15,5 +15,13 @@
 from .game import Game, GameError
 from .scenario import DesignError, DesignSpace, Scenario, ScenarioError, load_scenario, load_scenarios
 
-__all__ = ["Game", "GameError", "DesignError", "DesignSpace", "Scenario", "ScenarioError", "load_scenario",
-           "load_scenarios"]
+__all__ = [
+           "DesignError",
+           "DesignSpace",
+           "Game",
+           "GameError",
+           "Scenario",
+           "ScenarioError",
+           "load_scenario",
+           "load_scenarios",
+]

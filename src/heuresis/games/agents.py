@@ -42,8 +42,15 @@ from heuresis.agents.base import Agent, AgentReply, register_agent, tool_call
 from heuresis.games.reading import correlational_design, reading_scores
 from heuresis.games.scenario import DesignSpace
 
-__all__ = ["GameAgent", "RandomSearchAgent", "GreedyCoordinateAgent", "BanditAgent", "TrapFollowerAgent",
-           "MechanismAgent", "STRUCTURE"]
+__all__ = [
+    "STRUCTURE",
+    "BanditAgent",
+    "GameAgent",
+    "GreedyCoordinateAgent",
+    "MechanismAgent",
+    "RandomSearchAgent",
+    "TrapFollowerAgent",
+]
 
 Policy = Generator[tuple[str, dict], str, None]
 

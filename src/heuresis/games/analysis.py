@@ -27,8 +27,17 @@ import pandas as pd
 from heuresis.bootstrap import bootstrap_mean
 from heuresis.games.judge import RUBRIC, RUBRIC_MAX, icc
 
-__all__ = ["NO_JUDGE", "summary", "family_table", "references_table", "judges_table", "path_summary",
-           "survival_rubric_figure", "paths_figure", "rubric_per_play"]
+__all__ = [
+    "NO_JUDGE",
+    "family_table",
+    "judges_table",
+    "path_summary",
+    "paths_figure",
+    "references_table",
+    "rubric_per_play",
+    "summary",
+    "survival_rubric_figure",
+]
 
 NO_JUDGE = "no judge configured"
 

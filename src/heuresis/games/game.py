@@ -29,7 +29,7 @@ from heuresis.games.references import seed_of
 from heuresis.games.scenario import DesignError, Scenario
 from heuresis.games.scm import FAMILIES, draw, simulate
 
-__all__ = ["Game", "GameError", "Deployment", "Stage2", "observe_rows", "REPORT_MAX_CHARS"]
+__all__ = ["REPORT_MAX_CHARS", "Deployment", "Game", "GameError", "Stage2", "observe_rows"]
 
 REPORT_MAX_CHARS = 6000
 

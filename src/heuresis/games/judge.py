@@ -27,7 +27,7 @@ import numpy as np
 from heuresis.agents.llm import repair_arguments
 from heuresis.harness.prompts import render
 
-__all__ = ["RUBRIC", "judge_prompt", "parse_scores", "judge_play", "icc", "ScoreError"]
+__all__ = ["RUBRIC", "ScoreError", "icc", "judge_play", "judge_prompt", "parse_scores"]
 
 #: Rubric items and their maxima (GAMES.md §5).
 RUBRIC = {"causal_reasoning": 11, "experimental_design": 2, "reflection": 2, "data_usage": 1}
@@ -108,13 +108,13 @@ def judge_play(model, judge: str, play: Mapping, scn) -> dict:
     """One judgement row (``game_judgements``) of ``play`` by the LLM agent ``model``."""
     row = {"judge": judge, "model": getattr(model, "model", None), "play_id": play["play_id"], "agent": play["agent"],
            "mode": play["mode"], "scenario": play["scenario"], "family": play["family"], "repeat": play["repeat"],
-           "status": "ok", "error": "", **{k: None for k in RUBRIC}, "total": None, "rationale": "", "answer": "",
+           "status": "ok", "error": "", **dict.fromkeys(RUBRIC), "total": None, "rationale": "", "answer": "",
            "tokens_in": 0, "tokens_out": 0, "cost": 0.0, "latency_s": 0.0}
     if play.get("status") == "failed":   # an API or harness error: not a play, so nothing to judge
         row.update(status="play_failed", rationale="the play failed (API or harness error): not judged")
         return row
     if not (play.get("report") or "").strip():
-        row.update(status="no_report", **{k: 0.0 for k in RUBRIC}, total=0.0,
+        row.update(status="no_report", **dict.fromkeys(RUBRIC, 0.0), total=0.0,
                    rationale="no report written: every rubric item scores 0")
         return row
     messages = [{"role": "system", "content": render("game_judge_system")},

@@ -41,8 +41,18 @@ from heuresis.games.tools import game_tools, rows_csv
 from heuresis.harness.prompts import render
 from heuresis.harness.tools import ToolError
 
-__all__ = ["PlayOutcome", "run_play", "task_prompt", "prompt_request", "parse_answer", "AnswerError", "path_stats",
-           "json_objects", "DEFAULT_MAX_TURNS", "OUTPUT_TOKENS"]
+__all__ = [
+    "DEFAULT_MAX_TURNS",
+    "OUTPUT_TOKENS",
+    "AnswerError",
+    "PlayOutcome",
+    "json_objects",
+    "parse_answer",
+    "path_stats",
+    "prompt_request",
+    "run_play",
+    "task_prompt",
+]
 
 DEFAULT_MAX_TURNS = 40
 #: Output tokens per reply of an LLM agent whose config entry sets no max_tokens.
@@ -67,7 +77,7 @@ def task_prompt(game: Game) -> str:
     details = ("per-drone rows are shown for returned drones only" if scn.spec["selection_bias"]
                else "per-drone rows are shown for every drone, with its status")
     thr = f"; you win at or above {game.threshold:.1%}" if game.threshold is not None else ""
-    example = json.dumps({c: 1 for c in space.components[:3]})
+    example = json.dumps(dict.fromkeys(space.components[:3], 1))
     return render("game_task", budget=space.budget, components=comps, equipment=eq, visible=", ".join(
         scn.visible_variables()), details=details, history=history, stage1_drones=b["stage1_drones"],
         stage1_deployments=b["stage1_deployments"], max_per_deployment=b["max_per_deployment"],
@@ -367,7 +377,7 @@ def prompt_request(game: Game) -> str:
                   stage1_deployments=b["stage1_deployments"], max_per_deployment=b["max_per_deployment"],
                   fleet=b["stage2_fleet"], threshold_text=thr, drones_left=game.drones_left,
                   deployments_left=game.deployments_left, history=_history_text(game), ask=ask,
-                  example=json.dumps({c: 1 for c in space.components[:3]}))
+                  example=json.dumps(dict.fromkeys(space.components[:3], 1)))
 
 
 def _play_prompt(agent, game: Game, spend: _Spend, max_turns: int):

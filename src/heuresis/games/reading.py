@@ -21,7 +21,7 @@ import numpy as np
 
 from heuresis.games.scenario import DesignSpace
 
-__all__ = ["reading_scores", "correlational_design", "allocate"]
+__all__ = ["allocate", "correlational_design", "reading_scores"]
 
 
 def reading_scores(space: DesignSpace, rows: Iterable[Mapping]) -> tuple[np.ndarray, str]:
@@ -62,7 +62,7 @@ def allocate(space: DesignSpace, scores: np.ndarray) -> dict:
         if base[k] < caps[k]:
             base[k] += 1
     out = {c: int(v) for c, v in zip(space.components, base)}
-    out.update({e: False for e in space.equipment})
+    out.update(dict.fromkeys(space.equipment, False))
     return space.validate(out)
 
 

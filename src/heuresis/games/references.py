@@ -25,8 +25,16 @@ import numpy as np
 from heuresis.games.scenario import Scenario, ScenarioError
 from heuresis.games.scm import draw, survival
 
-__all__ = ["seed_of", "search_optimum", "verify", "References", "compute_references", "check_references",
-           "quick_optimum", "winnability_errors"]
+__all__ = [
+    "References",
+    "check_references",
+    "compute_references",
+    "quick_optimum",
+    "search_optimum",
+    "seed_of",
+    "verify",
+    "winnability_errors",
+]
 
 
 def seed_of(*parts) -> np.random.SeedSequence:

@@ -27,8 +27,16 @@ import yaml
 
 from heuresis.config import ConfigError, StrictValidator, format_errors, read_yaml, with_defaults
 
-__all__ = ["ScenarioError", "DesignError", "DesignSpace", "Scenario", "load_scenario", "load_scenarios",
-           "scenario_dir", "SCENARIO_DIR"]
+__all__ = [
+    "SCENARIO_DIR",
+    "DesignError",
+    "DesignSpace",
+    "Scenario",
+    "ScenarioError",
+    "load_scenario",
+    "load_scenarios",
+    "scenario_dir",
+]
 
 #: Default folder of the scenario files, relative to the repository root.
 SCENARIO_DIR = "config/games"
@@ -67,8 +75,8 @@ class DesignSpace:
         """The design as a complete mapping, or :class:`DesignError` naming the bad field."""
         if not isinstance(design, Mapping):
             raise DesignError(f"a design must be an object mapping components to DEF points, got {type(design).__name__}")
-        out: dict[str, Any] = {c: 0 for c in self.components}
-        out.update({e: False for e in self.equipment})
+        out: dict[str, Any] = dict.fromkeys(self.components, 0)
+        out.update(dict.fromkeys(self.equipment, False))
         for key, value in design.items():
             if key in self.components:
                 if isinstance(value, bool) or not isinstance(value, (int, float)) or float(value) != int(value):

@@ -36,7 +36,7 @@ import numpy as np
 
 from heuresis.registry import Registry
 
-__all__ = ["Draws", "Flight", "FAMILIES", "Family", "draw", "simulate", "survival", "STAGES"]
+__all__ = ["FAMILIES", "STAGES", "Draws", "Family", "Flight", "draw", "simulate", "survival"]
 
 STAGES = (1, 2)
 _EMI_MAX = 8

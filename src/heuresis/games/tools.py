@@ -19,7 +19,7 @@ import json
 from heuresis.games.game import Deployment, Game, GameError
 from heuresis.harness.tools import Tool, ToolError, ToolOutput
 
-__all__ = ["game_tools", "design_schema", "rows_csv", "GAME_TOOL_NAMES"]
+__all__ = ["GAME_TOOL_NAMES", "design_schema", "game_tools", "rows_csv"]
 
 GAME_TOOL_NAMES = ("get_status", "get_history", "deploy", "submit_final_design", "write_report")
 

@@ -41,8 +41,21 @@ from heuresis.provenance import PROVENANCE_KEY, dumps, provenance_record, utc_no
 from heuresis.report import atomic_write_text
 from heuresis.schemas import GAME_CALLS, GAME_JUDGEMENTS, GAME_PLAYS, GAME_REFERENCES, read_table, write_table
 
-__all__ = ["MODES", "config_errors", "scenario_folder", "scenario_names", "play_jobs", "play_seed", "is_llm", "plays_of",
-           "game_agent_kinds", "run_references", "run_plays", "run_judgements", "load_references"]
+__all__ = [
+    "MODES",
+    "config_errors",
+    "game_agent_kinds",
+    "is_llm",
+    "load_references",
+    "play_jobs",
+    "play_seed",
+    "plays_of",
+    "run_judgements",
+    "run_plays",
+    "run_references",
+    "scenario_folder",
+    "scenario_names",
+]
 
 MODES = ("tools", "prompt")
 _Log = Callable[[str], None]
@@ -184,7 +197,7 @@ def load_references(paths: Sequence[str | Path]) -> dict[str, dict]:
 def _failed_row(agent: str, spec: Mapping, scn: Scenario, mode: str, repeat: int, seed: int, ref: Mapping,
                 error: str) -> dict:
     """The record of a play that crashed outside the agent loop (every column present)."""
-    row = {c: None for c in GAME_PLAYS.schema.names}
+    row = dict.fromkeys(GAME_PLAYS.schema.names)
     row.update(play_id=f"{agent}/{mode}/{scn.name}/r{repeat}", agent=agent, agent_kind=str(spec.get("kind")),
                model=spec.get("model"), mode=mode, scenario=scn.name, family=scn.family, variant=scn.spec["variant"],
                bias=scn.spec["bias"], repeat=repeat, seed=seed, status="failed", error=error, termination="failed",

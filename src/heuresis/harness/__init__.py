@@ -5,4 +5,4 @@ from .budgets import Budgets, BudgetSettings
 from .conditions import Condition, expand_conditions
 from .parse import ParseError, parse_edge_list
 
-__all__ = ["Budgets", "BudgetSettings", "Condition", "expand_conditions", "ParseError", "parse_edge_list"]
+__all__ = ["BudgetSettings", "Budgets", "Condition", "ParseError", "expand_conditions", "parse_edge_list"]

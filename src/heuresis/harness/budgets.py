@@ -15,7 +15,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-__all__ = ["BudgetSettings", "Budgets", "EXHAUSTION_KINDS"]
+__all__ = ["EXHAUSTION_KINDS", "BudgetSettings", "Budgets"]
 
 #: Names of the limits, as recorded in ``episodes.exhausted``.
 EXHAUSTION_KINDS = ("test_units", "turns", "output_tokens", "algorithm_calls", "wall_time")

@@ -22,8 +22,22 @@ import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 
-__all__ = ["Condition", "Cell", "GridError", "expand_conditions", "instance_range", "grid_instances", "grid_repeats",
-           "grid_plan", "cell_records", "TOOLBOXES", "TARGETS", "LAST_TURNS", "PROMPT_LEVELS", "LAST_TURN_REQUESTS"]
+__all__ = [
+    "LAST_TURNS",
+    "LAST_TURN_REQUESTS",
+    "PROMPT_LEVELS",
+    "TARGETS",
+    "TOOLBOXES",
+    "Cell",
+    "Condition",
+    "GridError",
+    "cell_records",
+    "expand_conditions",
+    "grid_instances",
+    "grid_plan",
+    "grid_repeats",
+    "instance_range",
+]
 
 TOOLBOXES = ("full", "minimal")
 TARGETS = ("none", "cpdag", "dag")
@@ -173,7 +187,7 @@ def grid_repeats(grid: Mapping, families: tuple[str, ...]) -> dict[str, int]:
         return {f: rep.get(f, rep.get("default")) for f in families}
     if isinstance(rep, bool) or not isinstance(rep, int) or rep < 1:
         raise GridError("repeats", f"must be a whole number >= 1 or a mapping by family, got {rep!r}")
-    return {f: rep for f in families}
+    return dict.fromkeys(families, rep)
 
 
 def _grid_cells(config: Mapping, g: Mapping) -> list[Cell]:
@@ -192,7 +206,7 @@ def _grid_cells(config: Mapping, g: Mapping) -> list[Cell]:
     for agent, toolbox, guided, level, target, budget, last_turn, r in itertools.product(*axes):
         fams = tuple(f for f in families if reps[f] > r)
         cond = Condition(agent, toolbox, bool(guided), int(level), target, budget, last_turn, r)
-        out.append(Cell(cond, fams, split, {f: idx for f in fams}))
+        out.append(Cell(cond, fams, split, dict.fromkeys(fams, idx)))
     return out
 
 

@@ -41,8 +41,15 @@ from heuresis.harness.sandbox import SandboxLimits, isolation_for
 from heuresis.harness.tools import TOOLS, ToolContext, ToolError, toolbox
 from heuresis.metrics import score_graph
 
-__all__ = ["EpisodeInput", "EpisodeSettings", "EpisodeOutcome", "run_episode", "algorithm_mapping",
-           "episode_seed", "build_prompt"]
+__all__ = [
+    "EpisodeInput",
+    "EpisodeOutcome",
+    "EpisodeSettings",
+    "algorithm_mapping",
+    "build_prompt",
+    "episode_seed",
+    "run_episode",
+]
 
 
 @dataclass

@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 
 from heuresis.graph import Graph, Relation
 
-__all__ = ["ParseError", "parse_edge_list", "FORMAT_HELP"]
+__all__ = ["FORMAT_HELP", "ParseError", "parse_edge_list"]
 
 FORMAT_HELP = ('expected an edge list: lines like "X1 -> X2" or "X1 -- X3", or JSON such as '
                '["X1 -> X2", "X1 -- X3"] or [{"from": "X1", "to": "X2", "type": "->"}]')

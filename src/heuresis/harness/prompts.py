@@ -8,11 +8,11 @@ algorithms can fail under nonlinear or heteroscedastic mechanisms, 3 PC's deleti
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 from string import Template
 
-__all__ = ["template", "render", "LAST_TURN_TEXT"]
+__all__ = ["LAST_TURN_TEXT", "render", "template"]
 
 LAST_TURN_TEXT = {
     "none": "the episode ends at once and your working graph is scored as unfinished.",
@@ -21,7 +21,7 @@ LAST_TURN_TEXT = {
 }
 
 
-@lru_cache(maxsize=None)
+@cache
 def template(name: str) -> Template:
     """The template ``data/prompts/<name>.txt``."""
     path = resources.files("heuresis").joinpath(f"data/prompts/{name}.txt")

@@ -46,8 +46,19 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["SandboxLimits", "SandboxResult", "IsolationUnavailable", "ISOLATION_MODES", "ISOLATION_KEY",
-           "SANDBOX_UID", "run_code", "isolation_status", "isolation_for", "check_isolation", "bwrap_path"]
+__all__ = [
+    "ISOLATION_KEY",
+    "ISOLATION_MODES",
+    "SANDBOX_UID",
+    "IsolationUnavailable",
+    "SandboxLimits",
+    "SandboxResult",
+    "bwrap_path",
+    "check_isolation",
+    "isolation_for",
+    "isolation_status",
+    "run_code",
+]
 
 #: Values of ``episodes.code_tool.isolation``.
 ISOLATION_MODES = ("required", "best_effort", "off")

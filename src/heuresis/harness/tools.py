@@ -39,7 +39,7 @@ from heuresis.harness.budgets import BudgetError, Budgets
 from heuresis.harness.parse import ParseError, echo, parse_edge_list
 from heuresis.harness.sandbox import SandboxLimits, run_code
 
-__all__ = ["Tool", "ToolError", "ToolOutput", "ToolContext", "TOOLS", "register_tool", "toolbox", "MINIMAL_EXCLUDED"]
+__all__ = ["MINIMAL_EXCLUDED", "TOOLS", "Tool", "ToolContext", "ToolError", "ToolOutput", "register_tool", "toolbox"]
 
 #: Tools the minimal toolbox leaves out (SPEC §5.1: no code tool, no stability test, no orientation probes).
 MINIMAL_EXCLUDED = ("run_code", "stability_check", "direction_probe")
