@@ -1,4 +1,4 @@
-# Analysis stage (SPEC §6-7): every episode scored once (results/analysis/episode_scores.parquet),
+# Analysis stage (docs/design.md §6-7): every episode scored once (results/analysis/episode_scores.parquet),
 # then each table (Parquet + Markdown + LaTeX) and figure (PDF + PNG) is its own rule reading it.
 # The scores do not depend on the bootstrap settings: changing them reruns only the tables and figures.
 

@@ -1,4 +1,4 @@
-# Stage 4, episodes (SPEC §5): one job runs one agent under one condition on a shard of a family's
+# Stage 4, episodes (docs/design.md §5): one job runs one agent under one condition on a shard of a family's
 # split; it writes the episodes and calls tables and one JSON transcript per episode
 # (results/transcripts/{agent}/{condition_id}/{family}/{split}/{index:04d}.json).
 

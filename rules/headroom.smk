@@ -1,4 +1,4 @@
-# Stage 3, headroom (SPEC §4.3): BCA_g and BCA_f on dev; oracle, floors and every reference
+# Stage 3, headroom (docs/design.md §4.3): BCA_g and BCA_f on dev; oracle, floors and every reference
 # scored on test, per instance.
 
 

@@ -1,4 +1,4 @@
-# Stage 1, instances (SPEC §3): per family and split, the agent-visible data of every instance
+# Stage 1, instances (docs/design.md §3): per family and split, the agent-visible data of every instance
 # (results/instances/...) and, kept apart, the hidden truth (results/truth/...).
 
 

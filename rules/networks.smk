@@ -1,4 +1,4 @@
-# Figure 1b, saturation (SPEC §7): linear-Gaussian data simulated on the anonymized structures of
+# Figure 1b, saturation (docs/design.md §7): linear-Gaussian data simulated on the anonymized structures of
 # public networks (BNLearn .bif files bundled in pgmpy-no-torch, read offline), scored for
 # PC-Fisher-z, PC-KCI, GES and the oracle. One job per network; the figure gathers them.
 

@@ -1,4 +1,4 @@
-# Stage 2, reference sweeps (SPEC §4.1-4.2): every menu algorithm and baseline on every shard of
+# Stage 2, reference sweeps (docs/design.md §4.1-4.2): every menu algorithm and baseline on every shard of
 # instances, one Parquet per algorithm, family, split and shard. PC variants also write their
 # deletion log with the hidden wrong/right label. Algorithms of one batch
 # (config: references.batches) share a job; each batch is its own rule, references_<k>.

@@ -1,4 +1,4 @@
-# Figure 8, scripted repairs of PC-KCI from its deletion log (SPEC §4.4): per deleted pair, nine
+# Figure 8, scripted repairs of PC-KCI from its deletion log (docs/design.md §4.4): per deleted pair, nine
 # signals (log-only and new tests) computed per references shard; the figure rule scores each
 # signal's AUC, the F1 change of a dev-chosen threshold on test, and a family-held-out classifier.
 

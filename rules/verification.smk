@@ -1,4 +1,4 @@
-# Instrument verification (SPEC §8): one job per check against its independent truth, then
+# Instrument verification (docs/design.md §8): one job per check against its independent truth, then
 # Table 5. The sizes come from config `verification.scales[verification.scale]` (small in CI,
 # large on a cluster); each job's params are only its check's slice of the config.
 

@@ -1,4 +1,4 @@
-"""The algorithm menu (SPEC §4.1): recovery on easy data, mappings, registry and parameters."""
+"""The algorithm menu (docs/design.md §4.1): recovery on easy data, mappings, registry and parameters."""
 
 from __future__ import annotations
 

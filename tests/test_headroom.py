@@ -324,7 +324,7 @@ def test_tables_2_3_11_and_figure_1c_show_failed_counts(crashing_sweep):
     assert got[("lg", "oracle")] == 1 and got[("lg", "bca_f")] == n_chosen_test
 
 
-# --- the router's screen and its routing share (SPEC §4.4) ------------------------------------------
+# --- the router's screen and its routing share (docs/design.md §4.4) ------------------------------------------
 def test_router_screen_as_specified():
     """Steps 1-2 recomputed: Fisher-z PC's deletions, dCor (the dcor package) - |r| on the fixed
     300-row subsample, gap >= 0.15 flags, share >= tau = 0.2 of the deletions routes to KCI."""

@@ -1,4 +1,4 @@
-"""Instance generation (SPEC §3) against closed forms and statistical expectations."""
+"""Instance generation (docs/design.md §3) against closed forms and statistical expectations."""
 
 import copy
 import json

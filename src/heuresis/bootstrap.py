@@ -1,4 +1,4 @@
-"""Paired bootstrap intervals over instances (SPEC §6).
+"""Paired bootstrap intervals over instances (docs/design.md §6).
 
 A gain such as H^r_f = F1(oracle) - F1(BCA_f) is a mean over the same test instances of a
 per-instance difference; its interval resamples *instances* (with replacement) and recomputes

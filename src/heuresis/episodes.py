@@ -1,4 +1,4 @@
-"""Stage 4, episodes (SPEC §5): one job runs one agent under one condition on a shard of a
+"""Stage 4, episodes (docs/design.md §5): one job runs one agent under one condition on a shard of a
 family's split and writes
 
 * ``results/episodes/{agent}/{condition_id}/{family}/{split}/shard-XXX.parquet`` (:data:`EPISODES`),

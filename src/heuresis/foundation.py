@@ -1,4 +1,4 @@
-"""Adapters for causal foundation models (CDFM, TabCausal in the paper; SPEC §4.4).
+"""Adapters for causal foundation models (CDFM, TabCausal in the paper; docs/design.md §4.4).
 
 Their checkpoints cannot be fetched on an offline machine.  An adapter knows where it would
 look for a checkpoint (the environment variable ``HEURESIS_<NAME>_CHECKPOINT``) and says why it

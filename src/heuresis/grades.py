@@ -1,4 +1,4 @@
-"""Coarse strength grades for CI-test p-values (SPEC §5.3).
+"""Coarse strength grades for CI-test p-values (docs/design.md §5.3).
 
 The agent never sees a raw p-value: every verdict comes with a *grade*, the label of the first
 bin whose upper bound the p-value does not exceed.  A grade table is a list of

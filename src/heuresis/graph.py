@@ -7,12 +7,12 @@ Every graph in Heuresis (true DAG, CPDAG, algorithm output, an agent's working g
 * ``amat[i, j] == amat[j, i] == 1`` means ``i -- j`` (undirected);
 * ``amat[i, j] == amat[j, i] == 0`` means no edge.
 
-So each unordered pair has exactly one of the four relations of SPEC §5.1: none, undirected,
+So each unordered pair has exactly one of the four relations of docs/design.md §5.1: none, undirected,
 i->j or j->i.  Conversions exist to and from plain DAG adjacency matrices, gadjid's encoding and
 causal-learn's ``GeneralGraph``.
 
 The module also holds the graph algorithms every stage uses: d-separation (two independent
-implementations, SPEC §8), DAG -> CPDAG, and Meek's orientation rules.
+implementations, docs/design.md §8), DAG -> CPDAG, and Meek's orientation rules.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Stage 3, headroom (SPEC §4.3): BCA selection on dev, the ideal oracle and floors on test.
+"""Stage 3, headroom (docs/design.md §4.3): BCA selection on dev, the ideal oracle and floors on test.
 
 * **BCA_g** is the menu algorithm with the best mean adjacency F1 over the dev instances of all
   families; **BCA_f** the best on family f's dev instances.  Only dev rows enter the selection

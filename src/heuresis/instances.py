@@ -1,4 +1,4 @@
-"""Instance generation (SPEC §3): random DAG, per-node mechanisms, anonymous standardized data.
+"""Instance generation (docs/design.md §3): random DAG, per-node mechanisms, anonymous standardized data.
 
 Every random draw of an instance comes from one ``numpy.random.Generator`` seeded by
 ``SeedSequence(entropy=config.seed, spawn_key=(family_key, split_key, index))``, where the keys
@@ -188,7 +188,7 @@ def sample_scm(rng: np.random.Generator, adj: np.ndarray, order: Sequence[int], 
     """Sample ``n`` rows of an SCM over the DAG ``adj`` (node space) with a family's mechanisms.
 
     Per node in causal ``order``: roots get ``root_noise`` x N(0, 1); every other node draws a
-    kind from the family's mixture weights, then its parameters and noise (SPEC §3.2).  Returns
+    kind from the family's mixture weights, then its parameters and noise (docs/design.md §3.2).  Returns
     the raw (unstandardized) data and a record per node (kind, noise scale, drawn parameters,
     causal rank, parents).  ``mechanisms`` holds each kind's resolved constants.
     """

@@ -1,4 +1,4 @@
-"""Mechanism kinds of SPEC §3.2, one registered function each.
+"""Mechanism kinds of docs/design.md §3.2, one registered function each.
 
 A mechanism function draws its own parameters and noise and returns the *signal* (the map of
 the parents) and the *noise term* separately, so that the generator can standardize the map

@@ -1,4 +1,4 @@
-"""Scores of a graph against the truth (SPEC §1, §6).
+"""Scores of a graph against the truth (docs/design.md §1, §6).
 
 The primary score is adjacency F1 of the skeleton; the secondary score is SHD, normalized by
 d(d-1)/2 as in the ``gadjid`` package, computed after Meek completion of the submitted graph.
@@ -74,7 +74,7 @@ def nshd(true: Graph, est: Graph) -> float:
 
 @dataclass(frozen=True)
 class GraphScores:
-    """All per-graph scores of SPEC §6 (SHD against the true CPDAG after Meek completion)."""
+    """All per-graph scores of docs/design.md §6 (SHD against the true CPDAG after Meek completion)."""
 
     f1: float
     precision: float

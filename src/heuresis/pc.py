@@ -1,4 +1,4 @@
-"""PC-stable with a deletion log (SPEC §4.2).
+"""PC-stable with a deletion log (docs/design.md §4.2).
 
 The decision procedure is that of causal-learn's
 ``pc(data, alpha, indep_test, stable=True, uc_rule=0, uc_priority=2)`` (version 0.1.4.x),
@@ -305,7 +305,7 @@ def label_deletions(deletions: Sequence[Deletion], true_dag: np.ndarray) -> list
 
 
 def oracle_repair(result: PCResult, true_dag) -> Graph:
-    """SPEC §4.3: restore, as undirected edges, every pair PC wrongly deleted; nothing else."""
+    """docs/design.md §4.3: restore, as undirected edges, every pair PC wrongly deleted; nothing else."""
     g = result.graph.copy()
     for dl, wrong in zip(result.deletions, label_deletions(result.deletions, true_dag)):
         if wrong:

@@ -1,4 +1,4 @@
-"""Provenance stamped on every artifact (SPEC §9).
+"""Provenance stamped on every artifact (docs/design.md §9).
 
 :func:`provenance_record` gathers what an auditor needs to trace a number back: the digest of
 the config slice the artifact depends on, the code version (git commit and dirty flag), the

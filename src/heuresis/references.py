@@ -1,4 +1,4 @@
-"""Stage 2, reference sweeps (SPEC §4.1-4.2): every menu algorithm on every instance.
+"""Stage 2, reference sweeps (docs/design.md §4.1-4.2): every menu algorithm on every instance.
 
 One job runs one algorithm on one shard of a family's split and writes one Parquet
 (:data:`heuresis.schemas.REFERENCES`): the output graph, runtime, CI-test count, scores against

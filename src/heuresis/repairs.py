@@ -1,4 +1,4 @@
-"""Scripted repairs of PC-KCI from its deletion log (SPEC §4.4, Figure 8).
+"""Scripted repairs of PC-KCI from its deletion log (docs/design.md §4.4, Figure 8).
 
 For every pair PC-KCI deleted on an instance, nine **signals** are computed; each is oriented so
 that a *higher* value means "more likely a wrong deletion" (the direction is fixed here, before

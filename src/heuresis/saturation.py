@@ -5,7 +5,7 @@ sampled with a configured family's mechanisms (``lg`` by default: linear weights
 noise U[0.5, 2], the paper's constants) by the instance generator's own sampler
 (:func:`heuresis.instances.sample_scm`), then **anonymized** as every benchmark instance is:
 columns permuted in a fresh random order, named X1..Xd, standardized.  The configured menu
-algorithms (PC-Fisher-z, PC-KCI, GES) run on the data, and the **oracle** (SPEC §4.3: PC-KCI's
+algorithms (PC-Fisher-z, PC-KCI, GES) run on the data, and the **oracle** (docs/design.md §4.3: PC-KCI's
 output plus every pair PC-KCI wrongly deleted, as an undirected edge) is scored beside them by
 adjacency F1.  The point of the figure: on such data the menu is already near the ceiling, so
 a benchmark built from public networks and linear-Gaussian data cannot tell an agent that

@@ -309,8 +309,8 @@ EPISODE_SCORES = _schema("episode_scores", 2, [
     ("pc_kci_nshd", pa.float64(), "nSHD of PC-KCI's reference output"),
     ("bca_g_f1", pa.float64(), "F1 of BCA_g on the instance (headroom; null off the test split)"),
     ("bca_f_f1", pa.float64(), "F1 of BCA_f on the instance (headroom; null off the test split)"),
-    ("delta_s", pa.float64(), "gain f1 - bca_g_f1 (SPEC Delta^s)"),
-    ("delta_r", pa.float64(), "residual gain f1 - bca_f_f1 (SPEC Delta^r)"),
+    ("delta_s", pa.float64(), "gain f1 - bca_g_f1 (Δ^s, docs/design.md §1)"),
+    ("delta_r", pa.float64(), "residual gain f1 - bca_f_f1 (Δ^r, docs/design.md §1)"),
     ("episode_pc", pa.string(), "source of the in-episode PC-KCI output: start (guided), call (first pc_kci "
                                 "call), or empty (never seen)"),
     ("episode_pc_f1", pa.float64(), "F1 of the in-episode PC-KCI output (null when never seen)"),

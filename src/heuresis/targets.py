@@ -3,7 +3,7 @@
 Each builder returns ``(numbers, display)``: a DataFrame of numbers (written to Parquet) and one
 of formatted strings (Markdown and LaTeX).  Every interval is a 95% paired bootstrap over test
 instances (:mod:`heuresis.bootstrap`) with the configured seed and resample count.  Families
-appear in config order (SPEC §3.3: lg, anm, hetero, wild, mixed, gauntlet), then ``all``.
+appear in config order (docs/design.md §3.3: lg, anm, hetero, wild, mixed, gauntlet), then ``all``.
 
 A reference run that crashed on a test instance is scored as the empty graph
 (:data:`heuresis.headroom.BCA_FAILURE_RULE`) and counted: every cell built on such runs says

@@ -1,4 +1,4 @@
-"""Instrument verification (SPEC §8, Table 5): every instrument checked against an independent truth.
+"""Instrument verification (docs/design.md §8, Table 5): every instrument checked against an independent truth.
 
 Each check is one registered function ``check(settings, workers=1, log=None) -> CheckResult``.
 ``settings`` is the config slice of that check (:func:`check_settings`): the scale name and its

@@ -1,4 +1,4 @@
-"""The agent interface (SPEC §5.5) and its registry.
+"""The agent interface (docs/design.md §5.5) and its registry.
 
 An agent sees OpenAI chat-format messages and tool specs and returns one assistant message::
 

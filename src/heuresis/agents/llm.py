@@ -1,4 +1,4 @@
-"""LLM agents through litellm (SPEC §5.5): any provider litellm speaks, honest records.
+"""LLM agents through litellm (docs/design.md §5.5): any provider litellm speaks, honest records.
 
 An LLM agent is one more :class:`~heuresis.agents.base.Agent`: the harness's tools go out as
 function-calling schemas, the reply comes back as one OpenAI-format assistant message.  What it

@@ -1,4 +1,4 @@
-"""Offline agents (SPEC §5.5): scripted policies that act only through tool calls.
+"""Offline agents (docs/design.md §5.5): scripted policies that act only through tool calls.
 
 They drive the same interface an LLM agent does — OpenAI-format tool calls with JSON-string
 arguments, tool results read back as text — and need no network.  They are **privileged

@@ -1,4 +1,4 @@
-"""The algorithm menu of SPEC §4.1: one registered :class:`Algorithm` class per method.
+"""The algorithm menu of docs/design.md §4.1: one registered :class:`Algorithm` class per method.
 
 =================  ===========================================================  ===========
 name               method                                                       n_tests
@@ -10,7 +10,7 @@ name               method                                                       
 ``direct_lingam``  DirectLiNGAM (lingam)                                        0
 ``resit``          RESIT additive-noise method (lingam), random-forest/HSIC     0
 ``notears``        linear NOTEARS (own scipy implementation)                    0
-``router``         baseline (SPEC §4.4): screen, route to KCI, Holm re-test     CI tests
+``router``         baseline (docs/design.md §4.4): screen, route to KCI, Holm re-test     CI tests
 =================  ===========================================================  ===========
 
 ``make_algorithm(name, **params).run(data)`` returns an :class:`AlgorithmResult`.

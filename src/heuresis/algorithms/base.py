@@ -1,4 +1,4 @@
-"""The algorithm interface of the menu (SPEC §4.1) and its registry.
+"""The algorithm interface of the menu (docs/design.md §4.1) and its registry.
 
 An :class:`Algorithm` is built from its parameters (keyword arguments, validated against the
 class's :attr:`Algorithm.param_spec` table) and run on a data matrix ``(n, d)``::

@@ -3,8 +3,8 @@
 ``fci``
     causal-learn's FCI with its Fisher-z test at ``alpha``.  The PAG is mapped with
     :meth:`heuresis.graph.Graph.from_causallearn`: only a tail-arrow pair (``i --> j``) stays
-    directed; bidirected (``<->``) and circle marks (``o->``, ``o-o``) become undirected (SPEC
-    §4.1).  ``n_tests`` counts the calls to the CI test (skeleton search, possible-d-sep removal
+    directed; bidirected (``<->``) and circle marks (``o->``, ``o-o``) become undirected
+    (docs/design.md §4.1).  ``n_tests`` counts the calls to the CI test (skeleton search, possible-d-sep removal
     and the discriminating-path rule), every call counted as in :class:`heuresis.ci.CITest`;
     ``details["n_tests_computed"]`` is the number of distinct tests (causal-learn caches
     p-values).  The counting works by a Fisher-z subclass registered with causal-learn's own CI

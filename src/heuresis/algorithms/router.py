@@ -1,4 +1,4 @@
-"""The router baseline of SPEC §4.4: a hand-written adaptive rule that sees only the data.
+"""The router baseline of docs/design.md §4.4: a hand-written adaptive rule that sees only the data.
 
 1. **Screen.** Run PC-Fisher-z at ``alpha``.  For each pair it deleted compute the gap
    dCor(x, y) − |Pearson r(x, y)| on one fixed random subsample of at most ``subsample`` rows
@@ -14,7 +14,7 @@
    graph — the current neighbours of x (without y) and of y (without x), each of at most
    ``max_alternative_size`` variables — gives KCI independence (p > alpha).
 
-Reading of the SPEC recorded here: re-testing PC-KCI's own deletions at their own deleting sets
+Reading of the design (docs/design.md §4.4) recorded here: re-testing PC-KCI's own deletions at their own deleting sets
 could never restore anything (the same test on the same data gives the same p > alpha), so the
 re-test is of the screened Fisher-z deletions, whose deleting sets KCI has not necessarily seen.
 """

@@ -1,4 +1,4 @@
-"""Analysis stage (SPEC §6-7): per-episode scores, then Tables 4, 6-10, 12, 13 and Figures 6, 7, 9.
+"""Analysis stage (docs/design.md §6-7): per-episode scores, then Tables 4, 6-10, 12, 13 and Figures 6, 7, 9.
 
 * :mod:`heuresis.analysis.scores` — one row per episode (:data:`heuresis.schemas.EPISODE_SCORES`):
   scores, gains, drill-down against PC-KCI's deletion log, behaviour, trace attribution;

@@ -1,8 +1,8 @@
-"""Analysis figures (SPEC §7: Figures 6, 7a, 7b, 9) from the episode scores and headroom scores.
+"""Analysis figures (docs/design.md §7: Figures 6, 7a, 7b, 9) from the episode scores and headroom scores.
 
 Each builder returns ``(fig, numbers)``: a matplotlib figure (saved as PDF and PNG by
 :func:`heuresis.report.save_figure`) and the plotted numbers.  Families are in config order
-(SPEC §3.3), then ``all``; every point or bar has its 95% bootstrap interval; a figure without
+(docs/design.md §3.3), then ``all``; every point or bar has its 95% bootstrap interval; a figure without
 data says why on its canvas.  Episodes with status ``failed`` (API or harness errors) are left
 out of every plotted number; each row of the numbers has ``n_failed``, the failed episodes of its
 cell, and a figure with any says how many under its plot.

@@ -1,4 +1,4 @@
-"""Per-episode scores (SPEC §6): one row per episode, the input of every analysis table.
+"""Per-episode scores (docs/design.md §6): one row per episode, the input of every analysis table.
 
 For each episode the submitted (or, unsubmitted, the working) graph is re-scored against the
 truth with :func:`heuresis.metrics.score_graph`, set against the references on the same instance

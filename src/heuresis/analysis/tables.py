@@ -1,11 +1,11 @@
-"""Analysis tables (SPEC §6-7: Tables 4, 6, 7, 8, 9, 10, 12, 13) from the episode scores.
+"""Analysis tables (docs/design.md §6-7: Tables 4, 6, 7, 8, 9, 10, 12, 13) from the episode scores.
 
 Every builder takes the episode scores (:mod:`heuresis.analysis.scores`, test split only is
 reported) and returns ``(numbers, display)`` like :mod:`heuresis.targets`: a DataFrame of numbers
 for Parquet and one of formatted strings for Markdown and LaTeX.  Conventions:
 
 * a *result* is an agent under one condition (``condition_id``); rows are per result and family
-  (families in config order, SPEC §3.3) plus ``all`` over families, for the families the result
+  (families in config order, docs/design.md §3.3) plus ``all`` over families, for the families the result
   has episodes on; the agents are whichever have episodes (offline ones always; LLM agents when
   their episodes exist);
 * intervals are 95% paired bootstrap intervals over instances (:mod:`heuresis.bootstrap`), with
@@ -72,7 +72,7 @@ def _boot(cfg: Mapping) -> dict:
 
 
 def test_episodes(scores: pd.DataFrame) -> pd.DataFrame:
-    """The episodes every table reports: the test split (SPEC §2)."""
+    """The episodes every table reports: the test split (docs/design.md §2)."""
     return scores[scores["split"] == "test"].reset_index(drop=True)
 
 

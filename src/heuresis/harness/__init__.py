@@ -1,4 +1,4 @@
-"""The agent harness (SPEC §5): conditions, budgets, tools, the episode loop, the parser of
+"""The agent harness (docs/design.md §5): conditions, budgets, tools, the episode loop, the parser of
 submitted edge lists, prompt templates and the code tool's sandbox."""
 
 from .budgets import Budgets, BudgetSettings

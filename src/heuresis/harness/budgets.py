@@ -1,4 +1,4 @@
-"""Budgets of an episode (SPEC §5.4): one object the loop checks, not scattered ifs.
+"""Budgets of an episode (docs/design.md §5.4): one object the loop checks, not scattered ifs.
 
 Five limits: *test units* (one per statistical test an agent asks for: a CI test costs 1, a
 stability check one per resample), *turns* (assistant replies before the last turn), *output

@@ -1,4 +1,4 @@
-"""Experimental conditions of an episode (SPEC §5.1) and their expansion from the config.
+"""Experimental conditions of an episode (docs/design.md §5.1) and their expansion from the config.
 
 A :class:`Condition` names everything an episode's setting depends on except the instance:
 agent, toolbox, guided/unguided start, prompt level, stated target, budget setting, last-turn

@@ -1,4 +1,4 @@
-"""One episode (SPEC §5.1-5.4): prompt, turns of tool calls, budgets, last turn, score.
+"""One episode (docs/design.md §5.1-5.4): prompt, turns of tool calls, budgets, last turn, score.
 
 The loop, in order:
 

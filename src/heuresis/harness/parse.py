@@ -1,4 +1,4 @@
-"""Tolerant parser of a submitted edge list (SPEC §5.4).
+"""Tolerant parser of a submitted edge list (docs/design.md §5.4).
 
 Accepted forms (``names`` are the instance's columns, X1..Xd):
 

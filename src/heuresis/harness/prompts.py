@@ -1,4 +1,4 @@
-"""Prompt templates (SPEC §5.1 prompt levels and stated targets), loaded from
+"""Prompt templates (docs/design.md §5.1 prompt levels and stated targets), loaded from
 ``heuresis/data/prompts/*.txt`` and filled with :class:`string.Template` (``$name`` fields).
 
 Level 0 is the neutral task statement (with the limits, which are always visible); each higher

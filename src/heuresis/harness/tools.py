@@ -1,4 +1,4 @@
-"""The agent's tools (SPEC §5.2): a registry of name, description, JSON schema, handler.
+"""The agent's tools (docs/design.md §5.2): a registry of name, description, JSON schema, handler.
 
 Four kinds of action:
 
@@ -41,7 +41,7 @@ from heuresis.harness.sandbox import SandboxLimits, run_code
 
 __all__ = ["MINIMAL_EXCLUDED", "TOOLS", "Tool", "ToolContext", "ToolError", "ToolOutput", "register_tool", "toolbox"]
 
-#: Tools the minimal toolbox leaves out (SPEC §5.1: no code tool, no stability test, no orientation probes).
+#: Tools the minimal toolbox leaves out (docs/design.md §5.1: no code tool, no stability test, no orientation probes).
 MINIMAL_EXCLUDED = ("run_code", "stability_check", "direction_probe")
 _REL = {"none": Relation.NONE, "--": Relation.UNDIRECTED, "->": Relation.FORWARD, "<-": Relation.BACKWARD}
 
