@@ -97,6 +97,7 @@ class RetryPolicy:
     max_s: float = 60.0
 
     def wait(self, attempt: int) -> float:
+        """Return the seconds to wait after failed attempt ``attempt`` (0-based)."""
         return float(min(self.max_s, self.base_s * 2.0 ** attempt))
 
 
@@ -348,10 +349,12 @@ class LLMAgent(Agent):
     # --- identity ---------------------------------------------------------------------------------
     @property
     def model(self) -> str:
+        """The litellm model string of the config entry (e.g. ``openai/gpt-4o``)."""
         return self._model
 
     @property
     def provider(self) -> str:
+        """The provider litellm routes :attr:`model` to (from the model prefix if litellm does not know it)."""
         if self._provider is None:
             try:
                 self._provider = _litellm().get_llm_provider(self._model, api_base=self.api_base)[1]
@@ -401,6 +404,17 @@ class LLMAgent(Agent):
                                  f"the config for agent {self.name!r}): cost recorded as unknown"]
 
     def respond(self, messages: list[dict], tools: list[dict]) -> AgentReply:
+        """Call the model once, retrying transient failures with :class:`RetryPolicy` backoff.
+
+        Tool calls are read from the reply; malformed argument JSON is repaired where possible and
+        tool calls written as text are recovered (each recovery noted in ``usage.notes``).
+
+        Raises
+        ------
+        LLMCallError
+            When the call fails for good (not retryable, or out of retries); its ``usage`` holds
+            the retry log.
+        """
         litellm = _litellm()
         retryable = tuple(getattr(litellm, n) for n in _RETRYABLE_NAMES if hasattr(litellm, n))
         kwargs = self._kwargs(messages, tools)

@@ -153,6 +153,7 @@ def results_of(scores: pd.DataFrame, agents: Sequence[str] = ()) -> list[tuple[s
 
 
 def scopes_of(part: pd.DataFrame, families: Sequence[str]) -> list[str]:
+    """List the table scopes of ``part``: its families in config order (others after), then :data:`GLOBAL`."""
     present = set(part["family"])
     return [f for f in families if f in present] + sorted(present - set(families)) + [GLOBAL]
 

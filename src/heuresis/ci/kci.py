@@ -351,10 +351,12 @@ class KCI(CITest):
 
     @property
     def cache_bytes(self) -> int:
+        """Bytes of kernel matrices and factors held in the LRU cache now."""
         return self._mats.nbytes
 
     @property
     def peak_cache_bytes(self) -> int:
+        """Largest size the kernel cache has reached, in bytes (bounded by ``max_cache_mb``)."""
         return self._mats.peak_bytes
 
     # ------------------------------------------------------------ kernels

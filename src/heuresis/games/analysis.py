@@ -291,6 +291,22 @@ CAPTIONS = {
 
 
 def load_inputs(references: Sequence, plays: Sequence, judgements: Sequence):
+    """Read the games artifacts the analysis needs.
+
+    Parameters
+    ----------
+    references : sequence of path
+        ``game_references`` artifacts (one per scenario).
+    plays, judgements : sequence of path
+        ``game_plays`` and ``game_judgements`` artifacts; an empty sequence gives an empty frame.
+
+    Returns
+    -------
+    tuple
+        ``(references, plays, judgements)``: the references by scenario as
+        :func:`~heuresis.games.workflow.load_references` returns them, and the plays and
+        judgements concatenated as DataFrames.
+    """
     from heuresis.games.workflow import load_references
     from heuresis.schemas import GAME_JUDGEMENTS, GAME_PLAYS, read_table
 
