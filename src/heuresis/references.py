@@ -51,6 +51,7 @@ def shards(n_instances: int, shard_size: int) -> list[int]:
 
 
 def shard_indices(shard: int, n_instances: int, shard_size: int) -> list[int]:
+    """List the instance indices of ``shard`` (a ValueError when the shard lies beyond the split)."""
     lo = shard * shard_size
     if not 0 <= lo < max(n_instances, 1):
         raise ValueError(f"shard {shard} is out of range for {n_instances} instances of size {shard_size}")

@@ -187,11 +187,13 @@ def build_features(pc_ref_path, data_dir, truth_dir, family: str, split: str, se
 
 
 def write_features(df: pd.DataFrame, path, meta: Mapping) -> None:
+    """Write the repair signals of one shard as a ``repair_features`` artifact (atomically, with ``meta``)."""
     write_table(pa.Table.from_pandas(df, schema=REPAIR_FEATURES.schema, preserve_index=False), path,
                 REPAIR_FEATURES, meta)
 
 
 def load_features(paths: Sequence) -> pd.DataFrame:
+    """Read and concatenate ``repair_features`` artifacts (an empty frame of the schema for no paths)."""
     frames = [read_table(p, REPAIR_FEATURES).to_pandas() for p in paths]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=REPAIR_FEATURES.schema.names)
 

@@ -167,6 +167,7 @@ def run_network(network: str, settings: Mapping, out: str | Path, *,
 
 
 def load_saturation(paths: Sequence[str | Path]) -> pd.DataFrame:
+    """Read and concatenate ``saturation`` artifacts (an empty frame of the schema for no paths)."""
     frames = [read_table(p, SATURATION).to_pandas() for p in paths]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=SATURATION.schema.names)
 

@@ -93,6 +93,7 @@ class Condition:
         return cls(agent, toolbox, start == "guided", int(level), target, budget, last_turn, int(repeat))
 
     def as_dict(self) -> dict:
+        """Return the condition's fields plus its ``condition_id`` as a plain dict."""
         return {**asdict(self), "condition_id": self.condition_id}
 
 
