@@ -140,8 +140,11 @@ def load_references(paths: Sequence[str | Path]) -> pd.DataFrame:  # noqa: F821
 
 
 def labelled_log(deletions, dag: Graph) -> list[dict]:
-    """A references row's deletion log, each entry with its hidden label ``wrong``
-    (:func:`heuresis.pc.label_deletions` against ``dag``, the true DAG from ``results/truth``)."""
+    """Return a references row's deletion log, each entry with its hidden label ``wrong``.
+
+    Labels come from :func:`heuresis.pc.label_deletions` against ``dag``, the true DAG from
+    ``results/truth``.
+    """
     from types import SimpleNamespace
 
     from heuresis.pc import label_deletions

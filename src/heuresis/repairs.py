@@ -281,8 +281,11 @@ def oriented(df: pd.DataFrame, signal: str) -> np.ndarray:
 
 def classifier_scores(dev: pd.DataFrame, target: pd.DataFrame, *, seed: int,
                       params: Mapping | None = None) -> np.ndarray:
-    """Probability of a wrong deletion for ``target``'s rows, each family predicted by a
-    gradient-boosted classifier trained on ``dev``'s pairs of the *other* families."""
+    """Return the probability of a wrong deletion for each of ``target``'s rows.
+
+    Each family is predicted by a gradient-boosted classifier trained on ``dev``'s pairs of the
+    *other* families.
+    """
     from sklearn.ensemble import GradientBoostingClassifier
 
     out = np.full(len(target), np.nan)

@@ -876,8 +876,11 @@ def check_determinism(settings: Mapping, workers: int = 1, log: Log | None = Non
 
 # --- config, running, writing ----------------------------------------------------------------------------------
 def check_settings(config: Mapping, check: str) -> dict:
-    """The config slice one check depends on (the workflow's ``params``: editing another check's
-    sizes, or an unrelated section, does not rerun this one)."""
+    """Return the config slice one check depends on.
+
+    It is the workflow's ``params`` of the check, so editing another check's sizes, or an
+    unrelated section, does not rerun this one.
+    """
     if check not in CHECKS:
         raise ValueError(f"unknown verification check {check!r}; known: {list(CHECKS)}")
     v = config["verification"]

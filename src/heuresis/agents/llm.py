@@ -124,8 +124,11 @@ def missing_credentials(spec: Mapping) -> list[str]:
 
 
 def llm_agents_in_use(config: Mapping) -> dict[str, dict]:
-    """The ``llm`` agents that the active episode grids, the leakage probe or the games track
-    (``games.agents`` and ``games.judges``) will run."""
+    """Return the ``llm`` agents the configured run will call, by name with their config entries.
+
+    They are the agents of the active episode grids, of the leakage probe and of the games
+    track (``games.agents`` and ``games.judges``).
+    """
     used: set[str] = set()
     episodes = config.get("episodes", {})
     for grid in episodes.get("run", []):
@@ -267,8 +270,10 @@ def recover_tool_calls(content: str | None, tool_names: Iterable[str]) -> tuple[
 
 
 def _outgoing(messages: list[dict], plain_history: bool = False) -> list[dict]:
-    """The history as sent to the provider: every tool call's arguments a JSON object string
-    (a malformed one, already answered with an error, goes out as ``{}``; the record keeps it).
+    """Return the history as sent to the provider, every tool call's arguments a JSON object string.
+
+    A malformed argument string, already answered with an error, goes out as ``{}`` (the record
+    keeps it).
 
     ``plain_history``: each tool result goes out as a user message naming the call, and an
     assistant message without text as ``content: ""`` (litellm drops a ``None`` content), for a

@@ -133,8 +133,9 @@ _SYTRD_LWORK: dict = {}
 
 
 def _top_eigh(A: np.ndarray, thresh: float, max_frac: float = 0.4) -> tuple[np.ndarray, np.ndarray]:
-    """Eigenpairs (w, V) of symmetric A with w > thresh * max(w) (only the lower
-    triangle of A is read).
+    """Return the eigenpairs (w, V) of symmetric A with w > thresh * max(w).
+
+    Only the lower triangle of A is read.
 
     Same eigenpairs as ``eigh`` followed by causal-learn's cut, but only the kept
     eigenvectors are computed: Householder tridiagonalisation (``dsytrd``), all
