@@ -403,7 +403,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the ``heuresis`` command; bad input prints an error and exits with status 2.
+    """Run the ``heuresis`` command; on bad input print the error and return status 2.
 
     Parameters
     ----------

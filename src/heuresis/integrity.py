@@ -51,8 +51,8 @@ def _check_parquet(path: Path) -> str | None:
 def scan(results: str | Path) -> list[Damage]:
     """List the damaged files under ``results``.
 
-    Damaged are every Parquet file that cannot be read in full and every instance data file whose
-    SHA-256 differs from the one its split's index recorded.
+    A file is damaged when it is a Parquet file that cannot be read in full, or an instance data
+    file whose SHA-256 differs from the one its split's index recorded.
     """
     results = Path(results)
     damaged: list[Damage] = []

@@ -85,7 +85,7 @@ def is_nonneg_int(v: Any) -> bool:
 
 
 def is_seed(v: Any) -> bool:
-    """Whether ``v`` is an integer in ``[0, 2**32)``, the range numpy and lingam accept as a seed."""
+    """Whether ``v`` is an integer in ``[0, 2**32)``, a valid ``random_state`` for lingam and scikit-learn."""
     return _is_int(v) and 0 <= int(v) < 2**32
 
 
