@@ -28,6 +28,12 @@ def _skeleton(g: Graph | np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class AdjacencyScores:
+    """Skeleton comparison of an estimate with the truth: pair counts and their rates.
+
+    ``tp``, ``fp``, ``fn`` count unordered pairs (adjacent in both, only in the estimate, only in
+    the truth); precision, recall and F1 are 1.0 when their denominator is 0.
+    """
+
     tp: int
     fp: int
     fn: int
@@ -87,6 +93,7 @@ class GraphScores:
     n_edges: int
 
     def as_dict(self) -> dict:
+        """Return the scores as a plain dict (the columns of a scores row)."""
         return asdict(self)
 
 

@@ -64,6 +64,7 @@ class DrillDown:
 
     @property
     def restored(self) -> int:
+        """Pairs deleted by PC-KCI that the graph puts back, rightly or wrongly (``recovered + harmful``)."""
         return self.recovered + self.harmful
 
 
@@ -234,10 +235,22 @@ def score_episodes(episodes: pd.DataFrame, calls: pd.DataFrame, truths: Mapping[
 
 
 def write_episode_scores(scores: pd.DataFrame, path, meta) -> None:
+    """Write the per-episode scores as the ``episode_scores`` artifact (atomically, with ``meta``).
+
+    Parameters
+    ----------
+    scores : pandas.DataFrame
+        Rows from :func:`score_episodes`; an empty frame writes an empty table of the schema.
+    path : str or Path
+        Destination Parquet file.
+    meta : Mapping
+        Provenance metadata stored in the file.
+    """
     table = pa.Table.from_pylist(scores.to_dict("records"), schema=EPISODE_SCORES.schema) if len(scores) else \
         EPISODE_SCORES.schema.empty_table()
     write_table(table, path, EPISODE_SCORES, meta)
 
 
 def load_episode_scores(path) -> pd.DataFrame:
+    """Read an ``episode_scores`` artifact, checked against its schema, as a DataFrame."""
     return read_table(path, EPISODE_SCORES).to_pandas()
