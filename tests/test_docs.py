@@ -222,9 +222,10 @@ def test_doc_links_point_to_files_that_exist(doc):
     broken = []
     for target in _LINK.findall(text):
         path = target.split("#", 1)[0]
-        if path and not (doc.parent / path).exists():
+        if path and not path.startswith(("http://", "https://")) and not (doc.parent / path).exists():
             broken.append(target)
     for name in re.findall(r"`((?:docs|src|tests|rules|benchmarks|workflow|config|requirements)/[^`\s*{}]+)`", text):
+        name = name.split("::", 1)[0]
         if not (ROOT / name.rstrip("/")).exists() and not any(c in name for c in "<>"):
             broken.append(name)
     assert not broken, f"{doc.relative_to(ROOT)} points to missing files: {broken}"
@@ -233,11 +234,12 @@ def test_doc_links_point_to_files_that_exist(doc):
 @pytest.mark.parametrize("doc", DOC_FILES, ids=lambda p: p.name)
 def test_docs_stay_inside_the_repository(doc):
     text = doc.read_text()
-    assert not re.findall(r"https?://", text), "links outside the repository"
+    # a URL with a dotted host other than the loopback address (examples such as http://gpu-node:8000 are fine)
+    outside = [u for u in re.findall(r"https?://[\w-]+\.[\w.-]+", text) if not u.split("//")[1].startswith("127.0.0.1")]
+    assert not outside, f"{doc.relative_to(ROOT)} links outside the repository: {outside}"
     for bad in (r"\bSPEC\b", r"GAMES\.md", r"\.\./shared", r"/work/", r"\bissues? #?\d+", r"#\d+\b",
-                r"\bsession", r"\bwe tried\b"):
-        assert not re.search(bad, text, re.I if bad.startswith(r"\bwe") or "session" in bad else 0), \
-            f"{doc.relative_to(ROOT)} matches {bad!r}"
+                r"(?i)(?<![-\w])(?<!new )sessions?\b", r"(?i)\bwe tried\b", r"(?i)\b(earlier|previous|last) rounds?\b"):
+        assert not re.search(bad, text), f"{doc.relative_to(ROOT)} matches {bad!r}"
 
 
 def test_readme_is_short_and_lists_every_doc():
