@@ -8,8 +8,10 @@ comments (every ``docs/design.md §N`` they cite) and the CI script (the README 
 from __future__ import annotations
 
 import importlib
+import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -181,6 +183,19 @@ def test_every_rule_in_the_artifact_map_exists():
     unknown = [(name, row["line"]) for row in artifact_rows() for name in row["rules"]
                if not any(_pattern(r).fullmatch(name) for r in rules)]
     assert not unknown, f"docs/artifacts.md names rules that rules/*.smk do not define: {unknown}"
+
+
+def test_the_artifact_map_names_exactly_the_workflow_rules():
+    """Rule names as Snakemake itself lists them for the default config (loops expanded)."""
+    out = subprocess.run([sys.executable, "-m", "snakemake", "--list-rules"], cwd=ROOT, capture_output=True,
+                         text=True, check=True, env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}).stdout
+    listed = {line.split()[0] for line in out.splitlines() if line.strip()} - {"all"}
+    assert {"instances", "references_0", "table4", "games_plays"} <= listed
+    documented = {name for row in artifact_rows() for name in row["rules"]}
+    unmapped = sorted(r for r in listed if not any(_pattern(d).fullmatch(r) for d in documented))
+    unknown = sorted(d for d in documented if not any(_pattern(d).fullmatch(r) for r in listed))
+    assert not unmapped, f"rules without a row in docs/artifacts.md: {unmapped}"
+    assert not unknown, f"docs/artifacts.md names rules the workflow does not have: {unknown}"
 
 
 def _resolve(dotted: str):
