@@ -443,7 +443,7 @@ REPAIR_FEATURES = _schema("repair_features", 1, [
 
 
 
-# --- games track (docs/games-design.md; heuresis.games.workflow) ------------------------------------
+# --- games track (docs/games.md; heuresis.games.workflow) ------------------------------------
 GAME_REFERENCES = _schema("game_references", 1, [
     ("scenario", pa.string(), "scenario name (config/games/NAME.yaml)"),
     ("family", pa.string(), "scenario family: antenna, zone or weather"),

@@ -1,4 +1,4 @@
-"""Scoring of the games track (docs/games-design.md §5): the tables and figures of ``rules/games.smk``.
+"""Scoring of the games track (docs/games.md §5): the tables and figures of ``rules/games.smk``.
 
 * :func:`summary` — per scenario x agent x mode (and per family, scenario ``all``): survival,
   win rate, gap to the optimum, and rubric score, each a mean with a percentile bootstrap

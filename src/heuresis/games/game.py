@@ -1,4 +1,4 @@
-"""One play of a scenario (docs/games-design.md §1): free history, Stage 1, one Stage-2 submission, report.
+"""One play of a scenario (docs/games.md §1): free history, Stage 1, one Stage-2 submission, report.
 
 Observation rules (what :meth:`Game.deploy` and :attr:`Game.history` show):
 

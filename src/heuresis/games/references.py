@@ -1,4 +1,4 @@
-"""References fixed before any agent plays (docs/games-design.md §3): optimum, trap, standard, threshold.
+"""References fixed before any agent plays (docs/games.md §3): optimum, trap, standard, threshold.
 
 * **Optimum** — a multi-start local search over the enforced action space (add, remove or move
   one or two DEF points, fit or remove equipment; the best neighbour taken while it improves),

@@ -1,4 +1,4 @@
-"""Scenarios of the games track (docs/games-design.md §2): one YAML file per scenario under ``config/games``.
+"""Scenarios of the games track (docs/games.md §2): one YAML file per scenario under ``config/games``.
 
 A scenario file names its family, every SCM parameter, the budgets, the bias settings, the
 trap and standard designs and the intended mechanism.  A variant may ``extends:`` another

@@ -1,4 +1,4 @@
-"""The hidden SCM of a drone flight (docs/games-design.md §1-2), vectorized over drones and designs.
+"""The hidden SCM of a drone flight (docs/games.md §1-2), vectorized over drones and designs.
 
 A flight, in causal order (every constant from the scenario file):
 
