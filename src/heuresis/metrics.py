@@ -3,7 +3,7 @@
 The primary score is adjacency F1 of the skeleton; the secondary score is SHD, normalized by
 d(d-1)/2 as in the ``gadjid`` package, computed after Meek completion of the submitted graph.
 
-Conventions for empty sets (documented in README): precision is 1 when nothing is predicted,
+Conventions for empty sets (docs/design.md §1): precision is 1 when nothing is predicted,
 recall is 1 when the truth has no edge, and F1 = 2TP / (2TP + FP + FN) is 1 when both graphs
 are empty and 0 when exactly one of them is.
 """

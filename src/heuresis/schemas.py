@@ -1,7 +1,7 @@
 """Parquet schemas of every artifact, written once and used by writer and reader alike.
 
 Each artifact kind is a :class:`ArtifactSchema` with a name, a pyarrow schema and a one-line
-description per column (rendered into README/docs).  :func:`write_table` writes atomically
+description per column (rendered into docs/artifacts.md).  :func:`write_table` writes atomically
 (temporary file in the same directory, then ``os.replace``) and stamps the schema name and
 version into the Parquet key/value metadata; :func:`read_table` checks both and the columns,
 and refuses a truncated or foreign file with an error naming the path.
