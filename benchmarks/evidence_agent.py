@@ -75,8 +75,10 @@ from heuresis.ci import make_ci_test  # noqa: E402
 from heuresis.grades import grade_of, validate_grades  # noqa: E402
 from heuresis.graph import Graph  # noqa: E402
 from heuresis.instances import generate_instance, instance_spec  # noqa: E402
+from heuresis.io import atomic_write_bytes, atomic_write_text  # noqa: E402
 from heuresis.metrics import adjacency_scores  # noqa: E402
 from heuresis.pc import label_deletions  # noqa: E402
+from heuresis.report import format_interval  # noqa: E402
 
 FAMILIES = ["lg", "anm", "hetero", "wild", "mixed", "gauntlet"]
 
@@ -102,7 +104,7 @@ def pc_kci_cached(cfg: dict, family: str, split: str, index: int, cache: Path) -
            "graph": res.graph.amat.copy(), "n_tests": int(res.n_tests),
            "deletions": [dict(x=d.x, y=d.y, sepset=tuple(d.sepset), test=d.test, pvalue=d.pvalue, level=d.level,
                               grade=d.grade, wrong=w) for d, w in zip(res.pc.deletions, wrong)]}
-    path.write_bytes(pickle.dumps(rec))
+    atomic_write_bytes(path, pickle.dumps(rec))
     return rec
 
 
@@ -122,7 +124,7 @@ def pvalues_cached(rec: dict, cache: Path, tests=("kci", "fisherz"), max_set: in
                     out[key] = float(ci[t].pvalue(x, y, s))
                     n_new += 1
     if n_new:
-        path.write_bytes(pickle.dumps(out))
+        atomic_write_bytes(path, pickle.dumps(out))
     return out
 
 
@@ -147,7 +149,7 @@ def nonlinear_cached(rec: dict, cache: Path, max_set: int = 3) -> dict:
     jobs = plan_confirm(rule, g, log, screened)
     confirmed = nlcode.parse("\n".join(nlcode.confirm(rec["data"], jobs, **nl)))
     out = {"key": key, "screen": screened, "confirm": confirmed}
-    path.write_bytes(pickle.dumps(out))
+    atomic_write_bytes(path, pickle.dumps(out))
     return out
 
 
@@ -344,7 +346,7 @@ def _episodes(args, cfg, cache: Path, spec: dict, tag: str = "") -> list[dict]:
                 row = json.loads(path.read_text())["row"]
             else:
                 row = run_real(cfg, rec, guided=args.guided, spec=spec)
-                path.write_text(json.dumps({"spec": spec, "row": row}))
+                atomic_write_text(path, json.dumps({"spec": spec, "row": row}))
             rows.append(row)
             print(f"{tag or 'configured'} {family} {index} f1={row['f1']:.3f} pc={row['pc_f1']:.3f} "
                   f"right={row['restored_right']} wrong={row['restored_wrong']} units={row['units']}/{row['limit']} "
@@ -387,18 +389,18 @@ def report(args, cfg, rows, cond, ablated=None) -> None:
         rs = [r for r in rows if f == "all" or r["family"] == f]
         ci = paired_bootstrap([r["f1"] for r in rs], [r["pc_f1"] for r in rs], **boot)
         wd = sum(r["wrong_deletions"] for r in rs)
-        line = (f"| {f} | {v['n']} | {wd} | {v['f1']:.3f} | {v['pc_f1']:.3f} | {ci.fmt()} | {v['right']} | "
-                f"{v['wrong']} |")
+        line = (f"| {f} | {v['n']} | {wd} | {v['f1']:.3f} | {v['pc_f1']:.3f} | {format_interval(ci, signed=True)} | "
+                f"{v['right']} | {v['wrong']} |")
         for _k, arows in ablated.items():
             a = summarize(arows)[f]
             ars = [r for r in arows if f == "all" or r["family"] == f]
             aci = paired_bootstrap([r["f1"] for r in ars], [r["pc_f1"] for r in ars], **boot)
-            line += f" {aci.fmt()} | {a['right']} / {a['wrong']} |"
+            line += f" {format_interval(aci, signed=True)} | {a['right']} / {a['wrong']} |"
         lines.append(line)
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:
-        Path(args.out).write_text(text)
+        atomic_write_text(args.out, text)
 
 
 def verify(args) -> None:

@@ -7,7 +7,8 @@ import pytest
 from conftest import small_lg_split
 
 from heuresis.episodes import run_episode_shard
-from heuresis.schemas import CALLS, EPISODES, read_table
+from heuresis.io import read_table
+from heuresis.schemas import CALLS, EPISODES
 
 COND = "full-guided-p0-none-standard-once-r0"
 
@@ -91,7 +92,7 @@ def test_infrastructure_failures_are_written_flagged_and_retried_alone(small, mo
     import infra_faults
 
     from heuresis.failures import ATTEMPT_KEY, FIRST_ATTEMPT, N_FAILED_KEY, attempt_file, attempt_param, n_failed
-    from heuresis.schemas import read_metadata
+    from heuresis.io import read_metadata
 
     ids = [f"shortcut/{COND}/lg/test/{i:04d}" for i in range(4)]
     log = small["root"] / "flaky.log"

@@ -17,7 +17,8 @@ from tinyflow import CONFIG, assert_same_artifacts, copy_workflow, run_snakemake
 from tinyflow import CORE_TARGETS as TARGETS
 
 from heuresis.cli import main
-from heuresis.schemas import REFERENCES, ArtifactError, read_table
+from heuresis.io import ArtifactError, read_table
+from heuresis.schemas import REFERENCES
 
 pytestmark = pytest.mark.slow
 

@@ -24,7 +24,8 @@ from heuresis.games.analysis import NO_JUDGE, family_table, judges_table, path_s
 from heuresis.games.judge import RUBRIC, ScoreError, icc, parse_scores
 from heuresis.games.play import AnswerError, parse_answer, run_play
 from heuresis.games.workflow import play_seed, run_judgements, run_plays, run_references
-from heuresis.schemas import GAME_CALLS, GAME_JUDGEMENTS, GAME_PLAYS, GAME_REFERENCES, read_table
+from heuresis.io import read_table
+from heuresis.schemas import GAME_CALLS, GAME_JUDGEMENTS, GAME_PLAYS, GAME_REFERENCES
 
 SCENARIOS = ROOT / "config/games"
 FAST_SEARCH = {"drones": 300, "starts": 1, "verify_fleets": 2}
@@ -176,8 +177,8 @@ def test_references_job_row(refs):
 
 
 def test_plays_job_resumes_from_checkpoint_and_records_a_crash(refs, tmp_path):
-    from heuresis.checkpoint import Checkpoint
     from heuresis.config import config_digest
+    from heuresis.io import Checkpoint
 
     out, calls = tmp_path / "plays.parquet", tmp_path / "plays.calls.parquet"
     kw = dict(plays=3, seed=9, max_turns=40, references=refs, out=out, calls_out=calls, transcripts_dir=tmp_path / "t")
@@ -216,7 +217,7 @@ def test_judge_job_through_the_local_server(refs, tmp_path):
     table = read_table(tmp_path / "p.parquet", GAME_PLAYS)
     rows = table.to_pylist()
     rows[2]["report"] = ""
-    from heuresis.schemas import write_table
+    from heuresis.io import write_table
     write_table(GAME_PLAYS.schema.empty_table().from_pylist(rows, schema=GAME_PLAYS.schema), tmp_path / "p.parquet",
                 GAME_PLAYS)
     answers = [{"content": '{"causal_reasoning": 2, "experimental_design": 1, "reflection": 0, "data_usage": 1, '
@@ -423,7 +424,7 @@ def test_failed_plays_are_written_counted_and_retried_alone(refs, tmp_path, monk
     rerun plays only it; the summary counts it and leaves it out of every mean."""
     import heuresis.games.play as play_mod
     from heuresis.failures import N_FAILED_KEY, attempt_param, n_failed
-    from heuresis.schemas import read_metadata
+    from heuresis.io import read_metadata
 
     real, ran = play_mod.run_play, []
 

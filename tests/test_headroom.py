@@ -11,9 +11,9 @@ from scipy import stats
 from heuresis import targets
 from heuresis.algorithms.router import holm_adjust
 from heuresis.bootstrap import bootstrap_mean, paired_bootstrap
-from heuresis.checkpoint import Checkpoint
 from heuresis.headroom import build_headroom, select_bca
 from heuresis.instances import instance_spec, write_split
+from heuresis.io import Checkpoint
 from heuresis.references import graph_of, load_references, run_shard, shard_indices, shards
 
 

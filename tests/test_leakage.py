@@ -10,9 +10,10 @@ import pytest
 from llm_server import ScriptedLLMServer
 
 from heuresis.config import ConfigError, validate_config
+from heuresis.io import read_table
 from heuresis.leakage import figure1a, run_leakage, score_reply, to_tokens
 from heuresis.networks import load_network
-from heuresis.schemas import LEAKAGE, read_table
+from heuresis.schemas import LEAKAGE
 
 
 def _edges(net):
@@ -93,8 +94,8 @@ def test_probe_resumes_without_asking_again(tmp_path):
     assert list(first.status) == ["ok", "unparsed"]
     # a rerun over finished work (artifact present) is Snakemake's business; a killed job keeps its
     # checkpoint: simulate by saving a unit and rerunning with a server that must not be asked for it
-    from heuresis.checkpoint import Checkpoint
     from heuresis.config import config_digest
+    from heuresis.io import Checkpoint
 
     out2 = tmp_path / "again.parquet"
     spec = _spec("http://127.0.0.1:9/v1")

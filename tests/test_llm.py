@@ -21,7 +21,8 @@ from heuresis.agents.llm import (
     repair_arguments,
 )
 from heuresis.episodes import run_episode_shard
-from heuresis.schemas import CALLS, EPISODES, REQUESTS, read_table
+from heuresis.io import read_table
+from heuresis.schemas import CALLS, EPISODES, REQUESTS
 
 assert os.environ.get("LITELLM_LOCAL_MODEL_COST_MAP") == "True"   # set by conftest: no network at import
 

@@ -249,7 +249,8 @@ def small(quick_config, tmp_path_factory):
 def test_real_model_episode_records_complete(server, small, cond):
     from heuresis.episodes import run_episode_shard
     from heuresis.graph import Graph
-    from heuresis.schemas import CALLS, EPISODES, REQUESTS, read_table
+    from heuresis.io import read_table
+    from heuresis.schemas import CALLS, EPISODES, REQUESTS
 
     cfg, root = small["cfg"], small["root"]
     episodes_cfg = copy.deepcopy(cfg["episodes"])
@@ -297,8 +298,9 @@ def test_real_model_episode_records_complete(server, small, cond):
 
 @needs_extra
 def test_real_model_leakage_request(server, tmp_path):
+    from heuresis.io import read_table
     from heuresis.leakage import run_leakage
-    from heuresis.schemas import LEAKAGE, read_table
+    from heuresis.schemas import LEAKAGE
 
     out = run_leakage("local", LOCAL["agents"]["local"], ["cancer"], 1, 11, tmp_path / "leakage.parquet")
     rows = read_table(out, LEAKAGE).to_pandas()
@@ -406,7 +408,8 @@ def test_context_overflow_is_a_recorded_failure(small, tmp_path, monkeypatch):
     """A server with a 512-token context refuses the episode's first request (about 1,500 tokens):
     the episode ends failed with the server's reason recorded, not retried, scored on its working graph."""
     from heuresis.episodes import run_episode_shard
-    from heuresis.schemas import EPISODES, REQUESTS, read_table
+    from heuresis.io import read_table
+    from heuresis.schemas import EPISODES, REQUESTS
 
     cfg = small["cfg"]
     episodes_cfg = copy.deepcopy(cfg["episodes"])

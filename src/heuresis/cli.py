@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from heuresis import __version__
-from heuresis.schemas import ArtifactError
+from heuresis.io import ArtifactError
 
 DEFAULT_CONFIG = "config/config.yaml"
 
@@ -256,7 +256,9 @@ def cmd_game_references(args: argparse.Namespace) -> int:
     """Optimum, trap, standard and threshold of game scenarios; writes JSON (the tests' golden file)."""
     from heuresis.games.references import check_references, compute_references
     from heuresis.games.scenario import load_scenarios
+    from heuresis.io import atomic_write_text
     from heuresis.provenance import code_version
+    from heuresis.report import format_interval
 
     scns = load_scenarios(args.scenarios, args.scenario or None)
     if not scns:
@@ -267,12 +269,12 @@ def cmd_game_references(args: argparse.Namespace) -> int:
     for name, scn in scns.items():
         ref = compute_references(scn)
         out[name] = ref.as_dict()
-        print(f"{name:28s} optimum {ref.optimum:.3f} [{ref.optimum_lo:.3f}, {ref.optimum_hi:.3f}] "
+        print(f"{name:28s} optimum {format_interval(ref.optimum, ref.optimum_lo, ref.optimum_hi)} "
               f"(search {ref.optimum_search:.3f})  trap {ref.trap:.3f}  standard {ref.standard:.3f}  "
               f"threshold {ref.threshold:.3f}", flush=True)
         check_references(ref)
     if args.out:
-        Path(args.out).write_text(json.dumps(out, indent=1, sort_keys=True) + "\n")
+        atomic_write_text(args.out, json.dumps(out, indent=1, sort_keys=True) + "\n")
     return 0
 
 

@@ -8,7 +8,7 @@ A shard is part of a family's split; the job writes
   latency, retries),
 * ``results/transcripts/{agent}/{condition_id}/{family}/{split}/{index:04d}.json`` per episode.
 
-Each finished episode is checkpointed (:class:`heuresis.checkpoint.Checkpoint`; its transcript
+Each finished episode is checkpointed (:class:`heuresis.io.Checkpoint`; its transcript
 is written first), so a killed job resumes without redoing or losing an episode.  An episode whose
 run raised (a harness error, an API error after the client's retries) is recorded with status
 ``failed`` and its error, but it is not finished: it is not checkpointed, the job keeps the
@@ -26,7 +26,6 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from heuresis.checkpoint import Checkpoint
 from heuresis.config import config_digest
 from heuresis.failures import FIRST_ATTEMPT, failure_metadata, record_attempt
 from heuresis.harness.budgets import BudgetSettings
@@ -34,10 +33,10 @@ from heuresis.harness.conditions import Condition
 from heuresis.harness.episode import EpisodeInput, EpisodeSettings, episode_seed, run_episode
 from heuresis.harness.sandbox import SandboxLimits
 from heuresis.instances import load_data, load_truth
+from heuresis.io import Checkpoint, atomic_write_text, write_table
 from heuresis.provenance import PROVENANCE_KEY, dumps, provenance_record, utc_now
 from heuresis.references import grade_table, graph_of, load_references
-from heuresis.report import atomic_write_text
-from heuresis.schemas import CALLS, EPISODES, REQUESTS, write_table
+from heuresis.schemas import CALLS, EPISODES, REQUESTS
 
 __all__ = ["episode_settings", "load_episode_inputs", "run_episode_shard"]
 
@@ -97,7 +96,6 @@ def run_episode_shard(agent: str, agent_spec: Mapping, condition_id: str, family
     tdir = Path(transcripts_dir)
     tdir.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    failed: dict[int, dict] = {}     # episodes that failed in this attempt: written, never checkpointed
     for done, i in enumerate(indices, 1):
         if i in ckpt:
             continue
@@ -106,8 +104,8 @@ def run_episode_shard(agent: str, agent_spec: Mapping, condition_id: str, family
         res.row["transcript"] = str(tdir / f"{i:04d}.json")
         atomic_write_text(tdir / f"{i:04d}.json", json.dumps(res.transcript, indent=1, default=str))
         record = {"row": res.row, "calls": res.calls, "requests": res.requests}
-        if res.row["status"] == "failed":
-            failed[i] = record
+        if res.row["status"] == "failed":   # written, not saved: a rerun retries it
+            ckpt.fail(i, record)
         else:
             ckpt.save(i, record)
         r = res.row
@@ -117,12 +115,13 @@ def run_episode_shard(agent: str, agent_spec: Mapping, condition_id: str, family
             + (f" WARNING {r['warnings']}" if r["warnings"] else ""))
         if after_episode is not None:
             after_episode(i)
-    records = [failed[i] if i in failed else ckpt.get(i) for i in indices]
+    records = ckpt.values(indices)
     rows = [rec["row"] for rec in records]
     calls = [c for rec in records for c in rec["calls"]]
     requests = [q for rec in records for q in rec.get("requests", [])]
     prov = provenance_record(stage="episodes", config=cfg_slice, seeds={"seed": seed},
                              inputs=[Path(truth_dir) / "graphs.parquet", *map(Path, pc_kci_paths)], started=started)
+    failed = ckpt.failed
     meta = {PROVENANCE_KEY: dumps(prov), **failure_metadata(len(failed), attempt)}
     record_attempt(out, attempt, len(failed), "episodes")   # first: a kill after it still leaves a retry
     write_table(pa.table({c: [r[c] for r in calls] for c in CALLS.schema.names}, schema=CALLS.schema), calls_out,
@@ -131,10 +130,8 @@ def run_episode_shard(agent: str, agent_spec: Mapping, condition_id: str, family
                 requests_out, REQUESTS, meta)
     write_table(pa.table({c: [r[c] for r in rows] for c in EPISODES.schema.names}, schema=EPISODES.schema), out,
                 EPISODES, meta)
-    if failed:
+    if ckpt.finish():
         log(f"{agent} {condition_id} {family}/{split}: {len(failed)} of {len(indices)} episodes FAILED "
             f"({', '.join(inputs[i].instance_id for i in failed)}); not counted as run: rerun the target to retry "
             "them (the finished ones are kept)")
-    else:
-        ckpt.clear()
     return Path(out)

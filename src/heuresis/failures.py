@@ -24,8 +24,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from heuresis.report import atomic_write_text
-from heuresis.schemas import ArtifactError, read_metadata
+from heuresis.io import ArtifactError, atomic_write_text, read_metadata
 
 __all__ = [
     "ATTEMPT_KEY",

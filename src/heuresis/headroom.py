@@ -34,9 +34,10 @@ import pyarrow as pa
 
 from heuresis.graph import Graph, Relation
 from heuresis.instances import load_truth, stable_key
+from heuresis.io import read_table, write_table
 from heuresis.metrics import score_graph
 from heuresis.references import graph_of, labelled_log, load_references
-from heuresis.schemas import HEADROOM_SCORES, HEADROOM_SELECTION, read_table, write_table
+from heuresis.schemas import HEADROOM_SCORES, HEADROOM_SELECTION
 
 __all__ = [
     "BCA_FAILURE_RULE",

@@ -26,9 +26,10 @@ import pyarrow.parquet as pq
 
 from heuresis.config import SPLITS
 from heuresis.graph import Graph, dag_to_cpdag
+from heuresis.io import read_table, write_table
 from heuresis.mechanisms import MECHANISMS, standardize
 from heuresis.provenance import PROVENANCE_KEY, dumps, provenance_record, utc_now
-from heuresis.schemas import INSTANCE_INDEX, TRUTH_GRAPHS, TRUTH_NODES, data_schema, read_table, write_table
+from heuresis.schemas import INSTANCE_INDEX, TRUTH_GRAPHS, TRUTH_NODES, data_schema
 
 __all__ = [
     "Instance",

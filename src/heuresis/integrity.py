@@ -2,8 +2,8 @@
 
 Snakemake decides what to rerun from file existence, modification times and recorded job
 metadata, not from file contents: a Parquet file truncated or overwritten after its job finished
-looks up to date.  Readers refuse such a file (:func:`heuresis.schemas.read_table` raises
-:class:`~heuresis.schemas.ArtifactError` naming it), so the damage is never read into a number;
+looks up to date.  Readers refuse such a file (:func:`heuresis.io.read_table` raises
+:class:`~heuresis.io.ArtifactError` naming it), so the damage is never read into a number;
 :func:`scan` finds every such file under a results folder and :func:`remove_damaged` deletes the
 Snakemake output that holds it, so that the next ``snakemake`` run rebuilds exactly that.
 """

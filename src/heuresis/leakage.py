@@ -30,15 +30,15 @@ import pandas as pd
 import pyarrow as pa
 
 from heuresis.agents.base import make_agent
-from heuresis.checkpoint import Checkpoint
 from heuresis.config import config_digest
 from heuresis.graph import Graph, Relation
 from heuresis.harness.parse import ParseError, parse_edge_list
 from heuresis.harness.prompts import render
+from heuresis.io import Checkpoint, write_table
 from heuresis.metrics import adjacency_scores
 from heuresis.networks import Network, load_network
 from heuresis.provenance import PROVENANCE_KEY, dumps, provenance_record, utc_now
-from heuresis.schemas import LEAKAGE, write_table
+from heuresis.schemas import LEAKAGE
 
 __all__ = [
     "CONDITIONS",
@@ -146,11 +146,11 @@ def run_leakage(agent: str, spec: Mapping, networks: Sequence[str], repeats: int
                        tokens_out=u.tokens_out, cost=u.cost, latency_s=u.latency_s, retries=u.retries)
         ckpt.save(key, row)
         log(f"leakage {agent} {net_name} {cond} r{r}: {row['status']} F1={row['f1']:.3f}")
-    rows = [ckpt.get("/".join(map(str, u))) for u in units]
+    rows = ckpt.values("/".join(map(str, u)) for u in units)
     prov = provenance_record(stage="leakage", config=cfg_slice, seeds={"seed": int(seed)}, started=started)
     table = pa.table({c: [r[c] for r in rows] for c in LEAKAGE.schema.names}, schema=LEAKAGE.schema)
     write_table(table, out, LEAKAGE, {PROVENANCE_KEY: dumps(prov)})
-    ckpt.clear()
+    ckpt.finish()
     return Path(out)
 
 

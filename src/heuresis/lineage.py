@@ -25,8 +25,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from heuresis.io import ArtifactError, read_metadata
 from heuresis.provenance import PROVENANCE_KEY, file_sha256
-from heuresis.schemas import ArtifactError, read_metadata
 
 __all__ = [
     "InputCheck",
@@ -194,7 +194,8 @@ def lineage(path: str | Path, *, root: str | Path | None = None, max_depth: int 
 
 def _data_check(data: Path, index: Path) -> InputCheck:
     """The digest the split's index holds for an instance's data file, against the file now."""
-    from heuresis.schemas import INSTANCE_INDEX, read_table
+    from heuresis.io import read_table
+    from heuresis.schemas import INSTANCE_INDEX
 
     rows = read_table(index, INSTANCE_INDEX).to_pylist()
     rel = data.parent.name + "/" + data.name

@@ -25,14 +25,14 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from heuresis.checkpoint import Checkpoint
 from heuresis.config import config_digest
 from heuresis.grades import grade_of, validate_grades
 from heuresis.graph import Graph
 from heuresis.instances import Truth, load_data, load_truth
+from heuresis.io import Checkpoint, read_table, write_table
 from heuresis.metrics import score_graph
 from heuresis.provenance import PROVENANCE_KEY, dumps, provenance_record, utc_now
-from heuresis.schemas import REFERENCES, read_table, write_table
+from heuresis.schemas import REFERENCES
 
 __all__ = [
     "grade_table",
@@ -117,14 +117,14 @@ def run_shard(algorithm: str, params: Mapping, family: str, split: str, indices:
         ckpt.save(i, row)
         log(f"{algorithm} {family}/{split}: {done}/{len(indices)} instances ({time.perf_counter() - t0:.1f} s), "
             f"{truth[i].instance_id} F1={row['f1']:.3f} in {row['runtime_s']:.2f} s")
-    rows = [ckpt.get(i) for i in indices]
+    rows = ckpt.values(indices)
     prov = provenance_record(stage="references", config={"algorithm": algorithm, "params": dict(params),
                                                          "grades": list(grades)},
                              inputs=[Path(truth_dir) / "graphs.parquet", Path(data_dir) / "index.parquet"],
                              started=started)
     cols = {name: [r[name] for r in rows] for name in REFERENCES.schema.names}
     write_table(pa.table(cols, schema=REFERENCES.schema), out, REFERENCES, {PROVENANCE_KEY: dumps(prov)})
-    ckpt.clear()
+    ckpt.finish()
     return Path(out)
 
 

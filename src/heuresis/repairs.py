@@ -46,8 +46,10 @@ import pandas as pd
 import pyarrow as pa
 
 from heuresis.instances import load_data, load_truth, stable_key
+from heuresis.io import read_table, write_table
 from heuresis.references import graph_of, labelled_log, load_references
-from heuresis.schemas import REPAIR_FEATURES, read_table, write_table
+from heuresis.report import format_interval
+from heuresis.schemas import REPAIR_FEATURES
 
 __all__ = [
     "CLASSIFIER",
@@ -394,21 +396,16 @@ def _rule(r: Mapping) -> str:
 
 def summary_display(summary: pd.DataFrame) -> pd.DataFrame:
     """Formatted rows of :func:`evaluate`'s summary for Markdown and LaTeX."""
-    def iv(est, lo, hi, signed=False):
-        if pd.isna(est):
-            return "n/a"
-        f = "{:+.3f}" if signed else "{:.3f}"
-        return f"{f.format(est)} [{f.format(lo)}, {f.format(hi)}]"
-
     out = []
     for r in summary.to_dict("records"):
         out.append({"signal": _LABELS.get(r["method"], r["method"]), "needs": {"log": "log only", "test": "new tests",
                     "classifier": "all signals", "oracle": "hidden label"}[r["kind"]],
-                    "AUC (test)": iv(r.get("auc"), r.get("auc_lo"), r.get("auc_hi")),
+                    "AUC (test)": format_interval(r.get("auc"), r.get("auc_lo"), r.get("auc_hi")),
                     "restore when (dev threshold)": _rule(r),
                     "restored (wrong) on test": "n/a" if pd.isna(r.get("restored")) else
                     f"{int(r['restored'])} ({int(r['restored_wrong'])})",
-                    "F1 change (test)": iv(r.get("f1_change"), r.get("f1_change_lo"), r.get("f1_change_hi"), True),
+                    "F1 change (test)": format_interval(r.get("f1_change"), r.get("f1_change_lo"), r.get("f1_change_hi"),
+                                                        signed=True),
                     "note": r.get("note") or ""})
     return pd.DataFrame(out)
 

@@ -8,27 +8,65 @@ saved as PDF and PNG with a JSON provenance sidecar.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 
+from heuresis.bootstrap import Interval
+from heuresis.io import atomic_write, atomic_write_text, write_parquet
 from heuresis.provenance import PROVENANCE_KEY, dumps
 
-__all__ = ["atomic_write_text", "save_figure", "to_latex", "to_markdown", "write_paper_table"]
+__all__ = ["format_interval", "save_figure", "to_latex", "to_markdown", "write_paper_table"]
 
 
-def atomic_write_text(path: str | Path, text: str) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    with os.fdopen(fd, "w") as fh:
-        fh.write(text)
-    os.replace(tmp, path)
+def _missing(x) -> bool:
+    if x is None or x is pd.NA:
+        return True
+    try:
+        return not math.isfinite(float(x))
+    except (TypeError, ValueError):
+        return True
+
+
+def format_interval(estimate: Interval | float | None, lo: float | None = None, hi: float | None = None, *,
+                    signed: bool = False, percent: bool = False, digits: int | None = None,
+                    missing: str = "n/a") -> str:
+    """An estimate with its interval as every table shows it: ``0.512 [0.431, 0.590]``.
+
+    Parameters
+    ----------
+    estimate : Interval or float or None
+        The estimate, or an :class:`~heuresis.bootstrap.Interval` (then ``lo`` and ``hi`` are its
+        own and must not be given).
+    lo, hi : float
+        The interval's bounds (with a float ``estimate``).
+    signed : bool
+        Show the sign of all three numbers (``+0.041 [-0.012, +0.093]``): for differences.
+    percent : bool
+        Shares in percent (``42% [35%, 50%]``).
+    digits : int, optional
+        Digits after the point; 3 by default, 0 for percentages.
+    missing : str
+        The cell's text when there is no estimate (None, NaN, an interval over no units).
+
+    Returns
+    -------
+    str
+        The cell.
+    """
+    if isinstance(estimate, Interval):
+        if lo is not None or hi is not None:
+            raise ValueError("format_interval: give an Interval or estimate, lo and hi, not both")
+        if estimate.n == 0:
+            return missing
+        estimate, lo, hi = estimate.estimate, estimate.lo, estimate.hi
+    if _missing(estimate):
+        return missing
+    spec = f"{'+' if signed else ''}.{(0 if percent else 3) if digits is None else int(digits)}{'%' if percent else 'f'}"
+    return f"{estimate:{spec}} [{lo:{spec}}, {hi:{spec}}]"
 
 
 def to_markdown(df: pd.DataFrame, caption: str = "", highlight: Sequence[bool] | None = None) -> str:
@@ -93,10 +131,7 @@ def write_paper_table(numbers: pd.DataFrame, display: pd.DataFrame, stem: str | 
     meta[PROVENANCE_KEY.encode()] = dumps(provenance).encode()
     meta[b"heuresis.caption"] = caption.encode()
     table = table.replace_schema_metadata(meta)
-    fd, tmp = tempfile.mkstemp(prefix=f".{stem.name}.", suffix=".tmp", dir=stem.parent)
-    os.close(fd)
-    pq.write_table(table, tmp)
-    os.replace(tmp, stem.with_suffix(".parquet"))
+    write_parquet(table, stem.with_suffix(".parquet"))
     atomic_write_text(stem.with_suffix(".md"), to_markdown(display, caption, highlight))
     atomic_write_text(stem.with_suffix(".tex"), to_latex(display, caption, label=f"tab:{stem.name}",
                                                          highlight=highlight))
@@ -107,9 +142,8 @@ def save_figure(fig, stem: str | Path, *, provenance: Mapping) -> None:
     stem = Path(stem)
     stem.parent.mkdir(parents=True, exist_ok=True)
     for ext in ("pdf", "png"):
-        fd, tmp = tempfile.mkstemp(prefix=f".{stem.name}.", suffix=f".{ext}", dir=stem.parent)
-        os.close(fd)
-        fig.savefig(tmp, format=ext, dpi=200, bbox_inches="tight")
-        os.replace(tmp, stem.with_suffix(f".{ext}"))
+        atomic_write(stem.with_suffix(f".{ext}"), lambda tmp, ext=ext: fig.savefig(tmp, format=ext, dpi=200,
+                                                                                   bbox_inches="tight"),
+                     suffix=f".{ext}")
     atomic_write_text(stem.with_suffix(".provenance.json"), json.dumps(provenance, indent=2, sort_keys=True,
                                                                        default=str))

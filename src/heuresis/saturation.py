@@ -26,16 +26,16 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from heuresis.checkpoint import Checkpoint
 from heuresis.config import config_digest
 from heuresis.graph import Graph, dag_to_cpdag
 from heuresis.instances import sample_scm, stable_key
+from heuresis.io import Checkpoint, read_table, write_table
 from heuresis.mechanisms import standardize
 from heuresis.metrics import score_graph
 from heuresis.networks import load_network
 from heuresis.pc import oracle_repair
 from heuresis.provenance import PROVENANCE_KEY, dumps, provenance_record, utc_now
-from heuresis.schemas import SATURATION, read_table, write_table
+from heuresis.schemas import SATURATION
 
 __all__ = [
     "ORACLE",
@@ -162,7 +162,7 @@ def run_network(network: str, settings: Mapping, out: str | Path, *,
                              inputs=[load_network(network).source], started=started)
     cols = {c: [r[c] for r in rows] for c in SATURATION.schema.names}
     write_table(pa.table(cols, schema=SATURATION.schema), out, SATURATION, {PROVENANCE_KEY: dumps(prov)})
-    ckpt.clear()
+    ckpt.finish()
     return Path(out)
 
 

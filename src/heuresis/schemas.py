@@ -1,23 +1,19 @@
 """Parquet schemas of every artifact, written once and used by writer and reader alike.
 
 Each artifact kind is a :class:`ArtifactSchema` with a name, a pyarrow schema and a one-line
-description per column (rendered into docs/artifacts.md).  :func:`write_table` writes atomically
-(temporary file in the same directory, then ``os.replace``) and stamps the schema name and
-version into the Parquet key/value metadata; :func:`read_table` checks both and the columns,
-and refuses a truncated or foreign file with an error naming the path.
+description per column (rendered into docs/artifacts.md).  Artifacts are written and read
+against these schemas by :func:`heuresis.io.write_table` (atomically, the schema's name and
+version stamped into the Parquet key/value metadata under :data:`SCHEMA_KEY` and
+:data:`VERSION_KEY`) and :func:`heuresis.io.read_table` (which checks both and the columns, and
+refuses a truncated or foreign file with an error naming the path).
 """
 
 from __future__ import annotations
 
-import json
-import os
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 __all__ = [
     "CALLS",
@@ -36,27 +32,35 @@ __all__ = [
     "REPAIR_FEATURES",
     "REQUESTS",
     "SATURATION",
+    "SCHEMA_KEY",
     "TRUTH_GRAPHS",
     "TRUTH_NODES",
     "VERIFICATION_CHECKS",
-    "ArtifactError",
+    "VERSION_KEY",
     "ArtifactSchema",
     "data_schema",
-    "read_metadata",
-    "read_table",
-    "write_table",
 ]
 
-SCHEMA_KEY = b"heuresis.schema"
-VERSION_KEY = b"heuresis.schema_version"
-
-
-class ArtifactError(RuntimeError):
-    """An artifact that is missing, truncated, or not of the expected schema."""
+SCHEMA_KEY = b"heuresis.schema"            # Parquet key/value metadata: the artifact's schema name
+VERSION_KEY = b"heuresis.schema_version"   # Parquet key/value metadata: that schema's version
 
 
 @dataclass(frozen=True)
 class ArtifactSchema:
+    """One artifact kind: its name, version, Arrow schema and a one-line description per column.
+
+    Parameters
+    ----------
+    name : str
+        Stamped into every file of the kind and checked on reading.
+    version : int
+        Raised when the columns change; a file of another version is refused on reading.
+    schema : pyarrow.Schema
+        The columns and their types.
+    doc : mapping
+        Column name to its description; must name exactly the schema's columns.
+    """
+
     name: str
     version: int
     schema: pa.Schema
@@ -564,68 +568,3 @@ GAME_JUDGEMENTS = _schema("game_judgements", 1, [
     ("cost", pa.float64(), "cost in USD; null when the model has no known price"),
     ("latency_s", pa.float64(), "latency of the request"),
 ])
-
-def _encode_metadata(meta: Mapping[str, object] | None) -> dict[bytes, bytes]:
-    out = {}
-    for k, v in (meta or {}).items():
-        out[k.encode()] = (v if isinstance(v, str) else json.dumps(v, sort_keys=True, default=str)).encode()
-    return out
-
-
-def write_table(table: pa.Table | Mapping[str, list], path: str | Path, schema: ArtifactSchema,
-                metadata: Mapping[str, object] | None = None) -> Path:
-    """Write ``table`` as Parquet under ``schema``, atomically.
-
-    The file appears under its final name only when complete, so a killed job never leaves a
-    truncated artifact behind.
-    """
-    path = Path(path)
-    if not isinstance(table, pa.Table):
-        table = pa.table(dict(table), schema=schema.schema)
-    else:
-        table = table.select(schema.schema.names).cast(schema.schema)
-    meta = dict(table.schema.metadata or {})
-    meta.update(_encode_metadata(metadata))
-    meta[SCHEMA_KEY] = schema.name.encode()
-    meta[VERSION_KEY] = str(schema.version).encode()
-    table = table.replace_schema_metadata(meta)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        pq.write_table(table, tmp, compression="zstd")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
-
-
-def read_metadata(path: str | Path) -> dict[str, str]:
-    """The Parquet key/value metadata of an artifact, decoded."""
-    try:
-        meta = pq.read_schema(path).metadata or {}
-    except (OSError, pa.ArrowInvalid) as exc:
-        raise ArtifactError(f"cannot read artifact {path}: {exc}") from exc
-    return {k.decode(): v.decode() for k, v in meta.items() if not k.startswith(b"ARROW:")}
-
-
-def read_table(path: str | Path, schema: ArtifactSchema) -> pa.Table:
-    """Read an artifact and check that it is a complete file of the expected schema."""
-    path = Path(path)
-    if not path.exists():
-        raise ArtifactError(f"artifact {path} does not exist")
-    try:
-        table = pq.read_table(path)
-    except (OSError, pa.ArrowInvalid) as exc:
-        raise ArtifactError(f"artifact {path} is truncated or corrupt: {exc}") from exc
-    meta = table.schema.metadata or {}
-    found = meta.get(SCHEMA_KEY, b"").decode()
-    if found != schema.name:
-        raise ArtifactError(f"artifact {path} holds schema {found!r}, expected {schema.name!r}")
-    version = int(meta.get(VERSION_KEY, b"0"))
-    if version != schema.version:
-        raise ArtifactError(f"artifact {path} has {schema.name} version {version}, expected {schema.version}")
-    if table.schema.names != schema.schema.names:
-        raise ArtifactError(f"artifact {path}: columns {table.schema.names} differ from {schema.schema.names}")
-    return table

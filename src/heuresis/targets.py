@@ -20,6 +20,7 @@ import pandas as pd
 from heuresis.bootstrap import Interval, bootstrap_mean, paired_bootstrap
 from heuresis.foundation import foundation_model
 from heuresis.headroom import BCA_FAILURE_RULE, GLOBAL
+from heuresis.report import format_interval
 
 __all__ = ["FLOORS", "figure1c", "method_f1", "method_failed", "table2", "table3", "table11"]
 
@@ -83,7 +84,7 @@ def table2(scores: pd.DataFrame, families: Mapping[str, Mapping], boot: Mapping)
                      "test instances": f"{len(pc)}" + (f" (PC-KCI failed on {n_failed})" if n_failed else ""),
                      "wrongly deleted edges / instance": _f(mean, 2),
                      "instances with none": "n/a" if np.isnan(share) else f"{share:.0%}",
-                     "oracle − PC-KCI (F1)": gain.fmt() + _failed_note(n_failed)})
+                     "oracle − PC-KCI (F1)": format_interval(gain, signed=True) + _failed_note(n_failed)})
     return pd.DataFrame(rows), pd.DataFrame(disp)
 
 
@@ -131,8 +132,10 @@ def table3(scores: pd.DataFrame, selection: pd.DataFrame, families: Sequence[str
         disp.append({"family": fam, "BCA_f": (chosen.get(fam, "per family") if fam != GLOBAL else "per family")
                      + (f" ({dev_failed} failed on dev)" if dev_failed else ""),
                      "F1(BCA_f)": _f(bca_f.mean()) + _failed_note(nf["bca_f"]),
-                     "F1(oracle)": _f(oracle.mean()) + _failed_note(nf["oracle"]), "H^s": hs.fmt(), "H^r": hr.fmt(),
-                     "router Δ^r": (rg.fmt() + _failed_note(nf.get(router, 0))) if rg else
+                     "F1(oracle)": _f(oracle.mean()) + _failed_note(nf["oracle"]),
+                     "H^s": format_interval(hs, signed=True),
+                     "H^r": format_interval(hr, signed=True),
+                     "router Δ^r": (format_interval(rg, signed=True) + _failed_note(nf.get(router, 0))) if rg else
                      "not run (no router in references.baselines)",
                      "router → KCI": "—" if np.isnan(routed) else f"{routed:.0%}",
                      FAILED_RUNS: failures or "none"})
@@ -164,7 +167,7 @@ def table11(scores: pd.DataFrame, families: Sequence[str], boot: Mapping) -> tup
             iv = bootstrap_mean(method_f1(scores, fam, m), **_boot(boot))
             k = method_failed(scores, fam, m)
             r.update(_iv(iv, m), **{f"{m}_n_failed": k})
-            d[labels[m]] = f"{iv.estimate:.3f} [{iv.lo:.3f}, {iv.hi:.3f}]" + _failed_note(k)
+            d[labels[m]] = format_interval(iv) + _failed_note(k)
         rows.append(r)
         disp.append(d)
     return pd.DataFrame(rows), pd.DataFrame(disp)

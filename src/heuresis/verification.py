@@ -913,14 +913,15 @@ def write_check(result: CheckResult, record_path: str | Path, examples_dir: str 
     """Write the one-row record (schema ``VERIFICATION_CHECKS``) and one JSON file per example."""
     import pyarrow as pa
 
-    from heuresis.schemas import VERIFICATION_CHECKS, write_table
+    from heuresis.io import atomic_write_text, write_table
+    from heuresis.schemas import VERIFICATION_CHECKS
 
     examples_dir = Path(examples_dir)
     if examples_dir.exists():
         shutil.rmtree(examples_dir)
     examples_dir.mkdir(parents=True)
     for k, example in enumerate(result.examples):
-        (examples_dir / f"{result.check}-{k:03d}.json").write_text(json.dumps(example, indent=2, sort_keys=True))
+        atomic_write_text(examples_dir / f"{result.check}-{k:03d}.json", json.dumps(example, indent=2, sort_keys=True))
     row = dict(check=result.check, title=result.title, reference=result.reference, scale=result.scale,
                scale_description=result.scale_description, n_cases=result.n_cases,
                disagreements=result.disagreements, passed=result.passed, required=None, tolerance=result.tolerance,
@@ -934,7 +935,8 @@ def write_checks_table(checks, path: str | Path, meta: Mapping[str, str] | None 
     """Write all check records (with ``required`` set) as ``checks.parquet``."""
     import pyarrow as pa
 
-    from heuresis.schemas import VERIFICATION_CHECKS, write_table
+    from heuresis.io import write_table
+    from heuresis.schemas import VERIFICATION_CHECKS
 
     cols = VERIFICATION_CHECKS.schema.names
     table = pa.Table.from_pandas(checks[cols], schema=VERIFICATION_CHECKS.schema, preserve_index=False)
@@ -945,7 +947,8 @@ def read_checks(paths: Sequence[str | Path]):
     """The records of several checks as one DataFrame, in registry order."""
     import pandas as pd
 
-    from heuresis.schemas import VERIFICATION_CHECKS, read_table
+    from heuresis.io import read_table
+    from heuresis.schemas import VERIFICATION_CHECKS
 
     df = pd.concat([read_table(p, VERIFICATION_CHECKS).to_pandas() for p in paths], ignore_index=True)
     rank = {name: k for k, name in enumerate(CHECKS)}

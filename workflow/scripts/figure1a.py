@@ -4,11 +4,12 @@ from pathlib import Path
 
 import pandas as pd
 
+from heuresis.io import read_table
 from heuresis.leakage import figure1a
 from heuresis.logs import stage_logger
 from heuresis.provenance import provenance_record
 from heuresis.report import save_figure
-from heuresis.schemas import LEAKAGE, read_table
+from heuresis.schemas import LEAKAGE
 
 sm = snakemake  # noqa: F821  (injected by Snakemake)
 log = stage_logger(sm.log[0])

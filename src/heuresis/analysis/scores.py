@@ -30,9 +30,10 @@ import pyarrow as pa
 
 from heuresis.graph import Graph, Relation
 from heuresis.harness.parse import parse_edge_list
+from heuresis.io import read_table, write_table
 from heuresis.metrics import adjacency_scores, score_graph, shd
 from heuresis.references import graph_of, labelled_log
-from heuresis.schemas import CALLS, EPISODE_SCORES, EPISODES, read_table, write_table
+from heuresis.schemas import CALLS, EPISODE_SCORES, EPISODES
 
 __all__ = [
     "PC_VARIANTS",

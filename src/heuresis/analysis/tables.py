@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from heuresis.bootstrap import Interval, bootstrap_mean, bootstrap_ratio, paired_bootstrap
+from heuresis.report import format_interval
 
 __all__ = [
     "CONDITION_FIELDS",
@@ -169,14 +170,6 @@ def _iv_cols(iv: Interval | None, prefix: str) -> dict:
     return {prefix: iv.estimate, f"{prefix}_lo": iv.lo, f"{prefix}_hi": iv.hi}
 
 
-def _fmt(iv: Interval | None, *, signed: bool = True, why: str = "n/a", pct: bool = False) -> str:
-    if iv is None or iv.n == 0 or math.isnan(iv.estimate):
-        return why
-    if pct:
-        return f"{iv.estimate:.0%} [{iv.lo:.0%}, {iv.hi:.0%}]"
-    return iv.fmt() if signed else f"{iv.estimate:.3f} [{iv.lo:.3f}, {iv.hi:.3f}]"
-
-
 def _share(x) -> float:
     x = np.asarray(x, dtype=float)
     return float(x.mean()) if len(x) else NA
@@ -300,10 +293,11 @@ def table4(scores: pd.DataFrame, families: Sequence[str], boot: Mapping, agents:
                      **_iv_cols(gap, "agent_minus_merge_star"), **_iv_cols(gap_fin, "agent_minus_merge_star_finished"),
                      **_iv_cols(uns, "unsupp"), "recovered": int(part["recovered"].sum()),
                      "recovered_unsupported": int(part["recovered_unsupported"].sum()), "note": note})
-        disp.append({**_base_disp(b), "F1": _fmt(_mean_iv(f1, boot), signed=False), "k": k,
-                     "merge*": f"{ms.mean():.3f}", "agent − merge*": _fmt(gap),
-                     "agent − merge* (finished)": _fmt(gap_fin, why="n/a: no finished episode"),
-                     "Unsupp": _fmt(uns, pct=True, why="n/a: no wrongly deleted edge restored")})
+        disp.append({**_base_disp(b), "F1": format_interval(_mean_iv(f1, boot)), "k": k,
+                     "merge*": f"{ms.mean():.3f}", "agent − merge*": format_interval(gap, signed=True),
+                     "agent − merge* (finished)": format_interval(gap_fin, signed=True,
+                                                                  missing="n/a: no finished episode"),
+                     "Unsupp": format_interval(uns, percent=True, missing="n/a: no wrongly deleted edge restored")})
     return pd.DataFrame(rows), pd.DataFrame(disp)
 
 
@@ -326,8 +320,9 @@ def table6(scores: pd.DataFrame, families: Sequence[str], boot: Mapping, agents:
                      **_iv_cols(f1_fin, "f1_finished"), **_iv_cols(dr_fin, "delta_r_finished"),
                      "note": "" if len(fin) else "no finished episode"})
         why = "n/a: no finished episode"
-        disp.append({**_base_disp(b), "F1": _fmt(f1, signed=False), "Δ^s": _fmt(ds), "Δ^r": _fmt(dr),
-                     "F1 (finished)": _fmt(f1_fin, signed=False, why=why), "Δ^r (finished)": _fmt(dr_fin, why=why)})
+        disp.append({**_base_disp(b), "F1": format_interval(f1), "Δ^s": format_interval(ds, signed=True),
+                     "Δ^r": format_interval(dr, signed=True), "F1 (finished)": format_interval(f1_fin, missing=why),
+                     "Δ^r (finished)": format_interval(dr_fin, signed=True, missing=why)})
     return pd.DataFrame(rows), pd.DataFrame(disp)
 
 
@@ -373,10 +368,12 @@ def table7(scores: pd.DataFrame, families: Sequence[str], boot: Mapping, agents:
                      **_iv_cols(gain_fin, "f1_gain_finished"), **_iv_cols(red, "nshd_reduction"),
                      "shortcut_rate": _share(part["shortcut"]), "distinct_algorithms": float(part["n_algorithms"].mean()),
                      "mutual_information_bits": mi, "note": "" if len(has) else why})
-        disp.append({**_base_disp(b), "with PC-KCI output": f"{len(has)}", "F1 − PC-KCI(episode)": _fmt(gain, why=why),
-                     "F1 − PC-KCI(episode), finished": _fmt(gain_fin, why=why if not len(has) else
-                                                            "n/a: no finished episode"),
-                     "nSHD reduction": _fmt(red, why=why), "shortcut rate": _pct(_share(part["shortcut"])),
+        disp.append({**_base_disp(b), "with PC-KCI output": f"{len(has)}",
+                     "F1 − PC-KCI(episode)": format_interval(gain, signed=True, missing=why),
+                     "F1 − PC-KCI(episode), finished": format_interval(
+                         gain_fin, signed=True, missing=why if not len(has) else "n/a: no finished episode"),
+                     "nSHD reduction": format_interval(red, signed=True, missing=why),
+                     "shortcut rate": _pct(_share(part["shortcut"])),
                      "distinct algorithms": f"{part['n_algorithms'].mean():.2f}",
                      "MI(family; tool) [bits]": ("—" if scope != GLOBAL else
                                                  "n/a: one family" if math.isnan(mi) else f"{mi:.3f}")})
@@ -415,11 +412,14 @@ def table8(scores: pd.DataFrame, families: Sequence[str], boot: Mapping, agents:
                      **_iv_cols(gu, "guided_minus_unguided"), **_iv_cols(tb, "full_minus_minimal"),
                      "note": "; ".join(notes)})
         disp.append({**_base_disp(b),
-                     "repair precision": _fmt(prec, pct=True, why="n/a: restored no deleted pair"),
-                     "repair recall": _fmt(recall, pct=True, why="n/a: PC-KCI deleted no true edge here"),
-                     "F1 − PC-KCI": _fmt(gain), "F1 − PC-KCI (finished)": _fmt(gain_fin, why="n/a: no finished episode"),
-                     "guided − unguided": _fmt(gu, why="n/a: no unguided episodes of this agent and condition"),
-                     "full − minimal": _fmt(tb, why=f"n/a: no {other}-toolbox episodes of this agent and condition")})
+                     "repair precision": format_interval(prec, percent=True, missing="n/a: restored no deleted pair"),
+                     "repair recall": format_interval(recall, percent=True, missing="n/a: PC-KCI deleted no true edge here"),
+                     "F1 − PC-KCI": format_interval(gain, signed=True),
+                     "F1 − PC-KCI (finished)": format_interval(gain_fin, signed=True, missing="n/a: no finished episode"),
+                     "guided − unguided": format_interval(
+                         gu, signed=True, missing="n/a: no unguided episodes of this agent and condition"),
+                     "full − minimal": format_interval(
+                         tb, signed=True, missing=f"n/a: no {other}-toolbox episodes of this agent and condition")})
     return pd.DataFrame(rows), pd.DataFrame(disp)
 
 
@@ -462,7 +462,8 @@ def table9(scores: pd.DataFrame, families: Sequence[str], boot: Mapping, agents:
                      "prompt level": b["prompt_level"],
                      "stated target": b["target"], "budget": b["budget"], "last turn": b["last_turn"],
                      "families": fams, "episodes": b["n"], "truncated": _pct(b["truncation_rate"]),
-                     "Δ^r": _fmt(dr), "Δ^r (finished)": _fmt(dr_fin, why="n/a: no finished episode"),
+                     "Δ^r": format_interval(dr, signed=True),
+                     "Δ^r (finished)": format_interval(dr_fin, signed=True, missing="n/a: no finished episode"),
                      "returns PC-KCI's output": _pct(_share(part["returns_pc_output"])),
                      "reached the wall": _pct(_share(part["wall_reached"]))})
     numbers, display = pd.DataFrame(rows), pd.DataFrame(disp)
@@ -491,8 +492,9 @@ def table10(scores: pd.DataFrame, families: Sequence[str], boot: Mapping, agents
                      "note": "; ".join(n for n, c in (("offline agent: no tokens", offline),
                                                       ("no episode reached the wall", not wall)) if c)})
         disp.append({"agent": agent, "condition": cond, "budget": b["budget"], "last turn": b["last_turn"],
-                     "families": fams, "episodes": b["n"], "truncated": _pct(b["truncation_rate"]), "Δ^r": _fmt(dr),
-                     "Δ^r (finished)": _fmt(dr_fin, why="n/a: no finished episode"),
+                     "families": fams, "episodes": b["n"], "truncated": _pct(b["truncation_rate"]),
+                     "Δ^r": format_interval(dr, signed=True),
+                     "Δ^r (finished)": format_interval(dr_fin, signed=True, missing="n/a: no finished episode"),
                      "reached the wall": f"{wall} ({wall / b['n']:.0%})",
                      "rescued": f"{resc} of {wall}" if wall else "— (none reached the wall)",
                      "unsubmitted": f"{unsub} ({unsub / b['n']:.0%})",
@@ -518,8 +520,8 @@ def table13(scores: pd.DataFrame, families: Sequence[str], boot: Mapping, agents
                      "note": "" if len(fin) else "no finished episode"})
         disp.append({"agent": agent, "condition": base_cond, "repeat": b["repeat"], "families": fams,
                      "episodes": b["n"], "finished": b["n_finished"], "truncated": _pct(b["truncation_rate"]),
-                     "F1 (all)": _fmt(f1, signed=False),
-                     "F1 (finished)": _fmt(f1_fin, signed=False, why="n/a: no finished episode"),
+                     "F1 (all)": format_interval(f1),
+                     "F1 (finished)": format_interval(f1_fin, missing="n/a: no finished episode"),
                      "reached the wall": wall, "rescued": resc, "unsubmitted": unsub})
     numbers, display = pd.DataFrame(rows), pd.DataFrame(disp)
     order = np.lexsort((numbers["repeat"], numbers["condition"], numbers["agent"].map(

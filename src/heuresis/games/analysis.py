@@ -26,6 +26,7 @@ import pandas as pd
 
 from heuresis.bootstrap import bootstrap_mean
 from heuresis.games.judge import RUBRIC, RUBRIC_MAX, icc
+from heuresis.report import format_interval
 
 __all__ = [
     "NO_JUDGE",
@@ -40,12 +41,6 @@ __all__ = [
 ]
 
 NO_JUDGE = "no judge configured"
-
-
-def _fmt(mean, lo, hi, digits=3) -> str:
-    if mean is None or not np.isfinite(mean):
-        return "n/a"
-    return f"{mean:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
 
 
 def rubric_per_play(judgements: pd.DataFrame) -> pd.DataFrame:
@@ -92,14 +87,15 @@ def family_table(summ: pd.DataFrame, family: str, judges: Sequence[str]) -> tupl
     df = summ[summ.family == family].copy()
     df["_pooled"] = df.scenario == "all"
     df = df.sort_values(["_pooled", "scenario", "agent", "mode"]).drop(columns="_pooled").reset_index(drop=True)
+
+    def intervals(col: str, digits: int = 3) -> list[str]:
+        return [format_interval(m, lo, hi, digits=digits) for m, lo, hi in zip(df[col], df[f"{col}_lo"], df[f"{col}_hi"])]
+
     disp = pd.DataFrame({
         "Scenario": df.scenario.replace({"all": f"all {family}"}), "Agent": df.agent, "Mode": df["mode"],
         "Plays": [f"{p} ({f} failed, not scored)" if f else str(p) for p, f in zip(df.plays, df.failed)],
-        "Survival": [_fmt(m, lo, hi) for m, lo, hi in zip(df.survival, df.survival_lo, df.survival_hi)],
-        "Win rate": [_fmt(m, lo, hi, 2) for m, lo, hi in zip(df.win_rate, df.win_rate_lo, df.win_rate_hi)],
-        "Gap to optimum": [_fmt(m, lo, hi) for m, lo, hi in zip(df.gap, df.gap_lo, df.gap_hi)],
-        f"Rubric (0-{RUBRIC_MAX})": ([_fmt(m, lo, hi, 1) for m, lo, hi in zip(df.rubric, df.rubric_lo, df.rubric_hi)]
-                                     if judges else [NO_JUDGE] * len(df)),
+        "Survival": intervals("survival"), "Win rate": intervals("win_rate", 2), "Gap to optimum": intervals("gap"),
+        f"Rubric (0-{RUBRIC_MAX})": intervals("rubric", 1) if judges else [NO_JUDGE] * len(df),
     })
     return df, disp
 
@@ -115,7 +111,7 @@ def references_table(refs: Mapping[str, Mapping]) -> tuple[pd.DataFrame, pd.Data
         num[k] = [json.dumps(d, sort_keys=True) for d in num[k]]
     disp = pd.DataFrame({
         "Scenario": [r["scenario"] for r in rows], "Bias": [r["bias"] for r in rows],
-        "Optimum [95% CI]": [_fmt(r["optimum"], r["optimum_lo"], r["optimum_hi"]) for r in rows],
+        "Optimum [95% CI]": [format_interval(r["optimum"], r["optimum_lo"], r["optimum_hi"]) for r in rows],
         "Threshold": [f"{r['threshold']:.3f}" for r in rows],
         "Trap": [f"{r['trap']:.3f}" for r in rows], "Standard": [f"{r['standard']:.3f}" for r in rows],
         "Optimum design": [short(r["optimum_design"]) for r in rows],
@@ -312,7 +308,8 @@ def load_inputs(references: Sequence, plays: Sequence, judgements: Sequence):
         judgements concatenated as DataFrames.
     """
     from heuresis.games.workflow import load_references
-    from heuresis.schemas import GAME_JUDGEMENTS, GAME_PLAYS, read_table
+    from heuresis.io import read_table
+    from heuresis.schemas import GAME_JUDGEMENTS, GAME_PLAYS
 
     refs = load_references(references)
     p = pd.concat([read_table(x, GAME_PLAYS).to_pandas() for x in plays], ignore_index=True) if plays else \

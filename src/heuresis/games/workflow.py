@@ -11,7 +11,7 @@
   for an offline game agent (cheap plays, played more often);
 * :func:`run_plays` — the plays of one job into :data:`GAME_PLAYS` and
   :data:`GAME_CALLS` plus one JSON transcript per play, each finished play checkpointed
-  (:class:`~heuresis.checkpoint.Checkpoint`) so a killed job resumes; a play whose agent or
+  (:class:`~heuresis.io.Checkpoint`) so a killed job resumes; a play whose agent or
   harness crashes (an API error after retries, a harness error) is recorded ``failed`` with its
   error, never dropped, and not checkpointed: the tables count it and leave it out of the scores,
   and rerunning the target retries it (:mod:`heuresis.failures`);
@@ -32,14 +32,14 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from heuresis.checkpoint import Checkpoint
 from heuresis.config import config_digest
 from heuresis.failures import FIRST_ATTEMPT, failure_metadata, record_attempt
 from heuresis.games.references import check_references, compute_references, seed_of, winnability_errors
 from heuresis.games.scenario import SCENARIO_DIR, Scenario, ScenarioError, load_scenario
+from heuresis.io import Checkpoint, atomic_write_text, read_table, write_table
 from heuresis.provenance import PROVENANCE_KEY, dumps, provenance_record, utc_now
-from heuresis.report import atomic_write_text
-from heuresis.schemas import GAME_CALLS, GAME_JUDGEMENTS, GAME_PLAYS, GAME_REFERENCES, read_table, write_table
+from heuresis.report import format_interval
+from heuresis.schemas import GAME_CALLS, GAME_JUDGEMENTS, GAME_PLAYS, GAME_REFERENCES
 
 __all__ = [
     "MODES",
@@ -167,7 +167,7 @@ def run_references(scenario: str, folder: str | Path, search: Mapping, out: str 
     scn = load_scenario(scenario, folder)
     ref = compute_references(scn, drones=search.get("drones"), starts=search.get("starts"),
                              fleets=search.get("verify_fleets"))
-    log(f"{scenario}: optimum {ref.optimum:.3f} [{ref.optimum_lo:.3f}, {ref.optimum_hi:.3f}] (search "
+    log(f"{scenario}: optimum {format_interval(ref.optimum, ref.optimum_lo, ref.optimum_hi)} (search "
         f"{ref.optimum_search:.3f}, {ref.designs_evaluated} designs), trap {ref.trap:.3f}, "
         f"standard {ref.standard:.3f}, "
         f"threshold {ref.threshold:.3f} in {time.perf_counter() - t0:.1f} s")
@@ -228,7 +228,6 @@ def run_plays(agent: str, spec: Mapping, mode: str, scenario: str, folder: str |
         log(f"{agent} {mode} {scenario}: resuming, {len(ckpt)} of {plays} plays done")
     tdir = Path(transcripts_dir)
     tdir.mkdir(parents=True, exist_ok=True)
-    failed: dict[int, dict] = {}     # failed plays of this attempt: written, never checkpointed
     for r in range(int(plays)):
         if r in ckpt:
             continue
@@ -244,28 +243,27 @@ def run_plays(agent: str, spec: Mapping, mode: str, scenario: str, folder: str |
             calls, transcript = [], {"play": row, "error": traceback.format_exc(limit=8)}
         row["transcript"] = str(tdir / f"r{r}.json")
         atomic_write_text(tdir / f"r{r}.json", json.dumps(transcript, indent=1, default=str))
-        if row["status"] == "failed":
-            failed[r] = {"row": row, "calls": calls}
+        if row["status"] == "failed":   # written, not saved: a rerun retries it
+            ckpt.fail(r, {"row": row, "calls": calls})
         else:
             ckpt.save(r, {"row": row, "calls": calls})
         log(f"{agent} {mode} {scenario} r{r}: {row['status']} {row['termination']} survival {row['survival']:.3f} "
             f"(threshold {ref['threshold']:.3f}, optimum {ref['optimum']:.3f}) in {time.perf_counter() - t0:.1f} s"
             + (f" ERROR {row['error']}" if row["error"] else ""))
-    records = [failed[r] if r in failed else ckpt.get(r) for r in range(int(plays))]
+    records = ckpt.values(range(int(plays)))
     rows = [rec["row"] for rec in records]
     calls = [c for rec in records for c in rec["calls"]]
     prov = provenance_record(stage="games_plays", config=cfg_slice, seeds={"seed": int(seed)},
                              inputs=[scn.path, references], started=started)
-    meta = {PROVENANCE_KEY: dumps(prov), **failure_metadata(len(failed), attempt)}
-    record_attempt(out, attempt, len(failed), "plays")
+    failed = len(ckpt.failed)
+    meta = {PROVENANCE_KEY: dumps(prov), **failure_metadata(failed, attempt)}
+    record_attempt(out, attempt, failed, "plays")
     write_table(pa.table({c: [x.get(c) for x in calls] for c in GAME_CALLS.schema.names}, schema=GAME_CALLS.schema),
                 calls_out, GAME_CALLS, meta)
     write_table(pa.table({c: [x.get(c) for x in rows] for c in GAME_PLAYS.schema.names}, schema=GAME_PLAYS.schema),
                 out, GAME_PLAYS, meta)
-    if failed:
-        log(f"{agent} {mode} {scenario}: {len(failed)} of {plays} plays FAILED; rerun the target to retry them")
-    else:
-        ckpt.clear()
+    if ckpt.finish():
+        log(f"{agent} {mode} {scenario}: {failed} of {plays} plays FAILED; rerun the target to retry them")
     return Path(out)
 
 
@@ -289,27 +287,25 @@ def run_judgements(judge: str, spec: Mapping, agent: str, mode: str, plays_paths
     if getattr(model, "max_tokens", None) is None:
         model.max_tokens = int(max_tokens)
     scns: dict[str, Scenario] = {}
-    failed: dict[str, dict] = {}     # failed judgements of this attempt: written, never checkpointed
     for p in plays:
         if p["play_id"] in ckpt:
             continue
         scn = scns.setdefault(p["scenario"], load_scenario(p["scenario"], folder))
         row = judge_play(model, judge, p, scn)
-        if row["status"] == "failed":
-            failed[p["play_id"]] = row
+        if row["status"] == "failed":   # written, not saved: a rerun retries it
+            ckpt.fail(p["play_id"], row)
         else:
             ckpt.save(p["play_id"], row)
         log(f"judge {judge} on {p['play_id']}: {row['status']} total {row['total']}"
             + (f" ERROR {row['error']}" if row["error"] else ""))
-    rows = [failed.get(p["play_id"]) or ckpt.get(p["play_id"]) for p in plays]
+    rows = ckpt.values(p["play_id"] for p in plays)
     prov = provenance_record(stage="games_judgements", config=cfg_slice, inputs=[*plays_paths, *references],
                              started=started)
     table = pa.table({c: [x.get(c) for x in rows] for c in GAME_JUDGEMENTS.schema.names},
                      schema=GAME_JUDGEMENTS.schema)
-    record_attempt(out, attempt, len(failed), "judgements")
-    write_table(table, out, GAME_JUDGEMENTS, {PROVENANCE_KEY: dumps(prov), **failure_metadata(len(failed), attempt)})
-    if failed:
-        log(f"judge {judge}: {len(failed)} of {len(plays)} judgements FAILED; rerun the target to retry them")
-    else:
-        ckpt.clear()
+    failed = len(ckpt.failed)
+    record_attempt(out, attempt, failed, "judgements")
+    write_table(table, out, GAME_JUDGEMENTS, {PROVENANCE_KEY: dumps(prov), **failure_metadata(failed, attempt)})
+    if ckpt.finish():
+        log(f"judge {judge}: {failed} of {len(plays)} judgements FAILED; rerun the target to retry them")
     return Path(out)
