@@ -30,6 +30,7 @@ Usage (paper config: 32 test instances x 6 families)::
 
     PYTHONPATH=src nice -n 19 python benchmarks/table2_scale.py run
     PYTHONPATH=src python benchmarks/table2_scale.py table      # tables from what is done so far
+    PYTHONPATH=src python benchmarks/table2_scale.py priors     # the same columns per graph prior
 
 ``run`` ends by writing the tables; ``table`` writes them from the finished instances at any
 time (a partial run says how many instances each family has). Outputs in ``--out``:
@@ -194,9 +195,25 @@ def tables(cfg: dict, families: list[str], out: Path) -> pd.DataFrame:
     return cmp_numbers
 
 
+def by_prior(out: Path, families: list[str]) -> pd.DataFrame:
+    """Per family and graph prior (the truth's ``prior``): instances, mean wrong deletions, share
+    with none and mean oracle - PC-KCI F1 (no interval: a diagnostic of the finished instances)."""
+    scores = read_scores(out, families)
+    pc = scores[scores["method"] == ALGORITHM].set_index(["family", "instance"])
+    oracle = scores[scores["method"] == "oracle"].set_index(["family", "instance"])
+    df = pc.assign(gain=oracle["f1"] - pc["f1"]).reset_index()
+    rows = []
+    for (fam, prior), part in df.groupby(["family", "prior"], sort=False):
+        w = part.loc[~part["failed"], "n_wrong_deletions"].astype(float)
+        rows.append(dict(family=fam, prior=prior, n_instances=len(part), wrong_deletions_mean=w.mean(),
+                         share_without_wrong_deletion=float((w == 0).mean()), oracle_minus_pc_kci=part["gain"].mean()))
+    order = {f: k for k, f in enumerate(families)}
+    return pd.DataFrame(rows).sort_values(["family", "prior"], key=lambda c: c.map(order) if c.name == "family" else c)
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("command", choices=["run", "table"])
+    ap.add_argument("command", choices=["run", "table", "priors"])
     ap.add_argument("--configfile", nargs="+", default=[str(ROOT / "config/config.yaml")],
                     help="config files, later ones merged over earlier ones (as snakemake's --configfile "
                          "over the Snakefile's config/config.yaml: list config/config.yaml first)")
@@ -216,6 +233,9 @@ def main(argv=None) -> None:
     n = n_test if args.instances is None else args.instances
     if not 0 < n <= n_test:
         raise SystemExit(f"--instances {n}: must be in 1..{n_test} (instances.n_{SPLIT})")
+    if args.command == "priors":
+        print(by_prior(args.out, families).to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+        return
     if args.command == "run":
         t0 = time.perf_counter()
         run(cfg, families, n, args.out, args.work)

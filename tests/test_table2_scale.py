@@ -105,6 +105,9 @@ def test_partial_run_and_bad_arguments(tmp_path, capsys):
     assert (oracle["f1"] > pc["f1"]) == (pc["n_wrong_deletions"] > 0) and oracle["f1"] >= pc["f1"]
     assert np.isclose(t2.loc["wild", "oracle_minus_pc_kci"], oracle["f1"] - pc["f1"])
     assert "test instances: wild 1" in (out / "table2_paper.md").read_text()
+    [prior] = mod.by_prior(out, ["wild"]).to_dict("records")
+    assert prior["n_instances"] == 1 and prior["wrong_deletions_mean"] == pc["n_wrong_deletions"]
+    assert prior["prior"] == pq.read_table(tmp_path / "work/truth/wild/test/graphs.parquet").column("prior")[0].as_py()
     with pytest.raises(SystemExit, match="unknown families"):
         mod.main(["table", "--families", "nope", *args])
     with pytest.raises(SystemExit, match="--instances 9"):
