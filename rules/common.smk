@@ -353,7 +353,7 @@ def analysis_outputs():
     return tables + figures
 
 
-# --- games track (GAMES.md; rules/games.smk) ------------------------------------------------------
+# --- games track (docs/games.md; rules/games.smk) ------------------------------------------
 from pathlib import Path
 
 from heuresis.games.scenario import load_scenario as _load_scenario
