@@ -342,11 +342,11 @@ def test_allowed_edges_validate(paper_config, name, edit):
 
 def test_every_builtin_kind_declares_its_constants(paper_config):
     """The schema declares the constants of each registered kind, and the paper config gives exactly those."""
-    from heuresis.config import _constants_schema
+    from heuresis.config import constants_schema
     from heuresis.mechanisms import MECHANISMS
 
     for kind in MECHANISMS:
-        node = _constants_schema(kind)
+        node = constants_schema(kind)
         assert node is not None, kind
         assert node["additionalProperties"] is False, kind
         assert set(node.get("properties", {})) == set(paper_config["mechanisms"][kind]), kind

@@ -8,11 +8,13 @@ seed, resample count from the config (default 2,000).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Interval", "bootstrap_mean", "bootstrap_ratio", "paired_bootstrap", "unpaired_bootstrap"]
+__all__ = ["Interval", "bootstrap_mean", "bootstrap_ratio", "bootstrap_settings", "paired_bootstrap",
+           "unpaired_bootstrap"]
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,17 @@ class Interval:
         if self.n == 0 or np.isnan(self.estimate):
             return "n/a"
         return f"{self.estimate:+.{digits}f} [{self.lo:+.{digits}f}, {self.hi:+.{digits}f}]"
+
+
+def bootstrap_settings(cfg: Mapping) -> dict:
+    """The keyword arguments of the interval functions from a validated ``bootstrap`` section.
+
+    Parameters
+    ----------
+    cfg
+        ``resamples``, ``seed`` and ``level`` (the schema fills in whichever a config leaves out).
+    """
+    return dict(resamples=int(cfg["resamples"]), seed=int(cfg["seed"]), level=float(cfg["level"]))
 
 
 def bootstrap_mean(values, *, resamples: int = 2000, seed: int = 0, level: float = 0.95) -> Interval:

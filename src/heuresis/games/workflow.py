@@ -33,10 +33,10 @@ from pathlib import Path
 import pyarrow as pa
 
 from heuresis.checkpoint import Checkpoint
-from heuresis.config import config_digest
+from heuresis.config.loading import StrictValidator, config_digest, config_key, format_errors
 from heuresis.failures import FIRST_ATTEMPT, failure_metadata, record_attempt
 from heuresis.games.references import check_references, compute_references, seed_of, winnability_errors
-from heuresis.games.scenario import SCENARIO_DIR, Scenario, ScenarioError, load_scenario
+from heuresis.games.scenario import SCENARIO_DIR, Scenario, ScenarioError, load_scenario, scenario_schema
 from heuresis.provenance import PROVENANCE_KEY, dumps, provenance_record, utc_now
 from heuresis.report import atomic_write_text
 from heuresis.schemas import GAME_CALLS, GAME_JUDGEMENTS, GAME_PLAYS, GAME_REFERENCES, read_table, write_table
@@ -55,8 +55,10 @@ __all__ = [
     "run_references",
     "scenario_folder",
     "scenario_names",
+    "search_errors",
 ]
 
+#: Play modes: ``tools`` (multi-turn tool use, every agent) and ``prompt`` (single-turn, LLM agents only).
 MODES = ("tools", "prompt")
 _Log = Callable[[str], None]
 
@@ -117,7 +119,7 @@ def config_errors(config: Mapping) -> list[str]:
     g = config.get("games")
     if not g:
         return []
-    msgs: list[str] = []
+    msgs: list[str] = search_errors(g["search"])
     agents = config.get("agents", {})
     kinds = game_agent_kinds()
     for a in g["agents"]:
@@ -146,6 +148,14 @@ def config_errors(config: Mapping) -> list[str]:
             msgs.extend(f"config key games.scenarios: {line}" for line in str(exc).splitlines())
     msgs.extend(f"config key games.scenarios: {m}" for m in winnability_errors(loaded))
     return msgs
+
+
+def search_errors(search: Mapping) -> list[str]:
+    """Problems of ``games.search``, which overrides a scenario's ``search``: the scenario schema's declaration applies."""
+    node = scenario_schema()["properties"]["search"]
+    validator = StrictValidator({k: v for k, v in node.items() if k != "default"})
+    return format_errors(validator.iter_errors(search),
+                         lambda path: f"config key games.search.{config_key(path)}" if path else "config key games.search")
 
 
 def play_seed(seed: int, scenario: str, repeat: int) -> int:
