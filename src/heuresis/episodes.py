@@ -45,10 +45,10 @@ def episode_settings(episodes_cfg: Mapping, menu: Mapping, grades: Sequence[Mapp
     """Settings of an episode from the config slices (``episodes``, the menu, ``grades``)."""
     return EpisodeSettings(budget=BudgetSettings.from_config(budget, episodes_cfg["budgets"][budget]),
                            menu={k: dict(v) for k, v in menu.items()}, grades=grade_table(grades),
-                           alpha=float(episodes_cfg.get("alpha", 0.05)),
-                           code_limits=SandboxLimits(**{k: v for k, v in episodes_cfg.get("code_tool", {}).items()
+                           alpha=float(episodes_cfg["alpha"]),
+                           code_limits=SandboxLimits(**{k: v for k, v in episodes_cfg["code_tool"].items()
                                                         if k != "isolation"}),
-                           code_isolation=episodes_cfg.get("code_tool", {}).get("isolation", "required"))
+                           code_isolation=episodes_cfg["code_tool"]["isolation"])
 
 
 def load_episode_inputs(family: str, split: str, indices: Sequence[int], data_dir, truth_dir,
@@ -86,8 +86,8 @@ def run_episode_shard(agent: str, agent_spec: Mapping, condition_id: str, family
     settings = episode_settings(episodes_cfg, menu, grades, cond.budget)
     inputs = load_episode_inputs(family, split, indices, data_dir, truth_dir, pc_kci_paths)
     cfg_slice = {"agent": agent, "agent_spec": dict(agent_spec), "condition": condition_id,
-                 "budget": episodes_cfg["budgets"][cond.budget], "code_tool": episodes_cfg.get("code_tool", {}),
-                 "alpha": episodes_cfg.get("alpha", 0.05), "menu": dict(menu), "grades": list(grades), "seed": seed}
+                 "budget": episodes_cfg["budgets"][cond.budget], "code_tool": episodes_cfg["code_tool"],
+                 "alpha": episodes_cfg["alpha"], "menu": dict(menu), "grades": list(grades), "seed": seed}
     key = config_digest({**cfg_slice, "data": [inputs[i].instance_id for i in indices],
                          "pc_kci_tests": [inputs[i].pc_kci_tests for i in indices]})
     ckpt = Checkpoint(out, key)

@@ -177,7 +177,7 @@ def schema_errors(config: dict) -> list[str]:
 
 
 def schema_default(*path: str) -> Any:
-    """The schema's ``default`` of the config key at ``path`` (e.g. ``"episodes", "alpha"``).
+    """The schema's ``default`` of the config key at ``path`` (``"episodes", "alpha"``; ``"*"``: any entry).
 
     For code that must give a value where no validated config is at hand (a dataclass field
     default, a function's keyword default): it reads the schema, so the value is written once.
@@ -188,8 +188,8 @@ def schema_default(*path: str) -> Any:
         If the key is not declared with a default.
     """
     node: Any = schema()
-    for part in path:
-        node = node["properties"][part]
+    for part in path:   # "*": the entries of a mapping (``episodes.grids.*``)
+        node = node["additionalProperties"] if part == "*" else node["properties"][part]
     if "default" not in node:
         raise KeyError(f"config key {'.'.join(path)} has no schema default")
     return copy.deepcopy(node["default"])

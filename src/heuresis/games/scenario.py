@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from heuresis.config.loading import ConfigError, StrictValidator, format_errors, read_yaml, with_defaults
+from heuresis.config.loading import ConfigError, StrictValidator, format_errors, read_yaml, schema_default, with_defaults
 
 __all__ = [
     "SCENARIO_DIR",
@@ -42,7 +42,7 @@ __all__ = [
 ]
 
 #: Default folder of the scenario files, relative to the repository root.
-SCENARIO_DIR = "config/games"
+SCENARIO_DIR = schema_default("games", "scenarios_dir")
 
 
 class ScenarioError(ValueError):

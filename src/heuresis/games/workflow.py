@@ -36,7 +36,7 @@ from heuresis.checkpoint import Checkpoint
 from heuresis.config.loading import StrictValidator, config_digest, config_key, format_errors
 from heuresis.failures import FIRST_ATTEMPT, failure_metadata, record_attempt
 from heuresis.games.references import check_references, compute_references, seed_of, winnability_errors
-from heuresis.games.scenario import SCENARIO_DIR, Scenario, ScenarioError, load_scenario, scenario_schema
+from heuresis.games.scenario import Scenario, ScenarioError, load_scenario, scenario_schema
 from heuresis.provenance import PROVENANCE_KEY, dumps, provenance_record, utc_now
 from heuresis.report import atomic_write_text
 from heuresis.schemas import GAME_CALLS, GAME_JUDGEMENTS, GAME_PLAYS, GAME_REFERENCES, read_table, write_table
@@ -82,12 +82,12 @@ def is_llm(config: Mapping, agent: str) -> bool:
 def plays_of(config: Mapping, agent: str) -> int:
     """Plays per scenario x mode of ``agent``: ``games.plays`` (LLM agents) or ``games.baseline_plays``."""
     g = config["games"]
-    return int(g["plays"] if is_llm(config, agent) else g.get("baseline_plays", g["plays"]))
+    return int(g["plays"] if is_llm(config, agent) else g["baseline_plays"])
 
 
 def scenario_folder(config: Mapping) -> Path:
     """``games.scenarios_dir``; a relative default that does not exist here falls back to the repository's."""
-    folder = Path(config.get("games", {}).get("scenarios_dir", SCENARIO_DIR))
+    folder = Path(config["games"]["scenarios_dir"])
     if not folder.is_absolute() and not folder.is_dir():
         repo = Path(__file__).resolve().parents[3] / folder
         if repo.is_dir():
