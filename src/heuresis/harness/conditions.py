@@ -61,15 +61,15 @@ _GRID_DEFAULTS = {k: schema_default("episodes", "grids", "*", k)
 
 @dataclass(frozen=True)
 class Condition:
-    """The setting of an episode (everything but the instance)."""
+    """The setting of an episode (everything but the instance); a field left out is the grids' default."""
 
     agent: str
-    toolbox: str = "full"
-    guided: bool = False
-    prompt_level: int = 0
-    target: str = "none"
-    budget: str = "standard"
-    last_turn: str = "once"
+    toolbox: str = _GRID_DEFAULTS["toolbox"][0]
+    guided: bool = _GRID_DEFAULTS["guided"][0]
+    prompt_level: int = _GRID_DEFAULTS["prompt_level"][0]
+    target: str = _GRID_DEFAULTS["target"][0]
+    budget: str = _GRID_DEFAULTS["budget"][0]
+    last_turn: str = _GRID_DEFAULTS["last_turn"][0]
     repeat: int = 0
 
     def __post_init__(self) -> None:
