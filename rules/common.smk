@@ -377,7 +377,7 @@ def analysis_outputs():
     return tables + figures
 
 
-# --- games track (GAMES.md; rules/games.smk) ------------------------------------------------------
+# --- games track (docs/games.md; rules/games.smk) ------------------------------------------
 GAMES = config["games"]
 GAME_FOLDER = str(_scenario_folder(config))
 GAME_SCENARIOS = {s: _load_scenario(s, GAME_FOLDER) for s in sorted({j["scenario"] for j in _play_jobs(config)})}

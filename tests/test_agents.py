@@ -134,8 +134,8 @@ def test_evidence_agent_repairs_wrong_deletions_on_hard_families(hard_instances)
     """On six small held-out wild/anm/gauntlet instances (chosen before the run: test indices 0-1)
     the configured agent restores a truly wrongly deleted pair, more right than wrong, and does not
     lower the mean F1.  The paper-scale claim (unseen test instances: gains on wild and gauntlet,
-    level on anm, a small loss on lg) is measured in benchmarks/evidence_agent_test.md (README,
-    Stage 4): this checks the mechanism, not that claim."""
+    level on anm, a small loss on lg) is measured in benchmarks/evidence_agent_test.md
+    (docs/agents.md): this checks the mechanism, not that claim."""
     cfg, insts = hard_instances
     spec = cfg["agents"]["evidence"]                 # the dev-tuned settings the workflow uses
     settings = EpisodeSettings(BudgetSettings("standard", 1.0, 30, 4000, 10, 600), MENU, tuple(DEFAULT_GRADES))

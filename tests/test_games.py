@@ -1,4 +1,4 @@
-"""The games track (GAMES.md, issue #9): engine, scenarios, references, traps, budgets, tools, agents.
+"""The games track (docs/games.md): engine, scenarios, references, traps, budgets, tools, agents.
 
 Numbers that need the full reference search (minutes) come from the golden file
 ``tests/data/games_references.json``, written by ``heuresis game-references`` (its header says

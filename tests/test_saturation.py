@@ -130,7 +130,7 @@ def test_figure1b_built_by_the_tiny_workflow(tiny_run):
 def test_ges_share_of_oracle_gain():
     from heuresis.saturation import figure1b_table, oracle_gain_share
 
-    # mean F1 per network and method (the README's paper-scale Figure 1b numbers for insurance, cancer)
+    # mean F1 per network and method (docs/stages.md's paper-scale Figure 1b numbers for insurance, cancer)
     f1 = {"insurance": {"pc_fisherz": 0.56, "pc_kci": 0.54, "ges": 0.68, "oracle": 0.94},
           "cancer": {"pc_fisherz": 0.90, "pc_kci": 0.82, "ges": 0.99, "oracle": 0.96},
           "flat": {"pc_fisherz": 0.9, "pc_kci": 0.9, "ges": 0.8, "oracle": 0.9}}

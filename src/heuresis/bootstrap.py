@@ -37,9 +37,11 @@ class Interval:
     level: float
 
     def as_dict(self, prefix: str = "") -> dict[str, float]:
+        """Return ``{prefix}mean``, ``{prefix}lo``, ``{prefix}hi`` and ``{prefix}n`` as a dict (table columns)."""
         return {f"{prefix}mean": self.estimate, f"{prefix}lo": self.lo, f"{prefix}hi": self.hi, f"{prefix}n": self.n}
 
     def fmt(self, digits: int = 3) -> str:
+        """Render as ``+0.123 [+0.045, +0.201]`` with signed values, or ``n/a`` for an empty or NaN estimate."""
         if self.n == 0 or np.isnan(self.estimate):
             return "n/a"
         return f"{self.estimate:+.{digits}f} [{self.lo:+.{digits}f}, {self.hi:+.{digits}f}]"

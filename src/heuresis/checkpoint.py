@@ -51,9 +51,11 @@ class Checkpoint:
         return len(self._done)
 
     def get(self, unit: object) -> Any:
+        """Return the saved value of finished ``unit`` (KeyError if it is not finished)."""
         return self._done[str(unit)]
 
     def save(self, unit: object, value: Any) -> None:
+        """Record ``unit`` as finished with its JSON-serializable ``value`` (one file, written atomically)."""
         unit = str(unit)
         self.folder.mkdir(parents=True, exist_ok=True)
         safe = unit.replace("/", "_")
@@ -62,4 +64,5 @@ class Checkpoint:
         self._done[unit] = value
 
     def clear(self) -> None:
+        """Remove the parts folder; called once the job has written its final artifact."""
         shutil.rmtree(self.folder, ignore_errors=True)

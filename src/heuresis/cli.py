@@ -24,8 +24,11 @@ def _load(paths: list[str] | None) -> dict:
 
 
 def episode_bill(cfg: dict) -> list[str]:
-    """Lines of `check-config`: per active grid its episodes, LLM episodes and LLM requests (an upper
-    bound: per episode its budget's turns plus the last turn's requests), then the run's totals."""
+    """Return the episode lines of ``check-config``: per active grid its episodes and LLM requests, then totals.
+
+    The LLM request count is an upper bound: per episode its budget's turns plus the last turn's
+    requests (transport retries not counted).
+    """
     from heuresis.harness.conditions import grid_plan
 
     rows = grid_plan(cfg)
@@ -48,6 +51,10 @@ def episode_bill(cfg: dict) -> list[str]:
 
 
 def cmd_check_config(args: argparse.Namespace) -> int:
+    """Validate a configuration and print what it plans, its LLM credentials and code-tool isolation.
+
+    Returns 1 when a credential is missing or the required isolation is unavailable, else 0.
+    """
     cfg = _load(args.config)
     fams = ", ".join(f"{name} ({', '.join(f['kinds'])})" for name, f in cfg["families"].items())
     print(f"config OK: d={cfg['instances']['d']}, n={cfg['instances']['n']}, "
@@ -84,6 +91,7 @@ def cmd_check_config(args: argparse.Namespace) -> int:
 
 
 def cmd_instances(args: argparse.Namespace) -> int:
+    """Generate the instances (data) and their hidden truth for the chosen families and splits (stage 1)."""
     from heuresis.config import SPLITS
     from heuresis.instances import instance_spec, write_split
     from heuresis.logs import stage_logger
@@ -311,6 +319,7 @@ def cmd_serve_local(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """Build the ``heuresis`` argument parser, one subparser per command."""
     p = argparse.ArgumentParser(prog="heuresis", description=__doc__.splitlines()[0])
     p.add_argument("--version", action="version", version=f"heuresis {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
@@ -394,6 +403,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the ``heuresis`` command; on bad input print the error and return status 2.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        Command-line arguments (default ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        The exit status.
+    """
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)

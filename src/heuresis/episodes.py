@@ -1,5 +1,6 @@
-"""Stage 4, episodes (docs/design.md §5): one job runs one agent under one condition on a shard of a
-family's split and writes
+"""Stage 4, episodes (docs/design.md §5): one job runs one agent under one condition on one shard.
+
+A shard is part of a family's split; the job writes
 
 * ``results/episodes/{agent}/{condition_id}/{family}/{split}/shard-XXX.parquet`` (:data:`EPISODES`),
 * ``.../shard-XXX.calls.parquet`` (:data:`CALLS`, one row per tool call),

@@ -44,6 +44,7 @@ FIRST_ATTEMPT = "attempt 1"
 
 
 def attempt_file(artifact: str | Path) -> Path:
+    """Return the path of the attempt file of ``artifact`` (``<artifact>.attempt``)."""
     return Path(str(artifact) + ".attempt")
 
 
@@ -79,4 +80,5 @@ def record_attempt(artifact: str | Path, attempt: str, failed: int, what: str = 
 
 
 def failure_metadata(failed: int, attempt: str) -> dict[str, str]:
+    """Return the Parquet key/value metadata recording ``failed`` units and the ``attempt`` that wrote the artifact."""
     return {N_FAILED_KEY: str(int(failed)), ATTEMPT_KEY: attempt}

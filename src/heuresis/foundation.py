@@ -25,14 +25,26 @@ class NotAvailable(RuntimeError):
 
 @dataclass(frozen=True)
 class FoundationModel:
+    """Adapter of one causal foundation model: where its checkpoint would be and whether it can run.
+
+    Attributes
+    ----------
+    name : str
+        Short name (``cdfm``, ``tabcausal``); it names the checkpoint variable.
+    title : str
+        Name as the paper writes it, used in messages.
+    """
+
     name: str
     title: str
 
     @property
     def env_var(self) -> str:
+        """Name of the environment variable pointing to a local checkpoint (``HEURESIS_<NAME>_CHECKPOINT``)."""
         return f"HEURESIS_{self.name.upper()}_CHECKPOINT"
 
     def checkpoint(self) -> Path | None:
+        """Return the local checkpoint named by :attr:`env_var`, or None when unset or missing."""
         path = os.environ.get(self.env_var)
         return Path(path) if path and Path(path).exists() else None
 
@@ -43,6 +55,13 @@ class FoundationModel:
         return False, f"no inference code for {self.title} in this release (checkpoint found at {self.checkpoint()})"
 
     def predict(self, data: np.ndarray) -> Graph:
+        """Predict a graph from ``data`` (n, d).
+
+        Raises
+        ------
+        NotAvailable
+            When the model cannot run here; the message says why.
+        """
         ok, reason = self.availability()
         if not ok:
             raise NotAvailable(f"{self.title}: {reason}")
@@ -56,6 +75,7 @@ FOUNDATION_MODELS = {m.name: m for m in (FoundationModel("cdfm", "CDFM"), Founda
 
 
 def foundation_model(name: str) -> FoundationModel:
+    """Return the adapter named ``name`` (a ValueError naming the known ones otherwise)."""
     if name not in FOUNDATION_MODELS:
         raise ValueError(f"unknown foundation model {name!r}; known: {sorted(FOUNDATION_MODELS)}")
     return FOUNDATION_MODELS[name]

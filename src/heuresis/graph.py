@@ -92,6 +92,7 @@ class Graph:
     # --- construction -------------------------------------------------------------------
     @classmethod
     def empty(cls, d: int, names: Sequence[str] = ()) -> Graph:
+        """Graph over ``d`` nodes with no edge."""
         return cls(np.zeros((d, d), dtype=np.int8), tuple(names))
 
     @classmethod
@@ -109,6 +110,7 @@ class Graph:
 
     @classmethod
     def from_edges(cls, d: int, edges: Iterable[tuple[int, int, Relation]], names: Sequence[str] = ()) -> Graph:
+        """Graph over ``d`` nodes from ``(i, j, relation)`` triples (a later triple for a pair overrides an earlier one)."""
         g = cls.empty(d, names)
         for i, j, rel in edges:
             g.set(i, j, rel)
@@ -117,9 +119,11 @@ class Graph:
     # --- relations -----------------------------------------------------------------------
     @property
     def d(self) -> int:
+        """Number of nodes."""
         return int(self.amat.shape[0])
 
     def relation(self, i: int, j: int) -> Relation:
+        """Return the relation of pair (i, j) seen from ``i``: none, undirected, ``i -> j`` (FORWARD) or ``j -> i`` (BACKWARD)."""
         a, b = self.amat[i, j], self.amat[j, i]
         if a and b:
             return Relation.UNDIRECTED
@@ -142,6 +146,7 @@ class Graph:
         return (self.amat | self.amat.T).astype(bool)
 
     def n_edges(self) -> int:
+        """Number of adjacent pairs (directed and undirected edges alike)."""
         return int(np.triu(self.skeleton(), 1).sum())
 
     def pairs(self) -> list[tuple[int, int, Relation]]:
@@ -154,12 +159,15 @@ class Graph:
         return (self.amat & (1 - self.amat.T)).astype(np.int8)
 
     def undirected_adjacency(self) -> np.ndarray:
+        """``1`` at both (i, j) and (j, i) where the pair is undirected."""
         return (self.amat & self.amat.T).astype(np.int8)
 
     def is_dag(self) -> bool:
+        """Whether every edge is directed and there is no directed cycle."""
         return not self.undirected_adjacency().any() and is_dag(self.amat)
 
     def copy(self) -> Graph:
+        """Return an independent copy (marks copied, names shared, they are immutable)."""
         return Graph(self.amat.copy(), self.names)
 
     def relabel(self, perm: Sequence[int]) -> Graph:
@@ -252,6 +260,7 @@ def topological_order(adj: np.ndarray) -> list[int] | None:
 
 
 def is_dag(adj: np.ndarray) -> bool:
+    """Whether the adjacency matrix (``adj[i, j] != 0``: ``i -> j``) is a directed acyclic graph; a 2-cycle is a cycle."""
     a = np.asarray(adj) != 0
     return not np.any(a & a.T) and topological_order(a) is not None
 

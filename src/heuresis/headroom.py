@@ -175,6 +175,17 @@ def build_headroom(ref_paths: Sequence[str | Path], truth_dirs: Mapping[str, str
 
 
 def write_headroom(selection: pd.DataFrame, scores: pd.DataFrame, selection_path, scores_path, meta) -> None:
+    """Write the stage's two artifacts atomically: the BCA selection and the per-instance test scores.
+
+    Parameters
+    ----------
+    selection, scores : pandas.DataFrame
+        The selection table and the long-form test scores, as :func:`build_headroom` returns them.
+    selection_path, scores_path : str or Path
+        Destination Parquet files.
+    meta : Mapping
+        Provenance metadata stored in both; the selection also records :data:`BCA_FAILURE_RULE`.
+    """
     write_table(pa.Table.from_pandas(selection, schema=HEADROOM_SELECTION.schema, preserve_index=False),
                 selection_path, HEADROOM_SELECTION, {**meta, BCA_RULE_KEY: BCA_FAILURE_RULE})
     write_table(pa.Table.from_pandas(scores, schema=HEADROOM_SCORES.schema, preserve_index=False),
@@ -182,10 +193,12 @@ def write_headroom(selection: pd.DataFrame, scores: pd.DataFrame, selection_path
 
 
 def load_scores(path) -> pd.DataFrame:
+    """Read a ``headroom_scores`` artifact (one row per test instance and method), checked against its schema."""
     return read_table(path, HEADROOM_SCORES).to_pandas()
 
 
 def load_selection(path) -> pd.DataFrame:
+    """Read a ``headroom_selection`` artifact (mean dev F1 per scope and algorithm, the chosen BCA marked)."""
     return read_table(path, HEADROOM_SELECTION).to_pandas()
 
 

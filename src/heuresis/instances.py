@@ -63,6 +63,7 @@ def stable_key(name: str) -> int:
 
 
 def instance_id(family: str, split: str, index: int) -> str:
+    """Return the instance id ``family/split/NNNN`` (index zero-padded to four digits), as paths and tables name it."""
     return f"{family}/{split}/{index:04d}"
 
 
@@ -177,13 +178,16 @@ class Instance:
 
     @property
     def id(self) -> str:
+        """The instance id ``family/split/NNNN``."""
         return instance_id(self.family, self.split, self.index)
 
     @property
     def names(self) -> list[str]:
+        """Column names of the data, ``X1..Xd``."""
         return [f"X{k + 1}" for k in range(self.data.shape[1])]
 
     def cpdag(self) -> Graph:
+        """Return the CPDAG of the true DAG (its Markov equivalence class, the target PC estimates)."""
         return dag_to_cpdag(self.dag)
 
 

@@ -24,6 +24,8 @@ __all__ = ["Damage", "remove_damaged", "scan"]
 
 @dataclass(frozen=True)
 class Damage:
+    """A damaged file found by :func:`scan`: its path and what is wrong with it."""
+
     path: Path
     reason: str
 
@@ -47,8 +49,11 @@ def _check_parquet(path: Path) -> str | None:
 
 
 def scan(results: str | Path) -> list[Damage]:
-    """Every Parquet file under ``results`` that cannot be read in full, and every instance data
-    file whose SHA-256 differs from the one its split's index recorded."""
+    """List the damaged files under ``results``.
+
+    A file is damaged when it is a Parquet file that cannot be read in full, or an instance data
+    file whose SHA-256 differs from the one its split's index recorded.
+    """
     results = Path(results)
     damaged: list[Damage] = []
     for path in sorted(results.rglob("*.parquet")):

@@ -167,7 +167,7 @@ def figure1a(results: pd.DataFrame, agents: Sequence[str], networks: Sequence[st
         fig, ax = plt.subplots(figsize=(6.5, 1.6))
         ax.axis("off")
         ax.text(0.5, 0.5, "Figure 1a (leakage probe) not computed: no LLM agent is configured\n"
-                          "(config leakage.agents is empty). It needs an LLM: see README, 'LLM agents'.",
+                          "(config leakage.agents is empty). It needs an LLM: see docs/agents.md.",
                 ha="center", va="center", fontsize=10)
         return fig, pd.DataFrame(columns=["agent", "network", "condition", "metric", "mean", "min", "max", "n"])
     metrics = (("f1", "adjacency F1"), ("direction_accuracy", "direction accuracy"))

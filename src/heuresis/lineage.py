@@ -51,6 +51,7 @@ class InputCheck:
 
     @property
     def status(self) -> str:
+        """``ok`` (same bytes as recorded), ``changed`` or ``missing``."""
         if self.path is None:
             return "missing"
         return "ok" if self.current_sha256 == self.recorded_sha256 else "changed"
@@ -74,6 +75,7 @@ class Lineage:
 
     @property
     def stale(self) -> bool:
+        """Whether any input, here or upstream, differs from what was recorded."""
         return any(i.stale for i in self.inputs)
 
     def stale_inputs(self) -> list[str]:

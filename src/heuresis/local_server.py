@@ -126,7 +126,20 @@ def _die_with_parent() -> None:   # pragma: no cover - runs in the child between
 
 
 class LocalServer:
-    """``with LocalServer(log="logs/local-llm/server.log") as srv: srv.api_base`` — see the module docstring."""
+    """A llama.cpp server of the local model on 127.0.0.1, started and stopped around a block.
+
+    ``with LocalServer(log="logs/local-llm/server.log") as srv: srv.api_base`` starts the server,
+    waits until it answers and stops it on leaving the block (see the module docstring).
+
+    Parameters
+    ----------
+    log : str or Path
+        File the server's output is appended to.
+    settings : ServerSettings
+        Model file, context size, chat format, threads, startup timeout.
+    port : int, optional
+        Port on 127.0.0.1 (default: a free one).
+    """
 
     def __init__(self, log: str | Path, settings: ServerSettings = ServerSettings(), port: int | None = None) -> None:
         self.settings = settings
@@ -136,9 +149,11 @@ class LocalServer:
 
     @property
     def api_base(self) -> str:
+        """The OpenAI-compatible base URL of the server (``http://127.0.0.1:<port>/v1``)."""
         return f"http://127.0.0.1:{self.port}/v1"
 
     def command(self) -> list[str]:
+        """Return the ``python -m llama_cpp.server`` command line of these settings (default model: the packaged GGUF)."""
         s = self.settings
         model = s.model or str(model_path())
         return [sys.executable, "-m", "llama_cpp.server", "--model", model, "--model_alias", s.alias,
@@ -147,6 +162,10 @@ class LocalServer:
                 "--n_threads_batch", str(s.n_threads)]
 
     def start(self) -> LocalServer:
+        """Start the server and wait until it lists the model; a :class:`LocalServerError` with the log's end otherwise.
+
+        The server gets SIGTERM when this process dies (Linux), so a killed job leaves no server behind.
+        """
         missing = extra_installed() if self.settings.model is None else None
         if missing:
             raise LocalServerError(f"the local server needs the [local] extra: {missing}")
@@ -185,6 +204,7 @@ class LocalServer:
             time.sleep(0.5)
 
     def log_tail(self, lines: int = 20) -> str:
+        """Return the last ``lines`` lines of the server log (``(no log)`` when it cannot be read)."""
         try:
             return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
         except OSError:

@@ -83,6 +83,7 @@ def standardize(x: np.ndarray, axis: int = 0) -> np.ndarray:
 
 
 def softplus(x: np.ndarray) -> np.ndarray:
+    """Return ``log(1 + exp(x))`` elementwise, computed without overflow."""
     return np.logaddexp(0.0, x)
 
 

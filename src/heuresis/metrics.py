@@ -3,7 +3,7 @@
 The primary score is adjacency F1 of the skeleton; the secondary score is SHD, normalized by
 d(d-1)/2 as in the ``gadjid`` package, computed after Meek completion of the submitted graph.
 
-Conventions for empty sets (documented in README): precision is 1 when nothing is predicted,
+Conventions for empty sets (docs/design.md §1): precision is 1 when nothing is predicted,
 recall is 1 when the truth has no edge, and F1 = 2TP / (2TP + FP + FN) is 1 when both graphs
 are empty and 0 when exactly one of them is.
 """
@@ -28,6 +28,12 @@ def _skeleton(g: Graph | np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class AdjacencyScores:
+    """Skeleton comparison of an estimate with the truth: pair counts and their rates.
+
+    ``tp``, ``fp``, ``fn`` count unordered pairs (adjacent in both, only in the estimate, only in
+    the truth); precision, recall and F1 are 1.0 when their denominator is 0.
+    """
+
     tp: int
     fp: int
     fn: int
@@ -87,6 +93,7 @@ class GraphScores:
     n_edges: int
 
     def as_dict(self) -> dict:
+        """Return the scores as a plain dict (the columns of a scores row)."""
         return asdict(self)
 
 

@@ -74,10 +74,12 @@ class Network:
 
     @property
     def d(self) -> int:
+        """Number of variables."""
         return len(self.variables)
 
     @property
     def n_arcs(self) -> int:
+        """Number of arcs of the DAG."""
         return int(self.adjacency.sum())
 
     def arcs(self) -> list[tuple[str, str]]:

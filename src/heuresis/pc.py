@@ -86,6 +86,7 @@ class Deletion:
 
     @property
     def pair(self) -> Pair:
+        """The deleted pair as ``(min, max)``, the key of :attr:`PCResult.sepsets`."""
         return (min(self.x, self.y), max(self.x, self.y))
 
 
@@ -122,6 +123,7 @@ class DSeparationOracle:
         self.n_tests = 0
 
     def pvalue(self, x: int, y: int, S: Sequence[int] = ()) -> float:
+        """Return 1.0 if ``x`` and ``y`` are d-separated given ``S`` in the DAG, else 0.0 (and count the test)."""
         self.n_tests += 1
         return 1.0 if d_separated(self.dag, [x], [y], S) else 0.0
 

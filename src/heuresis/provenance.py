@@ -31,10 +31,12 @@ _PACKAGES = ("heuresis", "numpy", "scipy", "pandas", "pyarrow", "scikit-learn", 
 
 
 def utc_now() -> str:
+    """Return the current UTC time in ISO 8601 with seconds (``2026-01-31T12:00:00+00:00``)."""
     return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
 
 
 def file_sha256(path: str | Path) -> str:
+    """Return the hex SHA-256 digest of a file's bytes (read in 1 MiB chunks)."""
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
@@ -58,6 +60,7 @@ def code_version() -> dict[str, object]:
 
 @lru_cache(maxsize=1)
 def package_versions() -> dict[str, str]:
+    """Return the versions of Python and of the packages results depend on (``not installed`` for an absent one)."""
     out = {"python": sys.version.split()[0]}
     for name in _PACKAGES:
         try:
@@ -124,4 +127,5 @@ def provenance_record(*, stage: str, config: Mapping | None, seeds: Mapping | No
 
 
 def dumps(record: Mapping) -> str:
+    """Serialize a provenance record as JSON with sorted keys (non-JSON values as strings)."""
     return json.dumps(record, sort_keys=True, default=str)

@@ -52,6 +52,7 @@ def shards(n_instances: int, shard_size: int) -> list[int]:
 
 
 def shard_indices(shard: int, n_instances: int, shard_size: int) -> list[int]:
+    """List the instance indices of ``shard`` (a ValueError when the shard lies beyond the split)."""
     lo = shard * shard_size
     if not 0 <= lo < max(n_instances, 1):
         raise ValueError(f"shard {shard} is out of range for {n_instances} instances of size {shard_size}")
@@ -140,8 +141,11 @@ def load_references(paths: Sequence[str | Path]) -> pd.DataFrame:  # noqa: F821
 
 
 def labelled_log(deletions, dag: Graph) -> list[dict]:
-    """A references row's deletion log, each entry with its hidden label ``wrong``
-    (:func:`heuresis.pc.label_deletions` against ``dag``, the true DAG from ``results/truth``)."""
+    """Return a references row's deletion log, each entry with its hidden label ``wrong``.
+
+    Labels come from :func:`heuresis.pc.label_deletions` against ``dag``, the true DAG from
+    ``results/truth``.
+    """
     from types import SimpleNamespace
 
     from heuresis.pc import label_deletions

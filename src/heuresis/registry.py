@@ -1,5 +1,8 @@
-"""Name registries: mechanism kinds, CI tests, algorithms and agents are registered by name so
-that the config can name them (STYLE: interfaces that get swapped register by name)."""
+"""Name registries, so that the config can name mechanism kinds, CI tests, algorithms and agents.
+
+Every interface that gets swapped registers its implementations by name: adding one is a
+decorated class plus its name in the config.
+"""
 
 from __future__ import annotations
 
@@ -32,6 +35,15 @@ class Registry(dict):
         self.attr = attr
 
     def add(self, name: str, obj: Any) -> Any:
+        """Register ``obj`` under ``name`` and return it.
+
+        Raises
+        ------
+        TypeError
+            When the registry has a ``base`` and ``obj`` is not a subclass of it.
+        ValueError
+            When ``name`` is already registered to another object.
+        """
         if self.base is not None and not (isinstance(obj, type) and issubclass(obj, self.base)):
             raise TypeError(f"{obj!r} is not a {self.base.__name__} subclass")
         if name in self and self[name] is not obj:
@@ -46,6 +58,7 @@ class Registry(dict):
         return lambda obj: self.add(name, obj)
 
     def lookup(self, name: str) -> Any:
+        """Return what is registered under ``name``; a ValueError listing the known names otherwise."""
         try:
             return self[name]
         except KeyError:

@@ -188,11 +188,13 @@ def build_features(pc_ref_path, data_dir, truth_dir, family: str, split: str, se
 
 
 def write_features(df: pd.DataFrame, path, meta: Mapping) -> None:
+    """Write the repair signals of one shard as a ``repair_features`` artifact (atomically, with ``meta``)."""
     write_table(pa.Table.from_pandas(df, schema=REPAIR_FEATURES.schema, preserve_index=False), path,
                 REPAIR_FEATURES, meta)
 
 
 def load_features(paths: Sequence) -> pd.DataFrame:
+    """Read and concatenate ``repair_features`` artifacts (an empty frame of the schema for no paths)."""
     frames = [read_table(p, REPAIR_FEATURES).to_pandas() for p in paths]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=REPAIR_FEATURES.schema.names)
 
@@ -280,8 +282,11 @@ def oriented(df: pd.DataFrame, signal: str) -> np.ndarray:
 
 def classifier_scores(dev: pd.DataFrame, target: pd.DataFrame, *, seed: int,
                       params: Mapping | None = None) -> np.ndarray:
-    """Probability of a wrong deletion for ``target``'s rows, each family predicted by a
-    gradient-boosted classifier trained on ``dev``'s pairs of the *other* families."""
+    """Return the probability of a wrong deletion for each of ``target``'s rows.
+
+    Each family is predicted by a gradient-boosted classifier trained on ``dev``'s pairs of the
+    *other* families.
+    """
     from sklearn.ensemble import GradientBoostingClassifier
 
     out = np.full(len(target), np.nan)

@@ -168,6 +168,7 @@ def run_network(network: str, settings: Mapping, out: str | Path, *,
 
 
 def load_saturation(paths: Sequence[str | Path]) -> pd.DataFrame:
+    """Read and concatenate ``saturation`` artifacts (an empty frame of the schema for no paths)."""
     frames = [read_table(p, SATURATION).to_pandas() for p in paths]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=SATURATION.schema.names)
 
@@ -206,8 +207,10 @@ def oracle_gain_share(summary: pd.DataFrame, method: str, baseline: str = "pc_kc
 
 def figure1b_table(summary: pd.DataFrame, networks: Sequence[str], methods: Sequence[str],
                    share_of: str = "ges") -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Figure 1b's numbers as a table: per network mean F1 per method and ``share_of``'s share of the
-    oracle's gain over PC-KCI (:func:`oracle_gain_share`)."""
+    """Build Figure 1b's numbers as a table: per network the mean F1 of each method.
+
+    Also ``share_of``'s share of the oracle's gain over PC-KCI (:func:`oracle_gain_share`).
+    """
     share = oracle_gain_share(summary, share_of)
     rows, disp = [], []
     for net in networks:

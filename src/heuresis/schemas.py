@@ -1,7 +1,7 @@
 """Parquet schemas of every artifact, written once and used by writer and reader alike.
 
 Each artifact kind is a :class:`ArtifactSchema` with a name, a pyarrow schema and a one-line
-description per column (rendered into README/docs).  :func:`write_table` writes atomically
+description per column (rendered into docs/artifacts.md).  :func:`write_table` writes atomically
 (temporary file in the same directory, then ``os.replace``) and stamps the schema name and
 version into the Parquet key/value metadata; :func:`read_table` checks both and the columns,
 and refuses a truncated or foreign file with an error naming the path.
@@ -443,7 +443,7 @@ REPAIR_FEATURES = _schema("repair_features", 1, [
 
 
 
-# --- games track (GAMES.md; heuresis.games.workflow) ------------------------------------------------
+# --- games track (docs/games.md; heuresis.games.workflow) ------------------------------------
 GAME_REFERENCES = _schema("game_references", 1, [
     ("scenario", pa.string(), "scenario name (config/games/NAME.yaml)"),
     ("family", pa.string(), "scenario family: antenna, zone or weather"),

@@ -96,8 +96,10 @@ def _routed_share(scores: pd.DataFrame, family: str, router: str) -> float:
 
 def table3(scores: pd.DataFrame, selection: pd.DataFrame, families: Sequence[str], boot: Mapping,
            foundation: Sequence[str] = (), router: str = "router") -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Reference points: F1 of BCA_f and oracle, both headrooms, the router's residual gain and the
-    share of instances its screen routed to PC-KCI."""
+    """Build Table 3, the reference points: F1 of BCA_f and the oracle, and both headrooms.
+
+    Also the router's residual gain and the share of instances its screen routed to PC-KCI.
+    """
     chosen = selection[selection["chosen"]].set_index("scope")["algorithm"]
     has_router = router in set(scores["method"])
     rows, disp = [], []

@@ -236,6 +236,10 @@ def _instance_size(settings: Mapping) -> str:
 @_register("dsep", "d-separation: moralized ancestral graph vs path blocking",
            "each other and networkx.is_d_separator")
 def check_dsep(settings: Mapping, workers: int = 1, log: Log | None = None) -> CheckResult:
+    """Check d-separation three ways (moralized ancestral graph, path blocking, networkx) on random DAGs and queries.
+
+    See the module docstring for what counts as a disagreement.
+    """
     import networkx as nx
 
     sz = settings["sizes"]
@@ -393,6 +397,10 @@ def _bruteforce_d(d: int, workers: int, ex: _Examples) -> dict:
 @_register("cpdag_bruteforce", "DAG -> CPDAG, exhaustive over all labeled DAGs",
            "brute-force Markov equivalence classes; OEIS A003024")
 def check_cpdag_bruteforce(settings: Mapping, workers: int = 1, log: Log | None = None) -> CheckResult:
+    """Check DAG -> CPDAG on every labeled DAG up to ``max_d`` nodes against brute-force equivalence classes.
+
+    See the module docstring for what counts as a disagreement.
+    """
     max_d = int(settings["sizes"]["max_d"])
     ex = _Examples(settings["max_examples"])
     per_d = []
@@ -423,6 +431,10 @@ def _causallearn_dag(adj: np.ndarray):
 
 @_register("cpdag_causallearn", "DAG -> CPDAG on random DAGs", "causal-learn dag2cpdag")
 def check_cpdag_causallearn(settings: Mapping, workers: int = 1, log: Log | None = None) -> CheckResult:
+    """Check :func:`~heuresis.graph.dag_to_cpdag` against causal-learn's ``dag2cpdag`` on random DAGs.
+
+    See the module docstring for what counts as a disagreement.
+    """
     from causallearn.utils.DAG2CPDAG import dag2cpdag
 
     sz = settings["sizes"]
@@ -443,6 +455,10 @@ def check_cpdag_causallearn(settings: Mapping, workers: int = 1, log: Log | None
 # --- oracle PC -----------------------------------------------------------------------------------------
 @_register("oracle_pc", "Oracle PC (d-separation as the CI test)", "true CPDAG (dag_to_cpdag)")
 def check_oracle_pc(settings: Mapping, workers: int = 1, log: Log | None = None) -> CheckResult:
+    """Check that PC with the d-separation oracle as its CI test returns the true CPDAG on random DAGs.
+
+    See the module docstring for what counts as a disagreement.
+    """
     from heuresis.pc import DSeparationOracle, pc
 
     sz = settings["sizes"]
@@ -479,6 +495,10 @@ def _sepset_differences(ours: Mapping, cg, d: int) -> list[dict]:
 @_register("pc_vs_causallearn", "PC-stable (Fisher-z, KCI) on generated instances",
            "causal-learn pc(stable=True)", uses_instances=True)
 def check_pc_vs_causallearn(settings: Mapping, workers: int = 1, log: Log | None = None) -> CheckResult:
+    """Check our PC-stable (Fisher-z, KCI) against causal-learn's on generated instances: skeleton, sepsets, CPDAG.
+
+    See the module docstring for what counts as a disagreement.
+    """
     from causallearn.search.ConstraintBased.PC import pc as cl_pc
 
     from heuresis.ci import make_ci_test
@@ -533,6 +553,10 @@ def check_pc_vs_causallearn(settings: Mapping, workers: int = 1, log: Log | None
 # --- SHD against gadjid ------------------------------------------------------------------------------------
 @_register("shd_gadjid", "SHD and nSHD", "gadjid.shd")
 def check_shd_gadjid(settings: Mapping, workers: int = 1, log: Log | None = None) -> CheckResult:
+    """Check SHD and nSHD against ``gadjid.shd`` on random pairs of DAGs and CPDAGs.
+
+    See the module docstring for what counts as a disagreement.
+    """
     import gadjid
 
     from heuresis.metrics import nshd, shd
@@ -571,6 +595,10 @@ def _random_queries(rng: np.random.Generator, d: int, count: int, max_cond: int)
 
 @_register("kci_causallearn", "KCI p-values", "causal-learn CIT(data, 'kci')", uses_instances=True)
 def check_kci_causallearn(settings: Mapping, workers: int = 1, log: Log | None = None) -> CheckResult:
+    """Check our KCI p-values against causal-learn's on random queries over generated instances.
+
+    See the module docstring for what counts as a disagreement.
+    """
     from causallearn.utils.cit import CIT
 
     from heuresis.ci import make_ci_test
@@ -609,6 +637,10 @@ def check_kci_causallearn(settings: Mapping, workers: int = 1, log: Log | None =
 @_register("invariance_no_repair", "Invariance: 'no repair' equals PC",
            "PC's own output", uses_instances=True)
 def check_invariance_no_repair(settings: Mapping, workers: int = 1, log: Log | None = None) -> CheckResult:
+    """Check that the oracle repair with no wrong deletion, and restoring no pair, return PC's graph.
+
+    See the module docstring for what counts as a disagreement.
+    """
     from heuresis.ci import make_ci_test
     from heuresis.headroom import restore_pairs
     from heuresis.pc import DSeparationOracle, label_deletions, oracle_repair, pc
@@ -669,6 +701,10 @@ def _relabel_sepsets(sepsets: Mapping, perm: np.ndarray) -> dict:
 @_register("invariance_relabel", "Invariance: PC under relabeled columns",
            "the permuted output of the unpermuted run", uses_instances=True)
 def check_invariance_relabel(settings: Mapping, workers: int = 1, log: Log | None = None) -> CheckResult:
+    """Check that PC on column-permuted data returns the permuted skeleton, separating sets and graph.
+
+    See the module docstring for what counts as a disagreement.
+    """
     from heuresis.ci import make_ci_test
     from heuresis.pc import DSeparationOracle, pc
 
@@ -784,6 +820,10 @@ def _log10(p: float) -> float:
 @_register("determinism", "Determinism across BLAS threads and hash seeds",
            "the first seeded run", uses_instances=True)
 def check_determinism(settings: Mapping, workers: int = 1, log: Log | None = None) -> CheckResult:
+    """Check that seeded PC and KCI results do not depend on BLAS thread counts or the hash seed.
+
+    See the module docstring for what counts as a disagreement.
+    """
     sz = settings["sizes"]
     tol = float(settings["tolerances"]["kci_log10p"])
     alpha = float(settings["alpha"])
@@ -837,8 +877,11 @@ def check_determinism(settings: Mapping, workers: int = 1, log: Log | None = Non
 
 # --- config, running, writing ----------------------------------------------------------------------------------
 def check_settings(config: Mapping, check: str) -> dict:
-    """The config slice one check depends on (the workflow's ``params``: editing another check's
-    sizes, or an unrelated section, does not rerun this one)."""
+    """Return the config slice one check depends on.
+
+    It is the workflow's ``params`` of the check, so editing another check's sizes, or an
+    unrelated section, does not rerun this one.
+    """
     if check not in CHECKS:
         raise ValueError(f"unknown verification check {check!r}; known: {list(CHECKS)}")
     v = config["verification"]

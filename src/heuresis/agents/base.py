@@ -51,11 +51,23 @@ class Usage:
     error: str = ""                   # set on a call that failed for good
 
     def as_dict(self) -> dict:
+        """Return the usage as a plain dict (the form episode records store)."""
         return asdict(self)
 
 
 @dataclass
 class AgentReply:
+    """One assistant turn: the OpenAI-format message and what producing it cost.
+
+    Attributes
+    ----------
+    message : dict
+        ``{"role": "assistant", "content": str | None, "tool_calls": [...]}``; ``tool_calls`` may
+        be absent when the agent answers in prose only.
+    usage : Usage
+        Tokens, cost, latency and retries of the call that produced ``message``.
+    """
+
     message: dict
     usage: Usage = field(default_factory=Usage)
 
@@ -79,10 +91,12 @@ class Agent(ABC):
 
     @property
     def model(self) -> str | None:
+        """Name of the model behind the agent (None for offline agents)."""
         return None
 
     @property
     def provider(self) -> str | None:
+        """Provider serving :attr:`model`, as litellm names it (None for offline agents)."""
         return None
 
 

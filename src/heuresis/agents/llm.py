@@ -97,6 +97,7 @@ class RetryPolicy:
     max_s: float = 60.0
 
     def wait(self, attempt: int) -> float:
+        """Return the seconds to wait after failed attempt ``attempt`` (0-based)."""
         return float(min(self.max_s, self.base_s * 2.0 ** attempt))
 
 
@@ -123,8 +124,11 @@ def missing_credentials(spec: Mapping) -> list[str]:
 
 
 def llm_agents_in_use(config: Mapping) -> dict[str, dict]:
-    """The ``llm`` agents that the active episode grids, the leakage probe or the games track
-    (``games.agents`` and ``games.judges``) will run."""
+    """Return the ``llm`` agents the configured run will call, by name with their config entries.
+
+    They are the agents of the active episode grids, of the leakage probe and of the games
+    track (``games.agents`` and ``games.judges``).
+    """
     used: set[str] = set()
     episodes = config.get("episodes", {})
     for grid in episodes.get("run", []):
@@ -266,8 +270,10 @@ def recover_tool_calls(content: str | None, tool_names: Iterable[str]) -> tuple[
 
 
 def _outgoing(messages: list[dict], plain_history: bool = False) -> list[dict]:
-    """The history as sent to the provider: every tool call's arguments a JSON object string
-    (a malformed one, already answered with an error, goes out as ``{}``; the record keeps it).
+    """Return the history as sent to the provider, every tool call's arguments a JSON object string.
+
+    A malformed argument string, already answered with an error, goes out as ``{}`` (the record
+    keeps it).
 
     ``plain_history``: each tool result goes out as a user message naming the call, and an
     assistant message without text as ``content: ""`` (litellm drops a ``None`` content), for a
@@ -348,10 +354,12 @@ class LLMAgent(Agent):
     # --- identity ---------------------------------------------------------------------------------
     @property
     def model(self) -> str:
+        """The litellm model string of the config entry (e.g. ``openai/gpt-4o``)."""
         return self._model
 
     @property
     def provider(self) -> str:
+        """The provider litellm routes :attr:`model` to (from the model prefix if litellm does not know it)."""
         if self._provider is None:
             try:
                 self._provider = _litellm().get_llm_provider(self._model, api_base=self.api_base)[1]
@@ -401,6 +409,17 @@ class LLMAgent(Agent):
                                  f"the config for agent {self.name!r}): cost recorded as unknown"]
 
     def respond(self, messages: list[dict], tools: list[dict]) -> AgentReply:
+        """Call the model once, retrying transient failures with :class:`RetryPolicy` backoff.
+
+        Tool calls are read from the reply; malformed argument JSON is repaired where possible and
+        tool calls written as text are recovered (each recovery noted in ``usage.notes``).
+
+        Raises
+        ------
+        LLMCallError
+            When the call fails for good (not retryable, or out of retries); its ``usage`` holds
+            the retry log.
+        """
         litellm = _litellm()
         retryable = tuple(getattr(litellm, n) for n in _RETRYABLE_NAMES if hasattr(litellm, n))
         kwargs = self._kwargs(messages, tools)

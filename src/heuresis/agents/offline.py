@@ -499,7 +499,7 @@ class EvidenceAgent(_Offline):
     6. Restore the pairs, undirected, and submit.
 
     The settings in config.yaml (``agents.evidence``) were chosen on dev instances by
-    ``benchmarks/evidence_agent.py``; the measured numbers are in the README (Stage 4).
+    ``benchmarks/evidence_agent.py``; the measured numbers are in docs/agents.md.
     """
 
     def __init__(self, name: str, algorithm_map=None, resamples: int = 0, min_dependent_share: float = 0.5,

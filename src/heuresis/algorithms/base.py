@@ -65,30 +65,48 @@ def is_prob(v: Any) -> bool:
 
 
 def is_pos_float(v: Any) -> bool:
+    """Whether ``v`` is a finite real number > 0 (booleans excluded)."""
     return _is_real(v) and float(v) > 0.0
 
 
 def is_nonneg_float(v: Any) -> bool:
+    """Whether ``v`` is a finite real number >= 0 (booleans excluded)."""
     return _is_real(v) and float(v) >= 0.0
 
 
 def is_pos_int(v: Any) -> bool:
+    """Whether ``v`` is an integer > 0 (booleans excluded)."""
     return _is_int(v) and int(v) > 0
 
 
 def is_nonneg_int(v: Any) -> bool:
+    """Whether ``v`` is an integer >= 0 (booleans excluded)."""
     return _is_int(v) and int(v) >= 0
 
 
 def is_seed(v: Any) -> bool:
+    """Whether ``v`` is an integer in ``[0, 2**32)``, a valid ``random_state`` for lingam and scikit-learn."""
     return _is_int(v) and 0 <= int(v) < 2**32
 
 
 def is_opt_pos_int(v: Any) -> bool:
+    """Whether ``v`` is None (no limit) or an integer > 0."""
     return v is None or is_pos_int(v)
 
 
 def one_of(*choices: Any) -> Callable[[Any], bool]:
+    """Build a check that accepts exactly the strings in ``choices``.
+
+    Parameters
+    ----------
+    *choices
+        The allowed values.
+
+    Returns
+    -------
+    Callable[[Any], bool]
+        A check for :class:`Param`: True for a string among ``choices``.
+    """
     return lambda v: isinstance(v, str) and v in choices
 
 
@@ -206,8 +224,11 @@ class Algorithm(ABC):
         return replace(res, runtime_s=runtime, n_tests=int(res.n_tests), details=details)
 
     def warm_up(self) -> None:
-        """Import heavy libraries before the clock starts (lingam and causal-learn take seconds to
-        import); so ``runtime_s`` measures the algorithm, not a one-off import."""
+        """Import heavy libraries before the clock starts.
+
+        lingam and causal-learn take seconds to import; warming up keeps ``runtime_s`` a
+        measure of the algorithm, not of a one-off import.
+        """
 
     @abstractmethod
     def _run(self, data: np.ndarray) -> AlgorithmResult:

@@ -83,6 +83,7 @@ class FCI(Algorithm):
     }
 
     def warm_up(self) -> None:
+        """Import causal-learn's FCI and register the counting Fisher-z test."""
         import causallearn.search.ConstraintBased.FCI  # noqa: F401
 
         _register_counting_test()
@@ -116,6 +117,7 @@ class GES(Algorithm):
     }
 
     def warm_up(self) -> None:
+        """Import causal-learn's GES."""
         import causallearn.search.ScoreBased.GES  # noqa: F401
 
     def _run(self, data: np.ndarray) -> AlgorithmResult:

@@ -64,6 +64,7 @@ class DirectLiNGAM(Algorithm):
     }
 
     def warm_up(self) -> None:
+        """Import lingam."""
         import lingam  # noqa: F401
 
     def _run(self, data: np.ndarray) -> AlgorithmResult:
@@ -131,6 +132,7 @@ class RESIT(Algorithm):
     }
 
     def warm_up(self) -> None:
+        """Import lingam."""
         import lingam  # noqa: F401
 
     def _run(self, data: np.ndarray) -> AlgorithmResult:

@@ -64,6 +64,7 @@ class DrillDown:
 
     @property
     def restored(self) -> int:
+        """Pairs deleted by PC-KCI that the graph puts back, rightly or wrongly (``recovered + harmful``)."""
         return self.recovered + self.harmful
 
 
@@ -218,7 +219,7 @@ def score_episodes(episodes: pd.DataFrame, calls: pd.DataFrame, truths: Mapping[
     heads: dict[tuple[str, int], dict[str, float]] = {}
     for r in headroom[headroom["method"].isin(["bca_g", "bca_f"])].itertuples():
         heads.setdefault((r.family, int(r.instance)), {})[r.method] = float(r.f1)
-    by_episode = dict(calls.groupby("episode_id")) if len(calls) else {}
+    by_episode = {k: g for k, g in calls.groupby("episode_id")} if len(calls) else {}  # noqa: C416 (GroupBy has .keys)
     k_max = max(len([a for a in menu if a != "pc_kci"]), 1)
     rows = []
     for ep in episodes.to_dict("records"):
@@ -234,10 +235,22 @@ def score_episodes(episodes: pd.DataFrame, calls: pd.DataFrame, truths: Mapping[
 
 
 def write_episode_scores(scores: pd.DataFrame, path, meta) -> None:
+    """Write the per-episode scores as the ``episode_scores`` artifact (atomically, with ``meta``).
+
+    Parameters
+    ----------
+    scores : pandas.DataFrame
+        Rows from :func:`score_episodes`; an empty frame writes an empty table of the schema.
+    path : str or Path
+        Destination Parquet file.
+    meta : Mapping
+        Provenance metadata stored in the file.
+    """
     table = pa.Table.from_pylist(scores.to_dict("records"), schema=EPISODE_SCORES.schema) if len(scores) else \
         EPISODE_SCORES.schema.empty_table()
     write_table(table, path, EPISODE_SCORES, meta)
 
 
 def load_episode_scores(path) -> pd.DataFrame:
+    """Read an ``episode_scores`` artifact, checked against its schema, as a DataFrame."""
     return read_table(path, EPISODE_SCORES).to_pandas()

@@ -151,6 +151,7 @@ def results_of(scores: pd.DataFrame, agents: Sequence[str] = ()) -> list[tuple[s
 
 
 def scopes_of(part: pd.DataFrame, families: Sequence[str]) -> list[str]:
+    """List the table scopes of ``part``: its families in config order (others after), then :data:`GLOBAL`."""
     present = set(part["family"])
     return [f for f in families if f in present] + sorted(present - set(families)) + [GLOBAL]
 
@@ -423,8 +424,10 @@ def table8(scores: pd.DataFrame, families: Sequence[str], boot: Mapping, agents:
 
 # --- Tables 9, 10, 13: over all families ------------------------------------------------------
 def _global_rows(scores: pd.DataFrame, agents: Sequence[str], families: Sequence[str]):
-    """Per result (agent x condition) over all families: its episodes, their finished subset, the
-    base columns and the families label."""
+    """Yield per result (agent x condition) over all families its episodes and what its global row needs.
+
+    Each item is ``(agent, condition_id, episodes, finished episodes, base columns, families label)``.
+    """
     for agent, cond in results_of(scores, agents):
         part = scores[(scores["agent"] == agent) & (scores["condition_id"] == cond)].sort_values(["family", "instance"])
         yield agent, cond, part, part[part["finished"]], _base(part, agent, cond, GLOBAL), _families_label(part, families)
@@ -546,8 +549,10 @@ def _families_instances(cell: Mapping) -> str:
 
 def table12(scores: pd.DataFrame, cells: Sequence[Mapping], agent_specs: Mapping[str, Mapping],
             budgets: Mapping[str, Mapping]):
-    """Harness disclosure: per configured result, model, provider, settings, budgets, last-turn setting,
-    and the code tool's isolation over its episodes (``code_isolation``: value (episodes), ...).
+    """Build the harness disclosure table: per configured result its model, settings, budgets and isolation.
+
+    Columns: model, provider, settings, budgets, last-turn setting, and the code tool's isolation
+    over its episodes (``code_isolation``: value (episodes), ...).
 
     ``cells`` are the configured conditions (``agent``, ``condition_id``, condition fields,
     ``families``, ``split``, optionally ``instances`` per family, shown after each family); offline

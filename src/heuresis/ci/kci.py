@@ -133,8 +133,9 @@ _SYTRD_LWORK: dict = {}
 
 
 def _top_eigh(A: np.ndarray, thresh: float, max_frac: float = 0.4) -> tuple[np.ndarray, np.ndarray]:
-    """Eigenpairs (w, V) of symmetric A with w > thresh * max(w) (only the lower
-    triangle of A is read).
+    """Return the eigenpairs (w, V) of symmetric A with w > thresh * max(w).
+
+    Only the lower triangle of A is read.
 
     Same eigenpairs as ``eigh`` followed by causal-learn's cut, but only the kept
     eigenvectors are computed: Householder tridiagonalisation (``dsytrd``), all
@@ -351,10 +352,12 @@ class KCI(CITest):
 
     @property
     def cache_bytes(self) -> int:
+        """Bytes of kernel matrices and factors held in the LRU cache now."""
         return self._mats.nbytes
 
     @property
     def peak_cache_bytes(self) -> int:
+        """Largest size the kernel cache has reached, in bytes (bounded by ``max_cache_mb``)."""
         return self._mats.peak_bytes
 
     # ------------------------------------------------------------ kernels

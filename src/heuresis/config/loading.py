@@ -241,10 +241,14 @@ def merge_configs(base: Mapping, override: Mapping) -> dict:
 
 
 class _StrictLoader(yaml.SafeLoader):
-    """PyYAML's safe loader (plain YAML types only, no ``!!python/...`` tags) that also refuses a
-    key given twice in one mapping (PyYAML would keep the last silently)."""
+    """PyYAML's safe loader that also refuses a key given twice in one mapping.
+
+    Plain YAML types only, no ``!!python/...`` tags; PyYAML alone would keep the last of a
+    duplicated key silently.
+    """
 
     def construct_mapping(self, node, deep=False):
+        """A mapping node as a dict; a key given twice is a ConstructorError naming both lines."""
         seen: dict = {}
         for key_node, _ in node.value:
             key = self.construct_object(key_node, deep=deep)

@@ -1,4 +1,4 @@
-"""The interventional track (GAMES.md): drone-design games over hidden SCMs.
+"""The interventional track (docs/games.md): drone-design games over hidden SCMs.
 
 * :mod:`~heuresis.games.scenario` — scenario files (``config/games/*.yaml``), validation, the
   enforced design space;

@@ -1,4 +1,4 @@
-"""Offline game agents (GAMES.md §3-4): non-LLM baselines and the scripted trap-follower.
+"""Offline game agents (docs/games.md §3-4): non-LLM baselines and the scripted trap-follower.
 
 They play through the same interface as an LLM agent — OpenAI-format tool calls with JSON
 arguments, tool results read back as text — and see only what any agent sees (the design space
@@ -261,7 +261,7 @@ class TrapFollowerAgent(GameAgent):
                                        f"components in proportion.")
 
 
-#: The causal structure of each game family as a mechanism-aware player knows it (GAMES.md §1-2):
+#: The causal structure of each game family as a mechanism-aware player knows it (docs/games.md §1-2):
 #: names of parts only, no parameter.  ``critical``: destroyed at 0 HP destroys the drone;
 #: ``silent``: a working part that raises detection (leave it bare so it fails and goes silent);
 #: ``combat``: parts whose condition lowers the enemy's accuracy and damage; ``exposed``: parts

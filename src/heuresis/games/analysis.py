@@ -1,4 +1,4 @@
-"""Scoring of the games track (GAMES.md §5): the tables and figures of ``rules/games.smk``.
+"""Scoring of the games track (docs/games.md §5): the tables and figures of ``rules/games.smk``.
 
 * :func:`summary` — per scenario x agent x mode (and per family, scenario ``all``): survival,
   win rate, gap to the optimum, and rubric score, each a mean with a percentile bootstrap
@@ -206,8 +206,10 @@ def _label(agent: str, mode: str) -> str:
 
 
 def survival_rubric_figure(summ: pd.DataFrame, judges: Sequence[str]):
-    """Survival vs rubric score per agent (pooled over each family's plays); without a judge, survival
-    per agent and a note that no judge is configured."""
+    """Plot Stage-2 survival against the rubric score per agent, pooled over each family's plays.
+
+    Without a judge, survival per agent and a note that no judge is configured.
+    """
     plt = _plt()
     pooled = summ[summ.scenario == "all"]
     fams = sorted(pooled.family.unique())
@@ -246,9 +248,11 @@ def survival_rubric_figure(summ: pd.DataFrame, judges: Sequence[str]):
 
 
 def paths_figure(stats: pd.DataFrame, per_step: pd.DataFrame):
-    """Configuration paths: distance of the k-th deployed design to the optimum, and per agent the
-    lock-in share, the drift of the submission from the best observed design, and the share of
-    submissions equal to the best observed design."""
+    """Plot the configuration paths: the distance of the k-th deployed design to the optimum, and lock-in per agent.
+
+    Per agent the other panels show the lock-in share, the drift of the submission from the best
+    observed design, and the share of submissions equal to the best observed design.
+    """
     plt = _plt()
     fig, axes = plt.subplots(1, 4, figsize=(14, 3.6), gridspec_kw={"width_ratios": [2, 1, 1, 1]})
     agents = [(a, m) for a, m in zip(stats.agent, stats["mode"])]
@@ -291,6 +295,22 @@ CAPTIONS = {
 
 
 def load_inputs(references: Sequence, plays: Sequence, judgements: Sequence):
+    """Read the games artifacts the analysis needs.
+
+    Parameters
+    ----------
+    references : sequence of path
+        ``game_references`` artifacts (one per scenario).
+    plays, judgements : sequence of path
+        ``game_plays`` and ``game_judgements`` artifacts; an empty sequence gives an empty frame.
+
+    Returns
+    -------
+    tuple
+        ``(references, plays, judgements)``: the references by scenario as
+        :func:`~heuresis.games.workflow.load_references` returns them, and the plays and
+        judgements concatenated as DataFrames.
+    """
     from heuresis.games.workflow import load_references
     from heuresis.schemas import GAME_JUDGEMENTS, GAME_PLAYS, read_table
 

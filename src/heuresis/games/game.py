@@ -1,4 +1,4 @@
-"""One play of a scenario (GAMES.md §1): free history, Stage 1, one Stage-2 submission, report.
+"""One play of a scenario (docs/games.md §1): free history, Stage 1, one Stage-2 submission, report.
 
 Observation rules (what :meth:`Game.deploy` and :attr:`Game.history` show):
 
@@ -52,16 +52,36 @@ class Deployment:
     survived: np.ndarray = field(repr=False)
 
     def summary(self) -> dict:
+        """Return the deployment without its per-drone rows: design, counts and survival rate."""
         return {"deployment": self.index, "source": self.source, "design": self.design, "count": self.count,
                 "returned": self.returned, "destroyed": self.destroyed,
                 "survival_rate": round(self.returned / self.count, 4)}
 
     def public(self) -> dict:
+        """Return what the agent sees of the deployment: :meth:`summary` plus the per-drone rows."""
         return {**self.summary(), "drones": self.rows}
 
 
 @dataclass
 class Stage2:
+    """The scored submission: the final design flown on the Stage-2 fleet.
+
+    Attributes
+    ----------
+    design : dict
+        The submitted design, validated.
+    fleet : int
+        Drones flown in Stage 2.
+    survived : int
+        Of those, the drones that returned.
+    survival : float
+        ``survived / fleet``, the play's score.
+    threshold : float or None
+        Win threshold the play was held to (None: no threshold given).
+    won : bool or None
+        Whether ``survival`` reached ``threshold`` (None without a threshold).
+    """
+
     design: dict
     fleet: int
     survived: int
@@ -111,23 +131,28 @@ class Game:
     # --- state -------------------------------------------------------------------------------------
     @property
     def drones_used(self) -> int:
+        """Drones flown in Stage 1 so far."""
         return sum(d.count for d in self.deployments)
 
     @property
     def drones_left(self) -> int:
+        """Stage-1 drones still available under the ``stage1_drones`` budget."""
         return int(self.scn.budgets["stage1_drones"]) - self.drones_used
 
     @property
     def deployments_left(self) -> int:
+        """Stage-1 deployments still available under the ``stage1_deployments`` budget."""
         return int(self.scn.budgets["stage1_deployments"]) - len(self.deployments)
 
     @property
     def stage(self) -> str:
+        """Phase of the play: ``stage1`` until the submission, then ``report``, then ``done``."""
         if self.stage2 is None:
             return "stage1"
         return "report" if self.report is None else "done"
 
     def status(self) -> dict:
+        """Return the play's state as the agent may see it: design space, visible variables, budgets left, designs flown."""
         b = self.scn.budgets
         return {
             "scenario": self.scn.name, "stage": self.stage,
@@ -155,6 +180,7 @@ class Game:
         return Deployment(index, source, design, count, n_ret, count - n_ret, rows, survived)
 
     def validate_design(self, design) -> dict:
+        """Return ``design`` validated against the scenario's design space; a :class:`GameError` if it is invalid."""
         try:
             return self.space.validate(design)
         except DesignError as exc:
@@ -197,6 +223,7 @@ class Game:
         return self.stage2
 
     def write_report(self, text) -> None:
+        """Record the final report (once, after the submission, non-empty, at most :data:`REPORT_MAX_CHARS`)."""
         if self.stage2 is None:
             raise GameError("the report comes after the final design is submitted")
         if self.report is not None:
@@ -209,4 +236,5 @@ class Game:
 
     # --- what an agent has seen ------------------------------------------------------------------------
     def observed(self) -> list[Deployment]:
+        """Return every deployment the agent has seen: the free history, then its Stage-1 deployments."""
         return [*self.history, *self.deployments]

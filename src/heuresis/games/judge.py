@@ -1,4 +1,4 @@
-"""The report rubric (GAMES.md §5), scored by LLM judges, and the judges' agreement.
+"""The report rubric (docs/games.md §5), scored by LLM judges, and the judges' agreement.
 
 A judge is an LLM agent (kind ``llm``) asked once per play, with the prompt template
 ``data/prompts/game_judge.txt``: the scenario's description, distortion, *intended mechanism*,
@@ -29,7 +29,7 @@ from heuresis.harness.prompts import render
 
 __all__ = ["RUBRIC", "ScoreError", "icc", "judge_play", "judge_prompt", "parse_scores"]
 
-#: Rubric items and their maxima (GAMES.md §5).
+#: Rubric items and their maxima (docs/games.md §5).
 RUBRIC = {"causal_reasoning": 11, "experimental_design": 2, "reflection": 2, "data_usage": 1}
 RUBRIC_MAX = sum(RUBRIC.values())
 

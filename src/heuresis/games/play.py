@@ -1,4 +1,4 @@
-"""One play of a scenario by an agent (GAMES.md §4), recorded call by call, in one of two modes.
+"""One play of a scenario by an agent (docs/games.md §4), recorded call by call, in one of two modes.
 
 **tools** (multi-turn tool use).  The loop mirrors the observational harness
 (:mod:`heuresis.harness.episode`): a system and a task prompt, then turns of
@@ -85,7 +85,7 @@ def task_prompt(game: Game) -> str:
 
 
 def path_stats(game: Game) -> dict:
-    """Configuration-path statistics of a play (judge-independent, GAMES.md §5)."""
+    """Configuration-path statistics of a play (judge-independent, docs/games.md §5)."""
     deps = game.deployments
     designs = [json.dumps(d.design, sort_keys=True) for d in deps]
     rates = [d.returned / d.count for d in deps]

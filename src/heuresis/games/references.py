@@ -1,4 +1,4 @@
-"""References fixed before any agent plays (GAMES.md §3): optimum, trap, standard, threshold.
+"""References fixed before any agent plays (docs/games.md §3): optimum, trap, standard, threshold.
 
 * **Optimum** — a multi-start local search over the enforced action space (add, remove or move
   one or two DEF points, fit or remove equipment; the best neighbour taken while it improves),
@@ -110,6 +110,16 @@ def _interval(x: np.ndarray) -> tuple[float, float, float]:
 
 @dataclass
 class References:
+    """The references of one scenario, one row of the ``game_references`` artifact.
+
+    Survival rates are fractions of a Stage-2 fleet that return.  ``optimum``, ``trap`` and
+    ``standard`` are means over ``verify_fleets`` fresh fleets of ``fleet_size`` drones, each with
+    a 95% interval (``*_lo``, ``*_hi``); ``optimum_search`` is the optimum's survival on the
+    search's common-random-number draws of ``search_drones`` drones, over ``designs_evaluated``
+    candidate designs.  ``threshold`` is the win threshold (``optimum - threshold_margin`` unless
+    the scenario fixes it); ``seed`` is the scenario seed every draw derives from.
+    """
+
     scenario: str
     family: str
     variant: str
@@ -135,6 +145,7 @@ class References:
     seed: int
 
     def as_dict(self) -> dict:
+        """Return the references as a plain dict (designs still as mappings)."""
         return asdict(self)
 
 

@@ -1,4 +1,4 @@
-"""Scenarios of the games track (GAMES.md §2): one YAML file per scenario under ``config/games``.
+"""Scenarios of the games track (docs/games.md §2): one YAML file per scenario under ``config/games``.
 
 A scenario file names its family, every SCM parameter, the budgets, the bias settings, the
 trap and standard designs and the intended mechanism.  A variant may ``extends:`` another
@@ -73,6 +73,7 @@ class DesignSpace:
 
     @property
     def n_components(self) -> int:
+        """Number of components that take DEF points (the first entries of a design vector)."""
         return len(self.components)
 
     def validate(self, design: Any) -> dict:
@@ -118,12 +119,14 @@ class DesignSpace:
         return np.array([d[c] for c in self.components] + [int(d[e]) for e in self.equipment], dtype=np.int64)
 
     def design(self, vec: Iterable) -> dict:
+        """Decode a design vector (DEF per component, then 0/1 per equipment) into a design mapping; inverse of :meth:`vector`."""
         v = [int(x) for x in vec]
         out: dict[str, Any] = {c: v[k] for k, c in enumerate(self.components)}
         out.update({e: bool(v[self.n_components + k]) for k, e in enumerate(self.equipment)})
         return out
 
     def is_valid_vector(self, vec: np.ndarray) -> bool:
+        """Whether a design vector respects the per-component caps, 0/1 equipment and the total DEF budget."""
         c = self.n_components
         if np.any(vec[:c] < 0) or np.any(vec[:c] > np.array(self.caps)) or np.any((vec[c:] < 0) | (vec[c:] > 1)):
             return False
@@ -178,6 +181,7 @@ class DesignSpace:
         return np.array(cand, dtype=np.int64).reshape(-1, c + len(self.equipment))
 
     def describe(self) -> dict:
+        """Return the design space as agents are told it: component caps, equipment costs, DEF budget."""
         return {"components": {c: {"cap": k} for c, k in zip(self.components, self.caps)},
                 "equipment": {e: {"cost": k} for e, k in zip(self.equipment, self.costs)},
                 "def_budget": self.budget}
@@ -204,17 +208,21 @@ class Scenario:
 
     @property
     def family(self) -> str:
+        """Name of the scenario's SCM family (a key of :data:`heuresis.games.scm.FAMILIES`)."""
         return self.spec["family"]
 
     @property
     def budgets(self) -> dict:
+        """The play budgets: ``stage1_drones``, ``stage1_deployments``, ``max_per_deployment``, ``stage2_fleet``."""
         return self.spec["budgets"]
 
     @property
     def threshold_margin(self) -> float:
+        """Distance below the verified optimum at which the win threshold is set."""
         return float(self.spec["threshold_margin"])
 
     def visible_variables(self) -> list[str]:
+        """List the environment variables the scenario shows per drone (its family decides which)."""
         from heuresis.games.scm import FAMILIES
         return FAMILIES.lookup(self.family).visible(self.spec)
 

@@ -1,4 +1,4 @@
-"""The hidden SCM of a drone flight (GAMES.md §1-2), vectorized over drones and designs.
+"""The hidden SCM of a drone flight (docs/games.md §1-2), vectorized over drones and designs.
 
 A flight, in causal order (every constant from the scenario file):
 
@@ -44,6 +44,8 @@ _EMI_MAX = 8
 
 @dataclass
 class Env:
+    """The environment of a fleet of ``n`` drones as a family draws it: latent causes and visible values."""
+
     storm: np.ndarray                     # (n,) latent storm intensity in [0, 1]
     emi: np.ndarray                       # (n,) latent EMI level (0 outside the zone family)
     visible: dict[str, np.ndarray]        # true values of the visible variables
@@ -87,6 +89,7 @@ class Family:
     name = ""
 
     def visible(self, spec: Mapping) -> list[str]:
+        """List the visible environment variables of a scenario of this family, in display order."""
         raise NotImplementedError
 
     def check(self, spec: Mapping) -> list[str]:
@@ -95,6 +98,26 @@ class Family:
 
     def environment(self, spec: Mapping, rng: np.random.Generator, n: int, stage: int,
                     force: Mapping | None = None) -> Env:
+        """Draw the environment of ``n`` drones.
+
+        Parameters
+        ----------
+        spec : Mapping
+            The scenario; its ``environment`` section holds the family's constants.
+        rng : numpy.random.Generator
+            Source of every draw.
+        n : int
+            Number of drones.
+        stage : int
+            1 or 2; a family may draw Stage 2 from another distribution (a shift).
+        force : Mapping, optional
+            Values a history group pins (a storm range, a zone, storm or calm).
+
+        Returns
+        -------
+        Env
+            Latent and visible variables per drone.
+        """
         raise NotImplementedError
 
     def observe(self, spec: Mapping, env: Env, hits: np.ndarray, survived: np.ndarray,
@@ -153,9 +176,11 @@ class AntennaFamily(Family):
     """Latent storm intensity ~ Beta(a, b) drives wind, humidity, damage, detection and combat."""
 
     def visible(self, spec):
+        """List the variables of ``environment.visible``, each linear in the storm intensity plus noise."""
         return list(spec["environment"]["visible"])
 
     def check(self, spec):
+        """List problems of ``storm_beta`` and of each visible variable's ``{base, storm, noise}``."""
         env = spec["environment"]
         out = _need(env, {"storm_beta": list, "visible": list})
         if not out:
@@ -167,6 +192,7 @@ class AntennaFamily(Family):
         return out
 
     def environment(self, spec, rng, n, stage, force=None):
+        """Draw storm ~ Beta(a, b) (rescaled into ``force['storm']`` when forced) and the visible variables from it."""
         a, b = spec["environment"]["storm_beta"]
         storm = rng.beta(a, b, n)
         if force and "storm" in force:
@@ -180,10 +206,12 @@ class ZoneFamily(Family):
     """A hidden deployment zone sets EMI, altitude and wind; temperature falls with altitude."""
 
     def visible(self, spec):
+        """List temperature, altitude and wind, plus the (possibly mislabelled) terrain when ``categorical``."""
         out = ["temperature", "altitude", "wind"]
         return out + (["terrain"] if spec["environment"].get("categorical") else [])
 
     def check(self, spec):
+        """List problems of the zones (probabilities, EMI, altitude, wind), ``stage2_p`` and ``label_accuracy``."""
         env = spec["environment"]
         out = _need(env, {"zones": dict, "temperature": dict, "wind_to_storm": float})
         if out:
@@ -212,6 +240,7 @@ class ZoneFamily(Family):
         return out
 
     def environment(self, spec, rng, n, stage, force=None):
+        """Draw a zone per drone (``stage2_p`` in Stage 2 when given); EMI, altitude, wind and storm follow from it."""
         env = spec["environment"]
         names = list(env["zones"])
         zones = env["zones"]
@@ -244,9 +273,11 @@ class WeatherFamily(Family):
     """Calm or storm weather (storm frequency per stage); observations are noisier in storms."""
 
     def visible(self, spec):
+        """List the variables of ``environment.visible``, each linear in the storm intensity plus noise."""
         return list(spec["environment"]["visible"])
 
     def check(self, spec):
+        """List problems of the storm frequencies and intensity ranges, visible variables and observation noise."""
         env = spec["environment"]
         out = _need(env, {"storm_p": list, "calm_intensity": list, "storm_intensity": list, "visible": list})
         if out:
@@ -266,6 +297,7 @@ class WeatherFamily(Family):
         return out
 
     def environment(self, spec, rng, n, stage, force=None):
+        """Draw calm or storm per drone with the stage's storm frequency, then an intensity in its range."""
         env = spec["environment"]
         stormy = rng.random(n) < env["storm_p"][stage - 1]
         if force and "storm" in force:
@@ -278,6 +310,7 @@ class WeatherFamily(Family):
                    stormy.astype(float))
 
     def observe(self, spec, env, hits, survived, rng):
+        """Report noisy visible values, noisy or lost hit counts and flipped statuses, noisier in storms."""
         obs = spec["observation"]
         w = env.weather.astype(bool)
         vis = {}

@@ -1,4 +1,4 @@
-"""The game's tools through the agent interface of the observational harness (GAMES.md §4).
+"""The game's tools through the agent interface of the observational harness (docs/games.md §4).
 
 ``get_status``, ``get_history``, ``deploy(design, count)``, ``submit_final_design(design)`` and
 ``write_report(text)`` are :class:`heuresis.harness.tools.Tool` objects — OpenAI

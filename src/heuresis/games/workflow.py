@@ -76,6 +76,7 @@ def game_agent_kinds() -> set[str]:
 
 
 def is_llm(config: Mapping, agent: str) -> bool:
+    """Whether ``agent`` is configured with kind ``llm`` (LLM agents get more plays and the prompt mode)."""
     return config.get("agents", {}).get(agent, {}).get("kind") == "llm"
 
 
@@ -96,6 +97,7 @@ def scenario_folder(config: Mapping) -> Path:
 
 
 def scenario_names(config: Mapping) -> list[str]:
+    """List the scenarios to play: ``games.scenarios`` if given, else every ``*.yaml`` of the scenario folder, sorted."""
     names = list(config.get("games", {}).get("scenarios") or [])
     if names:
         return names

@@ -1,5 +1,7 @@
-"""The agent harness (docs/design.md §5): conditions, budgets, tools, the episode loop, the parser of
-submitted edge lists, prompt templates and the code tool's sandbox."""
+"""The agent harness (docs/design.md §5): conditions, budgets, tools, the episode loop.
+
+Also the parser of submitted edge lists, the prompt templates and the code tool's sandbox.
+"""
 
 from .budgets import Budgets, BudgetSettings
 from .conditions import Condition, expand_conditions

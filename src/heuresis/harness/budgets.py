@@ -34,7 +34,7 @@ class BudgetSettings:
 
     @classmethod
     def from_config(cls, name: str, spec: Mapping) -> BudgetSettings:
-        """The setting ``name`` from its config entry (the schema requires every field)."""
+        """Build the setting ``name`` from its config entry (keys as the fields; an unknown key is a TypeError)."""
         return cls(name=name, **dict(spec))
 
     def test_units(self, pc_kci_tests: int) -> int:
@@ -62,6 +62,7 @@ class Budgets:
 
     # --- spending -----------------------------------------------------------------------
     def remaining_test_units(self) -> int:
+        """Test units still available."""
         return self.test_units - self.used_test_units
 
     def check_tests(self, units: int) -> None:
@@ -70,11 +71,13 @@ class Budgets:
             raise BudgetError(f"this call needs {units} test unit(s) but only {self.remaining_test_units()} remain")
 
     def charge_tests(self, units: int) -> None:
+        """Spend ``units`` test units; :class:`BudgetError` (nothing charged) when fewer remain."""
         if units > self.remaining_test_units():
             raise BudgetError(f"this call needs {units} test unit(s) but only {self.remaining_test_units()} remain")
         self.used_test_units += units
 
     def charge_algorithm_call(self) -> None:
+        """Spend one algorithm call; :class:`BudgetError` (nothing charged) when none remains."""
         if self.used_algorithm_calls >= self.algorithm_calls:
             raise BudgetError(f"no algorithm calls remain (limit {self.algorithm_calls})")
         self.used_algorithm_calls += 1
@@ -89,9 +92,11 @@ class Budgets:
         return True
 
     def elapsed(self) -> float:
+        """Seconds since the episode started, on the budget's clock."""
         return self._clock() - self._t0
 
     def remaining_wall(self) -> float:
+        """Seconds of wall time left (0 when the limit has passed)."""
         return max(0.0, self.wall_seconds - self.elapsed())
 
     # --- checks -------------------------------------------------------------------------
@@ -118,11 +123,13 @@ class Budgets:
                 f"output tokens per turn {self.output_tokens_per_turn}]")
 
     def used(self) -> dict:
+        """Return what the episode spent: test units, turns, algorithm calls, wall seconds, largest reply in tokens."""
         return {"test_units": self.used_test_units, "turns": self.used_turns,
                 "algorithm_calls": self.used_algorithm_calls, "wall_s": round(self.elapsed(), 3),
                 "max_output_tokens": self.max_output_tokens}
 
     def limits(self) -> dict:
+        """Return the episode's limits, the counterpart of :meth:`used` (test units sized for this instance)."""
         return {"test_units": self.test_units, "turns": self.turns, "algorithm_calls": self.algorithm_calls,
                 "wall_seconds": self.wall_seconds, "output_tokens_per_turn": self.output_tokens_per_turn}
 

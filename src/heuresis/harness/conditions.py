@@ -103,6 +103,7 @@ class Condition:
         return cls(agent, toolbox, start == "guided", int(level), target, budget, last_turn, int(repeat))
 
     def as_dict(self) -> dict:
+        """Return the condition's fields plus its ``condition_id`` as a plain dict."""
         return {**asdict(self), "condition_id": self.condition_id}
 
 
@@ -142,9 +143,10 @@ def _as_list(v) -> list:
 
 
 def instance_range(grid: Mapping, n: int | None = None) -> tuple[int, int] | None:
-    """A grid's ``instances`` as ``(start, stop)``: N is ``(0, min(N, n))`` — the first N, or every
-    instance of a smaller split —, [start, stop] itself; ``None`` when absent (every instance).
-    With ``n`` (instances of the split) a range must fit in it.
+    """Return a grid's ``instances`` subset as ``(start, stop)``, or ``None`` when absent (every instance).
+
+    An integer N means ``(0, min(N, n))``: the first N, or every instance of a smaller split; a
+    pair [start, stop] is itself.  With ``n`` (instances of the split) a range must fit in it.
 
     Raises :class:`GridError` when the subset is malformed or does not fit.
     """
@@ -177,8 +179,10 @@ def grid_instances(grid: Mapping, n: int) -> tuple[int, ...]:
 
 
 def grid_repeats(grid: Mapping, families: tuple[str, ...]) -> dict[str, int]:
-    """Repeats per family of a grid: ``repeats`` an integer (every family) or a mapping by family
-    with an optional ``default`` for the families it does not name.
+    """Return the repeats per family of a grid.
+
+    ``repeats`` is an integer (every family) or a mapping by family with an optional ``default``
+    for the families it does not name.
 
     Raises :class:`GridError` (its ``key`` names the entry) for a family outside the grid, a
     family left without a count, or a count that is not a whole number >= 1.
@@ -254,8 +258,11 @@ def expand_conditions(config: Mapping) -> list[Cell]:
 
 
 def cell_records(config: Mapping) -> list[dict]:
-    """Every configured result (agent x condition) as a plain record: condition fields, families,
-    split and the number of instances per family (Table 12)."""
+    """List every configured result (agent x condition) as a plain record (Table 12).
+
+    A record holds the condition fields, the families, the split and the number of instances per
+    family.
+    """
     out = []
     for c in expand_conditions(config):
         n = int(config["instances"][f"n_{c.split}"])

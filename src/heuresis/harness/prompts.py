@@ -1,6 +1,7 @@
-"""Prompt templates (docs/design.md §5.1 prompt levels and stated targets), loaded from
-``heuresis/data/prompts/*.txt`` and filled with :class:`string.Template` (``$name`` fields).
+"""Prompt templates (docs/design.md §5.1 prompt levels and stated targets).
 
+Templates are loaded from ``heuresis/data/prompts/*.txt`` and filled with
+:class:`string.Template` (``$name`` fields).
 Level 0 is the neutral task statement (with the limits, which are always visible); each higher
 level adds one paragraph: 1 budgets and the scoring statement, 2 the warning that standard
 algorithms can fail under nonlinear or heteroscedastic mechanisms, 3 PC's deletion rule.

@@ -90,6 +90,22 @@ class SandboxLimits:
 
 @dataclass
 class SandboxResult:
+    """What one run of agent code in the sandbox produced and which limit, if any, stopped it.
+
+    Attributes
+    ----------
+    stdout, stderr : str
+        Output of the run (``stdout`` cut at ``max_output_chars``, ``truncated`` then set).
+    returncode : int or None
+        Exit status; None when the run was killed at the wall-time limit (``timed_out``).
+    wall_s : float
+        Wall time of the run in seconds.
+    limit_hit : str
+        ``""`` or the limit reached: ``wall_time``, ``cpu_time``, ``memory``, ``output``, ``processes``.
+    isolation : str
+        How the run was isolated: ``bwrap`` or ``none``.
+    """
+
     stdout: str
     stderr: str
     returncode: int | None
@@ -100,6 +116,7 @@ class SandboxResult:
     isolation: str = ""      # "bwrap" or "none"
 
     def as_dict(self) -> dict:
+        """Return the result as a plain dict."""
         return asdict(self)
 
     def render(self) -> str:
