@@ -1,4 +1,4 @@
-# The games track (docs/games.md; docs/games.md): references per scenario, plays per
+# The games track (docs/games.md): references per scenario, plays per
 # agent x mode x scenario (checkpointed per play; transcripts under results/games/transcripts/),
 # judgements per judge x agent x mode x scenario (adding a scenario judges only its plays), then
 # each table and figure as its own rule.
