@@ -4,7 +4,17 @@
 #   snakemake all --cores 32                                   # paper scale (config/config.yaml)
 #   snakemake all --cores 2 --configfile config/quick.yaml     # small run, minutes on a laptop
 
+from snakemake.utils import min_version
+
+min_version("9.0")  # the range pyproject.toml and environment.yml declare: snakemake>=9.0,<10
+
+
 configfile: "config/config.yaml"
+
+
+# `snakemake --report report.html` after a run: this page, then every table and figure with its
+# caption (workflow/report/<target>.rst), by category.
+report: "workflow/report/workflow.rst"
 
 
 include: "rules/common.smk"

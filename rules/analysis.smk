@@ -16,6 +16,8 @@ rule episode_scores:
         "logs/analysis/episode_scores.log",
     params:
         menu=MENU,
+    group:
+        "analysis"
     threads: 1
     resources:
         mem_mb=4000,
@@ -47,6 +49,8 @@ for _table in ANALYSIS_TABLES:
             target=_table,
             **analysis_params(),
             extra={},
+        group:
+            "analysis"
         threads: 1
         resources:
             mem_mb=2000,
@@ -80,6 +84,8 @@ rule table12:
             "agent_specs": {a: dict(config["agents"][a]) for a in EPISODE_AGENTS},
             "budgets": dict(config["episodes"]["budgets"]),
         },
+    group:
+        "analysis"
     threads: 1
     resources:
         mem_mb=2000,
@@ -107,6 +113,8 @@ rule figure6:
         target="figure6",
         **analysis_params(),
         extra={},
+    group:
+        "analysis"
     threads: 1
     resources:
         mem_mb=2000,
@@ -137,6 +145,8 @@ for _figure in ANALYSIS_FIGURES:
             target=_figure,
             **analysis_params(),
             extra={},
+        group:
+            "analysis"
         threads: 1
         resources:
             mem_mb=2000,

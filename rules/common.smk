@@ -1,17 +1,46 @@
 # Shared helpers: config validation at workflow start, wildcard constraints, target lists.
-# Helpers live here, not as lambdas inside rules.
+# Every helper function of the rules lives here (none inside rule files, no lambdas in rules);
+# every package name they use is imported in the one block below. The rules ask the package
+# what it knows (condition ids, play modes, the files a scenario extends), never copy it.
 
 try:
+    from heuresis.agents.llm import CredentialsError, check_credentials
     from heuresis.config import ConfigError, SPLITS, check_config_files, validate_config
-    from heuresis import instances as _instances
+    from heuresis.config.planning import (
+        episode_job_config as _episode_job_config,
+        episode_job_indices as _episode_job_indices,
+        episode_jobs as _episode_jobs,
+        reference_batches as _reference_batches,
+        reference_shard_indices as _reference_shard_indices,
+        reference_shards as _reference_shards,
+        saturation_settings as _saturation_settings,
+    )
+    from heuresis.failures import attempt_param as _attempt_param
+    from heuresis.games.scenario import load_scenario as _load_scenario, scenario_files as _scenario_files
+    from heuresis.games.workflow import (
+        MODES as GAME_MODES,
+        play_jobs as _play_jobs,
+        plays_of as _plays_of,
+        scenario_folder as _scenario_folder,
+    )
+    from heuresis.harness.conditions import CONDITION_ID_PATTERN, cell_records as _cell_records
+    from heuresis.harness.sandbox import IsolationUnavailable, check_isolation
+    from heuresis.instances import instance_spec as _instance_spec
+    from heuresis.published import load_published_table2 as _load_published_table2
+    from heuresis.published import published_table2_path as _published_table2_path
+    from heuresis.table1 import load_table1 as _load_table1
+    from heuresis.verification import CHECKS as _VERIFICATION, check_settings as _check_settings
 except ImportError as exc:  # the package must be installed (README: pip install -e .)
     raise WorkflowError(
         f"cannot import the heuresis package ({exc}); install it first: pip install -e ."
     )
+from snakemake.logging import logger as _logger
 
-# Snakemake has read the config files already (PyYAML's FullLoader, which builds !!python/name
-# objects and keeps the last of a duplicated key); read them again with the package's safe loader,
-# so such a file stops the workflow naming the file and line (docs/config-validation.md).
+# The config, validated once, here, before the rule files are read. Snakemake has read the config files
+# already (PyYAML's FullLoader, which builds !!python/name objects and keeps the last of a
+# duplicated key); read them again with the package's safe loader, so such a file stops the
+# workflow naming the file and line, then check the merged config and fill in the schema's
+# defaults (docs/config-validation.md). Everything below reads config[key].
 try:
     check_config_files(workflow.configfiles)
     config.update(validate_config(config))
@@ -22,9 +51,6 @@ except ConfigError as exc:
 # (a warning, so a dry run shows it), and stops the workflow at start, before any job runs, when a
 # job about to run needs that agent (onstart below). Targets that need no LLM (Figure 1b, Table 2,
 # ...) therefore build without the keys; `heuresis check-config` checks every configured agent.
-from heuresis.agents.llm import CredentialsError, check_credentials
-from snakemake.logging import logger as _logger
-
 try:
     check_credentials(config)
 except CredentialsError as exc:
@@ -50,7 +76,6 @@ onstart:
     # The code tool's isolation (episodes.code_tool.isolation): 'required' without a working
     # bubblewrap stops the run here, before any job, when an episode job is about to run.
     if any(_job.rule.name == "episodes" for _job in workflow.dag.needrun_jobs()):
-        from heuresis.harness.sandbox import IsolationUnavailable, check_isolation
         try:
             check_isolation(config)
         except IsolationUnavailable as exc:
@@ -60,9 +85,6 @@ FAMILIES = list(config["families"])
 
 # A job whose output records failed units (episodes, plays, judgements: status "failed") reruns the
 # next time a target needs it, retrying only those units (heuresis.failures; docs/failures.md).
-from heuresis.failures import attempt_param as _attempt_param
-
-
 def attempt_of(output):
     """The `attempt` parameter of the jobs writing `output` (a pattern): it changes after a run with
     failed units, so the job reruns. A function of the wildcards only: Snakemake ignores changes of
@@ -87,10 +109,11 @@ def n_instances(wildcards):
 
 def instance_params(wildcards):
     """The config slice a family's instances depend on; a change elsewhere reruns nothing here."""
-    return _instances.instance_spec(config, wildcards.family)
+    return _instance_spec(config, wildcards.family)
 
 
 def instance_outputs():
+    """The instances and hidden truth of every family and split."""
     return expand(
         [
             "results/instances/{family}/{split}",
@@ -110,24 +133,23 @@ def all_targets():
 
 
 # --- references ------------------------------------------------------------------------------
-from heuresis.config import reference_batches
-from heuresis.references import shards as _shards, shard_indices as _shard_indices
-
 MENU = list(config["references"]["algorithms"])
-BASELINES = list(config["references"].get("baselines", {}))
+BASELINES = list(config["references"]["baselines"])
 SWEPT = MENU + BASELINES
-REFERENCE_BATCHES = reference_batches(config)
+# each batch's rule is named after its first algorithm (references_<algorithm>), not its position
+REFERENCE_BATCHES = {batch[0]: batch for batch in _reference_batches(config)}
 SLOW_ALGORITHMS = {"pc_kci", "router", "resit"}  # KCI or forests: longer jobs
 
 
 def algorithm_params(name):
+    """The parameters of a swept algorithm (from the menu or the baselines)."""
     section = "algorithms" if name in config["references"]["algorithms"] else "baselines"
     return dict(config["references"][section][name])
 
 
 def reference_indices(wildcards):
-    n = n_instances(wildcards)
-    return _shard_indices(int(wildcards.shard), n, config["references"]["shard_size"])
+    """The instances of a reference job's shard (references.shard_size each)."""
+    return _reference_shard_indices(config, wildcards.split, int(wildcards.shard))
 
 
 def reference_runtime(batch):
@@ -136,22 +158,24 @@ def reference_runtime(batch):
 
 
 def reference_outputs(algorithms=None, families=None, splits=SPLITS):
+    """The reference Parquets of the given algorithms, families and splits (default: all)."""
     out = []
     for algorithm in algorithms or SWEPT:
         for family in families or FAMILIES:
             for split in splits:
-                n = int(config["instances"][f"n_{split}"])
-                for shard in _shards(n, config["references"]["shard_size"]):
+                for shard in _reference_shards(config, split):
                     out.append(f"results/references/{algorithm}/{family}/{split}/shard-{shard:03d}.parquet")
     return out
 
 
 # --- headroom and targets ----------------------------------------------------------------------
 def headroom_params(wildcards=None):
+    """What the headroom stage depends on besides its inputs: the menu, the baselines, its section."""
     return {"menu": MENU, "baselines": BASELINES, **config["headroom"]}
 
 
 def test_truth():
+    """The hidden truth of every family's test split."""
     return expand("results/truth/{family}/test/graphs.parquet", family=FAMILIES)
 
 
@@ -161,26 +185,23 @@ HEADROOM_FIGURES = ["figure1c"]
 
 def table1_data():
     """Table 1's data file (validated; a change of its content reruns the rule)."""
-    from heuresis.table1 import load_table1
-
     try:
-        return load_table1()
+        return _load_table1()
     except ValueError as exc:
         raise WorkflowError(str(exc))
 
 
 def published_table2_file():
     """The published Table 2's data file (validated at workflow start; its content is an input)."""
-    from heuresis.published import load_published_table2, published_table2_path
-
     try:
-        load_published_table2()
+        _load_published_table2()
     except ValueError as exc:
         raise WorkflowError(str(exc))
-    return str(published_table2_path())
+    return str(_published_table2_path())
 
 
 def target_outputs():
+    """Tables 1, 2, 3, 11, the published Table 2 beside ours, and Figure 1c."""
     tables = expand("results/tables/{table}.{ext}", table=["table1", *HEADROOM_TABLES, "table2_paper"],
                     ext=["parquet", "md", "tex"])
     figures = expand("results/figures/{figure}.{ext}", figure=HEADROOM_FIGURES, ext=["pdf", "png"])
@@ -188,9 +209,6 @@ def target_outputs():
 
 
 # --- episodes ------------------------------------------------------------------------------------
-from heuresis.config import (episode_job_config as _episode_job_config, episode_job_indices as _episode_job_indices,
-                             episode_jobs as _episode_jobs)
-
 EPISODE_JOBS = _episode_jobs(config)
 
 
@@ -216,6 +234,7 @@ def episode_pc_kci(wildcards):
 
 
 def episode_outputs():
+    """The episode Parquet of every planned episode job."""
     return [
         f"results/episodes/{j['agent']}/{j['condition_id']}/{j['family']}/{j['split']}/shard-{j['shard']:03d}.parquet"
         for j in EPISODE_JOBS
@@ -223,8 +242,6 @@ def episode_outputs():
 
 
 # --- verification (Table 5) ---------------------------------------------------------------------
-from heuresis.verification import CHECKS as _VERIFICATION, check_settings as _check_settings
-
 VERIFICATION_CHECKS = list(_VERIFICATION)
 VERIFICATION_SCALE = config["verification"]["scale"]
 
@@ -240,6 +257,7 @@ def verification_threads(wildcards):
 
 
 def verification_mem_mb(wildcards):
+    """Memory of a check (MB): the exhaustive CPDAG enumeration at the large scale needs 8 GB."""
     large = VERIFICATION_SCALE != "small"
     return 8000 if large and wildcards.check == "cpdag_bruteforce" else 2000
 
@@ -252,6 +270,7 @@ def verification_runtime(wildcards):
 
 
 def verification_outputs():
+    """Table 5."""
     return expand("results/tables/table5.{ext}", ext=["parquet", "md", "tex"])
 
 
@@ -260,16 +279,16 @@ LEAKAGE_AGENTS = list(config["leakage"]["agents"])
 
 
 def leakage_spec(wildcards):
+    """The config entry of the probed agent."""
     return dict(config["agents"][wildcards.agent])
 
 
 def leakage_outputs():
+    """Figure 1a."""
     return expand("results/figures/figure1a.{ext}", ext=["pdf", "png"])
 
 
 # --- Figure 1b, saturation on public network structures -----------------------------------------
-from heuresis.config import saturation_settings as _saturation_settings
-
 SATURATION_NETWORKS = list(config["saturation"]["networks"])
 
 
@@ -279,6 +298,7 @@ def saturation_params():
 
 
 def saturation_methods():
+    """Figure 1b's methods: its algorithms, and the oracle when PC-KCI is one of them."""
     algorithms = list(config["saturation"]["algorithms"])
     return algorithms + (["oracle"] if "pc_kci" in algorithms else [])
 
@@ -289,6 +309,7 @@ def saturation_runtime(wildcards):
 
 
 def saturation_outputs():
+    """Figure 1b and its table."""
     return expand("results/figures/figure1b.{ext}", ext=["pdf", "png"]) + expand(
         "results/tables/figure1b.{ext}", ext=["parquet", "md", "tex"]
     )
@@ -301,6 +322,7 @@ def repair_settings():
 
 
 def repair_feature_outputs():
+    """The repair signals of every PC-KCI reference shard."""
     return [
         p.replace("results/references/pc_kci/", "results/repairs/features/")
         for p in reference_outputs(["pc_kci"])
@@ -308,18 +330,18 @@ def repair_feature_outputs():
 
 
 def repair_outputs():
+    """Figure 8."""
     return expand("results/figures/figure8.{ext}", ext=["pdf", "png"])
 
 
 # --- analysis (Tables 4, 6-10, 12, 13; Figures 6, 7a, 7b, 9) -----------------------------------
-from heuresis.harness.conditions import cell_records as _cell_records
-
 ANALYSIS_TABLES = ["table4", "table6", "table7", "table8", "table9", "table10", "table13"]
 ANALYSIS_FIGURES = ["figure7a", "figure7b", "figure9"]  # figure6 also reads the headroom scores
 EPISODE_SCOPES = sorted({(j["family"], j["split"]) for j in EPISODE_JOBS})
 
 
 def episode_calls():
+    """The calls table of every planned episode job."""
     return [p.replace(".parquet", ".calls.parquet") for p in episode_outputs()]
 
 
@@ -329,6 +351,7 @@ def episode_references():
 
 
 def episode_truth():
+    """The hidden truth of every family and split with episodes."""
     return [f"results/truth/{f}/{s}/graphs.parquet" for f, s in EPISODE_SCOPES]
 
 
@@ -348,17 +371,13 @@ def episode_cells():
 
 
 def analysis_outputs():
+    """Tables 4, 6-10, 12, 13 and Figures 6, 7a, 7b, 9."""
     tables = expand("results/tables/{table}.{ext}", table=[*ANALYSIS_TABLES, "table12"], ext=["parquet", "md", "tex"])
     figures = expand("results/figures/{figure}.{ext}", figure=["figure6", *ANALYSIS_FIGURES], ext=["pdf", "png"])
     return tables + figures
 
 
 # --- games track (docs/games.md; rules/games.smk) ------------------------------------------
-from pathlib import Path
-
-from heuresis.games.scenario import load_scenario as _load_scenario
-from heuresis.games.workflow import play_jobs as _play_jobs, plays_of as _plays_of, scenario_folder as _scenario_folder
-
 GAMES = config["games"]
 GAME_FOLDER = str(_scenario_folder(config))
 GAME_SCENARIOS = {s: _load_scenario(s, GAME_FOLDER) for s in sorted({j["scenario"] for j in _play_jobs(config)})}
@@ -371,31 +390,26 @@ GAME_FIGURES = ["games_survival_rubric", "games_paths"]
 
 def game_scenario_file(wildcards):
     """The scenario's file and the files it extends (a change to a parent reruns the variant)."""
-    import yaml
-
-    files, path = [], Path(GAME_SCENARIOS[wildcards.scenario].path)
-    while path.exists() and str(path) not in files:
-        files.append(str(path))
-        parent = (yaml.safe_load(path.read_text()) or {}).get("extends")
-        if not parent:
-            break
-        path = path.parent / f"{parent}.yaml"
-    return files
+    return _scenario_files(wildcards.scenario, GAME_FOLDER)
 
 
 def game_agent_spec(wildcards):
+    """The config entry of the playing agent."""
     return dict(config["agents"][wildcards.agent])
 
 
 def game_judge_spec(wildcards):
+    """The config entry of the judge."""
     return dict(config["agents"][wildcards.judge])
 
 
 def game_references():
+    """The reference Parquet of every configured scenario."""
     return expand("results/games/references/{scenario}.parquet", scenario=sorted(GAME_SCENARIOS))
 
 
 def game_plays(agent=None, mode=None):
+    """The plays Parquets of every planned play job (of one agent and mode, if given)."""
     return [f"results/games/plays/{j['agent']}/{j['mode']}/{j['scenario']}.parquet" for j in GAME_JOBS
             if agent in (None, j["agent"]) and mode in (None, j["mode"])]
 
@@ -406,6 +420,7 @@ def game_play_count(wildcards):
 
 
 def game_judgements():
+    """The judgements of every judge x played agent x mode x scenario."""
     return [f"results/games/judgements/{j}/{a}/{m}/{s}.parquet" for j in GAMES["judges"] for a, m in GAME_AGENT_MODES
             for s in sorted(GAME_SCENARIOS)]
 
@@ -416,6 +431,7 @@ def game_bootstrap():
 
 
 def games_outputs():
+    """The games track's tables and figures."""
     tables = expand("results/tables/{table}.{ext}", table=GAME_TABLES, ext=["parquet", "md", "tex"])
     figures = expand("results/figures/{figure}.{ext}", figure=GAME_FIGURES, ext=["pdf", "png"])
     return tables + figures

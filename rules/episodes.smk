@@ -6,7 +6,7 @@
 rule episodes:
     wildcard_constraints:
         agent="|".join(config["agents"]) or "none",
-        condition_id=r"(full|minimal)-(guided|unguided)-p[0-3]-(none|cpdag|dag)-[a-z0-9_]+-(none|once|retry)-r\d+",
+        condition_id=CONDITION_ID_PATTERN,
     input:
         data="results/instances/{family}/{split}",
         truth="results/truth/{family}/{split}/graphs.parquet",

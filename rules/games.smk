@@ -1,4 +1,4 @@
-# The games track (docs/games.md; docs/games.md): references per scenario, plays per
+# The games track (docs/games.md): references per scenario, plays per
 # agent x mode x scenario (checkpointed per play; transcripts under results/games/transcripts/),
 # judgements per judge x agent x mode x scenario (adding a scenario judges only its plays), then
 # each table and figure as its own rule.
@@ -31,7 +31,7 @@ rule games_references:
 rule games_plays:
     wildcard_constraints:
         agent="|".join(GAMES["agents"]) or "none",
-        mode="tools|prompt",
+        mode="|".join(GAME_MODES),
         scenario="|".join(GAME_SCENARIOS) or "none",
     input:
         scenario=game_scenario_file,
@@ -65,7 +65,7 @@ rule games_judgements:
     wildcard_constraints:
         judge="|".join(GAMES["judges"]) or "none",
         agent="|".join(GAMES["agents"]) or "none",
-        mode="tools|prompt",
+        mode="|".join(GAME_MODES),
         scenario="|".join(GAME_SCENARIOS) or "none",
     input:
         plays="results/games/plays/{agent}/{mode}/{scenario}.parquet",
@@ -108,6 +108,8 @@ for _table in GAME_TABLES:
             tex=f"results/tables/{_table}.tex",
         log:
             f"logs/tables/{_table}.log",
+        group:
+            "games_targets"
         params:
             target=_table,
             judges=GAMES["judges"],
@@ -140,6 +142,8 @@ for _figure in GAME_FIGURES:
             ),
         log:
             f"logs/figures/{_figure}.log",
+        group:
+            "games_targets"
         params:
             target=_figure,
             judges=GAMES["judges"],

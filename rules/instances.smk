@@ -14,6 +14,8 @@ rule instances:
     params:
         spec=instance_params,
         n_instances=n_instances,
+    group:
+        "instances"
     threads: 1
     conda:
         "../environment.yml"

@@ -1,13 +1,14 @@
 # Stage 2, reference sweeps (docs/design.md §4.1-4.2): every menu algorithm and baseline on every shard of
 # instances, one Parquet per algorithm, family, split and shard. PC variants also write their
 # deletion log with the hidden wrong/right label. Algorithms of one batch
-# (config: references.batches) share a job; each batch is its own rule, references_<k>.
+# (config: references.batches) share a job; each batch is its own rule, named after its first
+# algorithm: references_<algorithm> (e.g. references_pc_fisherz), whatever the batch's position.
 
-for _k, _batch in enumerate(REFERENCE_BATCHES):
+for _first, _batch in REFERENCE_BATCHES.items():
 
     rule:
         name:
-            f"references_{_k}"
+            f"references_{_first}"
         input:
             data="results/instances/{family}/{split}",
             truth="results/truth/{family}/{split}/graphs.parquet",
@@ -17,9 +18,9 @@ for _k, _batch in enumerate(REFERENCE_BATCHES):
                 for a in _batch
             },
         log:
-            f"logs/references/batch{_k}/{{family}}/{{split}}/shard-{{shard}}.log",
+            f"logs/references/batch_{_first}/{{family}}/{{split}}/shard-{{shard}}.log",
         benchmark:
-            f"results/benchmarks/references/batch{_k}/{{family}}/{{split}}/shard-{{shard}}.tsv"
+            f"results/benchmarks/references/batch_{_first}/{{family}}/{{split}}/shard-{{shard}}.tsv"
         params:
             algorithms={a: algorithm_params(a) for a in _batch},
             indices=reference_indices,

@@ -25,6 +25,8 @@ for _table in HEADROOM_TABLES:
             families={f: config["families"][f] for f in FAMILIES},
             bootstrap=config["bootstrap"],
             foundation_models=config["headroom"]["foundation_models"],
+        group:
+            "targets"
         threads: 1
         resources:
             mem_mb=2000,
@@ -56,6 +58,8 @@ for _figure in HEADROOM_FIGURES:
             target=_figure,
             families={f: config["families"][f] for f in FAMILIES},
             bootstrap=config["bootstrap"],
+        group:
+            "targets"
         threads: 1
         resources:
             mem_mb=2000,
@@ -79,6 +83,8 @@ rule table1:
         "logs/tables/table1.log",
     params:
         data=table1_data(),
+    group:
+        "targets"
     threads: 1
     resources:
         mem_mb=1000,
@@ -104,6 +110,8 @@ rule table2_paper:
         tex="results/tables/table2_paper.tex",
     log:
         "logs/tables/table2_paper.log",
+    group:
+        "targets"
     threads: 1
     resources:
         mem_mb=1000,

@@ -42,6 +42,8 @@ rule table5:
     params:
         required=config["verification"]["required"],
         scale=config["verification"]["scale"],
+    group:
+        "targets"
     threads: 1
     resources:
         mem_mb=1000,

@@ -342,11 +342,11 @@ def test_allowed_edges_validate(paper_config, name, edit):
 
 def test_every_builtin_kind_declares_its_constants(paper_config):
     """The schema declares the constants of each registered kind, and the paper config gives exactly those."""
-    from heuresis.config import _constants_schema
+    from heuresis.config import constants_schema
     from heuresis.mechanisms import MECHANISMS
 
     for kind in MECHANISMS:
-        node = _constants_schema(kind)
+        node = constants_schema(kind)
         assert node is not None, kind
         assert node["additionalProperties"] is False, kind
         assert set(node.get("properties", {})) == set(paper_config["mechanisms"][kind]), kind
@@ -528,3 +528,76 @@ def test_scenario_values_name_key_and_range(root, tmp_path, override, words):
     with pytest.raises(ScenarioError) as info:
         load_scenario("bad_one", tmp_path)
     assert f"scenario 'bad_one': {words}" in str(info.value)
+
+
+def test_code_defaults_are_the_schema_defaults(root):
+    """A section left out of a config gets the schema's defaults; the code's own defaults are the same values."""
+    import dataclasses
+
+    from heuresis.bootstrap import LEVEL, RESAMPLES
+    from heuresis.config import read_config_files
+    from heuresis.games.scenario import SCENARIO_DIR
+    from heuresis.harness.conditions import Condition
+    from heuresis.harness.sandbox import SandboxLimits
+
+    raw = read_config_files(root / "config/config.yaml")
+    for section, key in (("episodes", "code_tool"), ("episodes", "grids"), ("bootstrap", "resamples"),
+                         ("bootstrap", "level"), ("games", "scenarios_dir")):
+        raw[section].pop(key, None)
+    raw["episodes"]["grids"] = {"bare": {"agents": ["shortcut"]}}
+    raw["episodes"]["run"] = []
+    cfg = validate_config(raw)
+    assert dataclasses.asdict(SandboxLimits()) == {k: v for k, v in cfg["episodes"]["code_tool"].items()
+                                                   if k != "isolation"}
+    grid = cfg["episodes"]["grids"]["bare"]
+    bare = Condition("shortcut")
+    assert [bare.toolbox, bare.guided, bare.prompt_level, bare.target, bare.budget, bare.last_turn] == [
+        grid[k][0] for k in ("toolbox", "guided", "prompt_level", "target", "budget", "last_turn")]
+    assert (RESAMPLES, LEVEL) == (cfg["bootstrap"]["resamples"], cfg["bootstrap"]["level"])
+    assert SCENARIO_DIR == cfg["games"]["scenarios_dir"]
+
+
+def test_condition_id_pattern_matches_exactly_the_condition_ids():
+    """The workflow's wildcard constraint (the package's pattern) accepts every condition id and nothing else."""
+    import itertools
+
+    from heuresis.harness.conditions import CONDITION_ID_PATTERN, LAST_TURNS, PROMPT_LEVELS, TARGETS, TOOLBOXES, Condition
+
+    pattern = re.compile(CONDITION_ID_PATTERN)
+    for toolbox, guided, level, target, last in itertools.product(TOOLBOXES, (True, False), PROMPT_LEVELS, TARGETS,
+                                                                    LAST_TURNS):
+        cid = Condition("a", toolbox, guided, level, target, "tight_2", last, 12).condition_id
+        assert pattern.fullmatch(cid), cid
+        assert Condition.from_id("a", cid).condition_id == cid
+    for bad in ("full-guided-p4-none-standard-once-r0", "full-guided-p0-none-standard-twice-r0",
+                "partial-guided-p0-none-standard-once-r0", "full-guided-p0-none-Standard-once-r0",
+                "full-guided-p0-none-standard-once-r"):
+        assert not pattern.fullmatch(bad), bad
+
+
+def test_scenario_files_follow_extends(tmp_path):
+    """A scenario's job depends on its file and every file it extends, child first."""
+    from heuresis.games.scenario import scenario_files
+
+    (tmp_path / "base.yaml").write_text("name: base\n")
+    (tmp_path / "middle.yaml").write_text("extends: base\nname: middle\n")
+    (tmp_path / "leaf.yaml").write_text("extends: middle\nname: leaf\n")
+    (tmp_path / "orphan.yaml").write_text("extends: nowhere\nname: orphan\n")
+    (tmp_path / "loop_a.yaml").write_text("extends: loop_b\n")
+    (tmp_path / "loop_b.yaml").write_text("extends: loop_a\n")
+    assert scenario_files("leaf", tmp_path) == [str(tmp_path / f"{n}.yaml") for n in ("leaf", "middle", "base")]
+    assert scenario_files("orphan", tmp_path) == [str(tmp_path / "orphan.yaml")]
+    assert scenario_files("loop_a", tmp_path) == [str(tmp_path / "loop_a.yaml"), str(tmp_path / "loop_b.yaml")]
+    assert scenario_files("missing", tmp_path) == []
+
+
+def test_each_reference_batch_has_a_name_that_does_not_depend_on_its_position(paper_config):
+    """Reordering references.batches keeps each batch's rule name (references_<first algorithm>)."""
+    from heuresis.config import reference_batches
+
+    batches = reference_batches(paper_config)
+    swapped = copy.deepcopy(paper_config)
+    swapped["references"]["batches"] = list(reversed(paper_config["references"]["batches"]))
+    names = {b[0]: b for b in batches}
+    assert len(names) == len(batches)   # first algorithms are unique: an algorithm is in one batch only
+    assert {b[0]: b for b in reference_batches(swapped)} == names

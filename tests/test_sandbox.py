@@ -52,12 +52,17 @@ def test_attack_fails_through_the_tool(attack, tmp_path, monkeypatch):
 
 
 def _test_venv() -> Path:
-    """A venv on the system Python that an unprivileged user can run (numpy, scipy, jsonschema)."""
+    """A venv on the system Python that an unprivileged user can run (numpy, scipy, jsonschema, PyYAML).
+
+    PyYAML: the harness reads its defaults from the config schema (a YAML file). A venv made
+    before that gets what it lacks.
+    """
     venv = Path(os.environ.get("HEURESIS_SANDBOX_TEST_VENV", "/opt/heuresis-sandbox-venv"))
     py = venv / "bin" / "python"
     if not py.exists():
         subprocess.run(["/usr/bin/python3", "-m", "venv", str(venv)], check=True, timeout=300)
-        subprocess.run([str(py), "-m", "pip", "install", "-q", "numpy", "scipy", "jsonschema"], check=True,
+    if subprocess.run([str(py), "-c", "import numpy, scipy, jsonschema, yaml"], capture_output=True).returncode:
+        subprocess.run([str(py), "-m", "pip", "install", "-q", "numpy", "scipy", "jsonschema", "pyyaml"], check=True,
                        timeout=900)
     return py
 

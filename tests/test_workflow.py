@@ -147,19 +147,23 @@ _PAID_RULES = ("instances", "references_", "episodes", "games_references", "game
 
 
 def _planned_jobs(dry_run_output: str) -> list[dict]:
-    """Jobs of a ``snakemake -n`` listing: rule, output paths and reason of each."""
+    """Jobs of a ``snakemake -n`` listing: rule, output paths and reason of each.
+
+    The jobs of a group job (rules/*.smk ``group:``) are listed indented under it: read too.
+    """
     import re
 
     jobs, job = [], None
     for line in dry_run_output.splitlines():
-        m = re.match(r"^(?:local)?rule (\S+):$", line)
+        m = re.match(r"^\s*(?:local)?rule (\S+):$", line)
+        field = line.strip()
         if m:
             job = {"rule": m.group(1), "outputs": [], "reason": ""}
             jobs.append(job)
-        elif job is not None and line.startswith("    output: "):
-            job["outputs"] = [p.strip() for p in line[len("    output: "):].split(",")]
-        elif job is not None and line.startswith("    reason: "):
-            job["reason"] = line[len("    reason: "):]
+        elif job is not None and field.startswith("output: "):
+            job["outputs"] = [p.strip() for p in field[len("output: "):].split(",")]
+        elif job is not None and field.startswith("reason: "):
+            job["reason"] = field[len("reason: "):]
     return jobs
 
 

@@ -8,11 +8,20 @@ seed, resample count from the config (default 2,000).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Interval", "bootstrap_mean", "bootstrap_ratio", "paired_bootstrap", "unpaired_bootstrap"]
+from heuresis.config.loading import schema_default
+
+__all__ = ["LEVEL", "RESAMPLES", "Interval", "bootstrap_mean", "bootstrap_ratio", "bootstrap_settings", "paired_bootstrap",
+           "unpaired_bootstrap"]
+
+
+#: Resamples and level of an interval unless given: the config schema's ``bootstrap`` defaults.
+RESAMPLES = schema_default("bootstrap", "resamples")
+LEVEL = schema_default("bootstrap", "level")
 
 
 @dataclass(frozen=True)
@@ -35,7 +44,18 @@ class Interval:
         return {f"{prefix}mean": self.estimate, f"{prefix}lo": self.lo, f"{prefix}hi": self.hi, f"{prefix}n": self.n}
 
 
-def bootstrap_mean(values, *, resamples: int = 2000, seed: int = 0, level: float = 0.95) -> Interval:
+def bootstrap_settings(cfg: Mapping) -> dict:
+    """The keyword arguments of the interval functions from a validated ``bootstrap`` section.
+
+    Parameters
+    ----------
+    cfg
+        ``resamples``, ``seed`` and ``level`` (the schema fills in whichever a config leaves out).
+    """
+    return dict(resamples=int(cfg["resamples"]), seed=int(cfg["seed"]), level=float(cfg["level"]))
+
+
+def bootstrap_mean(values, *, resamples: int = RESAMPLES, seed: int = 0, level: float = LEVEL) -> Interval:
     """Mean of ``values`` with a percentile bootstrap interval.
 
     NaN values are an error: a missing score must be handled by the caller (dropping an
@@ -61,7 +81,7 @@ def bootstrap_mean(values, *, resamples: int = 2000, seed: int = 0, level: float
     return Interval(float(x.mean()), float(lo), float(hi), n, resamples, seed, level)
 
 
-def paired_bootstrap(a, b, *, resamples: int = 2000, seed: int = 0, level: float = 0.95) -> Interval:
+def paired_bootstrap(a, b, *, resamples: int = RESAMPLES, seed: int = 0, level: float = LEVEL) -> Interval:
     """Mean of ``a - b`` over paired instances with a percentile bootstrap interval."""
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if a.shape != b.shape:
@@ -69,7 +89,7 @@ def paired_bootstrap(a, b, *, resamples: int = 2000, seed: int = 0, level: float
     return bootstrap_mean(a - b, resamples=resamples, seed=seed, level=level)
 
 
-def unpaired_bootstrap(a, b, *, resamples: int = 2000, seed: int = 0, level: float = 0.95) -> Interval:
+def unpaired_bootstrap(a, b, *, resamples: int = RESAMPLES, seed: int = 0, level: float = LEVEL) -> Interval:
     """Mean of ``a`` minus mean of ``b``, resampling the two samples independently.
 
     For comparison only (tests, docs): it ignores that both were measured on the same instances,
@@ -88,7 +108,7 @@ def unpaired_bootstrap(a, b, *, resamples: int = 2000, seed: int = 0, level: flo
     return Interval(float(a.mean() - b.mean()), float(lo), float(hi), len(a), resamples, seed, level)
 
 
-def bootstrap_ratio(num, den, *, resamples: int = 2000, seed: int = 0, level: float = 0.95) -> Interval:
+def bootstrap_ratio(num, den, *, resamples: int = RESAMPLES, seed: int = 0, level: float = LEVEL) -> Interval:
     """Ratio of sums ``sum(num) / sum(den)`` over instances with a percentile bootstrap interval.
 
     Pooled (micro-averaged) rates such as the recall of wrong deletions, restored / wrongly

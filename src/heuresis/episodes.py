@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from heuresis.config import config_digest
+from heuresis.config.loading import config_digest
 from heuresis.failures import FIRST_ATTEMPT, failure_metadata, record_attempt
 from heuresis.harness.budgets import BudgetSettings
 from heuresis.harness.conditions import Condition
@@ -38,17 +38,17 @@ from heuresis.provenance import PROVENANCE_KEY, dumps, provenance_record, utc_no
 from heuresis.references import grade_table, graph_of, load_references
 from heuresis.schemas import CALLS, EPISODES, REQUESTS
 
-__all__ = ["episode_settings", "load_episode_inputs", "run_episode_shard"]
+__all__ = ["config_errors", "episode_settings", "load_episode_inputs", "run_episode_shard"]
 
 
 def episode_settings(episodes_cfg: Mapping, menu: Mapping, grades: Sequence[Mapping], budget: str) -> EpisodeSettings:
     """Settings of an episode from the config slices (``episodes``, the menu, ``grades``)."""
     return EpisodeSettings(budget=BudgetSettings.from_config(budget, episodes_cfg["budgets"][budget]),
                            menu={k: dict(v) for k, v in menu.items()}, grades=grade_table(grades),
-                           alpha=float(episodes_cfg.get("alpha", 0.05)),
-                           code_limits=SandboxLimits(**{k: v for k, v in episodes_cfg.get("code_tool", {}).items()
+                           alpha=float(episodes_cfg["alpha"]),
+                           code_limits=SandboxLimits(**{k: v for k, v in episodes_cfg["code_tool"].items()
                                                         if k != "isolation"}),
-                           code_isolation=episodes_cfg.get("code_tool", {}).get("isolation", "required"))
+                           code_isolation=episodes_cfg["code_tool"]["isolation"])
 
 
 def load_episode_inputs(family: str, split: str, indices: Sequence[int], data_dir, truth_dir,
@@ -86,8 +86,8 @@ def run_episode_shard(agent: str, agent_spec: Mapping, condition_id: str, family
     settings = episode_settings(episodes_cfg, menu, grades, cond.budget)
     inputs = load_episode_inputs(family, split, indices, data_dir, truth_dir, pc_kci_paths)
     cfg_slice = {"agent": agent, "agent_spec": dict(agent_spec), "condition": condition_id,
-                 "budget": episodes_cfg["budgets"][cond.budget], "code_tool": episodes_cfg.get("code_tool", {}),
-                 "alpha": episodes_cfg.get("alpha", 0.05), "menu": dict(menu), "grades": list(grades), "seed": seed}
+                 "budget": episodes_cfg["budgets"][cond.budget], "code_tool": episodes_cfg["code_tool"],
+                 "alpha": episodes_cfg["alpha"], "menu": dict(menu), "grades": list(grades), "seed": seed}
     key = config_digest({**cfg_slice, "data": [inputs[i].instance_id for i in indices],
                          "pc_kci_tests": [inputs[i].pc_kci_tests for i in indices]})
     ckpt = Checkpoint(out, key)
@@ -135,3 +135,84 @@ def run_episode_shard(agent: str, agent_spec: Mapping, condition_id: str, family
             f"({', '.join(inputs[i].instance_id for i in failed)}); not counted as run: rerun the target to retry "
             "them (the finished ones are kept)")
     return Path(out)
+
+
+# --- config checks (heuresis.config.validation collects them) ------------------------------------
+def config_errors(config: Mapping) -> list[str]:
+    """Problems of ``agents`` and ``episodes`` a schema cannot say, each naming its config key.
+
+    Agents have registered kinds (an offline agent's parameters are checked by building it; an
+    LLM agent's ``max_tokens`` exceeds its thinking budget); grids name known agents (not game
+    agents), budgets and families, and fit their split; ``episodes.run`` names known grids;
+    episodes need PC-KCI on the menu.
+    """
+    from heuresis.agents import AGENTS, make_agent
+    from heuresis.games.agents import GameAgent  # registers the offline game agents
+
+    msgs: list[str] = []
+    agents = config["agents"]
+    menu = config["references"]["algorithms"]
+    for name, spec in agents.items():
+        kind = spec.get("kind")
+        if kind not in AGENTS:
+            msgs.append(f"config key agents.{name}.kind: unknown agent kind {kind!r}; known: {sorted(AGENTS)}")
+        elif kind != "llm":   # offline agents check their parameters when built
+            try:
+                make_agent(name, spec)
+            except (ValueError, TypeError) as exc:
+                msgs.append(f"config key agents.{name}: {exc}")
+        if kind == "merge" and "k" in spec and spec["k"] > len(menu) - 1:
+            msgs.append(f"config key agents.{name}.k: {spec['k']} other menu algorithms can never join a pair "
+                        f"(the menu has {len(menu) - 1} besides pc_kci; allowed: 1 <= k <= {len(menu) - 1})")
+        if kind == "llm":
+            budget = (spec.get("thinking") or {}).get("budget_tokens")
+            if isinstance(budget, (int, float)) and "max_tokens" in spec and spec["max_tokens"] <= budget:
+                msgs.append(f"config key agents.{name}.max_tokens: {spec['max_tokens']} must exceed the thinking "
+                            f"budget (thinking.budget_tokens = {budget})")
+    eps = config["episodes"]
+    grids = eps["grids"]
+    for g in eps["run"]:
+        if g not in grids:
+            msgs.append(f"config key episodes.run: unknown grid {g!r}; known: {sorted(grids)}")
+    for gname, grid in grids.items():
+        key = f"episodes.grids.{gname}"
+        for a in grid["agents"]:
+            cls = AGENTS.get(agents[a].get("kind")) if a in agents else None
+            if a not in agents:
+                msgs.append(f"config key {key}.agents: unknown agent {a!r}; known: {sorted(agents)}")
+            elif isinstance(cls, type) and issubclass(cls, GameAgent):
+                msgs.append(f"config key {key}.agents: agent {a!r} is a game agent (kind {agents[a]['kind']!r}); "
+                            f"it plays games (games.agents), not episodes")
+        for b in grid["budget"]:
+            if b not in eps["budgets"]:
+                msgs.append(f"config key {key}.budget: unknown budget setting {b!r}; known: {sorted(eps['budgets'])}")
+        for f in grid.get("families") or []:
+            if f not in config["families"]:
+                msgs.append(f"config key {key}.families: unknown family {f!r}")
+        msgs.extend(_grid_subset_errors(config, key, grid, active=gname in eps["run"]))
+    if grids and eps["run"] and "pc_kci" not in menu:
+        msgs.append("config key references.algorithms: episodes need pc_kci on the menu (guided start, test budget)")
+    return msgs
+
+
+def _grid_subset_errors(config: Mapping, key: str, grid: Mapping, active: bool) -> list[str]:
+    """A grid's per-family repeats name its families; an active grid's instance subset fits in its split.
+
+    An inactive grid is not held to the split's size: a smaller config over the paper's keeps the
+    paper's grids without running them.
+    """
+    from heuresis.harness.conditions import GridError, grid_repeats, instance_range
+
+    msgs = []
+    split = grid["split"]
+    n = int(config["instances"][f"n_{split}"])
+    try:
+        instance_range(grid, n if active else None)
+    except GridError as exc:
+        msgs.append(f"config key {key}.{exc.key}: {exc} (instances.n_{split} = {n})")
+    families = tuple(grid.get("families") or config["families"])
+    try:
+        grid_repeats(grid, families)
+    except GridError as exc:
+        msgs.append(f"config key {key}.{exc.key}: {exc}")
+    return msgs

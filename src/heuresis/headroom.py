@@ -44,6 +44,7 @@ __all__ = [
     "BCA_RULE_KEY",
     "GLOBAL",
     "build_headroom",
+    "config_errors",
     "load_scores",
     "load_selection",
     "restore_pairs",
@@ -200,3 +201,13 @@ def load_scores(path) -> pd.DataFrame:
 def load_selection(path) -> pd.DataFrame:
     """Read a ``headroom_selection`` artifact (mean dev F1 per scope and algorithm, the chosen BCA marked)."""
     return read_table(path, HEADROOM_SELECTION).to_pandas()
+
+
+# --- config checks (heuresis.config.validation collects them) ------------------------------------
+def config_errors(config: Mapping) -> list[str]:
+    """Problems of the ``headroom`` section: every foundation model of Table 2 is a known one."""
+    from heuresis.foundation import FOUNDATION_MODELS
+
+    return [f"config key headroom.foundation_models.{k}: unknown foundation model {m!r}; "
+            f"known: {sorted(FOUNDATION_MODELS)}"
+            for k, m in enumerate(config["headroom"]["foundation_models"]) if m not in FOUNDATION_MODELS]

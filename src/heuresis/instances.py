@@ -24,7 +24,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from heuresis.config import SPLITS
+from heuresis.config.loading import (
+    SPLITS,
+    StrictValidator,
+    config_key,
+    constants_schema,
+    format_errors,
+    range_errors,
+    scale_errors,
+    schema,
+)
 from heuresis.graph import Graph, dag_to_cpdag
 from heuresis.io import read_table, write_table
 from heuresis.mechanisms import MECHANISMS, standardize
@@ -33,6 +42,7 @@ from heuresis.schemas import INSTANCE_INDEX, TRUTH_GRAPHS, TRUTH_NODES, data_sch
 
 __all__ = [
     "Instance",
+    "config_errors",
     "generate_instance",
     "instance_id",
     "instance_seed",
@@ -363,3 +373,96 @@ def load_truth(truth_dir: str | Path) -> dict[int, Truth]:
         cpdag = Graph(np.array(r["cpdag"], dtype=np.int8).reshape(d, d))
         out[r["instance"]] = Truth(r["instance_id"], dag, cpdag, r)
     return out
+
+
+# --- config checks (heuresis.config.validation collects them) ------------------------------------
+def config_errors(config: Mapping) -> list[str]:
+    """Problems of the instance settings a schema cannot say, each naming its config key.
+
+    The expected degree fits the node count; mechanism kinds are registered; a family's mixture
+    is not empty or all-zero, gives a noise range exactly to the kinds that take one, and its
+    ``params`` overrides fit the kind's declared constants; ranges are ordered.
+
+    Parameters
+    ----------
+    config
+        A config the schema accepted (defaults filled in).
+    """
+    msgs: list[str] = []
+    d, k = config["instances"]["d"], config["graph"]["expected_degree"]
+    if k > d - 1:
+        msgs.append(f"config key graph.expected_degree: {k} exceeds instances.d - 1 = {d - 1} (a node has at most "
+                    f"d - 1 neighbours; allowed: 0 < expected_degree <= {d - 1})")
+    for kind in config["mechanisms"]:
+        if kind not in MECHANISMS:
+            msgs.append(f"config key mechanisms.{kind}: unknown mechanism kind {kind!r}; "
+                        f"known: {sorted(MECHANISMS)}")
+        elif constants_schema(kind) is not None:   # declared: the schema checked types and signs
+            for c, v in config["mechanisms"][kind].items():
+                if isinstance(v, list) and len(v) == 2:
+                    msgs.extend(range_errors(f"mechanisms.{kind}.{c}", v, allow_negative=True))
+    for name, fam in config["families"].items():
+        msgs.extend(_family_errors(config, name, fam))
+    return msgs
+
+
+def _family_errors(config: Mapping, name: str, fam: Mapping) -> list[str]:
+    """Problems of one family's mixture (``families.<name>``)."""
+    base = f"families.{name}"
+    msgs = scale_errors(f"{base}.root_noise", fam["root_noise"])
+    kinds = fam["kinds"]
+    if not kinds:
+        return [*msgs, f"config key {base}.kinds: empty mixture (family {name!r} names no mechanism kind)"]
+    if sum(k["weight"] for k in kinds.values()) <= 0:
+        msgs.append(f"config key {base}.kinds: all mixture weights are zero in family {name!r}")
+    for kind, spec in kinds.items():
+        key = f"{base}.kinds.{kind}"
+        if kind not in MECHANISMS:
+            msgs.append(f"config key {key}: unknown mechanism kind {kind!r} in family {name!r}; "
+                        f"known: {sorted(MECHANISMS)}")
+            continue
+        if MECHANISMS[kind].uses_noise_scale and "noise" not in spec:
+            msgs.append(f"config key {key}.noise: missing (kind {kind!r} needs a noise-scale range)")
+        if "noise" in spec:
+            if not MECHANISMS[kind].uses_noise_scale:
+                msgs.append(f"config key {key}.noise: kind {kind!r} has an input-dependent noise "
+                            f"scale and takes no noise range")
+            else:
+                msgs.extend(scale_errors(f"{key}.noise", spec["noise"]))
+        if kind not in config["mechanisms"]:
+            msgs.append(f"config key mechanisms.{kind}: missing (constants of kind {kind!r}, "
+                        f"used by family {name!r})")
+            continue
+        signed = MECHANISMS[kind].signed_constants
+        if constants_schema(kind) is None:   # a kind without declared constants: generic checks
+            msgs.extend(_constant_errors(f"mechanisms.{kind}", config["mechanisms"][kind], signed))
+            msgs.extend(_constant_errors(f"{key}.params", spec["params"], signed))
+        else:
+            msgs.extend(_override_errors(f"{key}.params", kind, config["mechanisms"][kind], spec["params"]))
+    return msgs
+
+
+def _override_errors(key: str, kind: str, constants: Mapping, params: Mapping) -> list[str]:
+    """A family's ``params`` checked against the kind's declared constants (merged over ``mechanisms``)."""
+    node = constants_schema(kind)
+    known = sorted(node.get("properties", {}))
+    msgs = [f"config key {key}.{k}: not a constant of kind {kind!r}; known: {known}" for k in params if k not in known]
+    merged = {**constants, **{k: v for k, v in params.items() if k in known}}
+    validator = StrictValidator({"$defs": schema()["$defs"], **node})
+    msgs.extend(format_errors(validator.iter_errors(merged), lambda path: f"config key {key}.{config_key(path)}"))
+    if not msgs:   # ordering of the merged ranges (sign and type are the schema's)
+        for k, v in params.items():
+            if isinstance(v, list) and len(v) == 2:
+                msgs.extend(range_errors(f"{key}.{k}", v, allow_negative=True))
+    return msgs
+
+
+def _constant_errors(key: str, constants: Mapping, signed: tuple[str, ...] = ()) -> list[str]:
+    """Range-valued constants (two numbers) must be ordered; only ``signed`` ones may be negative."""
+    msgs: list[str] = []
+    for k, v in constants.items():
+        if isinstance(v, list) and len(v) == 2 and all(isinstance(x, (int, float)) for x in v):
+            msgs.extend(range_errors(f"{key}.{k}", v, allow_negative=k in signed))
+        elif isinstance(v, (int, float)) and not isinstance(v, bool) and v < 0:
+            msgs.append(f"config key {key}.{k}: negative value {v}")
+    return msgs

@@ -30,7 +30,7 @@ import pandas as pd
 import pyarrow as pa
 
 from heuresis.agents.base import make_agent
-from heuresis.config import config_digest
+from heuresis.config.loading import config_digest
 from heuresis.graph import Graph, Relation
 from heuresis.harness.parse import ParseError, parse_edge_list
 from heuresis.harness.prompts import render
@@ -42,6 +42,7 @@ from heuresis.schemas import LEAKAGE
 
 __all__ = [
     "CONDITIONS",
+    "config_errors",
     "figure1a",
     "probe_labels",
     "probe_prompt",
@@ -201,3 +202,23 @@ def figure1a(results: pd.DataFrame, agents: Sequence[str], networks: Sequence[st
     axes[0, 0].legend(frameon=False, loc="upper right", fontsize=8)
     fig.tight_layout()
     return fig, pd.DataFrame(rows)
+
+
+# --- config checks (heuresis.config.validation collects them) ------------------------------------
+def config_errors(config: Mapping) -> list[str]:
+    """Problems of ``leakage``: the probed agents are LLM agents; the networks are known ones."""
+    from heuresis.networks import NETWORKS
+
+    msgs: list[str] = []
+    agents = config["agents"]
+    leak = config["leakage"]
+    for a in leak["agents"]:
+        if a not in agents:
+            msgs.append(f"config key leakage.agents: unknown agent {a!r}; known: {sorted(agents)}")
+        elif agents[a].get("kind") != "llm":
+            msgs.append(f"config key leakage.agents: agent {a!r} is of kind {agents[a].get('kind')!r}; the leakage "
+                        f"probe asks an LLM (kind llm)")
+    for n in leak["networks"]:
+        if n not in NETWORKS:
+            msgs.append(f"config key leakage.networks: unknown network {n!r}; known: {list(NETWORKS)}")
+    return msgs

@@ -21,7 +21,7 @@ from functools import lru_cache
 from importlib import metadata as _md
 from pathlib import Path
 
-from heuresis.config import config_digest
+from heuresis.config.loading import config_digest
 
 __all__ = ["PROVENANCE_KEY", "code_version", "file_sha256", "package_versions", "provenance_record", "utc_now"]
 

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from heuresis.config import config_digest
+from heuresis.config.loading import config_digest
 from heuresis.grades import grade_of, validate_grades
 from heuresis.graph import Graph
 from heuresis.instances import Truth, load_data, load_truth
@@ -35,6 +35,7 @@ from heuresis.provenance import PROVENANCE_KEY, dumps, provenance_record, utc_no
 from heuresis.schemas import REFERENCES
 
 __all__ = [
+    "config_errors",
     "grade_table",
     "labelled_log",
     "load_references",
@@ -160,3 +161,43 @@ def graph_of(row: Mapping) -> Graph:
     g = np.asarray(row["graph"], dtype=np.int8)
     d = int(round(math.sqrt(g.size)))
     return Graph(g.reshape(d, d))
+
+
+# --- config checks (heuresis.config.validation collects them) ------------------------------------
+def config_errors(config: Mapping) -> list[str]:
+    """Problems of ``references`` and ``grades`` a schema cannot say, each naming its config key.
+
+    The menu and the baselines name registered algorithms with valid parameters and do not
+    overlap; each batch names swept algorithms, none twice; the grades are ordered.
+    """
+    from heuresis.algorithms import ALGORITHMS, make_algorithm
+
+    msgs: list[str] = []
+    refs = config["references"]
+    for section in ("algorithms", "baselines"):
+        for name, params in refs[section].items():
+            key = f"references.{section}.{name}"
+            if name not in ALGORITHMS:
+                msgs.append(f"config key {key}: unknown algorithm {name!r}; known: {sorted(ALGORITHMS)}")
+                continue
+            try:
+                make_algorithm(name, **params)
+            except ValueError as exc:
+                msgs.append(f"config key {key}: {exc}")
+    overlap = set(refs["algorithms"]) & set(refs["baselines"])
+    if overlap:
+        msgs.append(f"config key references.baselines: {sorted(overlap)} also on the menu (references.algorithms)")
+    swept = [*refs["algorithms"], *refs["baselines"]]
+    seen: dict[str, int] = {}
+    for k, batch in enumerate(refs["batches"]):
+        for name in batch:
+            if name not in swept:
+                msgs.append(f"config key references.batches.{k}: {name!r} is neither on the menu nor a baseline")
+            elif name in seen:
+                msgs.append(f"config key references.batches.{k}: {name!r} is already in batch {seen[name]}")
+            seen.setdefault(name, k)
+    try:
+        validate_grades([(g["upto"], g["label"]) for g in config["grades"]])
+    except ValueError as exc:
+        msgs.append(f"config key grades: {exc}")
+    return msgs

@@ -62,6 +62,7 @@ __all__ = [
     "build_features",
     "choose_threshold",
     "classifier_scores",
+    "config_errors",
     "evaluate",
     "f1_after",
     "figure8",
@@ -460,3 +461,28 @@ def figure8(summary: pd.DataFrame):
         ax.spines[["top", "right"]].set_visible(False)
     fig.tight_layout(rect=(0, 0, 1, 0.95))
     return fig
+
+
+# --- config checks (heuresis.config.validation collects them) ------------------------------------
+def config_errors(config: Mapping) -> list[str]:
+    """Problems of ``repairs``: Figure 8's classifier parameters are GradientBoostingClassifier's.
+
+    ``random_state`` is not one of them (it is ``repairs.seed``); the values are checked by
+    scikit-learn itself, as ``fit`` would check them later.
+    """
+    params = config["repairs"]["classifier"]
+    if not params:
+        return []
+    from sklearn.ensemble import GradientBoostingClassifier
+
+    known = set(GradientBoostingClassifier().get_params()) - {"random_state"}
+    msgs = [f"config key repairs.classifier.{k}: not a GradientBoostingClassifier parameter "
+            f"(random_state is repairs.seed); known: {sorted(known)}" for k in params if k not in known]
+    if not msgs:
+        try:   # scikit-learn's own check of the values (what fit() would raise, later)
+            GradientBoostingClassifier(**params)._validate_params()
+        except AttributeError:   # a scikit-learn without parameter declarations: checked at fit
+            pass
+        except (ValueError, TypeError) as exc:
+            msgs.append(f"config key repairs.classifier: {exc}")
+    return msgs

@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from heuresis.config import config_digest
+from heuresis.config.loading import config_digest
 from heuresis.graph import Graph, dag_to_cpdag
 from heuresis.instances import sample_scm, stable_key
 from heuresis.io import Checkpoint, read_table, write_table
@@ -39,6 +39,7 @@ from heuresis.schemas import SATURATION
 
 __all__ = [
     "ORACLE",
+    "config_errors",
     "dataset_seed",
     "figure1b",
     "figure1b_table",
@@ -258,3 +259,19 @@ def figure1b(summary: pd.DataFrame, networks: Sequence[str], methods: Sequence[s
     ax.spines[["top", "right"]].set_visible(False)
     fig.tight_layout()
     return fig
+
+
+# --- config checks (heuresis.config.validation collects them) ------------------------------------
+def config_errors(config: Mapping) -> list[str]:
+    """Problems of ``saturation``: Figure 1b names a configured family and algorithms on the menu."""
+    msgs: list[str] = []
+    sat = config["saturation"]
+    if sat["family"] not in config["families"]:
+        msgs.append(f"config key saturation.family: unknown family {sat['family']!r}; "
+                    f"configured: {sorted(config['families'])}")
+    menu = config["references"]["algorithms"]
+    for a in sat["algorithms"]:
+        if a not in menu:
+            msgs.append(f"config key saturation.algorithms: {a!r} is not on the menu (references.algorithms: "
+                        f"{sorted(menu)})")
+    return msgs

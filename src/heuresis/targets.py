@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from heuresis.bootstrap import Interval, bootstrap_mean, paired_bootstrap
+from heuresis.bootstrap import Interval, bootstrap_mean, bootstrap_settings, paired_bootstrap
 from heuresis.foundation import foundation_model
 from heuresis.headroom import BCA_FAILURE_RULE, GLOBAL
 from heuresis.report import format_interval
@@ -27,9 +27,6 @@ __all__ = ["FLOORS", "figure1c", "method_f1", "method_failed", "table2", "table3
 FLOORS = ("empty", "complete", "pc_kci", "random_restoration", "oracle")
 FAILED_RUNS = "failed test runs (scored as the empty graph)"   # Table 3's column when any run failed
 
-
-def _boot(cfg: Mapping) -> dict:
-    return dict(resamples=int(cfg["resamples"]), seed=int(cfg["seed"]), level=float(cfg["level"]))
 
 
 def method_f1(scores: pd.DataFrame, family: str, method: str) -> np.ndarray:
@@ -71,7 +68,7 @@ def table2(scores: pd.DataFrame, families: Mapping[str, Mapping], boot: Mapping)
         pc = scores[(scores["method"] == "pc_kci") & ((scores["family"] == fam) | (fam == GLOBAL))]
         n_failed = int(pc["failed"].sum())
         wrong = pc.loc[~pc["failed"].astype(bool), "n_wrong_deletions"].to_numpy(dtype=float)  # no log if failed
-        gain = paired_bootstrap(method_f1(scores, fam, "oracle"), method_f1(scores, fam, "pc_kci"), **_boot(boot))
+        gain = paired_bootstrap(method_f1(scores, fam, "oracle"), method_f1(scores, fam, "pc_kci"), **bootstrap_settings(boot))
         kinds = ", ".join(families[fam]["kinds"]) if fam != GLOBAL else ""
         mean = float(wrong.mean()) if len(wrong) else np.nan
         share = float(np.mean(wrong == 0)) if len(wrong) else np.nan
@@ -109,9 +106,9 @@ def table3(scores: pd.DataFrame, selection: pd.DataFrame, families: Sequence[str
     rows, disp = [], []
     for fam in _scopes(families):
         bca_g, bca_f, oracle = (method_f1(scores, fam, m) for m in ("bca_g", "bca_f", "oracle"))
-        hs = paired_bootstrap(bca_f, bca_g, **_boot(boot))
-        hr = paired_bootstrap(oracle, bca_f, **_boot(boot))
-        rg = paired_bootstrap(method_f1(scores, fam, router), bca_f, **_boot(boot)) if has_router else None
+        hs = paired_bootstrap(bca_f, bca_g, **bootstrap_settings(boot))
+        hr = paired_bootstrap(oracle, bca_f, **bootstrap_settings(boot))
+        rg = paired_bootstrap(method_f1(scores, fam, router), bca_f, **bootstrap_settings(boot)) if has_router else None
         nf = {m: method_failed(scores, fam, m)
               for m in ("bca_g", "bca_f", "oracle", *((router,) if has_router else ()))}
         dev_scope = selection[(selection["scope"] == (fam if fam != GLOBAL else GLOBAL)) & selection["chosen"]]
@@ -164,7 +161,7 @@ def table11(scores: pd.DataFrame, families: Sequence[str], boot: Mapping) -> tup
     for fam in _scopes(families):
         r, d = {"family": fam}, {"family": fam}
         for m in FLOORS:
-            iv = bootstrap_mean(method_f1(scores, fam, m), **_boot(boot))
+            iv = bootstrap_mean(method_f1(scores, fam, m), **bootstrap_settings(boot))
             k = method_failed(scores, fam, m)
             r.update(_iv(iv, m), **{f"{m}_n_failed": k})
             d[labels[m]] = format_interval(iv) + _failed_note(k)
@@ -186,7 +183,7 @@ def figure1c(scores: pd.DataFrame, families: Sequence[str], boot: Mapping):
     fig, ax = plt.subplots(figsize=(1.2 * len(scopes) + 2, 3.2))
     width = 0.8 / len(methods)
     for k, (m, label, color) in enumerate(methods):
-        ivs = [bootstrap_mean(method_f1(scores, fam, m), **_boot(boot)) for fam in scopes]
+        ivs = [bootstrap_mean(method_f1(scores, fam, m), **bootstrap_settings(boot)) for fam in scopes]
         x = np.arange(len(scopes)) + (k - 1) * width
         est = np.array([iv.estimate for iv in ivs])
         err = np.array([[iv.estimate - iv.lo for iv in ivs], [iv.hi - iv.estimate for iv in ivs]])

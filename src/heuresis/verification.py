@@ -85,6 +85,7 @@ __all__ = [
     "ESSENTIAL_GRAPHS",
     "CheckResult",
     "check_settings",
+    "config_errors",
     "enumerate_dags",
     "read_checks",
     "run_check",
@@ -985,3 +986,27 @@ def table5(checks, required: Sequence[str]):
     highlight = (~numbers["passed"]).tolist()
     failed_required = numbers.loc[~numbers["passed"] & numbers["required"], "check"].tolist()
     return numbers, display, highlight, failed_required
+
+
+# --- config checks (heuresis.config.validation collects them) ------------------------------------
+def config_errors(config: Mapping) -> list[str]:
+    """Problems of ``verification``: the chosen scale exists; node-count ranges are ordered; determinism compares runs."""
+    from heuresis.config.loading import range_errors
+
+    msgs: list[str] = []
+    v = config.get("verification")
+    if not v:
+        return msgs
+    if v["scale"] not in v["scales"]:
+        msgs.append(f"config key verification.scale: {v['scale']!r} is not one of verification.scales "
+                    f"({sorted(v['scales'])})")
+    for name, sizes in v["scales"].items():
+        for check, spec in sizes.items():
+            key = f"verification.scales.{name}.{check}"
+            if "d" in spec:   # integers in [2, 1000]: the schema's node_range
+                msgs.extend(range_errors(f"{key}.d", spec["d"]))
+        det = sizes.get("determinism", {})
+        if det and len(det["thread_counts"]) * len(det["hash_seeds"]) < 2:
+            msgs.append(f"config key verification.scales.{name}.determinism: one thread count and one hash seed "
+                        f"make a single run, nothing to compare")
+    return msgs

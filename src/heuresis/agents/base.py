@@ -107,9 +107,11 @@ register_agent = AGENTS.register
 
 
 def make_agent(name: str, spec: Mapping, *, algorithm_map: Mapping[str, str] | None = None) -> Agent:
-    """Build agent ``name`` from its config entry ``{kind: ..., **params}``."""
-    import heuresis.agents  # noqa: F401  (registers the built-in kinds)
+    """Build agent ``name`` from its config entry ``{kind: ..., **params}``.
 
+    The built-in kinds are registered by then: importing this module runs ``heuresis.agents``
+    first, which imports every built-in kind.
+    """
     params = dict(spec)
     kind = params.pop("kind", None)
     if kind not in AGENTS:

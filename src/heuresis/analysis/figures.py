@@ -15,8 +15,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from heuresis.analysis.tables import GLOBAL, _boot, _n_failed, _paired_diff, results_of, split_failed, test_episodes
-from heuresis.bootstrap import bootstrap_mean, bootstrap_ratio, paired_bootstrap
+from heuresis.analysis.tables import GLOBAL, n_failed, paired_diff, results_of, split_failed, test_episodes
+from heuresis.bootstrap import bootstrap_mean, bootstrap_ratio, bootstrap_settings, paired_bootstrap
 from heuresis.targets import method_f1
 
 __all__ = ["MAX_SERIES", "figure6", "figure7a", "figure7b", "figure9"]
@@ -43,7 +43,7 @@ def _scored(scores: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
 def _with_failed(fig, numbers: pd.DataFrame, failed: pd.DataFrame) -> pd.DataFrame:
     """Numbers with ``n_failed`` per row (agent, condition, family); a note under the plot if any failed."""
     if "agent" in numbers.columns and len(numbers):
-        numbers = numbers.assign(n_failed=[_n_failed(failed, a, c, f) if a else 0 for a, c, f in
+        numbers = numbers.assign(n_failed=[n_failed(failed, a, c, f) if a else 0 for a, c, f in
                                            zip(numbers["agent"], numbers["condition_id"], numbers["family"])])
     else:
         numbers = numbers.assign(n_failed=pd.Series(dtype=int))
@@ -118,7 +118,7 @@ def figure6(scores: pd.DataFrame, headroom: pd.DataFrame, families: Sequence[str
     for scope in scopes:
         fam = GLOBAL if scope == GLOBAL else scope
         g, f, o = (method_f1(headroom, fam, m) for m in ("bca_g", "bca_f", "oracle"))
-        heads[scope] = (paired_bootstrap(f, g, **_boot(boot)), paired_bootstrap(o, f, **_boot(boot)))
+        heads[scope] = (paired_bootstrap(f, g, **bootstrap_settings(boot)), paired_bootstrap(o, f, **bootstrap_settings(boot)))
     for ax, (col, k, title, hname) in zip(axes, (("delta_s", 0, "selection: Δ$^s$ = F1(A) − F1(BCA$_g$)", "H$^s$"),
                                                  ("delta_r", 1, "repair: Δ$^r$ = F1(A) − F1(BCA$_f$)", "H$^r$"))):
         hv = [heads[s][k] for s in scopes]
@@ -131,7 +131,7 @@ def figure6(scores: pd.DataFrame, headroom: pd.DataFrame, families: Sequence[str
             for i, scope in enumerate(scopes):
                 sub = _fam(part, scope)
                 if len(sub):
-                    ivs.append(bootstrap_mean(sub[col].to_numpy(float), **_boot(boot)))
+                    ivs.append(bootstrap_mean(sub[col].to_numpy(float), **bootstrap_settings(boot)))
                     xs.append(i - 0.35 + width * (j + 0.5))
                     rows.append(dict(series=_label(part), agent=part.iloc[0]["agent"],
                                      condition_id=part.iloc[0]["condition_id"], family=scope, measure=col,
@@ -183,7 +183,7 @@ def figure7a(scores: pd.DataFrame, families: Sequence[str], boot: Mapping, agent
             if not len(sub):
                 continue
             iv = bootstrap_ratio(sub["recovered"].to_numpy(float), sub["n_wrong_deleted"].to_numpy(float),
-                                 **_boot(boot))
+                                 **bootstrap_settings(boot))
             xi = i - 0.4 + width * (j + 0.5)
             rows.append(dict(series=_label(part), agent=part.iloc[0]["agent"], condition_id=part.iloc[0]["condition_id"],
                              family=scope, recall=iv.estimate, lo=iv.lo, hi=iv.hi,
@@ -217,7 +217,7 @@ def figure7b(scores: pd.DataFrame, families: Sequence[str], boot: Mapping, agent
         for scope in _scopes(part, families):
             sub = _fam(part, scope)
             base = scores if scope == GLOBAL else scores[scores["family"] == scope]
-            iv = _paired_diff(base, sub, boot, guided=False)
+            iv = paired_diff(base, sub, boot, guided=False)
             if iv is not None:
                 ivs[scope] = iv
         if ivs:
@@ -263,8 +263,8 @@ def figure9(scores: pd.DataFrame, families: Sequence[str], boot: Mapping, agents
         for lt in sorted(g["last_turn"].unique(), key=lambda v: order.get(v, 9)):
             sub = g[g["last_turn"] == lt].sort_values(["family", "instance"])
             fin = sub[sub["finished"]]
-            a = bootstrap_mean(sub["f1"].to_numpy(float), **_boot(boot))
-            f = bootstrap_mean(fin["f1"].to_numpy(float), **_boot(boot)) if len(fin) else None
+            a = bootstrap_mean(sub["f1"].to_numpy(float), **bootstrap_settings(boot))
+            f = bootstrap_mean(fin["f1"].to_numpy(float), **bootstrap_settings(boot)) if len(fin) else None
             _errbar(ax, [x - 0.12], [a], "#4c72b0", None if "all" in labelled else "all episodes")
             labelled.add("all")
             if f is not None:

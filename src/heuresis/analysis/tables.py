@@ -33,7 +33,7 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from heuresis.bootstrap import Interval, bootstrap_mean, bootstrap_ratio, paired_bootstrap
+from heuresis.bootstrap import Interval, bootstrap_mean, bootstrap_ratio, bootstrap_settings, paired_bootstrap
 from heuresis.report import format_interval
 
 __all__ = [
@@ -68,9 +68,6 @@ NA = float("nan")
 
 
 # --- helpers -------------------------------------------------------------------------------------
-def _boot(cfg: Mapping) -> dict:
-    return dict(resamples=int(cfg["resamples"]), seed=int(cfg["seed"]), level=float(cfg.get("level", 0.95)))
-
 
 def test_episodes(scores: pd.DataFrame) -> pd.DataFrame:
     """The episodes every table reports: the test split (docs/design.md §2)."""
@@ -83,7 +80,8 @@ def split_failed(scores: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     return scores[~failed], scores[failed]
 
 
-def _n_failed(failed: pd.DataFrame, agent: str, cond: str, family: str) -> int:
+def n_failed(failed: pd.DataFrame, agent: str, cond: str, family: str) -> int:
+    """Failed episodes of one result (agent x condition) on a family, or on every family (``all``)."""
     sel = (failed["agent"] == agent) & (failed["condition_id"] == cond)
     if family != GLOBAL:
         sel &= failed["family"] == family
@@ -108,7 +106,7 @@ def counting_failures(per_family: bool, subset: Callable[[pd.DataFrame], pd.Data
                 return numbers.assign(n_failed=0), display
             if subset(ok).empty:    # only the "no episodes" placeholder row: replaced by the failures
                 numbers, display = numbers.iloc[:0], display.iloc[:0]
-            counts = [_n_failed(failed, r["agent"], r["condition_id"], r["family"]) for _, r in numbers.iterrows()]
+            counts = [n_failed(failed, r["agent"], r["condition_id"], r["family"]) for _, r in numbers.iterrows()]
             numbers = numbers.assign(n_failed=counts)
             _insert_failed_column(display, counts)
             have = set(zip(numbers["agent"], numbers["condition_id"], numbers["family"]))
@@ -118,7 +116,7 @@ def counting_failures(per_family: bool, subset: Callable[[pd.DataFrame], pd.Data
                 for scope in (scopes_of(part, families) if per_family else [GLOBAL]):
                     if (agent, cond, scope) in have:
                         continue
-                    k = _n_failed(failed, agent, cond, scope)
+                    k = n_failed(failed, agent, cond, scope)
                     r = part.iloc[0]
                     extra_n.append({"agent": agent, "condition_id": cond, "family": scope,
                                     **{f: r[f] for f in CONDITION_FIELDS}, "n": 0, "n_finished": 0, "n_failed": k,
@@ -181,12 +179,12 @@ def _pct(x: float) -> str:
 
 def _mean_iv(values, boot: Mapping) -> Interval | None:
     v = np.asarray(values, dtype=float)
-    return bootstrap_mean(v, **_boot(boot)) if len(v) else None
+    return bootstrap_mean(v, **bootstrap_settings(boot)) if len(v) else None
 
 
 def _diff_iv(a, b, boot: Mapping) -> Interval | None:
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    return paired_bootstrap(a, b, **_boot(boot)) if len(a) else None
+    return paired_bootstrap(a, b, **bootstrap_settings(boot)) if len(a) else None
 
 
 def _start(guided: bool) -> str:
@@ -237,7 +235,7 @@ def paired_with(scores: pd.DataFrame, part: pd.DataFrame, **change) -> pd.DataFr
     return other.set_index(["family", "instance"])
 
 
-def _paired_diff(scores, part, boot, column="f1", **change):
+def paired_diff(scores, part, boot, column="f1", **change):
     """Interval of part[column] - counterpart[column] on shared instances, or None if no counterpart."""
     other = paired_with(scores, part, **change)
     if other is None:
@@ -247,7 +245,7 @@ def _paired_diff(scores, part, boot, column="f1", **change):
     if not len(shared):
         return None
     return paired_bootstrap(keyed.loc[shared, column].to_numpy(float), other.loc[shared, column].to_numpy(float),
-                            **_boot(boot))
+                            **bootstrap_settings(boot))
 
 
 # --- trace attribution -------------------------------------------------------------------------
@@ -287,7 +285,7 @@ def table4(scores: pd.DataFrame, families: Sequence[str], boot: Mapping, agents:
         fin = part["finished"].to_numpy(bool)
         gap, gap_fin = _diff_iv(f1, ms, boot), _diff_iv(f1[fin], ms[fin], boot)
         uns = bootstrap_ratio(part["recovered_unsupported"].to_numpy(float), part["recovered"].to_numpy(float),
-                              **_boot(boot))
+                              **bootstrap_settings(boot))
         note = "" if part["recovered"].sum() else "Unsupp: no wrongly deleted edge restored"
         rows.append({**b, **_iv_cols(_mean_iv(f1, boot), "f1"), "k": k, "merge_star": float(ms.mean()),
                      **_iv_cols(gap, "agent_minus_merge_star"), **_iv_cols(gap_fin, "agent_minus_merge_star_finished"),
@@ -395,13 +393,14 @@ def table8(scores: pd.DataFrame, families: Sequence[str], boot: Mapping, agents:
         b = _base(part, agent, cond, scope)
         rec, wrong = part["recovered"].to_numpy(float), part["n_wrong_deleted"].to_numpy(float)
         restored = rec + part["harmful"].to_numpy(float)
-        prec, recall = bootstrap_ratio(rec, restored, **_boot(boot)), bootstrap_ratio(rec, wrong, **_boot(boot))
+        kw = bootstrap_settings(boot)
+        prec, recall = bootstrap_ratio(rec, restored, **kw), bootstrap_ratio(rec, wrong, **kw)
         fin = part[part["finished"]]
         gain, gain_fin = _diff_iv(part["f1"], part["pc_kci_f1"], boot), _diff_iv(fin["f1"], fin["pc_kci_f1"], boot)
         base = scores if scope == GLOBAL else scores[scores["family"] == scope]
-        gu = _paired_diff(base, part, boot, guided=False)
+        gu = paired_diff(base, part, boot, guided=False)
         other = "minimal" if part.iloc[0]["toolbox"] == "full" else "full"
-        tb = _paired_diff(base, part, boot, toolbox=other)
+        tb = paired_diff(base, part, boot, toolbox=other)
         if tb is not None and other == "full":  # always report full − minimal
             tb = Interval(0.0 - tb.estimate, 0.0 - tb.hi, 0.0 - tb.lo, tb.n, tb.resamples, tb.seed, tb.level)
         notes = [m for m, ok in (("no unguided counterpart", gu is not None),

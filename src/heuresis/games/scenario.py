@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from heuresis.config import ConfigError, StrictValidator, format_errors, read_yaml, with_defaults
+from heuresis.config.loading import ConfigError, StrictValidator, format_errors, read_yaml, schema_default, with_defaults
 
 __all__ = [
     "SCENARIO_DIR",
@@ -36,10 +36,13 @@ __all__ = [
     "load_scenario",
     "load_scenarios",
     "scenario_dir",
+    "scenario_files",
+    "scenario_path",
+    "scenario_schema",
 ]
 
 #: Default folder of the scenario files, relative to the repository root.
-SCENARIO_DIR = "config/games"
+SCENARIO_DIR = schema_default("games", "scenarios_dir")
 
 
 class ScenarioError(ValueError):
@@ -52,7 +55,8 @@ class DesignError(ValueError):
 
 
 
-def _schema() -> dict:
+def scenario_schema() -> dict:
+    """The parsed scenario schema (``heuresis/data/game_scenario.schema.yaml``)."""
     return yaml.safe_load(resources.files("heuresis").joinpath("data/game_scenario.schema.yaml").read_text())
 
 
@@ -258,7 +262,7 @@ def _read(path: Path, seen: tuple[str, ...] = ()) -> dict:
 
 
 def _errors(name: str, spec: dict) -> list[str]:
-    validator = with_defaults(StrictValidator)(_schema())
+    validator = with_defaults(StrictValidator)(scenario_schema())
     msgs = format_errors(validator.iter_errors(spec),
                          lambda path: f"scenario {name!r}: key {'.'.join(map(str, path)) or '<top level>'}")
     if msgs:
@@ -302,11 +306,37 @@ def _semantic_errors(name: str, spec: dict) -> list[str]:
     return msgs
 
 
-def load_scenario(name_or_path: str | Path, folder: str | Path | None = None) -> Scenario:
-    """Load and validate one scenario by name (``folder``/``name``.yaml) or by path."""
+def scenario_path(name_or_path: str | Path, folder: str | Path | None = None) -> Path:
+    """The file of a scenario given by name (``folder``/``name``.yaml) or by path."""
     p = Path(name_or_path)
     if p.suffix not in (".yaml", ".yml"):
         p = Path(folder or scenario_dir()) / f"{name_or_path}.yaml"
+    return p
+
+
+def scenario_files(name_or_path: str | Path, folder: str | Path | None = None) -> list[str]:
+    """The scenario's file and the files it ``extends:``, child first (what its jobs depend on).
+
+    A missing parent or a cycle ends the list here; :func:`load_scenario` reports both.
+    """
+    files: list[str] = []
+    path = scenario_path(name_or_path, folder)
+    while path.exists() and str(path) not in files:
+        files.append(str(path))
+        try:
+            raw = read_yaml(path, "scenario file") or {}
+        except ConfigError:
+            break
+        parent = raw.get("extends") if isinstance(raw, dict) else None
+        if not parent:
+            break
+        path = path.parent / f"{parent}.yaml"
+    return files
+
+
+def load_scenario(name_or_path: str | Path, folder: str | Path | None = None) -> Scenario:
+    """Load and validate one scenario by name (``folder``/``name``.yaml) or by path."""
+    p = scenario_path(name_or_path, folder)
     if not p.exists():
         raise ScenarioError(f"scenario {p.stem!r}: no scenario file {p}")
     spec = _read(p)

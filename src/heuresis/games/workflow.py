@@ -32,10 +32,10 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from heuresis.config import config_digest
+from heuresis.config.loading import StrictValidator, config_digest, config_key, format_errors
 from heuresis.failures import FIRST_ATTEMPT, failure_metadata, record_attempt
 from heuresis.games.references import check_references, compute_references, seed_of, winnability_errors
-from heuresis.games.scenario import SCENARIO_DIR, Scenario, ScenarioError, load_scenario
+from heuresis.games.scenario import Scenario, ScenarioError, load_scenario, scenario_schema
 from heuresis.io import Checkpoint, atomic_write_text, read_table, write_table
 from heuresis.provenance import PROVENANCE_KEY, dumps, provenance_record, utc_now
 from heuresis.report import format_interval
@@ -55,8 +55,10 @@ __all__ = [
     "run_references",
     "scenario_folder",
     "scenario_names",
+    "search_errors",
 ]
 
+#: Play modes: ``tools`` (multi-turn tool use, every agent) and ``prompt`` (single-turn, LLM agents only).
 MODES = ("tools", "prompt")
 _Log = Callable[[str], None]
 
@@ -81,12 +83,12 @@ def is_llm(config: Mapping, agent: str) -> bool:
 def plays_of(config: Mapping, agent: str) -> int:
     """Plays per scenario x mode of ``agent``: ``games.plays`` (LLM agents) or ``games.baseline_plays``."""
     g = config["games"]
-    return int(g["plays"] if is_llm(config, agent) else g.get("baseline_plays", g["plays"]))
+    return int(g["plays"] if is_llm(config, agent) else g["baseline_plays"])
 
 
 def scenario_folder(config: Mapping) -> Path:
     """``games.scenarios_dir``; a relative default that does not exist here falls back to the repository's."""
-    folder = Path(config.get("games", {}).get("scenarios_dir", SCENARIO_DIR))
+    folder = Path(config["games"]["scenarios_dir"])
     if not folder.is_absolute() and not folder.is_dir():
         repo = Path(__file__).resolve().parents[3] / folder
         if repo.is_dir():
@@ -119,7 +121,7 @@ def config_errors(config: Mapping) -> list[str]:
     g = config.get("games")
     if not g:
         return []
-    msgs: list[str] = []
+    msgs: list[str] = search_errors(g["search"])
     agents = config.get("agents", {})
     kinds = game_agent_kinds()
     for a in g["agents"]:
@@ -148,6 +150,14 @@ def config_errors(config: Mapping) -> list[str]:
             msgs.extend(f"config key games.scenarios: {line}" for line in str(exc).splitlines())
     msgs.extend(f"config key games.scenarios: {m}" for m in winnability_errors(loaded))
     return msgs
+
+
+def search_errors(search: Mapping) -> list[str]:
+    """Problems of ``games.search``, which overrides a scenario's ``search``: the scenario schema's declaration applies."""
+    node = scenario_schema()["properties"]["search"]
+    validator = StrictValidator({k: v for k, v in node.items() if k != "default"})
+    return format_errors(validator.iter_errors(search),
+                         lambda path: f"config key games.search.{config_key(path)}" if path else "config key games.search")
 
 
 def play_seed(seed: int, scenario: str, repeat: int) -> int:

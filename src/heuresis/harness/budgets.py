@@ -26,11 +26,11 @@ class BudgetSettings:
     """A named budget setting of the config (``episodes.budgets.<name>``)."""
 
     name: str
-    test_units_factor: float = 1.0
-    turns: int = 30
-    output_tokens_per_turn: int = 4000
-    algorithm_calls: int = 10
-    wall_seconds: float = 600.0
+    test_units_factor: float
+    turns: int
+    output_tokens_per_turn: int
+    algorithm_calls: int
+    wall_seconds: float
 
     @classmethod
     def from_config(cls, name: str, spec: Mapping) -> BudgetSettings:

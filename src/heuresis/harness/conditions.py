@@ -22,7 +22,10 @@ import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 
+from heuresis.config.loading import schema_default
+
 __all__ = [
+    "CONDITION_ID_PATTERN",
     "LAST_TURNS",
     "LAST_TURN_REQUESTS",
     "PROMPT_LEVELS",
@@ -46,20 +49,27 @@ PROMPT_LEVELS = (0, 1, 2, 3)
 #: Requests of the last turn at most (``none``: no last turn; ``retry``: one retry after a rejected list).
 LAST_TURN_REQUESTS = {"none": 0, "once": 1, "retry": 2}
 _NAME = re.compile(r"^[a-z0-9_]+$")
-_ID = re.compile(r"^(full|minimal)-(guided|unguided)-p([0-3])-(none|cpdag|dag)-([a-z0-9_]+)-(none|once|retry)-r(\d+)$")
+#: A condition id (:attr:`Condition.condition_id`) as a regular expression; groups: toolbox, start,
+#: prompt level, target, budget, last turn, repeat. The workflow's wildcard constraint is this pattern.
+CONDITION_ID_PATTERN = (f"({'|'.join(TOOLBOXES)})-(guided|unguided)-p([{PROMPT_LEVELS[0]}-{PROMPT_LEVELS[-1]}])-"
+                        f"({'|'.join(TARGETS)})-([a-z0-9_]+)-({'|'.join(LAST_TURNS)})-r(\\d+)")
+_ID = re.compile(f"^{CONDITION_ID_PATTERN}$")
+#: The condition fields' defaults of a grid (``episodes.grids.*``), from the config schema.
+_GRID_DEFAULTS = {k: schema_default("episodes", "grids", "*", k)
+                  for k in ("toolbox", "guided", "prompt_level", "target", "budget", "last_turn", "repeats", "split")}
 
 
 @dataclass(frozen=True)
 class Condition:
-    """The setting of an episode (everything but the instance)."""
+    """The setting of an episode (everything but the instance); a field left out is the grids' default."""
 
     agent: str
-    toolbox: str = "full"
-    guided: bool = False
-    prompt_level: int = 0
-    target: str = "none"
-    budget: str = "standard"
-    last_turn: str = "once"
+    toolbox: str = _GRID_DEFAULTS["toolbox"][0]
+    guided: bool = _GRID_DEFAULTS["guided"][0]
+    prompt_level: int = _GRID_DEFAULTS["prompt_level"][0]
+    target: str = _GRID_DEFAULTS["target"][0]
+    budget: str = _GRID_DEFAULTS["budget"][0]
+    last_turn: str = _GRID_DEFAULTS["last_turn"][0]
     repeat: int = 0
 
     def __post_init__(self) -> None:
@@ -177,7 +187,7 @@ def grid_repeats(grid: Mapping, families: tuple[str, ...]) -> dict[str, int]:
     Raises :class:`GridError` (its ``key`` names the entry) for a family outside the grid, a
     family left without a count, or a count that is not a whole number >= 1.
     """
-    rep = grid.get("repeats", 1)
+    rep = grid.get("repeats", _GRID_DEFAULTS["repeats"])
     if isinstance(rep, Mapping):
         for k, v in rep.items():
             if k != "default" and k not in families:
@@ -198,14 +208,13 @@ def _grid_cells(config: Mapping, g: Mapping) -> list[Cell]:
     """The cells of one grid (before merging with other grids)."""
     all_families = tuple(config["families"])
     families = tuple(g.get("families") or all_families)
-    split = g.get("split", "test")
+    g = {**_GRID_DEFAULTS, **g}   # a grid straight from a file, not yet validated, gets the schema's defaults
+    split = g["split"]
     # None: every instance of the split (the split's size is read only for a subset)
     idx = grid_instances(g, int(config["instances"][f"n_{split}"])) if g.get("instances") is not None else None
     reps = grid_repeats(g, families)
-    axes = [_as_list(g["agents"]), _as_list(g.get("toolbox", "full")), _as_list(g.get("guided", False)),
-            _as_list(g.get("prompt_level", 0)), _as_list(g.get("target", "none")),
-            _as_list(g.get("budget", "standard")), _as_list(g.get("last_turn", "once")),
-            range(max(reps.values()))]
+    axes = [_as_list(g["agents"]), _as_list(g["toolbox"]), _as_list(g["guided"]), _as_list(g["prompt_level"]),
+            _as_list(g["target"]), _as_list(g["budget"]), _as_list(g["last_turn"]), range(max(reps.values()))]
     out = []
     for agent, toolbox, guided, level, target, budget, last_turn, r in itertools.product(*axes):
         fams = tuple(f for f in families if reps[f] > r)

@@ -46,6 +46,8 @@ from pathlib import Path
 
 import numpy as np
 
+from heuresis.config.loading import schema_default
+
 __all__ = [
     "ISOLATION_KEY",
     "ISOLATION_MODES",
@@ -76,14 +78,14 @@ class IsolationUnavailable(RuntimeError):
 
 @dataclass(frozen=True)
 class SandboxLimits:
-    """Limits of one code-tool run (config ``episodes.code_tool``)."""
+    """Limits of one code-tool run (config ``episodes.code_tool``; the defaults are the schema's)."""
 
-    cpu_seconds: int = 10
-    memory_mb: int = 1024          # address space per process (RLIMIT_AS)
-    wall_seconds: float = 20.0
-    max_output_chars: int = 4000
-    max_processes: int = 16        # processes and threads in the sandbox (RLIMIT_NPROC)
-    disk_mb: int = 64              # size of the tmpfs work folder
+    cpu_seconds: int = schema_default("episodes", "code_tool", "cpu_seconds")
+    memory_mb: int = schema_default("episodes", "code_tool", "memory_mb")      # address space per process (RLIMIT_AS)
+    wall_seconds: float = float(schema_default("episodes", "code_tool", "wall_seconds"))
+    max_output_chars: int = schema_default("episodes", "code_tool", "max_output_chars")
+    max_processes: int = schema_default("episodes", "code_tool", "max_processes")  # processes and threads (RLIMIT_NPROC)
+    disk_mb: int = schema_default("episodes", "code_tool", "disk_mb")          # size of the tmpfs work folder
 
 
 @dataclass
@@ -449,5 +451,4 @@ def isolation_for(mode: str) -> str:
 
 def check_isolation(cfg) -> str:
     """The isolation the configured code tool will use (raises :class:`IsolationUnavailable`)."""
-    mode = ((cfg.get("episodes") or {}).get("code_tool") or {}).get("isolation", "required")
-    return isolation_for(mode)
+    return isolation_for(cfg["episodes"]["code_tool"]["isolation"])

@@ -1,0 +1,88 @@
+"""The workflow configuration, in three parts.
+
+- :mod:`heuresis.config.loading`: reading and merging files, the schema (the one place each
+  default is written) and its helpers, and :func:`config_digest`. It imports no other part of
+  the package, so every stage module imports it.
+- :mod:`heuresis.config.planning`: the jobs a config plans (reference batches and shards,
+  episode jobs) and the config slice each job depends on.
+- :mod:`heuresis.config.validation`: :func:`validate_config`, the schema followed by each
+  stage's own ``config_errors(config)``, and :func:`load_config`.
+
+Every public name of the three is importable from here. Planning and validation import the
+stage modules, which import :mod:`heuresis.config.loading`; so their names are loaded on first
+use (PEP 562 ``__getattr__``), and importing a stage never imports every other stage. A stage
+module imports from :mod:`heuresis.config.loading`, never from this package (the import graph
+would have a cycle: ``tests/test_structure.py`` checks).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from heuresis.config.loading import (
+    SPLITS,
+    ConfigError,
+    StrictValidator,
+    allowed,
+    check_config_files,
+    config_digest,
+    config_key,
+    constants_schema,
+    format_errors,
+    merge_configs,
+    range_errors,
+    read_config_file,
+    read_config_files,
+    read_yaml,
+    scale_errors,
+    schema,
+    schema_default,
+    schema_errors,
+    with_defaults,
+)
+
+_PLANNING = ("episode_job_config", "episode_job_indices", "episode_jobs", "reference_batches",
+             "reference_shard_indices", "reference_shards", "saturation_settings")
+_VALIDATION = ("STAGE_CHECKS", "load_config", "validate_config")
+
+__all__ = [
+    "SPLITS",
+    "ConfigError",
+    "StrictValidator",
+    "allowed",
+    "check_config_files",
+    "config_digest",
+    "config_key",
+    "constants_schema",
+    "format_errors",
+    "merge_configs",
+    "range_errors",
+    "read_config_file",
+    "read_config_files",
+    "read_yaml",
+    "scale_errors",
+    "schema",
+    "schema_default",
+    "schema_errors",
+    "with_defaults",
+    *_PLANNING,
+    *_VALIDATION,
+]
+
+
+def __getattr__(name: str) -> Any:
+    """A public name of :mod:`~heuresis.config.planning` or :mod:`~heuresis.config.validation`, imported on first use."""
+    if name in _PLANNING:
+        from heuresis.config import planning
+
+        return getattr(planning, name)
+    if name in _VALIDATION:
+        from heuresis.config import validation
+
+        return getattr(validation, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    """The module's names, including those loaded on first use."""
+    return sorted({*globals(), *__all__})

@@ -1,0 +1,57 @@
+"""Validating a configuration: the schema, then each stage's own ``config_errors``.
+
+Validation is two-step. The JSON schema (:func:`heuresis.config.loading.schema_errors`) fills in
+defaults and checks types, bounds and required keys. Then each stage module checks what a
+schema cannot say about its own section (unknown mechanism kinds, inverted ranges, algorithms
+not registered, grids naming unknown agents, ...) in a function ``config_errors(config)`` that
+returns one line per problem, each naming the offending config key. This module only collects
+them: the knowledge of a section lives with the stage that reads it (docs/config-validation.md).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from heuresis import episodes, headroom, instances, leakage, references, repairs, saturation, verification
+from heuresis.config.loading import ConfigError, read_config_files, schema_errors
+from heuresis.games import workflow as games
+
+__all__ = ["STAGE_CHECKS", "load_config", "validate_config"]
+
+#: The stages' checks, in the order their messages are listed: instances (graph, mechanisms,
+#: families), references (menu, baselines, batches, grades), headroom, verification, episodes
+#: (agents, budgets, grids), leakage, saturation, repairs, games.
+STAGE_CHECKS: tuple[Callable[[Mapping], list[str]], ...] = (
+    instances.config_errors, references.config_errors, headroom.config_errors, verification.config_errors,
+    episodes.config_errors, leakage.config_errors, saturation.config_errors, repairs.config_errors,
+    games.config_errors,
+)
+
+
+def validate_config(config: Mapping[str, Any]) -> dict:
+    """Validate a configuration and return a copy with the schema's defaults filled in.
+
+    The stages' checks run only on a config that fits the schema (they read keys the schema
+    requires or fills in).
+
+    Raises
+    ------
+    ConfigError
+        Listing every problem, each naming its config key.
+    """
+    cfg = copy.deepcopy(dict(config))
+    msgs = schema_errors(cfg)
+    if not msgs:
+        for check in STAGE_CHECKS:
+            msgs.extend(check(cfg))
+    if msgs:
+        raise ConfigError("invalid configuration:\n  " + "\n  ".join(msgs))
+    return cfg
+
+
+def load_config(*paths: str | Path) -> dict:
+    """Load one or more YAML files, later ones merged over earlier ones, and validate."""
+    return validate_config(read_config_files(*paths))

@@ -1,0 +1,125 @@
+"""The package's import structure, read from the source with ``ast``: no cycle, no private import.
+
+The graph has one node per module of ``src/heuresis`` (a package is its ``__init__``) and an
+edge for every ``import`` and ``from ... import`` of another module of the package, wherever it
+stands: at module level, inside a function (a deferred import still makes a cycle, only a later
+one) or under ``if TYPE_CHECKING``. ``from a import b`` is an edge to ``a.b`` when ``b`` is a
+module, else to ``a``. Python runs a package's ``__init__`` before its submodules, but that
+implicit step is not an edge (every package that re-exports its submodules would be a cycle);
+what an import names is.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import networkx as nx
+import pytest
+from conftest import ROOT
+
+PACKAGE = ROOT / "src" / "heuresis"
+
+
+def _modules(package: Path) -> dict[str, tuple[Path, bool]]:
+    """Module name -> (file, is a package) for every ``.py`` file under ``package``."""
+    out = {}
+    for path in sorted(package.rglob("*.py")):
+        parts = list(path.relative_to(package.parent).with_suffix("").parts)
+        is_package = parts[-1] == "__init__"
+        out[".".join(parts[:-1] if is_package else parts)] = (path, is_package)
+    return out
+
+
+def _imports(name: str, path: Path, is_package: bool, modules) -> list[tuple[str, str, int]]:
+    """(imported module, imported name or "", line) for each import of a package module in ``path``."""
+
+    def known(target: str) -> str | None:   # the longest prefix that is a module of the package
+        while target and target not in modules:
+            target = target.rpartition(".")[0]
+        return target or None
+
+    here = name if is_package else name.rpartition(".")[0]
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            out += [(t, "", node.lineno) for a in node.names if (t := known(a.name))]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:   # relative: from . import x, from ..y import z
+                base = here.split(".")[: len(here.split(".")) - node.level + 1]
+                source = ".".join([*base, *([node.module] if node.module else [])])
+            else:
+                source = node.module or ""
+            for a in node.names:
+                sub = f"{source}.{a.name}"
+                target = sub if sub in modules else known(source)
+                if target:
+                    out.append((target, "" if target == sub else a.name, node.lineno))
+    return [(t, n, line) for t, n, line in out if t != name]
+
+
+def import_graph(package: Path = PACKAGE) -> nx.DiGraph:
+    """The package's import graph; each edge keeps the lines and names of its imports."""
+    modules = _modules(package)
+    graph = nx.DiGraph()
+    graph.add_nodes_from(modules)
+    for name, (path, is_package) in modules.items():
+        for target, imported, line in _imports(name, path, is_package, modules):
+            if not graph.has_edge(name, target):
+                graph.add_edge(name, target, lines=[], names=[])
+            graph.edges[name, target]["lines"].append(line)
+            if imported:
+                graph.edges[name, target]["names"].append(imported)
+    return graph
+
+
+def _describe(graph: nx.DiGraph, cycle: list[str]) -> str:
+    steps = [f"{a} (line {graph.edges[a, b]['lines'][0]}) -> {b}" for a, b in zip(cycle, [*cycle[1:], cycle[0]])]
+    return "; ".join(steps)
+
+
+def test_the_graph_sees_every_kind_of_import(tmp_path):
+    """The graph builder finds module-level, function-level, relative and submodule imports."""
+    pkg = tmp_path / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("def f():\n    from pkg.b import g\n    return g\n")
+    (pkg / "b.py").write_text("from pkg import sub\nimport pkg.c\n\ndef g():\n    pass\n")
+    (pkg / "c.py").write_text("from .sub.d import _hidden\n")
+    (pkg / "sub" / "__init__.py").write_text("")
+    (pkg / "sub" / "d.py").write_text("from ..a import f\n_hidden = 1\n")
+    graph = import_graph(pkg)
+    assert set(graph.edges) == {("pkg.a", "pkg.b"), ("pkg.b", "pkg.sub"), ("pkg.b", "pkg.c"),
+                                ("pkg.c", "pkg.sub.d"), ("pkg.sub.d", "pkg.a")}
+    assert graph.edges["pkg.c", "pkg.sub.d"]["names"] == ["_hidden"]
+    assert [sorted(c) for c in nx.simple_cycles(graph)] == [["pkg.a", "pkg.b", "pkg.c", "pkg.sub.d"]]
+
+
+def test_the_package_has_no_import_cycle():
+    graph = import_graph()
+    assert graph.number_of_nodes() > 50 and graph.number_of_edges() > 100   # the real package was read
+    cycles = list(nx.simple_cycles(graph))
+    assert not cycles, f"{len(cycles)} import cycles, e.g. " + _describe(graph, min(cycles, key=len))
+
+
+def test_no_module_imports_a_private_name_of_another():
+    graph = import_graph()
+    private = [f"{a} imports {n} from {b} (line {graph.edges[a, b]['lines'][0]})" for a, b in graph.edges
+               for n in graph.edges[a, b]["names"] if n.startswith("_") and not n.startswith("__")]
+    assert not private, private
+
+
+@pytest.mark.parametrize("stage", ["instances", "references", "headroom", "verification", "episodes", "leakage",
+                                   "saturation", "repairs", "games.workflow"])
+def test_each_stage_checks_its_own_config_section(stage):
+    """Validation collects each stage's ``config_errors``; it imports no other part of a stage."""
+    from heuresis.config.validation import STAGE_CHECKS
+
+    assert f"heuresis.{stage}" in {check.__module__ for check in STAGE_CHECKS}
+    graph = import_graph()
+    assert graph.edges["heuresis.config.validation", f"heuresis.{stage}"]["names"] in ([], ["config_errors"])
+
+
+def test_config_loading_depends_on_no_other_module():
+    """Every stage imports heuresis.config.loading; it imports nothing of the package."""
+    assert not list(import_graph().successors("heuresis.config.loading"))
