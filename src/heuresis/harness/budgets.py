@@ -34,6 +34,7 @@ class BudgetSettings:
 
     @classmethod
     def from_config(cls, name: str, spec: Mapping) -> BudgetSettings:
+        """The setting ``name`` from its config entry."""
         return cls(name=name, **dict(spec))
 
     def test_units(self, pc_kci_tests: int) -> int:
@@ -61,6 +62,7 @@ class Budgets:
 
     # --- spending -----------------------------------------------------------------------
     def remaining_test_units(self) -> int:
+        """Test units not yet spent."""
         return self.test_units - self.used_test_units
 
     def check_tests(self, units: int) -> None:
@@ -69,11 +71,13 @@ class Budgets:
             raise BudgetError(f"this call needs {units} test unit(s) but only {self.remaining_test_units()} remain")
 
     def charge_tests(self, units: int) -> None:
+        """Spend ``units`` test units (:class:`BudgetError` if fewer remain)."""
         if units > self.remaining_test_units():
             raise BudgetError(f"this call needs {units} test unit(s) but only {self.remaining_test_units()} remain")
         self.used_test_units += units
 
     def charge_algorithm_call(self) -> None:
+        """Spend one algorithm call (:class:`BudgetError` if none remains)."""
         if self.used_algorithm_calls >= self.algorithm_calls:
             raise BudgetError(f"no algorithm calls remain (limit {self.algorithm_calls})")
         self.used_algorithm_calls += 1
@@ -88,9 +92,11 @@ class Budgets:
         return True
 
     def elapsed(self) -> float:
+        """Seconds since the episode started."""
         return self._clock() - self._t0
 
     def remaining_wall(self) -> float:
+        """Seconds of wall time left (never negative)."""
         return max(0.0, self.wall_seconds - self.elapsed())
 
     # --- checks -------------------------------------------------------------------------
@@ -108,20 +114,34 @@ class Budgets:
             return "wall_time"
         return None
 
-    def line(self) -> str:
-        """One line with what remains of every budget (appended to every tool result)."""
-        return (f"[budgets left: test units {self.remaining_test_units()}/{self.test_units}; "
-                f"turns {self.turns - self.used_turns}/{self.turns}; "
-                f"algorithm calls {self.algorithm_calls - self.used_algorithm_calls}/{self.algorithm_calls}; "
-                f"wall time {self.remaining_wall():.0f}/{self.wall_seconds:.0f} s; "
-                f"output tokens per turn {self.output_tokens_per_turn}]")
+    def remaining(self) -> dict:
+        """What remains of every budget, and its limit (the facts of :meth:`line`)."""
+        return {"test_units": self.remaining_test_units(), "test_units_limit": self.test_units,
+                "turns": self.turns - self.used_turns, "turns_limit": self.turns,
+                "algorithm_calls": self.algorithm_calls - self.used_algorithm_calls,
+                "algorithm_calls_limit": self.algorithm_calls, "wall_seconds": self.remaining_wall(),
+                "wall_seconds_limit": self.wall_seconds, "output_tokens_per_turn": self.output_tokens_per_turn}
+
+    def line(self, remaining: Mapping | None = None) -> str:
+        """One line with what remains of every budget (appended to every tool result).
+
+        ``remaining``: a :meth:`remaining` dict to render (default: the budgets now).
+        """
+        r = self.remaining() if remaining is None else remaining
+        return (f"[budgets left: test units {r['test_units']}/{r['test_units_limit']}; "
+                f"turns {r['turns']}/{r['turns_limit']}; "
+                f"algorithm calls {r['algorithm_calls']}/{r['algorithm_calls_limit']}; "
+                f"wall time {r['wall_seconds']:.0f}/{r['wall_seconds_limit']:.0f} s; "
+                f"output tokens per turn {r['output_tokens_per_turn']}]")
 
     def used(self) -> dict:
+        """What was spent of every budget (recorded in the transcript)."""
         return {"test_units": self.used_test_units, "turns": self.used_turns,
                 "algorithm_calls": self.used_algorithm_calls, "wall_s": round(self.elapsed(), 3),
                 "max_output_tokens": self.max_output_tokens}
 
     def limits(self) -> dict:
+        """Every limit (told to the agent by :meth:`~heuresis.agents.base.Agent.bind`)."""
         return {"test_units": self.test_units, "turns": self.turns, "algorithm_calls": self.algorithm_calls,
                 "wall_seconds": self.wall_seconds, "output_tokens_per_turn": self.output_tokens_per_turn}
 

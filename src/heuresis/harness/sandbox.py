@@ -88,6 +88,8 @@ class SandboxLimits:
 
 @dataclass
 class SandboxResult:
+    """The outcome of one code-tool run: output, exit status, the limit it hit, the isolation used."""
+
     stdout: str
     stderr: str
     returncode: int | None
@@ -99,6 +101,12 @@ class SandboxResult:
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+    def shown(self) -> dict:
+        """What :meth:`render` tells the agent, as values (the code tool's result data)."""
+        return {"exit_code": None if self.timed_out else self.returncode, "timed_out": self.timed_out,
+                "limit_hit": "wall_time" if self.timed_out else self.limit_hit, "stdout": self.stdout,
+                "truncated": self.truncated, "stderr_tail": self.stderr[-1500:] if self.stderr.strip() else ""}
 
     def render(self) -> str:
         """The text the agent reads."""
