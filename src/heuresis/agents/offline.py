@@ -134,6 +134,7 @@ class ShortcutAgent(_Offline):
     """Runs PC-KCI through the masked tool and submits its output."""
 
     def act(self, results):
+        """The next reply (see the class), given the previous turn's results by call id."""
         names = self.names
         if self.step == 1:
             tc = tool_call("run_algorithm", {"algorithm": self.masked("pc_kci")})
@@ -153,6 +154,7 @@ class MergeAgent(_Offline):
         self.k = int(k)
 
     def act(self, results):
+        """The next reply (see the class), given the previous turn's results by call id."""
         names = self.names
         if self.step == 1:
             calls = []
@@ -213,12 +215,14 @@ class Check:
 
     @classmethod
     def from_config(cls, spec: Mapping) -> Check:
+        """A check from its config entry ``{test, sets, need, grades}``."""
         unknown = sorted(set(spec) - {"test", "sets", "need", "grades"})
         if unknown:
             raise ValueError(f"evidence check: unknown key(s) {unknown} in {dict(spec)!r}")
         return cls(**dict(spec))
 
     def passes(self, got: Sequence[str | None]) -> bool:
+        """Whether the grades ``got`` (one per set; None: a failed test) pass the check."""
         if not got:
             return False
         ok = [g in self.grades for g in got]
@@ -293,10 +297,12 @@ class EvidenceRule:
                                                    "block": int(spec["block"]), "chunk": int(spec["chunk"])})
 
     def checks_for(self, guided: bool) -> tuple[Check, ...]:
+        """The checks of the guided or the unguided condition."""
         return self.checks if guided or not self.unguided_checks else self.unguided_checks
 
     @classmethod
     def from_config(cls, spec: Mapping) -> EvidenceRule:
+        """The rule from the agent's config parameters (unknown keys are an error)."""
         keys = {f.name for f in fields(cls)}
         unknown = sorted(set(spec) - keys)
         if unknown:
@@ -304,6 +310,7 @@ class EvidenceRule:
         return cls(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in spec.items()})
 
     def as_config(self) -> dict:
+        """The rule as config parameters (what :meth:`from_config` reads)."""
         def conf(cs):
             return [{"test": c.test, "sets": list(c.sets), "need": c.need, "grades": list(c.grades)} for c in cs]
         out = {"candidate_grades": list(self.candidate_grades), "max_set": self.max_set, "checks": conf(self.checks)}
@@ -314,6 +321,7 @@ class EvidenceRule:
         return out
 
     def describe(self) -> str:
+        """A one-line summary of the rule (for logs and benchmark tables)."""
         short = {"strong dependence": "S", "moderate dependence": "M", "weak dependence": "W",
                  "no evidence (borderline)": "B", "no evidence": "N"}
         def desc(checks):
@@ -517,6 +525,7 @@ class EvidenceAgent(_Offline):
         return tool in {t["function"]["name"] for t in (self._tools or [])}
 
     def act(self, results):
+        """The next reply (see the class), given the previous turn's results by call id."""
         names = self.names
         if self.phase == "start":
             if self.task.get("deletion_log") is not None:

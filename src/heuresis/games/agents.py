@@ -124,6 +124,7 @@ class GameAgent(Agent):
 
     # --- shared steps -----------------------------------------------------------------------------
     def start(self) -> Generator[tuple[str, dict], Observation | None, tuple[DesignSpace, dict, dict]]:
+        """Read the status and the history: (design space, status, history)."""
         status = _json((yield ("get_status", {})))
         history = _json((yield ("get_history", {})))
         return space_of(status), status, history
@@ -137,13 +138,16 @@ class GameAgent(Agent):
         return [s for s in sizes if s > 0]
 
     def finish(self, design: dict, report: str) -> Generator[tuple[str, dict], str, None]:
+        """Submit ``design`` and write ``report``."""
         yield ("submit_final_design", {"design": design})
         yield ("write_report", {"text": report})
 
 
 @register_agent("game_random")
 class RandomSearchAgent(GameAgent):
+    """Random valid designs; submits the deployed design with the best observed rate."""
     def policy(self):
+        """The play, as a generator of tool calls (see the class)."""
         space, status, _ = yield from self.start()
         results = []
         for n in self.plan(status):
@@ -157,7 +161,9 @@ class RandomSearchAgent(GameAgent):
 
 @register_agent("game_greedy")
 class GreedyCoordinateAgent(GameAgent):
+    """Greedy coordinate search: moves ``step`` DEF points between two components."""
     def policy(self):
+        """The play, as a generator of tool calls (see the class)."""
         space, status, history = yield from self.start()
         step = int(self.params.get("step", 2))
         hist = history.get("history") or []
@@ -205,6 +211,7 @@ class BanditAgent(GameAgent):
     """Thompson sampling with a Bayesian linear model (prior N(0, tau^2 I), binomial noise)."""
 
     def policy(self):
+        """The play, as a generator of tool calls (see the class)."""
         space, status, history = yield from self.start()
         pool = np.array([space.random(self.rng) for _ in range(int(self.params.get("pool", 300)))])
         X, y, w = [], [], []
@@ -252,6 +259,7 @@ class TrapFollowerAgent(GameAgent):
     """Acts on the correlations of the observed per-drone rows (the trap a naive analyst falls into)."""
 
     def policy(self):
+        """The play, as a generator of tool calls (see the class)."""
         space, status, history = yield from self.start()
         rows = [r for h in history.get("history") or [] for r in rows_of(h)]
         sizes = self.plan(status)
@@ -340,6 +348,7 @@ class MechanismAgent(GameAgent):
     COMBAT = (0.0, 0.15, 0.3)        # share of the DEF budget on the combat parts
 
     def policy(self):
+        """The play, as a generator of tool calls (see the class)."""
         family = self.params.get("family")
         if family not in STRUCTURE:
             raise ValueError(f"game_mechanism knows the families {sorted(STRUCTURE)}, got {family!r}")
