@@ -141,12 +141,12 @@ def task_data(cond: Condition, inp: EpisodeInput, names: Sequence[str], masked: 
     """The facts of the prompt (:func:`build_prompt`) as data: the agent's ``observe`` of the task.
 
     Variable names, row count, masked algorithm names, the starting graph (``complete``, or
-    guided: ``pc_kci`` with its edges and deletion log — pair, set, test, grade, as the prompt
-    shows them).  The budgets come with the observation itself.
+    guided: ``pc_run`` — the output of a PC run — with its edges and deletion log: pair, set,
+    test, grade, as the prompt shows them).  The budgets come with the observation itself.
     """
     guided = bool(cond.guided)
     return {"names": list(names), "rows": int(inp.data.shape[0]), "algorithms": sorted(masked),
-            "start": "pc_kci" if guided else "complete",
+            "start": "pc_run" if guided else "complete",
             "start_edges": inp.pc_kci_graph.to_lines() if guided else None,
             "deletion_log": _agent_visible_log(inp.pc_kci_deletions) if guided else None}
 
