@@ -1,5 +1,6 @@
-"""The agent harness (docs/design.md §5): conditions, budgets, tools, the episode loop, the parser of
-submitted edge lists, prompt templates and the code tool's sandbox."""
+"""The agent harness (docs/design.md §5): conditions, budgets, tools and their structured results,
+the agent loop (:mod:`.loop`, shared with the games' tool mode), episodes and their scoring
+(:mod:`.scoring`), the parser of submitted edge lists, prompt templates and the code tool's sandbox."""
 
 from .budgets import Budgets, BudgetSettings
 from .conditions import Condition, expand_conditions
