@@ -220,7 +220,7 @@ def score_episodes(episodes: pd.DataFrame, calls: pd.DataFrame, truths: Mapping[
     heads: dict[tuple[str, int], dict[str, float]] = {}
     for r in headroom[headroom["method"].isin(["bca_g", "bca_f"])].itertuples():
         heads.setdefault((r.family, int(r.instance)), {})[r.method] = float(r.f1)
-    by_episode = dict(calls.groupby("episode_id")) if len(calls) else {}
+    by_episode = {k: g for k, g in calls.groupby("episode_id")} if len(calls) else {}  # noqa: C416 (GroupBy has .keys)
     k_max = max(len([a for a in menu if a != "pc_kci"]), 1)
     rows = []
     for ep in episodes.to_dict("records"):
