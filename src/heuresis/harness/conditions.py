@@ -93,6 +93,7 @@ class Condition:
         return cls(agent, toolbox, start == "guided", int(level), target, budget, last_turn, int(repeat))
 
     def as_dict(self) -> dict:
+        """The condition as a plain dict, with its id (the condition columns of the tables)."""
         return {**asdict(self), "condition_id": self.condition_id}
 
 

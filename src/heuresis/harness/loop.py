@@ -39,15 +39,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from heuresis.agents.base import UNREADABLE_TOOL, Agent, AgentReply, Observation, Usage
+from heuresis.harness.conditions import LAST_TURN_REQUESTS, LAST_TURNS
 from heuresis.harness.parse import echo
 from heuresis.harness.prompts import render
 from heuresis.harness.tools import Tool, ToolError, ToolResult
 
-__all__ = ["LAST_TURN_RULES", "AgentLoop", "Call", "Exchange", "Request", "TurnLimit", "UsageTotals",
+__all__ = ["AgentLoop", "Call", "Exchange", "Request", "TurnLimit", "UsageTotals",
            "single_request"]
 
-#: Settings of the last-turn rule (``Condition.last_turn``).
-LAST_TURN_RULES = ("none", "once", "retry")
 #: An error answered to the agent is cut to this many characters (it never echoes a long argument back).
 MAX_ERROR = 2000
 
@@ -207,7 +206,8 @@ class AgentLoop:
     limits
         :class:`~heuresis.harness.budgets.Budgets` or :class:`TurnLimit`.
     last_turn
-        The last-turn rule (:data:`LAST_TURN_RULES`); offers the ``last_turn_tools`` only.
+        The last-turn setting (:data:`~heuresis.harness.conditions.LAST_TURNS`); the last turn
+        offers the ``last_turn_tools`` only.
     last_turn_tools
         The tools of the last turn (those of ``tools`` with these names).
 
@@ -222,8 +222,8 @@ class AgentLoop:
 
     def __init__(self, agent: Agent, tools: Mapping[str, Tool], ctx: Any, limits, *, last_turn: str = "none",
                  last_turn_tools: Sequence[str] = ("submit",)) -> None:
-        if last_turn not in LAST_TURN_RULES:
-            raise ValueError(f"unknown last-turn rule {last_turn!r}; known: {list(LAST_TURN_RULES)}")
+        if last_turn not in LAST_TURNS:
+            raise ValueError(f"unknown last-turn setting {last_turn!r}; known: {list(LAST_TURNS)}")
         self.agent, self.tools, self.ctx, self.limits, self.last_turn = agent, dict(tools), ctx, limits, last_turn
         self.specs = [t.spec(ctx) for t in self.tools.values()]
         self.last_specs = [self.tools[n].spec(ctx) for n in last_turn_tools if n in self.tools]
@@ -400,7 +400,7 @@ class AgentLoop:
             self.termination = "unsubmitted"
             return
         self.add({"role": "user", "content": render("last_turn", reason=reason.replace("_", " "))})
-        attempts = 2 if self.last_turn == "retry" else 1
+        attempts = LAST_TURN_REQUESTS[self.last_turn]
         allowed = {s["function"]["name"] for s in self.last_specs}
         for attempt in range(attempts):
             self.turn += 1

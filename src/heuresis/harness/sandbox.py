@@ -100,6 +100,7 @@ class SandboxResult:
     isolation: str = ""      # "bwrap" or "none"
 
     def as_dict(self) -> dict:
+        """The result as a plain dict."""
         return asdict(self)
 
     def shown(self) -> dict:
