@@ -230,12 +230,12 @@ def cmd_play(args: argparse.Namespace, inp=input, out=print) -> int:
             elif cmd == "status":
                 out(json.dumps(game.status(), indent=1))
             elif cmd == "history":
-                res = json.loads(tools["get_history"].call(None, {}).text)
+                res = tools["get_history"].call(None, {}).data
                 for dep in res["history"] + res["stage1"]:
                     show(dep)
             elif cmd == "deploy":
                 count, _, design = rest.strip().partition(" ")
-                res = json.loads(tools["deploy"].call(None, {"design": _parse_design(design), "count": int(count)}).text)
+                res = tools["deploy"].call(None, {"design": _parse_design(design), "count": int(count)}).data
                 show(res)
                 out(f"left: {res['drones_left']} drones, {res['deployments_left']} deployments")
             elif cmd == "submit":

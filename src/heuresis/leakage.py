@@ -1,4 +1,4 @@
-"""Figure 1a, the leakage probe: does an LLM know public causal graphs from the variable names alone?
+"""Figure 1a, the leakage probe: whether an LLM knows public causal graphs from variable names alone.
 
 For each configured LLM agent, each public network (:mod:`heuresis.networks`, read offline from
 the BNLearn files bundled in ``pgmpy-no-torch``) and each repeat, the model is asked, in one
@@ -32,6 +32,7 @@ import pyarrow as pa
 from heuresis.agents.base import make_agent
 from heuresis.config.loading import config_digest
 from heuresis.graph import Graph, Relation
+from heuresis.harness.loop import single_request
 from heuresis.harness.parse import ParseError, parse_edge_list
 from heuresis.harness.prompts import render
 from heuresis.io import Checkpoint, write_table
@@ -56,6 +57,7 @@ CONDITIONS = ("names", "indices")
 
 
 def probe_seed(seed: int, agent: str, network: str, condition: str, repeat: int) -> int:
+    """Seed of one probe (the index assignment and the listing order), stable across runs."""
     h = hashlib.sha256(f"{seed}/leakage/{agent}/{network}/{condition}/{repeat}".encode()).digest()
     return int.from_bytes(h[:4], "little")
 
@@ -73,6 +75,7 @@ def probe_labels(net: Network, condition: str, rng: np.random.Generator) -> tupl
 
 
 def probe_prompt(labels: Sequence[str], order: Sequence[int]) -> str:
+    """The probe's request: the variables listed in ``order`` under their labels."""
     return render("leakage", d=len(labels), variables="\n".join(f"- {labels[k]}" for k in order))
 
 
@@ -132,19 +135,17 @@ def run_leakage(agent: str, spec: Mapping, networks: Sequence[str], repeats: int
         row = {"agent": agent, "model": model.model, "provider": model.provider, "network": net_name,
                "condition": cond, "repeat": r, "seed": s, "d": len(labels),
                "n_true_edges": int(net.adjacency.sum()), "labels": "; ".join(labels[k] for k in order)}
-        try:
-            reply = model.respond(messages, [])
-        except Exception as exc:   # recorded, never dropped; the other probes go on
-            u = getattr(exc, "usage", None)
-            row.update(status="failed", error=f"{type(exc).__name__}: {exc}", reply="", f1=float("nan"),
+        ex = single_request(model, messages)
+        u = ex.usage
+        if not ex.ok:   # recorded, never dropped; the other probes go on
+            row.update(status="failed", error=f"{type(ex.error).__name__}: {ex.error}", reply="", f1=float("nan"),
                        precision=float("nan"), recall=float("nan"), n_edges=0, n_directed_judged=0,
                        direction_accuracy=float("nan"), tokens_in=0, tokens_out=0,
-                       cost=None if u is None else u.cost, latency_s=0.0, retries=0 if u is None else u.retries)
+                       cost=ex.cost, latency_s=0.0, retries=0 if u is None else u.retries)
         else:
-            text = reply.message.get("content") or ""
-            u = reply.usage
+            text = ex.reply.message.get("content") or ""
             row.update(score_reply(text, labels, net.adjacency), reply=text, tokens_in=u.tokens_in,
-                       tokens_out=u.tokens_out, cost=u.cost, latency_s=u.latency_s, retries=u.retries)
+                       tokens_out=u.tokens_out, cost=ex.cost, latency_s=u.latency_s, retries=u.retries)
         ckpt.save(key, row)
         log(f"leakage {agent} {net_name} {cond} r{r}: {row['status']} F1={row['f1']:.3f}")
     rows = ckpt.values("/".join(map(str, u)) for u in units)
@@ -156,8 +157,10 @@ def run_leakage(agent: str, spec: Mapping, networks: Sequence[str], repeats: int
 
 
 def figure1a(results: pd.DataFrame, agents: Sequence[str], networks: Sequence[str]):
-    """Adjacency F1 and direction accuracy per network, names vs indices, one column per agent;
-    without an LLM agent, a figure that says so.  Returns (fig, numbers)."""
+    """Plot adjacency F1 and direction accuracy per network, names vs indices, one column per agent.
+
+    Without an LLM agent, a figure that says so.  Returns (fig, numbers).
+    """
     import matplotlib
 
     matplotlib.use("Agg")

@@ -8,6 +8,11 @@ An agent sees OpenAI chat-format messages and tool specs and returns one assista
                     #                  "function": {"name", "arguments": <JSON string>}}]}
     reply.usage     # Usage: tokens in/out, cost, latency, retries, model, provider
 
+The harness also hands every agent the structured content of the task and of each tool result
+(:meth:`Agent.observe`, an :class:`Observation`): the same facts as the message's text, as
+values, never more (no truth, no p-value).  The offline agents read these, not the prose; an LLM
+agent ignores them and reads only the text.
+
 Agents register by *kind* (``@register_agent("merge")``); the config's ``agents`` section names
 agents and gives each a kind and parameters, e.g. ``merge: {kind: merge, k: 2}``.
 :func:`make_agent` builds one per episode.  An agent class may declare itself ``privileged``
@@ -25,7 +30,8 @@ from typing import Any, ClassVar
 
 from heuresis.registry import Registry
 
-__all__ = ["AGENTS", "UNREADABLE_TOOL", "Agent", "AgentReply", "Usage", "make_agent", "register_agent", "tool_call"]
+__all__ = ["AGENTS", "UNREADABLE_TOOL", "Agent", "AgentReply", "Observation", "Usage", "make_agent", "register_agent",
+           "tool_call"]
 
 #: Name given to a tool call an agent wrote but that could not be read (the harness answers it
 #: with the problem, so the model can try again).
@@ -72,8 +78,26 @@ class AgentReply:
     usage: Usage = field(default_factory=Usage)
 
 
+@dataclass(frozen=True)
+class Observation:
+    """The structured content of one message the harness sent: the task, or one tool result.
+
+    ``data`` says what the message's text says, as values (a tool's
+    :attr:`~heuresis.harness.tools.ToolResult.data`, or the task's names, starting graph and
+    log); empty for a refused call, whose ``error`` is the message answered.  ``budgets`` is
+    what remains of every budget (the budgets line of the text), None where there is none.
+    """
+
+    key: str                   # "task", or the id of the tool call answered
+    tool: str                  # the tool's name ("" for the task)
+    ok: bool
+    data: dict
+    error: str = ""
+    budgets: dict | None = None
+
+
 class Agent(ABC):
-    """An agent: ``respond(messages, tools) -> AgentReply``, nothing else."""
+    """An agent: ``respond(messages, tools) -> AgentReply`` (and, optionally, :meth:`observe`)."""
 
     kind: ClassVar[str] = ""
     privileged: ClassVar[bool] = False   # receives the unmasking map (baselines only)
@@ -88,6 +112,12 @@ class Agent(ABC):
 
     def bind(self, limits: Mapping[str, Any]) -> None:
         """Told the episode's limits (``output_tokens_per_turn``, ...) before the first turn."""
+
+    def observe(self, observation: Observation) -> None:
+        """Told the structured content of the task and of every tool result (default: ignored).
+
+        Called once the message is added, before the next :meth:`respond`.
+        """
 
     @property
     def model(self) -> str | None:

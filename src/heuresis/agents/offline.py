@@ -1,7 +1,9 @@
 """Offline agents (docs/design.md §5.5): scripted policies that act only through tool calls.
 
 They drive the same interface an LLM agent does — OpenAI-format tool calls with JSON-string
-arguments, tool results read back as text — and need no network.  They are **privileged
+arguments — and need no network.  They read the task and the tool results as the structured
+data the harness hands every agent (:class:`~heuresis.agents.base.Observation`: the same facts
+as the text, never the prose), so rewording a tool's text cannot change what they do.  They are **privileged
 baselines**: the harness passes them the episode's unmasking map (masked name -> menu name) in
 the constructor (recorded in the episode as ``privileged``), because a baseline must know which
 masked algorithm is PC-KCI; an agent under study never gets it.
@@ -15,7 +17,7 @@ masked algorithm is PC-KCI; an agent under study never gets it.
   alternative conditioning sets the current graph implies, and restore it, undirected, when every
   check of its :class:`EvidenceRule` passes (e.g. KCI dependent given both endpoints' neighbour
   sets and Fisher-z dependent given each single neighbour), optionally confirmed by a stability
-  check — within the test budget read from the budgets line; guided and with the code tool offered,
+  check — within the test budget left (the observed budgets); guided and with the code tool offered,
   also restore the deletions a nonlinear screen and a local permutation test find dependent
   (programs of :mod:`heuresis.agents.nlcode` sent through ``run_code``); then submit.  The planning and the
   decision are pure functions (:func:`plan_retests`, :func:`decide_restore`) that
@@ -26,12 +28,11 @@ When offered only ``submit`` (the last turn) every agent submits the best graph 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 
 from heuresis.agents import nlcode
-from heuresis.agents.base import Agent, AgentReply, register_agent, tool_call
+from heuresis.agents.base import Agent, AgentReply, Observation, register_agent, tool_call
 from heuresis.graph import Graph, Relation
 from heuresis.harness.parse import ParseError, parse_edge_list
 
@@ -50,59 +51,18 @@ __all__ = [
     "plan_screen",
 ]
 
-_BUDGET = re.compile(r"test units (\d+)/(\d+)")
-_LOG = re.compile(r"^(X\d+) -- (X\d+) \| given \{(.*?)\} \| (\w+) \| (.+)$", re.M)
-
-
-# --- reading the conversation ---------------------------------------------------------------------
-def _names(messages: list[dict]) -> list[str]:
-    for m in messages:
-        if m["role"] == "user":
-            hit = re.search(r"columns named X1\.\.X(\d+)", m.get("content") or "")
-            if hit:
-                return [f"X{k + 1}" for k in range(int(hit.group(1)))]
-    raise ValueError("the prompt does not name the columns")
-
-
-def _prompt(messages: list[dict]) -> str:
-    return next(m["content"] for m in messages if m["role"] == "user")
-
-
-def _results(messages: list[dict]) -> dict[str, str]:
-    """Tool results since the last assistant message, by tool-call id."""
-    out = {}
-    for m in reversed(messages):
-        if m["role"] == "assistant":
-            break
-        if m["role"] == "tool":
-            out[m["tool_call_id"]] = m["content"]
-    return out
-
-
-def _body(result: str) -> str:
-    return "\n".join(line for line in result.splitlines() if not line.startswith("[budgets left"))
-
-
-def _graph_of(result: str, names: list[str]) -> Graph | None:
-    """The graph in a run_algorithm / view_graph result, or None for an error."""
-    if result.startswith("ERROR"):
+# --- reading what the harness observed (structured results, never the prose) ---------------------
+def _graph_of(obs: Observation | None, names: list[str]) -> Graph | None:
+    """The graph of a run_algorithm / view_graph result, or None for an error (or no result)."""
+    if obs is None or not obs.ok:
         return None
-    lines = _body(result).splitlines()[1:]
-    text = "\n".join(lines)
-    if "(no edges)" in text or not text.strip():
+    edges = obs.data.get("edges") or []
+    if not edges:
         return Graph.empty(len(names), names)
     try:
-        return parse_edge_list(text, names)
+        return parse_edge_list("\n".join(edges), names)
     except ParseError:
         return None
-
-
-def _test_units_left(messages: list[dict]) -> int | None:
-    for m in reversed(messages):
-        hit = _BUDGET.search(m.get("content") or "")
-        if hit:
-            return int(hit.group(1))
-    return None
 
 
 def _msg(calls: list[dict], content: str | None = None) -> AgentReply:
@@ -119,6 +79,8 @@ def _only_submit(tools: list[dict]) -> bool:
 
 
 class _Offline(Agent):
+    """Base of the offline agents: the unmasking map, and the task and results as observed data."""
+
     privileged = True
 
     def __init__(self, name: str, algorithm_map: Mapping[str, str] | None = None, **params) -> None:
@@ -128,19 +90,42 @@ class _Offline(Agent):
         self.best: Graph | None = None
         self.step = 0
         self.pending: dict[str, tuple] = {}
+        self.task: dict = {}
+        self.budgets: dict = {}
+        self._inbox: dict[str, Observation] = {}
 
     def masked(self, algorithm: str) -> str:
+        """The masked name of menu algorithm ``algorithm`` in this episode."""
         if algorithm not in self.mask:
             raise ValueError(f"{self.name}: {algorithm!r} is not on the menu of this episode")
         return self.mask[algorithm]
 
+    @property
+    def names(self) -> list[str]:
+        """The variables, as the task names them."""
+        if "names" not in self.task:
+            raise ValueError(f"{self.name}: the task does not name the variables")
+        return list(self.task["names"])
+
+    def observe(self, observation: Observation) -> None:
+        """Keep the task, the latest budgets and the results of the current turn's calls."""
+        if observation.key == "task":
+            self.task = dict(observation.data)
+        else:
+            self._inbox[observation.key] = observation
+        if observation.budgets is not None:
+            self.budgets = dict(observation.budgets)
+
     def respond(self, messages: list[dict], tools: list[dict]) -> AgentReply:
+        """Submit the best graph in the last turn, else the next step of :meth:`act`."""
+        results, self._inbox = self._inbox, {}
         if _only_submit(tools):
             return _submit(self.best)
         self.step += 1
-        return self.act(messages, _results(messages))
+        return self.act(results)
 
-    def act(self, messages: list[dict], results: dict[str, str]) -> AgentReply:
+    def act(self, results: dict[str, Observation]) -> AgentReply:
+        """The next reply, given the results of the previous turn's calls by call id."""
         raise NotImplementedError
 
 
@@ -148,14 +133,15 @@ class _Offline(Agent):
 class ShortcutAgent(_Offline):
     """Runs PC-KCI through the masked tool and submits its output."""
 
-    def act(self, messages, results):
-        names = _names(messages)
+    def act(self, results):
+        """The next reply (see the class), given the previous turn's results by call id."""
+        names = self.names
         if self.step == 1:
             tc = tool_call("run_algorithm", {"algorithm": self.masked("pc_kci")})
             self.pending = {tc["id"]: ("pc_kci",)}
             return _msg([tc])
         for cid in self.pending:
-            self.best = _graph_of(results.get(cid, "ERROR"), names) or self.best
+            self.best = _graph_of(results.get(cid), names) or self.best
         return _submit(self.best)
 
 
@@ -167,8 +153,9 @@ class MergeAgent(_Offline):
         super().__init__(name, algorithm_map, k=k, **params)
         self.k = int(k)
 
-    def act(self, messages, results):
-        names = _names(messages)
+    def act(self, results):
+        """The next reply (see the class), given the previous turn's results by call id."""
+        names = self.names
         if self.step == 1:
             calls = []
             for masked, real in sorted(self.unmask.items()):
@@ -176,7 +163,7 @@ class MergeAgent(_Offline):
                 self.pending[tc["id"]] = real
                 calls.append(tc)
             return _msg(calls)
-        graphs = {real: _graph_of(results.get(cid, "ERROR"), names) for cid, real in self.pending.items()}
+        graphs = {real: _graph_of(results.get(cid), names) for cid, real in self.pending.items()}
         base = graphs.get("pc_kci")
         if base is None:
             return _submit(None)
@@ -228,12 +215,14 @@ class Check:
 
     @classmethod
     def from_config(cls, spec: Mapping) -> Check:
+        """A check from its config entry ``{test, sets, need, grades}``."""
         unknown = sorted(set(spec) - {"test", "sets", "need", "grades"})
         if unknown:
             raise ValueError(f"evidence check: unknown key(s) {unknown} in {dict(spec)!r}")
         return cls(**dict(spec))
 
     def passes(self, got: Sequence[str | None]) -> bool:
+        """Whether the grades ``got`` (one per set; None: a failed test) pass the check."""
         if not got:
             return False
         ok = [g in self.grades for g in got]
@@ -308,10 +297,12 @@ class EvidenceRule:
                                                    "block": int(spec["block"]), "chunk": int(spec["chunk"])})
 
     def checks_for(self, guided: bool) -> tuple[Check, ...]:
+        """The checks of the guided or the unguided condition."""
         return self.checks if guided or not self.unguided_checks else self.unguided_checks
 
     @classmethod
     def from_config(cls, spec: Mapping) -> EvidenceRule:
+        """The rule from the agent's config parameters (unknown keys are an error)."""
         keys = {f.name for f in fields(cls)}
         unknown = sorted(set(spec) - keys)
         if unknown:
@@ -319,6 +310,7 @@ class EvidenceRule:
         return cls(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in spec.items()})
 
     def as_config(self) -> dict:
+        """The rule as config parameters (what :meth:`from_config` reads)."""
         def conf(cs):
             return [{"test": c.test, "sets": list(c.sets), "need": c.need, "grades": list(c.grades)} for c in cs]
         out = {"candidate_grades": list(self.candidate_grades), "max_set": self.max_set, "checks": conf(self.checks)}
@@ -329,6 +321,7 @@ class EvidenceRule:
         return out
 
     def describe(self) -> str:
+        """A one-line summary of the rule (for logs and benchmark tables)."""
         short = {"strong dependence": "S", "moderate dependence": "M", "weak dependence": "W",
                  "no evidence (borderline)": "B", "no evidence": "N"}
         def desc(checks):
@@ -440,8 +433,11 @@ def _pair_key(x: int, y: int) -> tuple[int, int]:
 
 def plan_screen(rule: EvidenceRule, g: Graph, log: Sequence[tuple[int, int, tuple[int, ...], str]] | None
                 ) -> list[list]:
-    """The nonlinear path's screening jobs ``[[x, y, [set, ...]], ...]``: every logged deletion with
-    its two ``nbrs`` sets (pairs without such a set are left out); [] when the path is off or unguided."""
+    """Return the nonlinear path's screening jobs ``[[x, y, [set, ...]], ...]``.
+
+    Every logged deletion with its two ``nbrs`` sets (pairs without such a set are left out); []
+    when the path is off or unguided.
+    """
     if rule.nonlinear is None or log is None:
         return []
     jobs, seen = [], set()
@@ -456,8 +452,11 @@ def plan_screen(rule: EvidenceRule, g: Graph, log: Sequence[tuple[int, int, tupl
 
 def plan_confirm(rule: EvidenceRule, g: Graph, log: Sequence[tuple[int, int, tuple[int, ...], str]] | None,
                  screened: Mapping[tuple[int, int], float], skip: Sequence[tuple[int, int]] = ()) -> list[list]:
-    """Confirming jobs for the pairs whose screen value is <= ``screen`` (most significant first, pairs in
-    ``skip`` — already restored — left out): each given its deleting set and its ``nbrs`` sets."""
+    """Return the confirming jobs for the pairs whose screen value is <= ``screen``.
+
+    Most significant first, pairs in ``skip`` (already restored) left out; each is given its
+    deleting set and its ``nbrs`` sets.
+    """
     if rule.nonlinear is None or log is None:
         return []
     sep = {}
@@ -486,7 +485,7 @@ class EvidenceAgent(_Offline):
     1. *Candidates* and 2. *re-tests*: :func:`plan_retests` with the :class:`EvidenceRule` built
        from the agent's parameters (guided: the logged deletions with the chosen grades; unguided:
        run PC-KCI through the masked tool, every non-adjacent pair), within the test budget read
-       from the budgets line; every test is one ``ci_test`` tool call.
+       from the observed budgets; every test is one ``ci_test`` tool call.
        With the nonlinear path on (guided, code tool offered), the same turn sends one ``run_code``
        program that screens every logged deletion (:func:`plan_screen`, :mod:`.nlcode`).
     3. *Decide*: :func:`decide_restore` on the grades read back from the tool results.
@@ -515,30 +514,28 @@ class EvidenceAgent(_Offline):
         self.screened: dict[tuple[int, int], float] = {}
         self._tools: list[dict] | None = None
 
-    def _start_guided(self, messages, names) -> None:
-        prompt = _prompt(messages)
-        start = prompt.split("Starting graph", 1)[1].split("PC deletion log", 1)[0]
-        start = "\n".join(start.splitlines()[1:])
-        self.best = Graph.empty(len(names), names) if "(no edges)" in start else parse_edge_list(start, names)
+    def _start_guided(self, names) -> None:
+        """The guided start: PC-KCI's output and deletion log, as the task gives them."""
+        edges = self.task.get("start_edges") or []
+        self.best = parse_edge_list("\n".join(edges), names) if edges else Graph.empty(len(names), names)
         idx = {n: k for k, n in enumerate(names)}
-        self.log = []
-        for x, y, given, _test, grade in _LOG.findall(prompt):
-            sep = tuple(sorted(idx[v.strip()] for v in given.split(",") if v.strip()))
-            self.log.append((idx[x], idx[y], sep, grade.strip()))
+        self.log = [(idx[d["x"]], idx[d["y"]], tuple(sorted(idx[v] for v in d["sepset"])), str(d["grade"]))
+                    for d in self.task["deletion_log"]]
 
     @staticmethod
-    def _grade(result: str) -> str | None:
-        hit = re.search(r"\}: (.+?) \(verdict: ", result)
-        return hit.group(1).strip() if hit and not result.startswith("ERROR") else None
+    def _grade(obs: Observation | None) -> str | None:
+        """The grade of a ``ci_test`` result (None for an error)."""
+        return str(obs.data["grade"]) if obs is not None and obs.ok else None
 
     def _offered(self, tool: str) -> bool:
         return tool in {t["function"]["name"] for t in (self._tools or [])}
 
-    def act(self, messages, results):
-        names = _names(messages)
+    def act(self, results):
+        """The next reply (see the class), given the previous turn's results by call id."""
+        names = self.names
         if self.phase == "start":
-            if "PC deletion log" in _prompt(messages):
-                self._start_guided(messages, names)
+            if self.task.get("deletion_log") is not None:
+                self._start_guided(names)
                 self.phase = "retest"
             else:
                 tc = tool_call("run_algorithm", {"algorithm": self.masked("pc_kci")})
@@ -546,12 +543,12 @@ class EvidenceAgent(_Offline):
                 self.phase = "candidates"
                 return _msg([tc])
         if self.phase == "candidates":
-            g = _graph_of(next(iter(results.values()), "ERROR"), names)
+            g = _graph_of(next((results.get(cid) for cid in self.pending), None), names)
             if g is None:
                 return _submit(None)
             self.best = g
             self.phase = "retest"
-        left = _test_units_left(messages) or 0
+        left = self.budgets.get("test_units") or 0
         if self.phase == "retest":
             self.plan = plan_retests(self.rule, self.best, self.log, left)
             left -= len(self.plan.tests)
@@ -570,9 +567,9 @@ class EvidenceAgent(_Offline):
             grades, self.screened = {}, {}
             for cid, key in self.pending.items():
                 if key == ("screen",):
-                    self.screened = self._code_values(results.get(cid, "ERROR"))
+                    self.screened = self._code_values(results.get(cid))
                 else:
-                    grades[key] = self._grade(results.get(cid, "ERROR"))
+                    grades[key] = self._grade(results.get(cid))
             self.passed = decide_restore(self.rule, self.plan, grades)
             self.pending = {}
             if self.resamples > 0 and self._offered("stability_check"):
@@ -593,9 +590,9 @@ class EvidenceAgent(_Offline):
         if self.phase == "stability":
             keep = []
             for cid, (x, y) in self.pending.items():
-                hit = re.search(r"dependent (\d+), independent (\d+)", results.get(cid, ""))
-                if hit:
-                    dep_n, ind_n = int(hit.group(1)), int(hit.group(2))
+                obs = results.get(cid)
+                if obs is not None and obs.ok:
+                    dep_n, ind_n = int(obs.data["dependent"]), int(obs.data["independent"])
                     if dep_n / max(1, dep_n + ind_n) >= self.min_share:
                         keep.append((x, y))
             self.passed = keep
@@ -616,7 +613,7 @@ class EvidenceAgent(_Offline):
         if self.phase == "confirm":
             confirmed: dict[tuple[int, int], float] = {}
             for cid in self.pending:
-                confirmed.update(self._code_values(results.get(cid, "ERROR")))
+                confirmed.update(self._code_values(results.get(cid)))
             done = set(self.passed)
             self.passed = list(self.passed) + [k for k in decide_nonlinear(self.rule, confirmed) if k not in done]
             self.pending = {}
@@ -636,13 +633,13 @@ class EvidenceAgent(_Offline):
         calls.append(tc)
 
     @staticmethod
-    def _code_values(result: str) -> dict[tuple[int, int], float]:
-        """The ``x y value`` lines of a finished code-tool run ({} when it failed or hit a limit)."""
-        if result.startswith("ERROR") or not result.startswith("exit code 0"):
+    def _code_values(obs: Observation | None) -> dict[tuple[int, int], float]:
+        """The ``x y value`` lines of a code-tool run that exited 0 ({} when it failed or was killed)."""
+        if obs is None or not obs.ok or obs.data.get("timed_out") or obs.data.get("exit_code") != 0:
             return {}
-        body = _body(result).split("stdout:", 1)[-1].split("stderr (end):", 1)[0]
-        return nlcode.parse(body)
+        return nlcode.parse(obs.data.get("stdout") or "")
 
     def respond(self, messages: list[dict], tools: list[dict]) -> AgentReply:
+        """Note the tools offered (the code and stability tools are optional), then act."""
         self._tools = tools
         return super().respond(messages, tools)

@@ -1,7 +1,8 @@
 """Per-episode scores (docs/design.md §6): one row per episode, the input of every analysis table.
 
-For each episode the submitted (or, unsubmitted, the working) graph is re-scored against the
-truth with :func:`heuresis.metrics.score_graph`, set against the references on the same instance
+For each episode the submitted (or, unsubmitted, the working) graph is scored against the
+truth with :func:`heuresis.harness.scoring.score_episode_graph` (the function the harness scores
+it with), set against the references on the same instance
 (PC-KCI's output and deletion log from the references stage, BCA_g and BCA_f from the headroom
 stage) and against the agent's own calls:
 
@@ -30,6 +31,7 @@ import pyarrow as pa
 
 from heuresis.graph import Graph, Relation
 from heuresis.harness.parse import parse_edge_list
+from heuresis.harness.scoring import score_episode_graph
 from heuresis.io import read_table, write_table
 from heuresis.metrics import adjacency_scores, score_graph, shd
 from heuresis.references import graph_of, labelled_log
@@ -153,9 +155,9 @@ def score_episode(ep: Mapping, calls: pd.DataFrame, truth, pc_row: Mapping, head
     d = truth.dag.d
     names = [f"X{k + 1}" for k in range(d)]
     graph = Graph(np.asarray(ep["graph"], dtype=np.int8).reshape(d, d))
-    s = score_graph(truth.dag, truth.cpdag, graph)
     pc_graph = graph_of(pc_row)
-    pc = score_graph(truth.dag, truth.cpdag, pc_graph)
+    scored = score_episode_graph(truth.dag, truth.cpdag, graph, pc_graph)
+    s, pc = scored.graph, scored.pc_kci
     outputs = algorithm_outputs(calls, names)
     ran = list(dict.fromkeys(a for a, _ in outputs))
     first_out = dict(reversed(outputs))  # first output of each algorithm

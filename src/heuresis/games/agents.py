@@ -1,9 +1,10 @@
 """Offline game agents (docs/games.md §3-4): non-LLM baselines and the scripted trap-follower.
 
 They play through the same interface as an LLM agent — OpenAI-format tool calls with JSON
-arguments, tool results read back as text — and see only what any agent sees (the design space
-comes from ``get_status``).  Each is written as a generator that yields ``(tool, arguments)`` and
-receives the tool's result text.  Every baseline spends the whole Stage-1 budget (deployments of
+arguments — and see only what any agent sees (the design space comes from ``get_status``); they
+read each tool result as its data (:class:`~heuresis.agents.base.Observation`: the same JSON
+object as the text, per-drone rows as records), never the text.  Each is written as a generator
+that yields ``(tool, arguments)`` and receives the result's data.  Every baseline spends the whole Stage-1 budget (deployments of
 ``budget / deployments`` drones) and submits the deployed design with the best observed survival
 rate (the bandit: the best posterior mean among deployed designs).
 
@@ -31,14 +32,11 @@ rate (the bandit: the best posterior mean among deployed designs).
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 from collections.abc import Generator
 
 import numpy as np
 
-from heuresis.agents.base import Agent, AgentReply, register_agent, tool_call
+from heuresis.agents.base import Agent, AgentReply, Observation, register_agent, tool_call
 from heuresis.games.reading import correlational_design, reading_scores
 from heuresis.games.scenario import DesignSpace
 
@@ -52,16 +50,18 @@ __all__ = [
     "TrapFollowerAgent",
 ]
 
-Policy = Generator[tuple[str, dict], str, None]
+Policy = Generator[tuple[str, dict], Observation | None, None]
 
 
-def _json(text: str) -> dict:
-    if text.startswith("ERROR"):
-        raise RuntimeError(f"tool refused: {text}")
-    return json.loads(text)
+def _json(obs: Observation | None) -> dict:
+    """The data of a tool result; a refused call stops the policy (the play fails, recorded)."""
+    if obs is None or not obs.ok:
+        raise RuntimeError(f"tool refused: ERROR: {obs.error if obs is not None else 'no result'}")
+    return obs.data
 
 
 def space_of(status: dict) -> DesignSpace:
+    """The design space of a ``get_status`` result."""
     ds = status["design_space"]
     comps, eq = ds["components"], ds["equipment"]
     return DesignSpace(tuple(comps), tuple(int(v["cap"]) for v in comps.values()), tuple(eq),
@@ -69,11 +69,9 @@ def space_of(status: dict) -> DesignSpace:
 
 
 def rows_of(deployment: dict) -> list[dict]:
-    text = deployment.get("drones_csv") or ""
-    out = []
-    for r in csv.DictReader(io.StringIO(text)):
-        out.append({k: (v if k in ("status", "terrain") else float(v)) for k, v in r.items()})
-    return out
+    """The per-drone rows of a deployment's data, numbers as floats (status and terrain as text)."""
+    return [{k: (v if k in ("status", "terrain") else float(v)) for k, v in r.items()}
+            for r in deployment.get("drones") or []]
 
 
 def even_design(space: DesignSpace) -> dict:
@@ -97,14 +95,22 @@ class GameAgent(Agent):
         super().__init__(name, seed=seed, **params)
         self.rng = np.random.default_rng([int(seed), 7])
         self._gen: Policy | None = None
+        self._last: Observation | None = None
         self.done = False
 
     def policy(self) -> Policy:  # pragma: no cover - abstract
+        """The generator of ``(tool, arguments)``; each ``yield`` receives that call's result data."""
         raise NotImplementedError
         yield
 
+    def observe(self, observation: Observation) -> None:
+        """Keep the latest tool result (the game's task prompt carries no data)."""
+        if observation.key != "task":
+            self._last = observation
+
     def respond(self, messages: list[dict], tools: list[dict]) -> AgentReply:
-        last = next((m["content"] for m in reversed(messages) if m["role"] == "tool"), "")
+        """The policy's next call, sent the last result; ``Done.`` once the policy ends."""
+        last = self._last
         try:
             if self._gen is None:
                 self._gen = self.policy()
@@ -117,7 +123,8 @@ class GameAgent(Agent):
         return AgentReply({"role": "assistant", "content": None, "tool_calls": [tool_call(name, args)]})
 
     # --- shared steps -----------------------------------------------------------------------------
-    def start(self) -> Generator[tuple[str, dict], str, tuple[DesignSpace, dict, dict]]:
+    def start(self) -> Generator[tuple[str, dict], Observation | None, tuple[DesignSpace, dict, dict]]:
+        """Read the status and the history: (design space, status, history)."""
         status = _json((yield ("get_status", {})))
         history = _json((yield ("get_history", {})))
         return space_of(status), status, history
@@ -131,13 +138,16 @@ class GameAgent(Agent):
         return [s for s in sizes if s > 0]
 
     def finish(self, design: dict, report: str) -> Generator[tuple[str, dict], str, None]:
+        """Submit ``design`` and write ``report``."""
         yield ("submit_final_design", {"design": design})
         yield ("write_report", {"text": report})
 
 
 @register_agent("game_random")
 class RandomSearchAgent(GameAgent):
+    """Random valid designs; submits the deployed design with the best observed rate."""
     def policy(self):
+        """The play, as a generator of tool calls (see the class)."""
         space, status, _ = yield from self.start()
         results = []
         for n in self.plan(status):
@@ -151,7 +161,9 @@ class RandomSearchAgent(GameAgent):
 
 @register_agent("game_greedy")
 class GreedyCoordinateAgent(GameAgent):
+    """Greedy coordinate search: moves ``step`` DEF points between two components."""
     def policy(self):
+        """The play, as a generator of tool calls (see the class)."""
         space, status, history = yield from self.start()
         step = int(self.params.get("step", 2))
         hist = history.get("history") or []
@@ -199,6 +211,7 @@ class BanditAgent(GameAgent):
     """Thompson sampling with a Bayesian linear model (prior N(0, tau^2 I), binomial noise)."""
 
     def policy(self):
+        """The play, as a generator of tool calls (see the class)."""
         space, status, history = yield from self.start()
         pool = np.array([space.random(self.rng) for _ in range(int(self.params.get("pool", 300)))])
         X, y, w = [], [], []
@@ -246,6 +259,7 @@ class TrapFollowerAgent(GameAgent):
     """Acts on the correlations of the observed per-drone rows (the trap a naive analyst falls into)."""
 
     def policy(self):
+        """The play, as a generator of tool calls (see the class)."""
         space, status, history = yield from self.start()
         rows = [r for h in history.get("history") or [] for r in rows_of(h)]
         sizes = self.plan(status)
@@ -334,6 +348,7 @@ class MechanismAgent(GameAgent):
     COMBAT = (0.0, 0.15, 0.3)        # share of the DEF budget on the combat parts
 
     def policy(self):
+        """The play, as a generator of tool calls (see the class)."""
         family = self.params.get("family")
         if family not in STRUCTURE:
             raise ValueError(f"game_mechanism knows the families {sorted(STRUCTURE)}, got {family!r}")

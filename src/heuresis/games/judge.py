@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from collections.abc import Mapping
 
 import numpy as np
 
 from heuresis.agents.llm import repair_arguments
+from heuresis.harness.loop import single_request
 from heuresis.harness.prompts import render
 
 __all__ = ["RUBRIC", "ScoreError", "icc", "judge_play", "judge_prompt", "parse_scores"]
@@ -119,17 +119,14 @@ def judge_play(model, judge: str, play: Mapping, scn) -> dict:
         return row
     messages = [{"role": "system", "content": render("game_judge_system")},
                 {"role": "user", "content": judge_prompt(play, scn)}]
-    t0 = time.monotonic()
-    try:
-        reply = model.respond(messages, [])
-    except Exception as exc:   # recorded, never dropped; the other plays go on
-        u = getattr(exc, "usage", None)
-        row.update(status="failed", error=f"{type(exc).__name__}: {exc}", cost=None if u is None else u.cost,
-                   latency_s=round(time.monotonic() - t0, 4))
+    ex = single_request(model, messages)
+    if not ex.ok:   # recorded, never dropped; the other plays go on
+        row.update(status="failed", error=f"{type(ex.error).__name__}: {ex.error}", cost=ex.cost,
+                   latency_s=round(ex.wall_s, 4))
         return row
-    u = reply.usage
-    answer = reply.message.get("content") or ""
-    row.update(answer=answer, tokens_in=u.tokens_in, tokens_out=u.tokens_out, cost=u.cost, latency_s=u.latency_s)
+    u = ex.usage
+    answer = ex.reply.message.get("content") or ""
+    row.update(answer=answer, tokens_in=u.tokens_in, tokens_out=u.tokens_out, cost=ex.cost, latency_s=u.latency_s)
     try:
         scores = parse_scores(answer)
     except ScoreError as exc:

@@ -1,12 +1,13 @@
 """One play of a scenario by an agent (docs/games.md §4), recorded call by call, in one of two modes.
 
-**tools** (multi-turn tool use).  The loop mirrors the observational harness
-(:mod:`heuresis.harness.episode`): a system and a task prompt, then turns of
-``agent.respond(messages, tools)``; every tool call is executed and answered exactly once (result
-or error) and recorded with its arguments, result and wall time.
-A text-only reply is nudged.  The play ends when the report is written, or at the turn limit
-(then the play is ``unsubmitted`` — survival 0, not won — or ``no_report``).  An exception of the
-agent ends the play as ``failed``; an exception inside a tool is answered as an error.
+**tools** (multi-turn tool use).  The agent loop of the observational harness
+(:class:`heuresis.harness.loop.AgentLoop`) with the game's tools and a turn limit: a system and a
+task prompt, then turns of ``agent.respond(messages, tools)``; every tool call is executed and
+answered exactly once (result or error) and recorded with its arguments, result, the game's stage
+after it and its wall time.  A text-only reply is nudged.  The play ends when the report is
+written, or at the turn limit (then the play is ``unsubmitted`` — survival 0, not won — or
+``no_report``).  An exception of the agent ends the play as ``failed``; an exception inside a tool
+is answered as an error.
 
 **prompt** (single-turn prompting, LLM agents).  No tools and no conversation memory: every
 decision is one request whose single prompt holds the rules, the budget left and the *whole*
@@ -25,7 +26,6 @@ the optimum, configuration path), the ``game_calls`` rows and the JSON transcrip
 
 from __future__ import annotations
 
-import copy
 import json
 import re
 import time
@@ -38,8 +38,8 @@ from heuresis.agents.llm import repair_arguments
 from heuresis.games.game import Game, GameError
 from heuresis.games.scenario import Scenario
 from heuresis.games.tools import game_tools, rows_csv
+from heuresis.harness.loop import AgentLoop, TurnLimit, UsageTotals, single_request
 from heuresis.harness.prompts import render
-from heuresis.harness.tools import ToolError
 
 __all__ = [
     "DEFAULT_MAX_TURNS",
@@ -62,12 +62,15 @@ NUDGE = "Act through the tools: deploy, submit_final_design, then write_report."
 
 @dataclass
 class PlayOutcome:
+    """What a play produced: its ``game_plays`` row, ``game_calls`` rows and transcript."""
+
     row: dict
     calls: list[dict]
     transcript: dict
 
 
 def task_prompt(game: Game) -> str:
+    """The task prompt of the tools mode: rules, design space, budgets, free history."""
     scn, space, b = game.scn, game.space, game.scn.budgets
     comps = ", ".join(f"{c} (cap {k})" for c, k in zip(space.components, space.caps))
     eq = "".join(f" Equipment: {e} (costs {k} DEF points)." for e, k in zip(space.equipment, space.costs))
@@ -112,29 +115,6 @@ def path_stats(game: Game) -> dict:
     return out
 
 
-class _Spend:
-    """Tokens, cost (None once a reply has no known price), retries and warnings over a play."""
-
-    def __init__(self) -> None:
-        self.tokens_in = self.tokens_out = self.retries = 0
-        self.cost: float | None = 0.0
-        self.warnings: list[str] = []
-
-    def add(self, u) -> None:
-        if u is None:
-            return
-        self.tokens_in += int(u.tokens_in or 0)
-        self.tokens_out += int(u.tokens_out or 0)
-        self.retries += int(u.retries or 0)
-        if u.cost is None:
-            self.cost = None
-        elif self.cost is not None:
-            self.cost += float(u.cost)
-        for w in u.warnings or []:
-            if w not in self.warnings:
-                self.warnings.append(w)
-
-
 def run_play(agent_name: str, agent_spec: Mapping, scn: Scenario, *, repeat: int = 0, seed: int = 0,
              threshold: float | None = None, optimum: float | None = None,
              max_turns: int = DEFAULT_MAX_TURNS, mode: str = "tools") -> PlayOutcome:
@@ -155,9 +135,8 @@ def run_play(agent_name: str, agent_spec: Mapping, scn: Scenario, *, repeat: int
     agent = make_agent(agent_name, spec)
     agent.bind({"output_tokens_per_turn": OUTPUT_TOKENS})
     game = Game(scn, seed=seed, threshold=threshold)
-    spend = _Spend()
     play = _play_tools if mode == "tools" else _play_prompt
-    calls, transcript, turn, status, error, termination = play(agent, game, spend, max_turns)
+    calls, transcript, turn, status, error, termination, spend = play(agent, game, max_turns)
     s2 = game.stage2
     survival = s2.survival if s2 else 0.0
     play_id = f"{agent_name}/{mode}/{scn.name}/r{repeat}"
@@ -184,62 +163,37 @@ def _termination(game: Game) -> str:
     return {"done": "reported", "report": "no_report", "stage1": "unsubmitted"}[game.stage]
 
 
-def _play_tools(agent, game: Game, spend: _Spend, max_turns: int):
-    """Multi-turn tool use: (calls, transcript part, turns, status, error, termination)."""
-    tools = game_tools(game)
-    specs = [t.spec() for t in tools.values()]
-    messages: list[dict] = [{"role": "system", "content": render("game_system")},
-                            {"role": "user", "content": task_prompt(game)}]
-    meta: list[dict] = [{"turn": 0}, {"turn": 0}]
-    calls: list[dict] = []
-    turn, status, error = 0, "ok", ""
-    try:
-        while game.stage != "done" and turn < max_turns:
-            turn += 1
-            t1 = time.monotonic()
-            reply = agent.respond(copy.deepcopy(messages), specs)
-            msg = dict(reply.message)
-            msg.setdefault("role", "assistant")
-            msg.setdefault("content", None)
-            u = reply.usage
-            spend.add(u)
-            messages.append(msg)
-            meta.append({"turn": turn, "usage": u.as_dict(), "wall_s": round(time.monotonic() - t1, 4)})
-            tcs = msg.get("tool_calls") or []
-            if not tcs:
-                messages.append({"role": "user", "content": NUDGE})
-                meta.append({"turn": turn})
-                continue
-            for k, tc in enumerate(tcs):
-                fn = tc.get("function") or {}
-                name = str(fn.get("name", ""))
-                t2 = time.monotonic()
-                ok, err, details = True, "", {}
-                if name not in tools:
-                    ok, err = False, f"unknown tool {name!r}; available: {sorted(tools)}"
-                    text = f"ERROR: {err}"
-                else:
-                    try:
-                        out = tools[name].call(None, fn.get("arguments", "{}"))
-                        text, details = out.text, out.details
-                    except ToolError as exc:
-                        ok, err, text = False, str(exc), f"ERROR: {exc}"
-                    except Exception as exc:  # a bug in a tool: tell the agent, go on
-                        ok, err = False, f"internal error in {name}: {type(exc).__name__}: {exc}"
-                        text, details = f"ERROR: {err}", {"traceback": traceback.format_exc(limit=5)}
-                messages.append({"role": "tool", "tool_call_id": tc.get("id", ""), "content": text})
-                meta.append({"turn": turn})
-                calls.append({"turn": turn, "index": k, "call_id": str(tc.get("id", "")), "tool": name,
-                              "arguments": str(fn.get("arguments", "")), "result": text, "ok": ok, "error": err,
-                              "stage": game.stage, "wall_s": round(time.monotonic() - t2, 4),
-                              "details": json.dumps(details)})
-    except Exception as exc:  # the agent crashed: a recorded failure
-        status, error = "failed", f"{type(exc).__name__}: {exc}"
-        spend.add(getattr(exc, "usage", None))
-        meta.append({"turn": turn, "error": traceback.format_exc(limit=8)})
-    termination = "failed" if status == "failed" else _termination(game)
-    part = {"tools": specs, "messages": [{**m, "meta": mm} for m, mm in zip(messages, meta)]}
-    return calls, part, turn, status, error, termination
+class _Play(AgentLoop):
+    """The agent loop with the game's tools and a turn limit (no budgets line, no last turn)."""
+
+    ended_text = "not executed: the report, written by an earlier call of this turn, ended the play"
+
+    def __init__(self, agent, game: Game, max_turns: int) -> None:
+        super().__init__(agent, game_tools(game), None, TurnLimit(max_turns))
+        self.game = game
+
+    def nudge(self) -> str:
+        """Act through the tools."""
+        return NUDGE
+
+    def call_extra(self) -> dict:
+        """The game's stage after the call."""
+        return {"stage": self.game.stage}
+
+    def call_rows(self) -> list[dict]:
+        """The calls as rows of the ``game_calls`` table (without the play's keys)."""
+        return [{"turn": c.turn, "index": c.index, "call_id": c.call_id, "tool": c.tool, "arguments": c.arguments,
+                 "result": c.result, "ok": c.ok, "error": c.error, "stage": c.extra["stage"], "wall_s": c.wall_s,
+                 "details": c.details} for c in self.calls]
+
+
+def _play_tools(agent, game: Game, max_turns: int):
+    """Multi-turn tool use: (calls, transcript part, turns, status, error, termination, usage totals)."""
+    loop = _Play(agent, game, max_turns)
+    loop.run(render("game_system"), task_prompt(game))
+    termination = "failed" if loop.status == "failed" else _termination(game)
+    part = {"tools": loop.specs, "messages": loop.transcript_messages()}
+    return loop.call_rows(), part, loop.turn, loop.status, loop.error, termination, loop.totals
 
 
 # --- single-turn prompting ------------------------------------------------------------------------
@@ -380,8 +334,9 @@ def prompt_request(game: Game) -> str:
                   example=json.dumps(dict.fromkeys(space.components[:3], 1)))
 
 
-def _play_prompt(agent, game: Game, spend: _Spend, max_turns: int):
-    """Single-turn prompting: (calls, transcript part, requests, status, error, termination)."""
+def _play_prompt(agent, game: Game, max_turns: int):
+    """Single-turn prompting: (calls, transcript part, requests, status, error, termination, usage totals)."""
+    totals = UsageTotals()
     requests: list[dict] = []
     calls: list[dict] = []
     turn, status, error, termination = 0, "ok", "", ""
@@ -391,12 +346,15 @@ def _play_prompt(agent, game: Game, spend: _Spend, max_turns: int):
         while game.stage == "stage1" and turn < limit:
             turn += 1
             messages = [{"role": "system", "content": system}, {"role": "user", "content": prompt_request(game)}]
-            t1 = time.monotonic()
-            reply = agent.respond(copy.deepcopy(messages), [])
-            spend.add(reply.usage)
-            answer = reply.message.get("content") or ""
-            requests.append({"turn": turn, "messages": messages, "answer": answer, "usage": reply.usage.as_dict(),
-                             "wall_s": round(time.monotonic() - t1, 4)})
+            ex = single_request(agent, messages)
+            totals.add(ex.usage, turn=turn, wall_s=ex.wall_s)
+            if not ex.ok:   # the agent crashed (a failed request): a recorded failure
+                status, error, termination = "failed", f"{type(ex.error).__name__}: {ex.error}", "failed"
+                requests.append({"turn": turn, "error": ex.failure})
+                break
+            answer = ex.reply.message.get("content") or ""
+            requests.append({"turn": turn, "messages": messages, "answer": answer, "usage": ex.usage.as_dict(),
+                             "wall_s": round(ex.wall_s, 4)})
             t2 = time.monotonic()
             tool, args, details = "answer", "", {}
             try:
@@ -429,9 +387,8 @@ def _play_prompt(agent, game: Game, spend: _Spend, max_turns: int):
                 if game.stage == "stage1":
                     termination, error = "bad_answer", f"{tool}: {exc}"
                 break
-    except Exception as exc:  # the agent crashed (a failed request): a recorded failure
+    except Exception as exc:  # a harness error while playing the answer: a recorded failure
         status, error, termination = "failed", f"{type(exc).__name__}: {exc}", "failed"
-        spend.add(getattr(exc, "usage", None))
         requests.append({"turn": turn, "error": traceback.format_exc(limit=8)})
     termination = termination or _termination(game)
-    return calls, {"requests": requests}, turn, status, error, termination
+    return calls, {"requests": requests}, turn, status, error, termination, totals

@@ -7,7 +7,10 @@ components, caps and equipment spelt out, then the game's own checks such as the
 budget) — built per game by :func:`game_tools`.  Budgets are enforced by the
 :class:`~heuresis.games.game.Game` (server-side); a refused call raises
 :class:`~heuresis.harness.tools.ToolError`, is answered to the agent as an error, and changes
-nothing.  Results are JSON; per-drone rows are CSV text inside the JSON.
+nothing.  Results are JSON; per-drone rows are CSV text inside the JSON.  Each result's data
+(:attr:`~heuresis.harness.tools.ToolResult.data`) is the same JSON object with the per-drone rows
+as a list of records (``drones``) instead of CSV text (``drones_csv``); ``write_report`` ends
+the play.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import io
 import json
 
 from heuresis.games.game import Deployment, Game, GameError
-from heuresis.harness.tools import Tool, ToolError, ToolOutput
+from heuresis.harness.tools import Tool, ToolError, ToolResult
 
 __all__ = ["GAME_TOOL_NAMES", "design_schema", "game_tools", "rows_csv"]
 
@@ -37,6 +40,7 @@ def design_schema(game: Game) -> dict:
 
 
 def rows_csv(rows: list[dict]) -> str:
+    """Per-drone rows as CSV text (header from the first row; empty without rows)."""
     if not rows:
         return ""
     buf = io.StringIO()
@@ -50,8 +54,17 @@ def _deployment_json(d: Deployment) -> dict:
     return {**d.summary(), "drones_shown": len(d.rows), "drones_csv": rows_csv(d.rows)}
 
 
+def _deployment_data(d: Deployment) -> dict:
+    return {**d.summary(), "drones_shown": len(d.rows), "drones": d.rows}
+
+
 def _obj(payload: dict) -> str:
     return json.dumps(payload, separators=(",", ":"))
+
+
+def _result(text: dict, data: dict | None = None, **kw) -> ToolResult:
+    """The JSON text of ``text`` and, as data, ``data`` (default: the same object) in JSON values."""
+    return ToolResult(_obj(text), json.loads(json.dumps(text if data is None else data)), **kw)
 
 
 def game_tools(game: Game) -> dict[str, Tool]:
@@ -68,17 +81,19 @@ def game_tools(game: Game) -> dict[str, Tool]:
         return handler
 
     def status(args):
-        return ToolOutput(_obj(game.status()))
+        return _result(game.status())
 
     def history(args):
-        return ToolOutput(_obj({"history": [_deployment_json(d) for d in game.history],
-                                "stage1": [_deployment_json(d) for d in game.deployments]}))
+        return _result({"history": [_deployment_json(d) for d in game.history],
+                        "stage1": [_deployment_json(d) for d in game.deployments]},
+                       {"history": [_deployment_data(d) for d in game.history],
+                        "stage1": [_deployment_data(d) for d in game.deployments]})
 
     def deploy(args):
         d = game.deploy(args["design"], args["count"])
-        return ToolOutput(_obj({**_deployment_json(d), "drones_left": game.drones_left,
-                                "deployments_left": game.deployments_left}),
-                          details={"survived": d.survived.astype(int).tolist()})
+        left = {"drones_left": game.drones_left, "deployments_left": game.deployments_left}
+        return _result({**_deployment_json(d), **left}, {**_deployment_data(d), **left},
+                       details={"survived": d.survived.astype(int).tolist()})
 
     def submit(args):
         s = game.submit(args["design"])
@@ -86,11 +101,11 @@ def game_tools(game: Game) -> dict[str, Tool]:
         if s.threshold is not None:
             out.update({"threshold": round(s.threshold, 4), "won": s.won})
         out["next"] = "write_report(text)"
-        return ToolOutput(_obj(out))
+        return _result(out)
 
     def report(args):
         game.write_report(args["text"])
-        return ToolOutput(_obj({"report": "recorded", "characters": len(args["text"])}))
+        return _result({"report": "recorded", "characters": len(args["text"])}, ends=True)
 
     def tool(name, description, params, fn):
         return Tool(name, description, {"type": "object", "additionalProperties": False, **params}, guard(fn))

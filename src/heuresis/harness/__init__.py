@@ -1,6 +1,8 @@
-"""The agent harness (docs/design.md §5): conditions, budgets, tools, the episode loop.
+"""The agent harness (docs/design.md §5): conditions, budgets, tools, the agent loop, scoring.
 
-Also the parser of submitted edge lists, the prompt templates and the code tool's sandbox.
+Also the tools' structured results, the agent loop (:mod:`.loop`, shared with the games' tool mode),
+episodes and their scoring (:mod:`.scoring`), the parser of submitted edge lists, prompt templates
+and the code tool's sandbox.
 """
 
 from .budgets import Budgets, BudgetSettings

@@ -114,13 +114,25 @@ class Budgets:
             return "wall_time"
         return None
 
-    def line(self) -> str:
-        """One line with what remains of every budget (appended to every tool result)."""
-        return (f"[budgets left: test units {self.remaining_test_units()}/{self.test_units}; "
-                f"turns {self.turns - self.used_turns}/{self.turns}; "
-                f"algorithm calls {self.algorithm_calls - self.used_algorithm_calls}/{self.algorithm_calls}; "
-                f"wall time {self.remaining_wall():.0f}/{self.wall_seconds:.0f} s; "
-                f"output tokens per turn {self.output_tokens_per_turn}]")
+    def remaining(self) -> dict:
+        """What remains of every budget, and its limit (the facts of :meth:`line`)."""
+        return {"test_units": self.remaining_test_units(), "test_units_limit": self.test_units,
+                "turns": self.turns - self.used_turns, "turns_limit": self.turns,
+                "algorithm_calls": self.algorithm_calls - self.used_algorithm_calls,
+                "algorithm_calls_limit": self.algorithm_calls, "wall_seconds": self.remaining_wall(),
+                "wall_seconds_limit": self.wall_seconds, "output_tokens_per_turn": self.output_tokens_per_turn}
+
+    def line(self, remaining: Mapping | None = None) -> str:
+        """One line with what remains of every budget (appended to every tool result).
+
+        ``remaining``: a :meth:`remaining` dict to render (default: the budgets now).
+        """
+        r = self.remaining() if remaining is None else remaining
+        return (f"[budgets left: test units {r['test_units']}/{r['test_units_limit']}; "
+                f"turns {r['turns']}/{r['turns_limit']}; "
+                f"algorithm calls {r['algorithm_calls']}/{r['algorithm_calls_limit']}; "
+                f"wall time {r['wall_seconds']:.0f}/{r['wall_seconds_limit']:.0f} s; "
+                f"output tokens per turn {r['output_tokens_per_turn']}]")
 
     def used(self) -> dict:
         """Return what the episode spent: test units, turns, algorithm calls, wall seconds, largest reply in tokens."""

@@ -119,6 +119,12 @@ class SandboxResult:
         """Return the result as a plain dict."""
         return asdict(self)
 
+    def shown(self) -> dict:
+        """What :meth:`render` tells the agent, as values (the code tool's result data)."""
+        return {"exit_code": None if self.timed_out else self.returncode, "timed_out": self.timed_out,
+                "limit_hit": "wall_time" if self.timed_out else self.limit_hit, "stdout": self.stdout,
+                "truncated": self.truncated, "stderr_tail": self.stderr[-1500:] if self.stderr.strip() else ""}
+
     def render(self) -> str:
         """The text the agent reads."""
         head = f"exit code {self.returncode}" if not self.timed_out else "killed: wall-time limit reached"

@@ -21,6 +21,10 @@ Arguments are validated against the schema and then semantically (known variable
 pair, conditioning set without x and y); a bad call raises :class:`ToolError`, which the episode
 loop answers to the agent as an error message — the episode goes on.  Verdicts carry grades,
 never raw p-values.
+
+Every handler returns a :class:`ToolResult`: the ``text`` the agent reads and the same facts as
+``data`` (values an offline agent reads instead of parsing the text), plus what only the
+harness records (``details``: e.g. the p-value behind a grade, the unmasked algorithm).
 """
 
 from __future__ import annotations
@@ -33,13 +37,14 @@ from typing import Any
 import numpy as np
 from jsonschema import Draft202012Validator
 
+from heuresis.config.loading import schema_default
 from heuresis.grades import grade_of
 from heuresis.graph import Graph, Relation
 from heuresis.harness.budgets import BudgetError, Budgets
 from heuresis.harness.parse import ParseError, echo, parse_edge_list
 from heuresis.harness.sandbox import SandboxLimits, run_code
 
-__all__ = ["MINIMAL_EXCLUDED", "TOOLS", "Tool", "ToolContext", "ToolError", "ToolOutput", "register_tool", "toolbox"]
+__all__ = ["MINIMAL_EXCLUDED", "TOOLS", "Tool", "ToolContext", "ToolError", "ToolResult", "register_tool", "toolbox"]
 
 #: Tools the minimal toolbox leaves out (docs/design.md §5.1: no code tool, no stability test, no orientation probes).
 MINIMAL_EXCLUDED = ("run_code", "stability_check", "direction_probe")
@@ -51,11 +56,37 @@ class ToolError(ValueError):
 
 
 @dataclass
-class ToolOutput:
+class ToolResult:
+    """What a tool call returns: the text the agent reads and the same facts as data.
+
+    Attributes
+    ----------
+    text
+        The result as the agent reads it (the loop appends the budgets line).
+    data
+        The facts of ``text`` as JSON-like values, handed to the agent's
+        :meth:`~heuresis.agents.base.Agent.observe`: never more than ``text`` says (no truth,
+        no p-value, no unmasked name).
+    test_units
+        Test units the call was charged.
+    submitted
+        The graph a ``submit`` call submitted.
+    details
+        What only the harness records with the call (the calls table's ``details``).
+    ends
+        Whether the call ends the run (set for every submission).
+    """
+
     text: str
+    data: dict
     test_units: int = 0
     submitted: Graph | None = None
     details: dict = field(default_factory=dict)
+    ends: bool = False
+
+    def __post_init__(self) -> None:
+        if self.submitted is not None:
+            self.ends = True
 
 
 @dataclass
@@ -69,7 +100,7 @@ class ToolContext:
     algorithm_map: Mapping[str, str]            # masked name -> menu name
     menu: Mapping[str, Mapping]                 # menu name -> parameters
     grades: tuple[tuple[float, str], ...]
-    alpha: float = 0.05
+    alpha: float = schema_default("episodes", "alpha")
     code_limits: SandboxLimits = SandboxLimits()
     code_isolation: str = "bwrap"               # bwrap | none (not isolated) | off
     rng: np.random.Generator = field(default_factory=lambda: np.random.default_rng(0))
@@ -77,11 +108,13 @@ class ToolContext:
     algorithm_cache: dict = field(default_factory=dict)
 
     def node(self, name: Any) -> int:
+        """The index of variable ``name``; :class:`ToolError` for anything else."""
         if not isinstance(name, str) or name not in self.names:
             raise ToolError(f"unknown variable {echo(name)}; the variables are {self.names[0]}..{self.names[-1]}")
         return self.names.index(name)
 
     def pair_and_set(self, args: Mapping) -> tuple[int, int, list[int]]:
+        """``x``, ``y`` and the conditioning set ``given`` of a call, validated."""
         x, y = self.node(args["x"]), self.node(args["y"])
         if x == y:
             raise ToolError(f"x and y must differ (both {self.names[x]})")
@@ -93,6 +126,7 @@ class ToolContext:
         return x, y, given
 
     def ci(self, test: str):
+        """The CI test ``test`` on the episode's data (built once)."""
         if test not in self.ci_cache:
             from heuresis.ci import make_ci_test
             self.ci_cache[test] = make_ci_test(test, self.data)
@@ -101,12 +135,12 @@ class ToolContext:
 
 @dataclass(frozen=True)
 class Tool:
-    """A tool: its function-calling schema and its handler ``(ctx, args) -> ToolOutput``."""
+    """A tool: its function-calling schema and its handler ``(ctx, args) -> ToolResult``."""
 
     name: str
     description: str
     parameters: dict
-    handler: Callable[[ToolContext, dict], ToolOutput]
+    handler: Callable[[ToolContext, dict], ToolResult]
 
     def spec(self, ctx: ToolContext | None = None) -> dict:
         """OpenAI function-calling spec (masked algorithm names filled in when ``ctx`` is given)."""
@@ -123,7 +157,7 @@ class Tool:
         return {"type": "function", "function": {"name": self.name, "description": desc,
                                                  "parameters": params}}
 
-    def call(self, ctx: ToolContext, arguments: str | Mapping) -> ToolOutput:
+    def call(self, ctx: ToolContext, arguments: str | Mapping) -> ToolResult:
         """Parse, validate and run; bad arguments raise :class:`ToolError`."""
         if isinstance(arguments, str):
             try:
@@ -155,6 +189,7 @@ TOOLS: dict[str, Tool] = {}
 
 
 def register_tool(name: str, description: str, parameters: dict):
+    """Decorator: register a handler as the tool ``name`` of :data:`TOOLS`."""
     def deco(fn):
         if name in TOOLS:
             raise ValueError(f"tool {name!r} registered twice")
@@ -204,7 +239,7 @@ def _verdict(p: float, alpha: float) -> str:
                                "adopt": {"type": "boolean", "default": False,
                                          "description": "replace the working graph with the output"}},
                 "required": ["algorithm"]})
-def _run_algorithm(ctx: ToolContext, args: dict) -> ToolOutput:
+def _run_algorithm(ctx: ToolContext, args: dict) -> ToolResult:
     masked = args["algorithm"]
     if masked not in ctx.algorithm_map:
         raise ToolError(f"unknown algorithm {echo(masked)}; available: {sorted(ctx.algorithm_map)}")
@@ -217,7 +252,8 @@ def _run_algorithm(ctx: ToolContext, args: dict) -> ToolOutput:
     if args.get("adopt"):
         ctx.working = g.copy()
     note = "; adopted as the working graph" if args.get("adopt") else ""
-    return ToolOutput(f"{masked} output ({g.n_edges()} edges{note}):\n{_graph_text(g)}",
+    return ToolResult(f"{masked} output ({g.n_edges()} edges{note}):\n{_graph_text(g)}",
+                      {"algorithm": masked, "edges": g.to_lines(), "adopted": bool(args.get("adopt"))},
                       details={"algorithm": real, "edges": g.to_lines()})
 
 
@@ -225,7 +261,7 @@ def _run_algorithm(ctx: ToolContext, args: dict) -> ToolOutput:
 @register_tool("ci_test", "Conditional-independence test of x and y given a set: returns a verdict and a coarse "
                "strength grade (never a p-value). Costs one test unit.",
                {"properties": {"x": _VAR, "y": _VAR, "given": _SET, "test": _TEST}, "required": ["x", "y"]})
-def _ci_test(ctx: ToolContext, args: dict) -> ToolOutput:
+def _ci_test(ctx: ToolContext, args: dict) -> ToolResult:
     x, y, given = ctx.pair_and_set(args)
     test = args.get("test", "kci")
     ctx.budgets.check_tests(1)
@@ -233,8 +269,11 @@ def _ci_test(ctx: ToolContext, args: dict) -> ToolOutput:
     ctx.budgets.charge_tests(1)          # charged once the test has completed
     grade = grade_of(p, ctx.grades)
     s = ", ".join(ctx.names[k] for k in given)
-    return ToolOutput(f"{test} test of {ctx.names[x]} and {ctx.names[y]} given {{{s}}}: {grade} "
-                      f"(verdict: {_verdict(p, ctx.alpha)})", test_units=1,
+    verdict = _verdict(p, ctx.alpha)
+    return ToolResult(f"{test} test of {ctx.names[x]} and {ctx.names[y]} given {{{s}}}: {grade} "
+                      f"(verdict: {verdict})",
+                      {"test": test, "x": ctx.names[x], "y": ctx.names[y], "given": [ctx.names[k] for k in given],
+                       "grade": grade, "dependent": p <= ctx.alpha, "verdict": verdict}, test_units=1,
                       details={"pvalue": p, "grade": grade})
 
 
@@ -243,7 +282,7 @@ def _ci_test(ctx: ToolContext, args: dict) -> ToolOutput:
                {"properties": {"x": _VAR, "y": _VAR, "given": _SET, "test": _TEST,
                                "resamples": {"type": "integer", "minimum": 2, "maximum": 50, "default": 10}},
                 "required": ["x", "y"]})
-def _stability(ctx: ToolContext, args: dict) -> ToolOutput:
+def _stability(ctx: ToolContext, args: dict) -> ToolResult:
     from heuresis.ci import make_ci_test
 
     x, y, given = ctx.pair_and_set(args)
@@ -265,25 +304,33 @@ def _stability(ctx: ToolContext, args: dict) -> ToolOutput:
     ctx.budgets.charge_tests(r)          # charged once every resample has completed
     s = ", ".join(ctx.names[k] for k in given)
     order = [label for _, label in ctx.grades]
-    gtxt = "; ".join(f"{label}: {grades[label]}" for label in order if label in grades)
-    return ToolOutput(f"{test} test of {ctx.names[x]} and {ctx.names[y]} given {{{s}}} on {r} subsamples of {m} rows: "
-                      f"dependent {verdicts.get('dependent', 0)}, independent {verdicts.get('independent', 0)} "
-                      f"(grades: {gtxt})", test_units=r, details={"pvalues": ps})
+    shown = {label: grades[label] for label in order if label in grades}
+    gtxt = "; ".join(f"{label}: {n}" for label, n in shown.items())
+    dep, ind = verdicts.get("dependent", 0), verdicts.get("independent", 0)
+    return ToolResult(f"{test} test of {ctx.names[x]} and {ctx.names[y]} given {{{s}}} on {r} subsamples of {m} rows: "
+                      f"dependent {dep}, independent {ind} (grades: {gtxt})",
+                      {"test": test, "x": ctx.names[x], "y": ctx.names[y], "given": [ctx.names[k] for k in given],
+                       "resamples": r, "rows": m, "dependent": dep, "independent": ind, "grades": shown},
+                      test_units=r, details={"pvalues": ps})
 
 
 # --- mechanism level ----------------------------------------------------------------------------------
 @register_tool("data_summary", "Per column: mean, standard deviation, skewness, excess kurtosis, and whether the "
                "marginal looks normal (D'Agostino-Pearson test at level 0.01).", {"properties": {}})
-def _summary(ctx: ToolContext, args: dict) -> ToolOutput:
+def _summary(ctx: ToolContext, args: dict) -> ToolResult:
     from scipy import stats
 
     x = ctx.data
     lines = [f"{x.shape[0]} rows, {x.shape[1]} columns", "column  mean    sd     skew   ex.kurt  marginal"]
+    columns = []
     for k, name in enumerate(ctx.names):
         c = x[:, k]
         normal = "normal-looking" if stats.normaltest(c).pvalue > 0.01 else "non-normal"
-        lines.append(f"{name:<7} {c.mean():+.2f}  {c.std():.2f}  {stats.skew(c):+.2f}  {stats.kurtosis(c):+6.2f}  {normal}")
-    return ToolOutput("\n".join(lines))
+        mean, sd, skew, kurt = float(c.mean()), float(c.std()), float(stats.skew(c)), float(stats.kurtosis(c))
+        lines.append(f"{name:<7} {mean:+.2f}  {sd:.2f}  {skew:+.2f}  {kurt:+6.2f}  {normal}")
+        columns.append({"column": name, "mean": round(mean, 2), "sd": round(sd, 2), "skew": round(skew, 2),
+                        "excess_kurtosis": round(kurt, 2), "marginal": normal})
+    return ToolResult("\n".join(lines), {"rows": int(x.shape[0]), "columns": columns})
 
 
 def _cv_r2(X: np.ndarray, y: np.ndarray, model) -> tuple[float, np.ndarray]:
@@ -303,7 +350,7 @@ def _nonlinear():
                "diagnostics (heteroscedasticity, heavy tails) of the better one.",
                {"properties": {"target": _VAR, "parents": {"type": "array", "items": {"type": "string"}, "minItems": 1}},
                 "required": ["target", "parents"]})
-def _parent_fit(ctx: ToolContext, args: dict) -> ToolOutput:
+def _parent_fit(ctx: ToolContext, args: dict) -> ToolResult:
     from scipy import stats
     from sklearn.linear_model import LinearRegression
 
@@ -321,16 +368,20 @@ def _parent_fit(ctx: ToolContext, args: dict) -> ToolOutput:
     het = "strong" if rho > 0.3 else "moderate" if rho > 0.15 else "none apparent"
     kurt = float(stats.kurtosis(res))
     tails = "heavy" if kurt > 1.0 else "light/normal"
-    return ToolOutput(f"{args['target']} on {{{', '.join(args['parents'])}}}: linear R^2 {r2_lin:.2f}, "
-                      f"nonlinear R^2 {r2_nl:.2f}; residuals of the {'nonlinear' if r2_nl > r2_lin else 'linear'} "
-                      f"fit: heteroscedasticity {het}, tails {tails} (excess kurtosis {kurt:+.1f})")
+    better = "nonlinear" if r2_nl > r2_lin else "linear"
+    return ToolResult(f"{args['target']} on {{{', '.join(args['parents'])}}}: linear R^2 {r2_lin:.2f}, "
+                      f"nonlinear R^2 {r2_nl:.2f}; residuals of the {better} "
+                      f"fit: heteroscedasticity {het}, tails {tails} (excess kurtosis {kurt:+.1f})",
+                      {"target": args["target"], "parents": list(args["parents"]), "linear_r2": round(r2_lin, 2),
+                       "nonlinear_r2": round(r2_nl, 2), "better_fit": better, "heteroscedasticity": het,
+                       "tails": tails, "excess_kurtosis": round(kurt, 1)})
 
 
 @register_tool("direction_probe", "Additive-noise direction probe for a pair: regress each variable on the other "
                "(nonlinear, out-of-fold) and grade the dependence between residual and input in both directions "
                "(the causal direction tends to leave independent residuals).",
                {"properties": {"x": _VAR, "y": _VAR}, "required": ["x", "y"]})
-def _direction(ctx: ToolContext, args: dict) -> ToolOutput:
+def _direction(ctx: ToolContext, args: dict) -> ToolResult:
     from heuresis.ci import make_ci_test
 
     x, y, _ = ctx.pair_and_set(args)
@@ -342,13 +393,16 @@ def _direction(ctx: ToolContext, args: dict) -> ToolOutput:
     g = {k: grade_of(v, ctx.grades) for k, v in out.items()}
     fx, bx = out[(x, y)], out[(y, x)]
     if fx > ctx.alpha >= bx:
-        lean = f"favours {ctx.names[x]} -> {ctx.names[y]}"
+        favoured: list[str] | None = [ctx.names[x], ctx.names[y]]
     elif bx > ctx.alpha >= fx:
-        lean = f"favours {ctx.names[y]} -> {ctx.names[x]}"
+        favoured = [ctx.names[y], ctx.names[x]]
     else:
-        lean = "inconclusive"
-    return ToolOutput(f"{ctx.names[x]} -> {ctx.names[y]}: residual vs cause {g[(x, y)]}; "
-                      f"{ctx.names[y]} -> {ctx.names[x]}: residual vs cause {g[(y, x)]}; {lean}")
+        favoured = None
+    lean = f"favours {favoured[0]} -> {favoured[1]}" if favoured else "inconclusive"
+    return ToolResult(f"{ctx.names[x]} -> {ctx.names[y]}: residual vs cause {g[(x, y)]}; "
+                      f"{ctx.names[y]} -> {ctx.names[x]}: residual vs cause {g[(y, x)]}; {lean}",
+                      {"x": ctx.names[x], "y": ctx.names[y], "forward_grade": g[(x, y)], "backward_grade": g[(y, x)],
+                       "favoured": favoured})
 
 
 _RUN_CODE_UNISOLATED = ("Run a short Python program (numpy and scipy available) on the data: the data are in the "
@@ -360,13 +414,14 @@ _RUN_CODE_UNISOLATED = ("Run a short Python program (numpy and scipy available) 
                "data are in the working folder as data.npy (n x d array) and data.csv (header X1..Xd). No "
                "network, no other files; CPU, memory, processes, output and time are limited. Returns stdout "
                "(truncated).", {"properties": {"code": {"type": "string", "minLength": 1}}, "required": ["code"]})
-def _run_code(ctx: ToolContext, args: dict) -> ToolOutput:
+def _run_code(ctx: ToolContext, args: dict) -> ToolResult:
     if ctx.code_isolation not in ("bwrap", "none"):
         raise ToolError("the code tool is not offered in this episode")
     lim = ctx.code_limits
     wall = min(lim.wall_seconds, max(1.0, ctx.budgets.remaining_wall()))
     res = run_code(args["code"], ctx.data, replace(lim, wall_seconds=wall), isolation=ctx.code_isolation)
-    return ToolOutput(res.render(), details={k: v for k, v in res.as_dict().items() if k not in ("stdout", "stderr")})
+    return ToolResult(res.render(), res.shown(),
+                      details={k: v for k, v in res.as_dict().items() if k not in ("stdout", "stderr")})
 
 
 # --- edit and submit ---------------------------------------------------------------------------------
@@ -376,7 +431,7 @@ def _run_code(ctx: ToolContext, args: dict) -> ToolOutput:
                    "type": "object", "additionalProperties": False, "required": ["x", "y", "relation"],
                    "properties": {"x": _VAR, "y": _VAR, "relation": {"type": "string", "enum": list(_REL)}}}}},
                 "required": ["changes"]})
-def _set_edges(ctx: ToolContext, args: dict) -> ToolOutput:
+def _set_edges(ctx: ToolContext, args: dict) -> ToolResult:
     todo = []
     for ch in args["changes"]:
         x, y = ctx.node(ch["x"]), ctx.node(ch["y"])
@@ -385,19 +440,21 @@ def _set_edges(ctx: ToolContext, args: dict) -> ToolOutput:
         todo.append((x, y, _REL[ch["relation"]]))
     for x, y, rel in todo:  # all or nothing: validated first
         ctx.working.set(x, y, rel)
-    return ToolOutput(f"set {len(todo)} pair(s); the working graph has {ctx.working.n_edges()} edges")
+    return ToolResult(f"set {len(todo)} pair(s); the working graph has {ctx.working.n_edges()} edges",
+                      {"pairs_set": len(todo), "n_edges": ctx.working.n_edges()})
 
 
 @register_tool("view_graph", "Show the working graph as edge lines.", {"properties": {}})
-def _view(ctx: ToolContext, args: dict) -> ToolOutput:
-    return ToolOutput(f"working graph ({ctx.working.n_edges()} edges):\n{_graph_text(ctx.working)}")
+def _view(ctx: ToolContext, args: dict) -> ToolResult:
+    return ToolResult(f"working graph ({ctx.working.n_edges()} edges):\n{_graph_text(ctx.working)}",
+                      {"edges": ctx.working.to_lines()})
 
 
 @register_tool("submit", "Submit the final graph and end the episode. 'edges' is the final edge list (a list of "
                "'Xi -> Xj' / 'Xi -- Xj' strings, or such lines in one string); without it the working graph is "
                "submitted.",
                {"properties": {"edges": {"type": ["array", "string"], "description": "the final edge list"}}})
-def _submit(ctx: ToolContext, args: dict) -> ToolOutput:
+def _submit(ctx: ToolContext, args: dict) -> ToolResult:
     if "edges" not in args:
         g = ctx.working.copy()
     else:
@@ -405,4 +462,5 @@ def _submit(ctx: ToolContext, args: dict) -> ToolOutput:
             g = parse_edge_list(args["edges"], ctx.names)
         except ParseError as exc:
             raise ToolError(f"edge list rejected: {exc}") from None
-    return ToolOutput(f"submitted {g.n_edges()} edges", submitted=g, details={"edges": g.to_lines()})
+    return ToolResult(f"submitted {g.n_edges()} edges", {"n_edges": g.n_edges(), "edges": g.to_lines()}, submitted=g,
+                      details={"edges": g.to_lines()})
