@@ -207,7 +207,7 @@ EPISODES = _schema("episodes", 3, [
     ("agent_kind", pa.string(), "agent kind: shortcut, merge, evidence, llm, ..."),
     ("model", pa.string(), "model string (LLM agents; null offline)"),
     ("provider", pa.string(), "provider (LLM agents; null offline)"),
-    ("privileged", pa.bool_(), "the agent was given the unmasking map (offline baselines only)"),
+    ("privileged", pa.bool_(), "the agent was given the unmasking map (offline agents only)"),
     ("toolbox", pa.string(), "full or minimal"),
     ("guided", pa.bool_(), "started from PC-KCI's output with its deletion log"),
     ("prompt_level", pa.int32(), "prompt level 0-3"),

@@ -1,4 +1,4 @@
-"""Agents (docs/design.md §5.5): the interface, its registry, and the offline baselines.
+"""Agents (docs/design.md §5.5): the interface, its registry, and the offline agents.
 
 ``make_agent(name, spec, algorithm_map=...)`` builds an agent from its config entry
 (``{kind: ..., **params}``).  Importing this package registers every built-in kind.

@@ -16,7 +16,7 @@ agent ignores them and reads only the text.
 Agents register by *kind* (``@register_agent("merge")``); the config's ``agents`` section names
 agents and gives each a kind and parameters, e.g. ``merge: {kind: merge, k: 2}``.
 :func:`make_agent` builds one per episode.  An agent class may declare itself ``privileged``
-(the offline baselines do): the harness then passes the episode's unmasking map
+(the offline agents do): the harness then passes the episode's unmasking map
 (``algorithm_map``: masked name -> menu name) to its constructor and records that it did.
 """
 

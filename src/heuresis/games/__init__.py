@@ -9,7 +9,7 @@
 * :mod:`~heuresis.games.reading` — the correlational reading of observed drones (the trap);
 * :mod:`~heuresis.games.tools`, :mod:`~heuresis.games.play` — the game tools through the agent
   interface, the play loop and its records;
-* :mod:`~heuresis.games.agents` — offline agents: baselines and the trap-follower.
+* :mod:`~heuresis.games.agents` — offline agents: random, greedy, bandit, mechanism-aware, trap-follower.
 """
 
 from .game import Game, GameError

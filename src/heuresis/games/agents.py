@@ -1,10 +1,10 @@
-"""Offline game agents (docs/games.md §3-4): non-LLM baselines and the scripted trap-follower.
+"""Offline game agents (docs/games.md §3-4): random, greedy, bandit, mechanism-aware and the scripted trap-follower.
 
 They play through the same interface as an LLM agent — OpenAI-format tool calls with JSON
 arguments — and see only what any agent sees (the design space comes from ``get_status``); they
 read each tool result as its data (:class:`~heuresis.agents.base.Observation`: the same JSON
 object as the text, per-drone rows as records), never the text.  Each is written as a generator
-that yields ``(tool, arguments)`` and receives the result's data.  Every baseline spends the whole Stage-1 budget (deployments of
+that yields ``(tool, arguments)`` and receives the result's data.  Every one spends the whole Stage-1 budget (deployments of
 ``budget / deployments`` drones) and submits the deployed design with the best observed survival
 rate (the bandit: the best posterior mean among deployed designs).
 

@@ -130,7 +130,7 @@ def run_play(agent_name: str, agent_spec: Mapping, scn: Scenario, *, repeat: int
             raise ValueError(f"agent {agent_name!r} (kind {spec.get('kind')!r}) plays the tools mode only; "
                              f"single-turn prompting is for LLM agents")
         spec.setdefault("seed", int(seed))
-    if getattr(AGENTS.get(spec.get("kind")), "takes_family", False):  # the mechanism-aware baseline: the family's
+    if getattr(AGENTS.get(spec.get("kind")), "takes_family", False):  # the mechanism-aware offline agent: the family's
         spec.setdefault("family", scn.family)                         # name (its structure), no parameter
     agent = make_agent(agent_name, spec)
     agent.bind({"output_tokens_per_turn": OUTPUT_TOKENS})
