@@ -24,7 +24,7 @@ computed twice::
     PYTHONPATH=src python benchmarks/evidence_agent.py evaluate --start 20 --stop 40 \
         --out benchmarks/evidence_agent_test.md --note "..."   # the note as in that file
 
-Test instances 0-19 were looked at during earlier rounds of tuning; the reported table uses test
+Test instances 0-19 were used while choosing settings; the reported table uses test
 instances 20-39, which no choice of settings ever saw, with ``--ablate nonlinear`` (the same agent
 without the nonlinear path, for attribution); ``benchmarks/evidence_agent_test_40_59.md`` is a
 replication on instances 40-59 with the same settings (``measure``/``evaluate --start 40 --stop

@@ -89,7 +89,7 @@ def test_evidence_agent_stays_within_budget_and_only_restores(inst, guided):
         assert "ci_test" in tools and r["test_units_used"] > 0
 
 
-# --- the evidence agent's claim (issue 4): it beats PC-KCI where PC-KCI wrongly deletes most ------
+# --- the evidence agent's claim: it beats PC-KCI where PC-KCI wrongly deletes most ------
 def _config():
     from pathlib import Path
 
@@ -188,7 +188,7 @@ def test_evidence_rule_plans_and_decides_from_grades():
         EvidenceRule.from_config({"checks": [{"test": "kci", "sets": ["parents"], "need": "all", "grades": ["x"]}]})
 
 
-# --- the nonlinear path (issue 4): code-tool programs screen and confirm PC's deletions ------------
+# --- the nonlinear path: code-tool programs screen and confirm PC's deletions ------------
 def _independent_f_p(D, x, y, Z):
     """The screen's nested F-test rebuilt from scratch (design matrices and least squares)."""
     from scipy import stats

@@ -1,4 +1,4 @@
-"""The games track in the workflow (issue #9): single-turn prompting and the judges through a scripted
+"""The games track in the workflow: single-turn prompting and the judges through a scripted
 LLM server on 127.0.0.1, ICC against Shrout & Fleiss (1979), the play jobs (checkpoint, recorded
 failures), scoring against independent computations, the config checks at start, and the rules
 run by Snakemake on two scenarios."""

@@ -30,7 +30,7 @@ import pandas as pd
 import pyarrow as pa
 
 from heuresis.agents.base import make_agent
-from heuresis.config.loading import config_digest
+from heuresis.config.loading import agent_errors, config_digest
 from heuresis.graph import Graph, Relation
 from heuresis.harness.loop import single_request
 from heuresis.harness.parse import ParseError, parse_edge_list
@@ -213,14 +213,8 @@ def config_errors(config: Mapping) -> list[str]:
     from heuresis.networks import NETWORKS
 
     msgs: list[str] = []
-    agents = config["agents"]
     leak = config["leakage"]
-    for a in leak["agents"]:
-        if a not in agents:
-            msgs.append(f"config key leakage.agents: unknown agent {a!r}; known: {sorted(agents)}")
-        elif agents[a].get("kind") != "llm":
-            msgs.append(f"config key leakage.agents: agent {a!r} is of kind {agents[a].get('kind')!r}; the leakage "
-                        f"probe asks an LLM (kind llm)")
+    msgs += agent_errors(config, "leakage.agents", leak["agents"], {"llm"}, "the leakage probe asks an LLM (kind llm)")
     for n in leak["networks"]:
         if n not in NETWORKS:
             msgs.append(f"config key leakage.networks: unknown network {n!r}; known: {list(NETWORKS)}")

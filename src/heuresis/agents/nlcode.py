@@ -1,6 +1,6 @@
 """A nonlinear re-test of PC's deletions that the evidence agent runs through the code tool.
 
-KCI misses some dependences that a flexible regression finds (issue 4: in ``wild`` and
+KCI misses some dependences that a flexible regression finds (in ``wild`` and
 ``gauntlet`` most of PC-KCI's wrong deletions have a deleting-set p-value above 0.2).  This module
 is a self-contained numpy/scipy program: the evidence agent sends its source, followed by one
 call, to ``run_code`` (so it runs in the sandbox on the episode's data and only its printed lines

@@ -19,55 +19,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from heuresis.config.loading import (
-    SPLITS,
-    ConfigError,
-    StrictValidator,
-    allowed,
-    check_config_files,
-    config_digest,
-    config_key,
-    constants_schema,
-    format_errors,
-    merge_configs,
-    range_errors,
-    read_config_file,
-    read_config_files,
-    read_yaml,
-    scale_errors,
-    schema,
-    schema_default,
-    schema_errors,
-    with_defaults,
-)
+from heuresis.config import loading as _loading
+from heuresis.config.loading import *  # noqa: F403  (every public name of loading, listed once in its __all__)
 
 _PLANNING = ("episode_job_config", "episode_job_indices", "episode_jobs", "reference_batches",
              "reference_shard_indices", "reference_shards", "saturation_settings")
 _VALIDATION = ("STAGE_CHECKS", "load_config", "validate_config")
 
-__all__ = [
-    "SPLITS",
-    "ConfigError",
-    "StrictValidator",
-    "allowed",
-    "check_config_files",
-    "config_digest",
-    "config_key",
-    "constants_schema",
-    "format_errors",
-    "merge_configs",
-    "range_errors",
-    "read_config_file",
-    "read_config_files",
-    "read_yaml",
-    "scale_errors",
-    "schema",
-    "schema_default",
-    "schema_errors",
-    "with_defaults",
-    *_PLANNING,
-    *_VALIDATION,
-]
+__all__ = [*_loading.__all__, *_PLANNING, *_VALIDATION]
 
 
 def __getattr__(name: str) -> Any:

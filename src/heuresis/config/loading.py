@@ -30,6 +30,7 @@ __all__ = [
     "SPLITS",
     "ConfigError",
     "StrictValidator",
+    "agent_errors",
     "allowed",
     "check_config_files",
     "config_digest",
@@ -218,6 +219,22 @@ def range_errors(key: str, value, allow_negative: bool = False) -> list[str]:
         msgs.append(f"config key {key}: negative bound {lo} in range {list(value)}")
     if lo > hi:
         msgs.append(f"config key {key}: inverted range {list(value)} (lo > hi)")
+    return msgs
+
+
+def agent_errors(config: Mapping, key: str, names, kinds, role: str) -> list[str]:
+    """Problems of a list of agent names at config key ``key``.
+
+    Each name must be an entry of ``config["agents"]`` whose kind is in ``kinds``; ``role`` says
+    what the list needs, for the message (e.g. "the leakage probe asks an LLM (kind llm)").
+    """
+    agents = config.get("agents", {})
+    msgs = []
+    for a in names:
+        if a not in agents:
+            msgs.append(f"config key {key}: unknown agent {a!r}; known: {sorted(agents)}")
+        elif agents[a].get("kind") not in kinds:
+            msgs.append(f"config key {key}: agent {a!r} is of kind {agents[a].get('kind')!r}; {role}")
     return msgs
 
 

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from heuresis.config.loading import StrictValidator, config_digest, config_key, format_errors
+from heuresis.config.loading import StrictValidator, agent_errors, config_digest, config_key, format_errors
 from heuresis.failures import FIRST_ATTEMPT, failure_metadata, record_attempt
 from heuresis.games.references import check_references, compute_references, seed_of, winnability_errors
 from heuresis.games.scenario import Scenario, ScenarioError, load_scenario, scenario_schema
@@ -122,20 +122,10 @@ def config_errors(config: Mapping) -> list[str]:
     if not g:
         return []
     msgs: list[str] = search_errors(g["search"])
-    agents = config.get("agents", {})
     kinds = game_agent_kinds()
-    for a in g["agents"]:
-        if a not in agents:
-            msgs.append(f"config key games.agents: unknown agent {a!r}; known: {sorted(agents)}")
-        elif agents[a].get("kind") not in kinds | {"llm"}:
-            msgs.append(f"config key games.agents: agent {a!r} is of kind {agents[a].get('kind')!r}, which cannot "
-                        f"play games; game kinds: {sorted(kinds)} or llm")
-    for j in g["judges"]:
-        if j not in agents:
-            msgs.append(f"config key games.judges: unknown agent {j!r}; known: {sorted(agents)}")
-        elif agents[j].get("kind") != "llm":
-            msgs.append(f"config key games.judges: agent {j!r} is of kind {agents[j].get('kind')!r}; a judge is an "
-                        f"LLM agent (kind llm)")
+    msgs += agent_errors(config, "games.agents", g["agents"], kinds | {"llm"},
+                         f"it cannot play games; game kinds: {sorted(kinds)} or llm")
+    msgs += agent_errors(config, "games.judges", g["judges"], {"llm"}, "a judge is an LLM agent (kind llm)")
     folder = scenario_folder(config)
     if not folder.is_dir():
         return [*msgs, f"config key games.scenarios_dir: no folder {str(folder)!r}"]
