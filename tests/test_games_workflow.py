@@ -468,3 +468,21 @@ def test_failed_plays_are_written_counted_and_retried_alone(refs, tmp_path, monk
     assert ran == [1] and (again.status == "ok").all() and n_failed(out) == 0
     assert list(again.survival[[0, 2]]) == list(first.survival[[0, 2]])
     assert not (tmp_path / "p.parquet.parts").exists()
+
+
+OVERFLOW = {"status": 400, "error": "the request exceeds the available context size, try increasing it"}
+
+
+@pytest.mark.parametrize("mode", ["tools", "prompt"])
+def test_context_overflow_ends_a_play_with_its_reason(mode):
+    """A full context ends the play ``ok`` as ``context_overflow`` (survival 0: nothing submitted)."""
+    scn = load_scenario("antenna_base", SCENARIOS)
+    design = {"engine": 3, "cockpit": 3, "wing": 4, "body": 4, "camera": 3, "gun": 3}
+    first = ({"tool_calls": [("deploy", {"design": design, "count": 10})], "usage": (2000, 60)} if mode == "tools"
+             else _deploy(design, 10))
+    with ScriptedLLMServer([first, OVERFLOW]) as server:
+        out = run_play("llm_local", _spec(server.url), scn, seed=5, threshold=0.8, optimum=0.88, mode=mode)
+    row = out.row
+    assert (row["status"], row["termination"], row["submitted"], row["survival"]) == ("ok", "context_overflow",
+                                                                                      False, 0.0)
+    assert row["deployments"] == 1 and "context window" in row["error"] and len(server.requests) == 2

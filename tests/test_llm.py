@@ -7,6 +7,7 @@ import copy
 import json
 import os
 
+import numpy as np
 import pytest
 from conftest import small_lg_split
 from llm_server import ScriptedLLMServer
@@ -324,3 +325,28 @@ def test_llm_episode_job_through_snakemake(tiny_run, tmp_path):
     assert list(req.tokens_out) == [10, 20, 10, 20] and len(server.requests) == 4
     assert ep.cost.tolist() == pytest.approx([(900 * 1.0 + 30 * 2.0) / 1e6] * 2)
     assert all((wd / p).exists() for p in ep.transcript)
+
+
+#: What llama-cpp-python's and llama.cpp's servers answer a prompt longer than the context (HTTP 400).
+OVERFLOWS = ["This model's maximum context length is 8192 tokens. However, you requested 8887 tokens (8631 in the "
+             "messages, 256 in the completion). Please reduce the length of the messages or completion.",
+             "the request exceeds the available context size, try increasing it"]
+
+
+@pytest.mark.parametrize("message", OVERFLOWS)
+def test_context_overflow_ends_the_episode_with_its_reason(small, message):
+    """A request the model's context cannot hold ends the episode ``ok`` as ``context_overflow``,
+    scored on the working graph, never a failure (which would be left out and retried)."""
+    script = [{"tool_calls": [("set_edges", {"changes": [{"x": "X1", "y": "X2", "relation": "none"}]})],
+               "usage": (900, 40)}, {"status": 400, "error": message}]
+    with ScriptedLLMServer(script) as server:
+        ep, calls, req = _sweep(small, "overflow", _spec("openai/scripted-model", server.url + "/v1", prices=PRICES))
+    assert len(server.requests) == 2            # not retried: a longer wait cannot make it fit
+    row = ep.iloc[0]
+    assert (row.status, row.termination, row.exhausted, bool(row.finished)) == ("ok", "context_overflow", "context",
+                                                                                False)
+    assert "context window" in row.error and row.turns == 2
+    graph = np.array(row.graph).reshape(int(np.sqrt(len(row.graph))), -1)
+    assert graph[0, 1] == 0 and graph[1, 0] == 0 and graph[0, 2] != 0   # the working graph: complete minus X1-X2
+    assert list(calls.tool) == ["set_edges"]
+    assert len(req) == 2 and req.iloc[1].error and req.iloc[1].tokens_in == 0

@@ -404,9 +404,10 @@ def test_run_local_leaves_no_server_when_killed(tmp_path, sig):
 
 
 @needs_extra
-def test_context_overflow_is_a_recorded_failure(small, tmp_path, monkeypatch):
+def test_context_overflow_ends_the_episode_with_its_reason(small, tmp_path, monkeypatch):
     """A server with a 512-token context refuses the episode's first request (about 1,500 tokens):
-    the episode ends failed with the server's reason recorded, not retried, scored on its working graph."""
+    the episode ends ``context_overflow`` with the server's reason recorded, not retried, scored on
+    its working graph."""
     from heuresis.episodes import run_episode_shard
     from heuresis.io import read_table
     from heuresis.schemas import EPISODES, REQUESTS
@@ -425,7 +426,7 @@ def test_context_overflow_is_a_recorded_failure(small, tmp_path, monkeypatch):
                           requests_out=tmp_path / "shard-000.requests.parquet", transcripts_dir=tmp_path / "t")
     ep = read_table(out, EPISODES).to_pandas().iloc[0]
     req = read_table(tmp_path / "shard-000.requests.parquet", REQUESTS).to_pandas()
-    assert ep.status == "failed" and ep.termination == "failed" and not ep.finished
-    assert "ContextWindowExceededError" in ep.error and "maximum context length is 512" in ep.error
+    assert ep.status == "ok" and ep.termination == "context_overflow" and ep.exhausted == "context"
+    assert not ep.finished and "maximum context length is 512" in ep.error
     assert len(req) == 1 and req.retries.iloc[0] == 0 and "ContextWindowExceededError" in req.error.iloc[0]
     assert ep.edges and 0.0 <= ep.f1 <= 1.0          # the guided start, scored

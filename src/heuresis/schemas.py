@@ -225,9 +225,10 @@ EPISODES = _schema("episodes", 3, [
     ("status", pa.string(), "ok, or failed (the agent crashed; error says why)"),
     ("error", pa.string(), "error of a failed episode"),
     ("finished", pa.bool_(), "the agent submitted (else scored on its working graph)"),
-    ("termination", pa.string(), "submitted, submitted_last_turn, submitted_retry, unsubmitted or failed"),
+    ("termination", pa.string(), "submitted, submitted_last_turn, submitted_retry, unsubmitted, context_overflow "
+                                 "or failed"),
     ("exhausted", pa.string(), "the budget that ran out (test_units, turns, output_tokens, algorithm_calls, "
-                               "wall_time) or empty"),
+                               "wall_time), context (the model's context window) or empty"),
     ("graph", pa.list_(pa.int8()), "scored graph (submitted, else working) mark matrix, row-major"),
     ("edges", pa.string(), "scored graph as 'Xi -> Xj' / 'Xi -- Xj', '; '-separated"),
     ("f1", pa.float64(), "adjacency F1 against the true skeleton"),
@@ -299,10 +300,12 @@ EPISODE_SCORES = _schema("episode_scores", 2, [
     ("code_isolation", pa.string(), "isolation of the code tool: bwrap, none (not isolated) or off (not offered)"),
     ("status", pa.string(), "ok or failed"),
     ("finished", pa.bool_(), "the agent submitted (else scored on its working graph)"),
-    ("termination", pa.string(), "submitted, submitted_last_turn, submitted_retry, unsubmitted or failed"),
+    ("termination", pa.string(), "submitted, submitted_last_turn, submitted_retry, unsubmitted, context_overflow "
+                                 "or failed"),
     ("wall_reached", pa.bool_(), "a budget ran out (the episode reached the wall)"),
     ("rescued", pa.bool_(), "reached the wall and submitted in the last turn (or its retry)"),
-    ("unsubmitted", pa.bool_(), "ended without a submission (scored on the working graph)"),
+    ("unsubmitted", pa.bool_(), "ended without a submission, unsubmitted or context_overflow (scored on the "
+                                "working graph)"),
     ("tokens_out", pa.int64(), "completion tokens over all replies"),
     ("f1", pa.float64(), "adjacency F1 of the scored graph (recomputed with metrics.score_graph)"),
     ("precision", pa.float64(), "adjacency precision"),
@@ -492,7 +495,7 @@ GAME_PLAYS = _schema("game_plays", 1, [
     ("seed", pa.int64(), "play seed (games.seed, scenario, r): the same for every agent"),
     ("status", pa.string(), "ok, or failed (the agent or the harness crashed; error says why)"),
     ("error", pa.string(), "error of a failed play, or the problem of a bad answer (prompt mode)"),
-    ("termination", pa.string(), "reported, no_report, unsubmitted, bad_answer or failed"),
+    ("termination", pa.string(), "reported, no_report, unsubmitted, bad_answer, context_overflow or failed"),
     ("submitted", pa.bool_(), "a final design was submitted (else survival 0, not won)"),
     ("design", pa.string(), "JSON submitted design (null when unsubmitted)"),
     ("survival", pa.float64(), "Stage-2 survival rate (0 when unsubmitted)"),

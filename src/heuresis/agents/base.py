@@ -30,8 +30,8 @@ from typing import Any, ClassVar
 
 from heuresis.registry import Registry
 
-__all__ = ["AGENTS", "UNREADABLE_TOOL", "Agent", "AgentReply", "Observation", "Usage", "make_agent", "register_agent",
-           "tool_call"]
+__all__ = ["AGENTS", "UNREADABLE_TOOL", "Agent", "AgentReply", "ContextOverflow", "EpisodeEnd", "Observation", "Usage",
+           "make_agent", "register_agent", "tool_call"]
 
 #: Name given to a tool call an agent wrote but that could not be read (the harness answers it
 #: with the problem, so the model can try again).
@@ -94,6 +94,29 @@ class Observation:
     data: dict
     error: str = ""
     budgets: dict | None = None
+
+
+class EpisodeEnd(Exception):
+    """Raised by an agent that cannot go on: the run ends with :attr:`reason` as its termination.
+
+    Not a failure: the run is recorded ``ok`` and scored like an unsubmitted one (the working
+    graph of an episode; the game's stage for a play).  :attr:`limit` names the limit that ran
+    out, if one did (recorded as the run's exhausted limit); ``usage`` is what the attempt spent.
+    """
+
+    reason = "ended"
+    limit = ""
+
+    def __init__(self, message: str, usage: Usage | None = None) -> None:
+        super().__init__(message)
+        self.usage = usage
+
+
+class ContextOverflow(EpisodeEnd):
+    """The conversation no longer fits the model's context window."""
+
+    reason = "context_overflow"
+    limit = "context"
 
 
 class Agent(ABC):

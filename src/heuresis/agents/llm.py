@@ -9,7 +9,9 @@ adds is the care a benchmark owes its numbers:
   (``num_retries=0``, ``max_retries=0``) and *our* loop retries rate limits, timeouts, connection
   errors and 5xx with exponential backoff, each retry recorded; a per-call timeout.  A call that
   still fails raises :class:`LLMCallError` carrying what was spent, and the harness records the
-  episode as failed with that error.
+  episode as failed with that error.  A request the model's context window cannot hold raises
+  :class:`~heuresis.agents.base.ContextOverflow` instead: the episode ends there, ``ok``, with
+  the termination ``context_overflow``, scored on its working graph.
 * **Tool calls the provider left in the text** (``<tool_call>{json}</tool_call>`` from Qwen
   behind vLLM, or a reply that is nothing but ``{"name": .., "arguments": ..}``) are recovered
   when unambiguous; **malformed JSON arguments** are repaired when the repair is unambiguous
@@ -50,7 +52,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from heuresis.agents.base import UNREADABLE_TOOL, Agent, AgentReply, Usage, register_agent
+from heuresis.agents.base import UNREADABLE_TOOL, Agent, AgentReply, ContextOverflow, Usage, register_agent
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -60,6 +62,7 @@ __all__ = [
     "LLMCallError",
     "RetryPolicy",
     "check_credentials",
+    "context_overflow",
     "llm_agents_in_use",
     "missing_credentials",
     "recover_tool_calls",
@@ -307,6 +310,19 @@ def _outgoing(messages: list[dict], plain_history: bool = False) -> list[dict]:
 
 # --- the agent ---------------------------------------------------------------------------------------
 
+#: What servers say when a prompt exceeds the context, where litellm does not map it (llama.cpp's
+#: ``llama-server``: "the request exceeds the available context size"; llama-cpp-python, vLLM:
+#: "maximum context length"; others: "context window").
+_OVERFLOW_TEXT = re.compile(r"context (size|length|window)|exceed_context_size", re.IGNORECASE)
+
+
+def context_overflow(exc: Exception, litellm) -> bool:
+    """Whether a failed call was refused because the prompt does not fit the model's context."""
+    if isinstance(exc, getattr(litellm, "ContextWindowExceededError", ())):
+        return True
+    return getattr(exc, "status_code", None) == 400 and bool(_OVERFLOW_TEXT.search(str(exc)))
+
+
 _RETRYABLE_NAMES = ("RateLimitError", "Timeout", "APIConnectionError", "InternalServerError",
                     "ServiceUnavailableError", "BadGatewayError")
 
@@ -440,6 +456,9 @@ class LLMAgent(Agent):
                     usage = Usage(model=self._model, provider=self.provider, retries=attempt, retry_log=log,
                                   latency_s=round(time.monotonic() - t_start, 4), cost=0.0, price_source="no reply",
                                   error=f"{type(exc).__name__}: {str(exc)[:300]}")
+                    if context_overflow(exc, litellm):
+                        raise ContextOverflow(f"the conversation exceeds the model's context window: "
+                                              f"{str(exc)[:300]}", usage) from exc
                     final = "not retryable" if attempt < self.retry.max_retries else f"after {attempt} retries"
                     raise LLMCallError(f"model call failed ({final}): {type(exc).__name__}: {str(exc)[:300]}",
                                        usage) from exc

@@ -185,7 +185,7 @@ def score_episode(ep: Mapping, calls: pd.DataFrame, truth, pc_row: Mapping, head
                               "tokens_out")},
         "wall_reached": bool(ep["exhausted"]),
         "rescued": bool(ep["exhausted"]) and termination in ("submitted_last_turn", "submitted_retry"),
-        "unsubmitted": termination == "unsubmitted",
+        "unsubmitted": termination in ("unsubmitted", "context_overflow"),
         "f1": s.f1, "precision": s.precision, "recall": s.recall, "shd": s.shd, "nshd": s.nshd,
         "pc_kci_f1": pc.f1, "pc_kci_nshd": pc.nshd, "bca_g_f1": bca_g, "bca_f_f1": bca_f,
         "delta_s": s.f1 - bca_g, "delta_r": s.f1 - bca_f,

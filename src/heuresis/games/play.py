@@ -7,7 +7,9 @@ answered exactly once (result or error) and recorded with its arguments, result,
 after it and its wall time.  A text-only reply is nudged.  The play ends when the report is
 written, or at the turn limit (then the play is ``unsubmitted`` — survival 0, not won — or
 ``no_report``).  An exception of the agent ends the play as ``failed``; an exception inside a tool
-is answered as an error.
+is answered as an error.  An agent that cannot go on (its context window is full:
+:class:`~heuresis.agents.base.EpisodeEnd`) ends the play before the report with that reason as
+its termination (``context_overflow``), scored by the stage it reached, in both modes.
 
 **prompt** (single-turn prompting, LLM agents).  No tools and no conversation memory: every
 decision is one request whose single prompt holds the rules, the budget left and the *whole*
@@ -33,7 +35,7 @@ import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from heuresis.agents.base import AGENTS, make_agent
+from heuresis.agents.base import AGENTS, EpisodeEnd, make_agent
 from heuresis.agents.llm import repair_arguments
 from heuresis.games.game import Game, GameError
 from heuresis.games.scenario import Scenario
@@ -159,7 +161,10 @@ def run_play(agent_name: str, agent_spec: Mapping, scn: Scenario, *, repeat: int
                               "repeat": int(repeat), **c} for c in calls], transcript)
 
 
-def _termination(game: Game) -> str:
+def _termination(game: Game, ended: str = "") -> str:
+    """The play's termination from its stage; an agent's ending (``ended``) before the report replaces it."""
+    if ended and game.stage != "done":
+        return ended
     return {"done": "reported", "report": "no_report", "stage1": "unsubmitted"}[game.stage]
 
 
@@ -191,7 +196,7 @@ def _play_tools(agent, game: Game, max_turns: int):
     """Multi-turn tool use: (calls, transcript part, turns, status, error, termination, usage totals)."""
     loop = _Play(agent, game, max_turns)
     loop.run(render("game_system"), task_prompt(game))
-    termination = "failed" if loop.status == "failed" else _termination(game)
+    termination = loop.status if loop.status == "failed" else _termination(game, loop.ending)
     part = {"tools": loop.specs, "messages": loop.transcript_messages()}
     return loop.call_rows(), part, loop.turn, loop.status, loop.error, termination, loop.totals
 
@@ -348,6 +353,10 @@ def _play_prompt(agent, game: Game, max_turns: int):
             messages = [{"role": "system", "content": system}, {"role": "user", "content": prompt_request(game)}]
             ex = single_request(agent, messages)
             totals.add(ex.usage, turn=turn, wall_s=ex.wall_s)
+            if isinstance(ex.error, EpisodeEnd):   # the agent cannot go on (e.g. its context): an ending
+                error, termination = str(ex.error)[:2000], ex.error.reason
+                requests.append({"turn": turn, "error": ex.failure})
+                break
             if not ex.ok:   # the agent crashed (a failed request): a recorded failure
                 status, error, termination = "failed", f"{type(ex.error).__name__}: {ex.error}", "failed"
                 requests.append({"turn": turn, "error": ex.failure})

@@ -16,7 +16,10 @@ One run, in order:
 A tool call that ends the run (:attr:`~heuresis.harness.tools.ToolResult.ends`: the episode's
 ``submit``, the game's ``write_report``) answers the later calls of its turn as not executed.
 An exception of the agent ends the run as ``failed`` (:attr:`AgentLoop.failure` holds its
-traceback); an exception inside a tool is answered to the agent as an error and the run goes on.
+traceback), except :class:`~heuresis.agents.base.EpisodeEnd` (the conversation overflowed the
+model's context, the client left): the run then ends ``ok`` with the exception's reason as its
+termination (and its limit, if one ran out, as the exhausted one), scored like an unsubmitted run.  An exception inside a
+tool is answered to the agent as an error and the run goes on.
 
 The loop holds the tools, their context and the limits — never the truth: what was submitted
 is scored by the caller, after the run (:mod:`heuresis.harness.scoring`).
@@ -38,7 +41,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from heuresis.agents.base import UNREADABLE_TOOL, Agent, AgentReply, Observation, Usage
+from heuresis.agents.base import UNREADABLE_TOOL, Agent, AgentReply, EpisodeEnd, Observation, Usage
 from heuresis.harness.conditions import LAST_TURN_REQUESTS, LAST_TURNS
 from heuresis.harness.parse import echo
 from heuresis.harness.prompts import render
@@ -235,6 +238,7 @@ class AgentLoop:
         self.termination = ""
         self.exhausted = ""
         self.status, self.error = "ok", ""
+        self.ending = ""                   # the reason of an agent's EpisodeEnd, if one ended the run
         self.failure: dict | None = None   # the traceback of an agent's exception
         self.totals = UsageTotals()
 
@@ -359,6 +363,10 @@ class AgentLoop:
             self.agent.observe(Observation("task", "", True, copy.deepcopy(dict(task or {})), "",
                                            None if foot is None else copy.deepcopy(foot[1])))
             self.exhausted = self._turns()
+        except EpisodeEnd as end:  # the agent cannot go on: an ending with its reason, not a failure
+            self.termination = self.ending = end.reason
+            self.exhausted = end.limit
+            self.error = str(end)[:MAX_ERROR]
         except Exception as exc:  # the agent crashed: a recorded failure
             self.status, self.error = "failed", f"{type(exc).__name__}: {exc}"
             self.termination = "failed"
