@@ -486,3 +486,20 @@ def test_context_overflow_ends_a_play_with_its_reason(mode):
     assert (row["status"], row["termination"], row["submitted"], row["survival"]) == ("ok", "context_overflow",
                                                                                       False, 0.0)
     assert row["deployments"] == 1 and "context window" in row["error"] and len(server.requests) == 2
+
+
+def test_judge_context_overflow_is_a_judgement_it_cannot_make(refs, tmp_path):
+    """A judge whose context cannot hold the prompt: ``unparsed`` (scores null) with the reason, not a failure."""
+    from heuresis.agents.base import make_agent
+    from heuresis.games.judge import judge_play
+
+    run_plays("game_trap_follower", {"kind": "game_trap_follower"}, "tools", "antenna_base", SCENARIOS,
+              out=tmp_path / "p.parquet", calls_out=tmp_path / "p.calls.parquet", plays=1, seed=4, max_turns=40,
+              references=refs, transcripts_dir=tmp_path / "t")
+    play = read_table(tmp_path / "p.parquet", GAME_PLAYS).to_pylist()[0]
+    assert play["report"].strip()
+    with ScriptedLLMServer([OVERFLOW]) as server:
+        row = judge_play(make_agent("judge_local", _spec(server.url)), "judge_local", play,
+                         load_scenario("antenna_base", SCENARIOS))
+    assert row["status"] == "unparsed" and row["error"].startswith("context_overflow: ") and row["total"] is None
+    assert len(server.requests) == 1

@@ -6,7 +6,8 @@ trap and optimum designs, what the agent deployed and submitted, and its report.
 not shown the Stage-2 survival, so the rubric does not echo the outcome.  Its answer is read by
 :func:`parse_scores` (one JSON object, or failing that ``name: value`` lines); a score outside
 its range or a missing item makes the judgement ``unparsed`` (scores null), never a clipped or
-zero score.  A play without a report scores 0 without asking (``no_report``).
+zero score, and so does a prompt the judge's context window cannot hold (the error says
+``context_overflow``).  A play without a report scores 0 without asking (``no_report``).
 
 Rubric (16 points): causal reasoning 11, experimental design 2, reflection 2, data usage 1.
 
@@ -23,6 +24,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from heuresis.agents.base import EpisodeEnd
 from heuresis.agents.llm import repair_arguments
 from heuresis.harness.loop import single_request
 from heuresis.harness.prompts import render
@@ -120,6 +122,10 @@ def judge_play(model, judge: str, play: Mapping, scn) -> dict:
     messages = [{"role": "system", "content": render("game_judge_system")},
                 {"role": "user", "content": judge_prompt(play, scn)}]
     ex = single_request(model, messages)
+    if isinstance(ex.error, EpisodeEnd):   # the prompt does not fit the judge's context: a judgement it cannot make
+        row.update(status="unparsed", error=f"{ex.error.reason}: {ex.error}", cost=ex.cost,
+                   latency_s=round(ex.wall_s, 4))
+        return row
     if not ex.ok:   # recorded, never dropped; the other plays go on
         row.update(status="failed", error=f"{type(ex.error).__name__}: {ex.error}", cost=ex.cost,
                    latency_s=round(ex.wall_s, 4))
