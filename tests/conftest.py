@@ -50,6 +50,37 @@ def tiny_run(tmp_path_factory) -> Path:
     return wd
 
 
+def pc_episode_input(family: str, split: str, index: int, instance_id: str, data: np.ndarray, dag: np.ndarray):
+    """An episode's input for ``data`` with true DAG ``dag``, started from PC-KCI's run on it: (input, PC-KCI's result)."""
+    from heuresis.algorithms import make_algorithm
+    from heuresis.graph import Graph, dag_to_cpdag
+    from heuresis.harness.episode import EpisodeInput
+
+    pc = make_algorithm("pc_kci").run(data)
+    names = [f"X{k + 1}" for k in range(data.shape[1])]
+    log = [{"x": names[d.x], "y": names[d.y], "sepset": [names[k] for k in d.sepset], "test": d.test,
+            "grade": d.grade} for d in pc.pc.deletions]
+    return EpisodeInput(family, split, index, instance_id, data, Graph.from_dag(dag), dag_to_cpdag(dag), pc.graph,
+                        pc.n_tests, log), pc
+
+
+def chain_instance(seed: int):
+    """A nonlinear chain with a collider on 5 variables (n = 200, standardized) as an episode's input, and PC-KCI's result."""
+    rng = np.random.default_rng(seed)
+    n = 200
+    x1 = rng.normal(size=n)
+    x2 = np.tanh(2 * x1) + 0.3 * rng.normal(size=n)
+    x3 = x2 ** 2 + 0.3 * rng.normal(size=n)
+    x4 = np.sin(x1) + 0.3 * rng.normal(size=n)
+    x5 = x3 + x4 + 0.3 * rng.normal(size=n)
+    data = np.column_stack([x1, x2, x3, x4, x5])
+    data = (data - data.mean(0)) / data.std(0)
+    dag = np.zeros((5, 5), int)
+    for a, b in [(0, 1), (1, 2), (0, 3), (2, 4), (3, 4)]:
+        dag[a, b] = 1
+    return pc_episode_input("t", "test", 0, "t/test/0000", data, dag)
+
+
 def small_lg_split(quick_config: dict, root: Path, n: int) -> dict:
     """``n`` lg test instances (d = 5, n = 200) under ``root`` with their pc_kci references."""
     import copy

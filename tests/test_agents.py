@@ -4,14 +4,15 @@ import json
 
 import numpy as np
 import pytest
+from conftest import chain_instance, pc_episode_input
 
 from heuresis.agents import AGENTS, make_agent
 from heuresis.algorithms import make_algorithm
 from heuresis.grades import DEFAULT_GRADES
-from heuresis.graph import Graph, Relation, dag_to_cpdag
+from heuresis.graph import Graph, Relation
 from heuresis.harness.budgets import BudgetSettings
 from heuresis.harness.conditions import Condition
-from heuresis.harness.episode import EpisodeInput, EpisodeSettings, run_episode
+from heuresis.harness.episode import EpisodeSettings, run_episode
 
 MENU = {"pc_fisherz": {"alpha": 0.05}, "pc_kci": {"alpha": 0.05}, "ges": {}, "notears": {"lambda1": 0.1, "w_threshold": 0.3}}
 
@@ -19,24 +20,7 @@ MENU = {"pc_fisherz": {"alpha": 0.05}, "pc_kci": {"alpha": 0.05}, "ges": {}, "no
 @pytest.fixture(scope="module")
 def inst():
     """Nonlinear chain-with-fork on 5 variables, n = 200."""
-    rng = np.random.default_rng(1)
-    n = 200
-    x1 = rng.normal(size=n)
-    x2 = np.tanh(2 * x1) + 0.3 * rng.normal(size=n)
-    x3 = x2 ** 2 + 0.3 * rng.normal(size=n)
-    x4 = np.sin(x1) + 0.3 * rng.normal(size=n)
-    x5 = x3 + x4 + 0.3 * rng.normal(size=n)
-    data = np.column_stack([x1, x2, x3, x4, x5])
-    data = (data - data.mean(0)) / data.std(0)
-    dag = np.zeros((5, 5), int)
-    for a, b in [(0, 1), (1, 2), (0, 3), (2, 4), (3, 4)]:
-        dag[a, b] = 1
-    pc = make_algorithm("pc_kci").run(data)
-    names = [f"X{k + 1}" for k in range(5)]
-    log = [{"x": names[d.x], "y": names[d.y], "sepset": [names[k] for k in d.sepset], "test": d.test,
-            "grade": d.grade} for d in pc.pc.deletions]
-    return EpisodeInput("t", "test", 0, "t/test/0000", data, Graph.from_dag(dag), dag_to_cpdag(dag), pc.graph,
-                        pc.n_tests, log), pc
+    return chain_instance(1)
 
 
 def _settings():
@@ -110,12 +94,7 @@ def hard_instances():
     for family in ("wild", "anm", "gauntlet"):
         for index in range(2):
             inst = generate_instance(instance_spec(cfg, family), family, "test", index)
-            pc = make_algorithm("pc_kci").run(inst.data)
-            names = inst.names
-            log = [{"x": names[d.x], "y": names[d.y], "sepset": [names[k] for k in d.sepset], "test": d.test,
-                    "grade": d.grade} for d in pc.pc.deletions]
-            inp = EpisodeInput(family, "test", index, inst.id, inst.data, Graph.from_dag(inst.dag), inst.cpdag(),
-                               pc.graph, pc.n_tests, log)
+            inp, pc = pc_episode_input(family, "test", index, inst.id, inst.data, inst.dag)
             out.append((inp, pc, inst.dag, sum(label_deletions(pc.pc.deletions, inst.dag))))
     return cfg, out
 

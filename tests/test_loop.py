@@ -2,17 +2,15 @@
 
 import json
 
-import numpy as np
 import pytest
+from conftest import chain_instance
 
 from heuresis.agents.base import Observation, Usage
-from heuresis.algorithms import make_algorithm
 from heuresis.grades import DEFAULT_GRADES
-from heuresis.graph import Graph, dag_to_cpdag
 from heuresis.harness import tools as harness_tools
 from heuresis.harness.budgets import BudgetSettings
 from heuresis.harness.conditions import Condition
-from heuresis.harness.episode import EpisodeInput, EpisodeSettings, run_episode
+from heuresis.harness.episode import EpisodeSettings, run_episode
 from heuresis.harness.loop import UsageTotals, single_request
 from heuresis.harness.tools import ToolResult
 
@@ -22,24 +20,7 @@ MENU = {"pc_fisherz": {"alpha": 0.05}, "pc_kci": {"alpha": 0.05}, "ges": {}}
 @pytest.fixture(scope="module")
 def inst():
     """A nonlinear chain with a collider on 5 variables, n = 200."""
-    rng = np.random.default_rng(4)
-    n = 200
-    x1 = rng.normal(size=n)
-    x2 = np.tanh(2 * x1) + 0.3 * rng.normal(size=n)
-    x3 = x2 ** 2 + 0.3 * rng.normal(size=n)
-    x4 = np.sin(x1) + 0.3 * rng.normal(size=n)
-    x5 = x3 + x4 + 0.3 * rng.normal(size=n)
-    data = np.column_stack([x1, x2, x3, x4, x5])
-    data = (data - data.mean(0)) / data.std(0)
-    dag = np.zeros((5, 5), int)
-    for a, b in [(0, 1), (1, 2), (0, 3), (2, 4), (3, 4)]:
-        dag[a, b] = 1
-    pc = make_algorithm("pc_kci").run(data)
-    names = [f"X{k + 1}" for k in range(5)]
-    log = [{"x": names[d.x], "y": names[d.y], "sepset": [names[k] for k in d.sepset], "test": d.test,
-            "grade": d.grade} for d in pc.pc.deletions]
-    return EpisodeInput("t", "test", 0, "t/test/0000", data, Graph.from_dag(dag), dag_to_cpdag(dag), pc.graph,
-                        pc.n_tests, log)
+    return chain_instance(4)[0]
 
 
 def _settings():
