@@ -193,9 +193,7 @@ class AgentSpecError(ValueError):
 
 
 def _builtin_kinds() -> Registry:
-    """The registry with every built-in kind in it (the game players register on import)."""
-    import heuresis.games.agents  # noqa: F401  (registers the offline game agents)
-
+    """The registry, every built-in kind in it (importing this module runs ``heuresis.agents``, which registers them)."""
     return AGENTS
 
 
@@ -216,7 +214,7 @@ def is_plugin(spec: Mapping) -> bool:
 
 
 def _import_class(name: str, path: object, origin: str, key: str) -> Any:
-    """The object at ``"module:attribute"`` ``path`` (named ``origin`` in messages); an :class:`AgentSpecError` saying what failed."""
+    """The object at ``"module:attribute"`` ``path`` (``origin`` in messages), or an :class:`AgentSpecError`."""
     if not isinstance(path, str) or not _CLASS_PATH.match(path):
         raise AgentSpecError(f"agent {name!r}: {origin}: {path!r} is not of the form 'package.module:Class'", key)
     module_name, _, attr = path.partition(":")

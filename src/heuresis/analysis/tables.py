@@ -602,14 +602,16 @@ def table12(scores: pd.DataFrame, cells: Sequence[Mapping], agent_specs: Mapping
         iso = ", ".join(f"{k} ({v})" for k, v in eps["code_isolation"].value_counts().sort_index().items()) \
             if len(eps) and "code_isolation" in eps else "—"
         impl = _implementation(c["agent"], spec) if "kind" in spec else "—"
-        row = dict(agent=c["agent"], kind=kind, implementation=impl, model=model or "—", provider=provider or "—", settings=_settings(spec),
+        row = dict(agent=c["agent"], kind=kind, implementation=impl, model=model or "—", provider=provider or "—",
+                   settings=_settings(spec),
                    condition_id=c["condition_id"], toolbox=c["toolbox"], guided=bool(c["guided"]),
                    prompt_level=int(c["prompt_level"]), target=c["target"], budget=c["budget"],
                    budget_limits=json.dumps(dict(bud), sort_keys=True), last_turn=c["last_turn"],
                    repeat=int(c["repeat"]), families=fams, split=c["split"], episodes=len(eps),
                    finished=n_fin, n_failed=len(failed), code_isolation=iso, note=note)
         rows.append(row)
-        disp.append({"agent": c["agent"], "kind": kind, "implementation": impl, "model": row["model"], "provider": row["provider"],
+        disp.append({"agent": c["agent"], "kind": kind, "implementation": impl, "model": row["model"],
+                     "provider": row["provider"],
                      "settings": row["settings"], "toolbox": c["toolbox"], "start": _start(bool(c["guided"])),
                      "prompt": f"level {c['prompt_level']}, target {c['target']}",
                      "budget": f"{c['budget']}: {_limits(bud)}" if bud else c["budget"], "last turn": c["last_turn"],

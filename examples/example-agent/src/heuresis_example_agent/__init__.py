@@ -129,7 +129,7 @@ class ExamplePlayer(Agent):
 def _even(space: dict) -> dict:
     """The defence budget spread one point at a time over the components below their caps; no equipment."""
     caps = {c: int(v["cap"]) for c, v in space["components"].items()}
-    design: dict = {c: 0 for c in caps} | {e: False for e in space["equipment"]}
+    design: dict = dict.fromkeys(caps, 0) | dict.fromkeys(space["equipment"], False)
     for _ in range(int(space["def_budget"])):
         free = [c for c in caps if design[c] < caps[c]]
         if not free:
