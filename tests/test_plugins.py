@@ -53,10 +53,6 @@ class Sneaky(ShortcutAgent):
     """A subclass of an offline baseline: privileged by inheritance."""
 
 
-class FamilyAware(Open):
-    takes_family = True
-
-
 NOT_A_CLASS = 3
 '''
 
@@ -172,8 +168,6 @@ ERRORS = {
                           "bad parameters for plugin_cases:Needs: missing a required argument: 'depth'"),
     "privileged": ({"kind": "python", "class": "plugin_cases:Sneaky"}, "agents.mine.class",
                    "declares privileged = True, which would give it the episode's unmasking map"),
-    "told the family": ({"kind": "python", "class": "plugin_cases:FamilyAware"}, "agents.mine.class",
-                        "declares takes_family = True, which would give it the game scenario's family name"),
     "unknown kind": ({"kind": "example_one_algorithmm"}, "agents.mine.kind",
                      "unknown kind 'example_one_algorithmm'; known: built-in ['evidence', 'game_bandit'"),
     "python without class": ({"kind": "python"}, "agents.mine.class", "missing (required)"),

@@ -23,7 +23,7 @@ An agent from outside the package (docs/agents.md, "Your own agent") is named by
 ``{kind: python, class: "my_pkg.agents:MyAgent", ...}``, or by a kind an installed distribution
 registers in the entry-point group ``heuresis.agents`` (:data:`ENTRY_POINT_GROUP`).  Such a
 *plugin* is resolved by :func:`agent_class` and built like a built-in kind; it is never
-privileged (nor told the game's family), and :func:`agent_origin` says which class and which
+privileged, and :func:`agent_origin` says which class and which
 installed distribution it came from, for the records.
 """
 
@@ -175,9 +175,8 @@ register_agent = AGENTS.register
 PYTHON_KIND = "python"
 #: Entry-point group in which installed distributions register agent kinds (``my_kind = "pkg.mod:Class"``).
 ENTRY_POINT_GROUP = "heuresis.agents"
-#: What an outside class may not declare: the offline baselines' extra inputs (docs/agents.md).
-_WITHHELD = {"privileged": "the episode's unmasking map (masked name -> menu algorithm)",
-             "takes_family": "the game scenario's family name"}
+#: What an outside class may not declare: the offline baselines' extra input (docs/agents.md).
+_WITHHELD = {"privileged": "the episode's unmasking map (masked name -> menu algorithm)"}
 _CLASS_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 
 
@@ -235,7 +234,7 @@ def agent_class(name: str, spec: Mapping) -> type[Agent]:
 
     A built-in kind is never shadowed: an installed entry point of the same name (or named
     ``python``) is an error naming both, whichever the entry means.  An outside class must be
-    an :class:`Agent` subclass that declares neither ``privileged`` nor ``takes_family``.
+    an :class:`Agent` subclass that does not declare ``privileged``.
 
     Raises
     ------

@@ -134,7 +134,7 @@ def run_play(agent_name: str, agent_spec: Mapping, scn: Scenario, *, repeat: int
                              f"single-turn prompting is for LLM agents")
         spec.setdefault("seed", int(seed))
     if getattr(cls, "takes_family", False):  # the mechanism-aware offline agent: the family's
-        spec.setdefault("family", scn.family)  # name (its structure), no parameter; never a plugin (agent_class)
+        spec.setdefault("family", scn.family)  # name (its structure), no parameter
     agent = make_agent(agent_name, spec)
     agent.bind({"output_tokens_per_turn": OUTPUT_TOKENS})
     game = Game(scn, seed=seed, threshold=threshold)
