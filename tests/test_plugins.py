@@ -289,7 +289,7 @@ def test_the_example_runs_an_episode_and_a_play_through_the_workflow(site, tmp_p
         ref = read_table(res / f"references/{real}/lg/test/shard-000.parquet", REFERENCES).to_pandas().iloc[0]
         assert row.edges == ref.edges and row.n_calls == 2, (real, row.edges, ref.edges)
         prov = json.loads(pq.read_schema(path).metadata[b"heuresis.provenance"])
-        assert prov["config"]["agent_origin"] == origin
+        assert prov["config"]["agent_origin"] == origin and prov["packages"][DIST] == VERSION
         assert json.loads((wd / row.transcript).read_text())["agent_origin"] == origin
     scores = pd.read_parquet(res / "analysis/episode_scores.parquet")
     assert sorted(scores[scores.agent == "example"].condition_id) == sorted(j["condition_id"] for j in jobs)
@@ -316,6 +316,7 @@ def test_the_example_runs_an_episode_and_a_play_through_the_workflow(site, tmp_p
     pprov = json.loads(pq.read_schema(plays_path).metadata[b"heuresis.provenance"])
     assert pprov["config"]["agent_origin"] == {"kind": "python", "class": ENTRY_POINTS["example_player"],
                                                "distribution": DIST, "version": VERSION}
+    assert pprov["packages"][DIST] == VERSION
     table = pd.read_parquet(res / "tables/games_antenna.parquet")
     mine = table[(table.agent == "example_player") & (table.scenario == "antenna_base")]
     assert len(mine) == 1 and mine.survival.iloc[0] == pytest.approx(play.survival)

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from heuresis.agents.base import agent_origin
+from heuresis.agents.base import agent_origin, origin_packages
 from heuresis.config.loading import config_digest
 from heuresis.failures import FIRST_ATTEMPT, failure_metadata, record_attempt
 from heuresis.harness.budgets import BudgetSettings
@@ -124,7 +124,8 @@ def run_episode_shard(agent: str, agent_spec: Mapping, condition_id: str, family
     calls = [c for rec in records for c in rec["calls"]]
     requests = [q for rec in records for q in rec.get("requests", [])]
     prov = provenance_record(stage="episodes", config=cfg_slice, seeds={"seed": seed},
-                             inputs=[Path(truth_dir) / "graphs.parquet", *map(Path, pc_kci_paths)], started=started)
+                             inputs=[Path(truth_dir) / "graphs.parquet", *map(Path, pc_kci_paths)], started=started,
+                             packages=origin_packages(origin))
     failed = ckpt.failed
     meta = {PROVENANCE_KEY: dumps(prov), **failure_metadata(len(failed), attempt)}
     record_attempt(out, attempt, len(failed), "episodes")   # first: a kill after it still leaves a retry

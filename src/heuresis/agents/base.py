@@ -29,6 +29,7 @@ installed distribution it came from, for the records.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 import itertools
@@ -42,8 +43,9 @@ from typing import Any, ClassVar
 from heuresis.registry import Registry
 
 __all__ = ["AGENTS", "ENTRY_POINT_GROUP", "PYTHON_KIND", "UNREADABLE_TOOL", "Agent", "AgentReply", "AgentSpecError",
-           "ContextOverflow", "EpisodeEnd", "Observation", "Usage", "agent_class", "agent_origin", "is_plugin",
-           "make_agent", "register_agent", "tool_call"]
+           "ContextOverflow", "EpisodeEnd", "Observation", "Usage", "agent_class", "agent_origin", "check_agent",
+           "is_plugin",
+           "make_agent", "origin_packages", "register_agent", "tool_call"]
 
 #: Name given to a tool call an agent wrote but that could not be read (the harness answers it
 #: with the problem, so the model can try again).
@@ -263,7 +265,8 @@ def agent_class(name: str, spec: Mapping) -> type[Agent]:
     else:
         raise AgentSpecError(f"agent {name!r}: unknown kind {kind!r}; known: built-in {sorted(builtin)}, "
                              f"installed entry points {sorted(eps)} (group {ENTRY_POINT_GROUP}), or "
-                             f"{PYTHON_KIND!r} with a class", "kind")
+                             f"{PYTHON_KIND!r} with a class (an entry-point kind needs the distribution that "
+                             "registers it installed where the workflow runs)", "kind")
     if not (isinstance(cls, type) and issubclass(cls, Agent)):
         raise AgentSpecError(f"agent {name!r}: {origin} is {cls!r}, not a subclass of {_path_of(Agent)}",
                              "class" if kind == PYTHON_KIND else "kind")
@@ -329,12 +332,25 @@ def agent_origin(name: str, spec: Mapping) -> dict | None:
     if ep is not None and getattr(ep, "dist", None) is not None:
         dist_name, version = ep.dist.metadata["Name"], ep.dist.version
     else:
-        top = cls.__module__.split(".")[0]
-        names = metadata.packages_distributions().get(top) or []
-        if names:
-            dist_name = names[0]
-            version = metadata.version(dist_name)
+        dist_name, version = _distribution_of(cls.__module__.split(".")[0])
     return {"kind": kind, "class": _path_of(cls), "distribution": dist_name, "version": version}
+
+
+@functools.lru_cache(maxsize=64)
+def _distribution_of(package: str) -> tuple[str | None, str | None]:
+    """(name, version) of the installed distribution holding top-level ``package``; (None, None) if none does.
+
+    Cached: reading every installed distribution's file list takes a third of a second.
+    """
+    names = metadata.packages_distributions().get(package) or []
+    return (names[0], metadata.version(names[0])) if names else (None, None)
+
+
+def origin_packages(origin: Mapping | None) -> dict[str, str]:
+    """``{distribution: version}`` of an :func:`agent_origin` (empty for a built-in kind or no distribution)."""
+    if not origin or not origin.get("distribution"):
+        return {}
+    return {str(origin["distribution"]): str(origin["version"])}
 
 
 def make_agent(name: str, spec: Mapping, *, algorithm_map: Mapping[str, str] | None = None) -> Agent:

@@ -223,7 +223,7 @@ def run_plays(agent: str, spec: Mapping, mode: str, scenario: str, folder: str |
               max_turns: int, references: str | Path, out: str | Path, calls_out: str | Path,
               transcripts_dir: str | Path, log: _Log = _quiet, attempt: str = FIRST_ATTEMPT) -> Path:
     """``plays`` plays of ``scenario`` by ``agent`` in ``mode``; checkpointed per play."""
-    from heuresis.agents.base import agent_origin
+    from heuresis.agents.base import agent_origin, origin_packages
     from heuresis.games.play import run_play
 
     started = utc_now()
@@ -266,7 +266,7 @@ def run_plays(agent: str, spec: Mapping, mode: str, scenario: str, folder: str |
     rows = [rec["row"] for rec in records]
     calls = [c for rec in records for c in rec["calls"]]
     prov = provenance_record(stage="games_plays", config=cfg_slice, seeds={"seed": int(seed)},
-                             inputs=[scn.path, references], started=started)
+                             inputs=[scn.path, references], started=started, packages=origin_packages(origin))
     failed = len(ckpt.failed)
     meta = {PROVENANCE_KEY: dumps(prov), **failure_metadata(failed, attempt)}
     record_attempt(out, attempt, failed, "plays")
