@@ -44,8 +44,7 @@ from heuresis.registry import Registry
 
 __all__ = ["AGENTS", "ENTRY_POINT_GROUP", "PYTHON_KIND", "UNREADABLE_TOOL", "Agent", "AgentReply", "AgentSpecError",
            "ContextOverflow", "EpisodeEnd", "Observation", "Usage", "agent_class", "agent_origin", "check_agent",
-           "is_plugin",
-           "make_agent", "origin_packages", "register_agent", "tool_call"]
+           "is_plugin", "make_agent", "origin_packages", "register_agent", "tool_call"]
 
 #: Name given to a tool call an agent wrote but that could not be read (the harness answers it
 #: with the problem, so the model can try again).
@@ -193,11 +192,6 @@ class AgentSpecError(ValueError):
         self.key = key
 
 
-def _builtin_kinds() -> Registry:
-    """The registry, every built-in kind in it (importing this module runs ``heuresis.agents``, which registers them)."""
-    return AGENTS
-
-
 def _entry_points() -> dict[str, metadata.EntryPoint]:
     """The installed ``heuresis.agents`` entry points by name."""
     return {ep.name: ep for ep in metadata.entry_points(group=ENTRY_POINT_GROUP)}
@@ -210,8 +204,12 @@ def _ep_text(ep: metadata.EntryPoint) -> str:
 
 
 def is_plugin(spec: Mapping) -> bool:
-    """Whether a config entry names an agent from outside the package (any kind but a built-in one)."""
-    return spec.get("kind") not in _builtin_kinds()
+    """Whether a config entry names an agent from outside the package (any kind but a built-in one).
+
+    Every built-in kind is in :data:`AGENTS` by then: importing this module runs
+    ``heuresis.agents`` first, which registers them all (the games' players too).
+    """
+    return spec.get("kind") not in AGENTS
 
 
 def _import_class(name: str, path: object, origin: str, key: str) -> Any:
@@ -245,7 +243,7 @@ def agent_class(name: str, spec: Mapping) -> type[Agent]:
         asks for what the party under test never gets; the message names the entry.
     """
     kind = spec.get("kind")
-    builtin = _builtin_kinds()
+    builtin = AGENTS
     eps = _entry_points()
     if kind in eps and (kind in builtin or kind == PYTHON_KIND):
         what = (f"the built-in kind {kind!r} ({_path_of(builtin[kind])})" if kind in builtin
