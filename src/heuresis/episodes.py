@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from heuresis.agents.base import agent_origin, origin_packages
 from heuresis.config.loading import config_digest
 from heuresis.failures import FIRST_ATTEMPT, failure_metadata, record_attempt
 from heuresis.harness.budgets import BudgetSettings
@@ -88,6 +89,9 @@ def run_episode_shard(agent: str, agent_spec: Mapping, condition_id: str, family
     cfg_slice = {"agent": agent, "agent_spec": dict(agent_spec), "condition": condition_id,
                  "budget": episodes_cfg["budgets"][cond.budget], "code_tool": episodes_cfg["code_tool"],
                  "alpha": episodes_cfg["alpha"], "menu": dict(menu), "grades": list(grades), "seed": seed}
+    origin = agent_origin(agent, agent_spec)
+    if origin is not None:   # a plugin's class and distribution version: in the provenance and the resume key
+        cfg_slice["agent_origin"] = origin
     key = config_digest({**cfg_slice, "data": [inputs[i].instance_id for i in indices],
                          "pc_kci_tests": [inputs[i].pc_kci_tests for i in indices]})
     ckpt = Checkpoint(out, key)
@@ -120,7 +124,8 @@ def run_episode_shard(agent: str, agent_spec: Mapping, condition_id: str, family
     calls = [c for rec in records for c in rec["calls"]]
     requests = [q for rec in records for q in rec.get("requests", [])]
     prov = provenance_record(stage="episodes", config=cfg_slice, seeds={"seed": seed},
-                             inputs=[Path(truth_dir) / "graphs.parquet", *map(Path, pc_kci_paths)], started=started)
+                             inputs=[Path(truth_dir) / "graphs.parquet", *map(Path, pc_kci_paths)], started=started,
+                             packages=origin_packages(origin))
     failed = ckpt.failed
     meta = {PROVENANCE_KEY: dumps(prov), **failure_metadata(len(failed), attempt)}
     record_attempt(out, attempt, len(failed), "episodes")   # first: a kill after it still leaves a retry
@@ -141,22 +146,27 @@ def run_episode_shard(agent: str, agent_spec: Mapping, condition_id: str, family
 def config_errors(config: Mapping) -> list[str]:
     """Problems of ``agents`` and ``episodes`` a schema cannot say, each naming its config key.
 
-    Agents have registered kinds (an offline agent's parameters are checked by building it; an
-    LLM agent's ``max_tokens`` exceeds its thinking budget); grids name known agents (not game
+    Agents have a known kind or an importable outside class (:func:`~heuresis.agents.base.check_agent`;
+    an offline agent's parameters are checked by building it, a plugin's by binding them to its
+    constructor's signature; an LLM agent's ``max_tokens`` exceeds its thinking budget); grids name known agents (not game
     agents), budgets and families, and fit their split; ``episodes.run`` names known grids;
     episodes need PC-KCI on the menu.
     """
-    from heuresis.agents import AGENTS, make_agent
+    from heuresis.agents.base import AgentSpecError, check_agent, is_plugin, make_agent
     from heuresis.games.agents import GameAgent  # registers the offline game agents
 
     msgs: list[str] = []
     agents = config["agents"]
     menu = config["references"]["algorithms"]
+    classes: dict[str, type] = {}
     for name, spec in agents.items():
         kind = spec.get("kind")
-        if kind not in AGENTS:
-            msgs.append(f"config key agents.{name}.kind: unknown agent kind {kind!r}; known: {sorted(AGENTS)}")
-        elif kind != "llm":   # offline agents check their parameters when built
+        try:
+            classes[name] = check_agent(name, spec)
+        except AgentSpecError as exc:
+            msgs.append(f"config key agents.{name}{'.' + exc.key if exc.key else ''}: {exc}")
+            continue
+        if not is_plugin(spec) and kind != "llm":   # offline agents check their parameters when built
             try:
                 make_agent(name, spec)
             except (ValueError, TypeError) as exc:
@@ -177,7 +187,7 @@ def config_errors(config: Mapping) -> list[str]:
     for gname, grid in grids.items():
         key = f"episodes.grids.{gname}"
         for a in grid["agents"]:
-            cls = AGENTS.get(agents[a].get("kind")) if a in agents else None
+            cls = classes.get(a)
             if a not in agents:
                 msgs.append(f"config key {key}.agents: unknown agent {a!r}; known: {sorted(agents)}")
             elif isinstance(cls, type) and issubclass(cls, GameAgent):

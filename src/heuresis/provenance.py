@@ -94,7 +94,8 @@ def _launcher() -> str | None:
 
 
 def provenance_record(*, stage: str, config: Mapping | None, seeds: Mapping | None = None,
-                      inputs: Iterable[str | Path] = (), started: str | None = None) -> dict[str, object]:
+                      inputs: Iterable[str | Path] = (), started: str | None = None,
+                      packages: Mapping[str, str] | None = None) -> dict[str, object]:
     """A provenance record for an artifact written now.
 
     Parameters
@@ -109,13 +110,15 @@ def provenance_record(*, stage: str, config: Mapping | None, seeds: Mapping | No
         Files read; their SHA-256 digests are recorded.
     started : str, optional
         ISO time the computation started (default: now).
+    packages : mapping, optional
+        Further distributions the artifact depends on, name -> version (a plugin agent's).
     """
     return {
         "stage": stage,
         "config_digest": config_digest(config),
         "config": config,
         "code": code_version(),
-        "packages": package_versions(),
+        "packages": {**package_versions(), **dict(packages or {})},
         "seeds": dict(seeds or {}),
         "inputs": {str(p): file_sha256(p) for p in inputs},
         "command": " ".join(sys.argv),

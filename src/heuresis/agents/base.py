@@ -18,20 +18,33 @@ agents and gives each a kind and parameters, e.g. ``merge: {kind: merge, k: 2}``
 :func:`make_agent` builds one per episode.  An agent class may declare itself ``privileged``
 (the offline agents do): the harness then passes the episode's unmasking map
 (``algorithm_map``: masked name -> menu name) to its constructor and records that it did.
+
+An agent from outside the package (docs/agents.md, "Your own agent") is named by its class,
+``{kind: python, class: "my_pkg.agents:MyAgent", ...}``, or by a kind an installed distribution
+registers in the entry-point group ``heuresis.agents`` (:data:`ENTRY_POINT_GROUP`).  Such a
+*plugin* is resolved by :func:`agent_class` and built like a built-in kind; it is never
+privileged, and :func:`agent_origin` says which class and which
+installed distribution it came from, for the records.
 """
 
 from __future__ import annotations
 
+import functools
+import importlib
+import inspect
 import itertools
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
+from importlib import metadata
 from typing import Any, ClassVar
 
 from heuresis.registry import Registry
 
-__all__ = ["AGENTS", "UNREADABLE_TOOL", "Agent", "AgentReply", "ContextOverflow", "EpisodeEnd", "Observation", "Usage",
-           "make_agent", "register_agent", "tool_call"]
+__all__ = ["AGENTS", "ENTRY_POINT_GROUP", "PYTHON_KIND", "UNREADABLE_TOOL", "Agent", "AgentReply", "AgentSpecError",
+           "ContextOverflow", "EpisodeEnd", "Observation", "Usage", "agent_class", "agent_origin", "check_agent",
+           "is_plugin", "make_agent", "origin_packages", "register_agent", "tool_call"]
 
 #: Name given to a tool call an agent wrote but that could not be read (the harness answers it
 #: with the problem, so the model can try again).
@@ -159,20 +172,202 @@ AGENTS = Registry("agent kind", Agent, attr="kind")
 register_agent = AGENTS.register
 
 
+#: The kind naming an outside class by its import path: ``{kind: python, class: "pkg.mod:Class"}``.
+PYTHON_KIND = "python"
+#: Entry-point group in which installed distributions register agent kinds (``my_kind = "pkg.mod:Class"``).
+ENTRY_POINT_GROUP = "heuresis.agents"
+#: What an outside class may not declare: the offline baselines' extra input (docs/agents.md).
+_WITHHELD = {"privileged": "the episode's unmasking map (masked name -> menu algorithm)"}
+_CLASS_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+
+
+class AgentSpecError(ValueError):
+    """An ``agents`` entry that names no buildable agent; the message names the entry.
+
+    :attr:`key` is the entry's key at fault (``kind``, ``class``), empty for its parameters.
+    """
+
+    def __init__(self, message: str, key: str = "") -> None:
+        super().__init__(message)
+        self.key = key
+
+
+def _entry_points() -> dict[str, metadata.EntryPoint]:
+    """The installed ``heuresis.agents`` entry points by name."""
+    return {ep.name: ep for ep in metadata.entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def _ep_text(ep: metadata.EntryPoint) -> str:
+    dist = getattr(ep, "dist", None)
+    where = f" of distribution {dist.metadata['Name']} {dist.version}" if dist is not None else ""
+    return f"entry point {ep.name} = {ep.value!r} (group {ENTRY_POINT_GROUP}){where}"
+
+
+def is_plugin(spec: Mapping) -> bool:
+    """Whether a config entry names an agent from outside the package (any kind but a built-in one).
+
+    Every built-in kind is in :data:`AGENTS` by then: importing this module runs
+    ``heuresis.agents`` first, which registers them all (the games' players too).
+    """
+    return spec.get("kind") not in AGENTS
+
+
+def _import_class(name: str, path: object, origin: str, key: str) -> Any:
+    """The object at ``"module:attribute"`` ``path`` (``origin`` in messages), or an :class:`AgentSpecError`."""
+    if not isinstance(path, str) or not _CLASS_PATH.match(path):
+        raise AgentSpecError(f"agent {name!r}: {origin}: {path!r} is not of the form 'package.module:Class'", key)
+    module_name, _, attr = path.partition(":")
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except Exception as exc:   # ImportError, or whatever the module raised while importing
+        raise AgentSpecError(f"agent {name!r}: {origin}: module {module_name!r} cannot be imported "
+                             f"({type(exc).__name__}: {exc})", key) from exc
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise AgentSpecError(f"agent {name!r}: {origin}: module {module_name!r} has no attribute {attr!r}", key)
+        obj = getattr(obj, part)
+    return obj
+
+
+def agent_class(name: str, spec: Mapping) -> type[Agent]:
+    """The class of agent ``name`` from its config entry: a built-in kind, ``python`` or an entry point.
+
+    A built-in kind is never shadowed: an installed entry point of the same name (or named
+    ``python``) is an error naming both, whichever the entry means.  An outside class must be
+    an :class:`Agent` subclass that does not declare ``privileged``.
+
+    Raises
+    ------
+    AgentSpecError
+        The kind is unknown, clashes, or the class cannot be imported, is no ``Agent`` or
+        asks for what the party under test never gets; the message names the entry.
+    """
+    kind = spec.get("kind")
+    builtin = AGENTS
+    eps = _entry_points()
+    if kind in eps and (kind in builtin or kind == PYTHON_KIND):
+        what = (f"the built-in kind {kind!r} ({_path_of(builtin[kind])})" if kind in builtin
+                else f"the kind {PYTHON_KIND!r} that names a class")
+        raise AgentSpecError(f"agent {name!r}: kind {kind!r} is both {what} and the installed {_ep_text(eps[kind])}; "
+                             "a built-in kind is never replaced: rename the entry point", "kind")
+    if kind in builtin:
+        return builtin[kind]
+    if kind == PYTHON_KIND:
+        if "class" not in spec:
+            raise AgentSpecError(f"agent {name!r}: kind {PYTHON_KIND!r} needs 'class: \"package.module:Class\"'", "class")
+        origin = f"class {spec['class']!r}"
+        cls = _import_class(name, spec["class"], origin, "class")
+    elif kind in eps:
+        cls = _import_class(name, eps[kind].value, _ep_text(eps[kind]), "kind")
+        origin = _ep_text(eps[kind])
+    else:
+        raise AgentSpecError(f"agent {name!r}: unknown kind {kind!r}; known: built-in {sorted(builtin)}, "
+                             f"installed entry points {sorted(eps)} (group {ENTRY_POINT_GROUP}), or "
+                             f"{PYTHON_KIND!r} with a class (an entry-point kind needs the distribution that "
+                             "registers it installed where the workflow runs)", "kind")
+    if not (isinstance(cls, type) and issubclass(cls, Agent)):
+        raise AgentSpecError(f"agent {name!r}: {origin} is {cls!r}, not a subclass of {_path_of(Agent)}",
+                             "class" if kind == PYTHON_KIND else "kind")
+    for attr, what in _WITHHELD.items():
+        if getattr(cls, attr, False):
+            raise AgentSpecError(f"agent {name!r}: {origin} declares {attr} = True, which would give it {what}; "
+                                 "only the built-in offline baselines get it, never an agent under test",
+                                 "class" if kind == PYTHON_KIND else "kind")
+    return cls
+
+
+def _path_of(cls: type) -> str:
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
+def _params(spec: Mapping) -> dict:
+    """The constructor's keyword arguments of a config entry (every key but ``kind`` and ``python``'s ``class``)."""
+    drop = {"kind", "class"} if spec.get("kind") == PYTHON_KIND else {"kind"}
+    return {k: v for k, v in spec.items() if k not in drop}
+
+
+def _check_parameters(name: str, cls: type, params: Mapping) -> None:
+    """An outside class's constructor accepts ``(name, **params)``; else which parameter is wrong."""
+    try:
+        sig = inspect.signature(cls)
+    except (TypeError, ValueError):   # no signature to read (a C type): the constructor will say
+        return
+    try:
+        sig.bind(name, **params)
+    except TypeError as exc:
+        raise AgentSpecError(f"agent {name!r}: bad parameters for {_path_of(cls)}: {exc}") from None
+
+
+def check_agent(name: str, spec: Mapping) -> type[Agent]:
+    """The class of a config entry (:func:`agent_class`), a plugin's parameters bound to its signature.
+
+    Builds nothing: an outside constructor may have side effects.
+
+    Raises
+    ------
+    AgentSpecError
+        As :func:`agent_class`, or a plugin's parameter is unexpected or missing (named).
+    """
+    cls = agent_class(name, spec)
+    if is_plugin(spec):
+        _check_parameters(name, cls, _params(spec))
+    return cls
+
+
+def agent_origin(name: str, spec: Mapping) -> dict | None:
+    """Where a plugin agent's class comes from (None for a built-in kind), for the records.
+
+    ``{"kind", "class": "module:Qualname", "distribution", "version"}``; the distribution is
+    the installed one that holds the class's top-level package (None when it is not installed,
+    e.g. a module on ``PYTHONPATH``), or the entry point's.
+    """
+    if not is_plugin(spec):
+        return None
+    cls = agent_class(name, spec)
+    kind = spec.get("kind")
+    dist_name = version = None
+    ep = _entry_points().get(kind) if kind != PYTHON_KIND else None
+    if ep is not None and getattr(ep, "dist", None) is not None:
+        dist_name, version = ep.dist.metadata["Name"], ep.dist.version
+    else:
+        dist_name, version = _distribution_of(cls.__module__.split(".")[0])
+    return {"kind": kind, "class": _path_of(cls), "distribution": dist_name, "version": version}
+
+
+@functools.lru_cache(maxsize=64)
+def _distribution_of(package: str) -> tuple[str | None, str | None]:
+    """(name, version) of the installed distribution holding top-level ``package``; (None, None) if none does.
+
+    Cached: reading every installed distribution's file list takes a third of a second.
+    """
+    names = metadata.packages_distributions().get(package) or []
+    return (names[0], metadata.version(names[0])) if names else (None, None)
+
+
+def origin_packages(origin: Mapping | None) -> dict[str, str]:
+    """``{distribution: version}`` of an :func:`agent_origin` (empty for a built-in kind or no distribution)."""
+    if not origin or not origin.get("distribution"):
+        return {}
+    return {str(origin["distribution"]): str(origin["version"])}
+
+
 def make_agent(name: str, spec: Mapping, *, algorithm_map: Mapping[str, str] | None = None) -> Agent:
     """Build agent ``name`` from its config entry ``{kind: ..., **params}``.
 
-    The built-in kinds are registered by then: importing this module runs ``heuresis.agents``
-    first, which imports every built-in kind.
+    The kind is a built-in one (registered by then: importing this module runs
+    ``heuresis.agents`` first, which imports every built-in kind), ``python`` with a ``class``,
+    or an installed entry point (:func:`agent_class`).  A plugin's instance records the
+    config's kind as its :attr:`Agent.kind`.
     """
-    params = dict(spec)
-    kind = params.pop("kind", None)
-    if kind not in AGENTS:
-        raise ValueError(f"agent {name!r}: unknown kind {kind!r}; known: {sorted(AGENTS)}")
-    cls = AGENTS.lookup(kind)
-    if cls.privileged:
+    cls = check_agent(name, spec)
+    params = _params(spec)
+    plugin = is_plugin(spec)
+    if not plugin and cls.privileged:
         params["algorithm_map"] = dict(algorithm_map or {})
-    return cls(name, **params)
+    agent = cls(name, **params)
+    if plugin:
+        agent.kind = str(spec["kind"])
+    return agent
 
 
 _ids = itertools.count()

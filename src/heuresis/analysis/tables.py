@@ -533,9 +533,23 @@ _SECRET = ("key", "secret", "token", "password")
 
 
 def _settings(spec: Mapping) -> str:
-    keep = {k: v for k, v in spec.items() if k not in ("kind", "model", "provider")
+    keep = {k: v for k, v in spec.items() if k not in ("kind", "model", "provider", "class")
             and not any(s in k.lower() for s in _SECRET)}
     return json.dumps(keep, sort_keys=True, default=str) if keep else "—"
+
+
+def _implementation(agent: str, spec: Mapping) -> str:
+    """``built-in``, or a plugin's class and the installed distribution holding it (as installed now)."""
+    from heuresis.agents.base import AgentSpecError, agent_origin
+
+    try:
+        origin = agent_origin(agent, spec)
+    except AgentSpecError as exc:
+        return f"not importable here ({exc})"
+    if origin is None:
+        return "built-in"
+    dist = f"{origin['distribution']} {origin['version']}" if origin["distribution"] else "no installed distribution"
+    return f"{origin['class']} ({dist})"
 
 
 def _limits(b: Mapping) -> str:
@@ -553,8 +567,10 @@ def table12(scores: pd.DataFrame, cells: Sequence[Mapping], agent_specs: Mapping
             budgets: Mapping[str, Mapping]):
     """Build the harness disclosure table: per configured result its model, settings, budgets and isolation.
 
-    Columns: model, provider, settings, budgets, last-turn setting, and the code tool's isolation
-    over its episodes (``code_isolation``: value (episodes), ...).
+    Columns: kind, implementation (``built-in``, or a plugin agent's class and the name and
+    version of the installed distribution that holds it), model, provider, settings, budgets,
+    last-turn setting, and the code tool's isolation over its episodes (``code_isolation``:
+    value (episodes), ...).
 
     ``cells`` are the configured conditions (``agent``, ``condition_id``, condition fields,
     ``families``, ``split``, optionally ``instances`` per family, shown after each family); offline
@@ -585,14 +601,17 @@ def table12(scores: pd.DataFrame, cells: Sequence[Mapping], agent_specs: Mapping
 
         iso = ", ".join(f"{k} ({v})" for k, v in eps["code_isolation"].value_counts().sort_index().items()) \
             if len(eps) and "code_isolation" in eps else "—"
-        row = dict(agent=c["agent"], kind=kind, model=model or "—", provider=provider or "—", settings=_settings(spec),
+        impl = _implementation(c["agent"], spec) if "kind" in spec else "—"
+        row = dict(agent=c["agent"], kind=kind, implementation=impl, model=model or "—", provider=provider or "—",
+                   settings=_settings(spec),
                    condition_id=c["condition_id"], toolbox=c["toolbox"], guided=bool(c["guided"]),
                    prompt_level=int(c["prompt_level"]), target=c["target"], budget=c["budget"],
                    budget_limits=json.dumps(dict(bud), sort_keys=True), last_turn=c["last_turn"],
                    repeat=int(c["repeat"]), families=fams, split=c["split"], episodes=len(eps),
                    finished=n_fin, n_failed=len(failed), code_isolation=iso, note=note)
         rows.append(row)
-        disp.append({"agent": c["agent"], "kind": kind, "model": row["model"], "provider": row["provider"],
+        disp.append({"agent": c["agent"], "kind": kind, "implementation": impl, "model": row["model"],
+                     "provider": row["provider"],
                      "settings": row["settings"], "toolbox": c["toolbox"], "start": _start(bool(c["guided"])),
                      "prompt": f"level {c['prompt_level']}, target {c['target']}",
                      "budget": f"{c['budget']}: {_limits(bud)}" if bud else c["budget"], "last turn": c["last_turn"],

@@ -35,7 +35,7 @@ import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from heuresis.agents.base import AGENTS, EpisodeEnd, make_agent
+from heuresis.agents.base import EpisodeEnd, agent_class, agent_origin, make_agent
 from heuresis.agents.llm import repair_arguments
 from heuresis.games.game import Game, GameError
 from heuresis.games.scenario import Scenario
@@ -127,13 +127,14 @@ def run_play(agent_name: str, agent_spec: Mapping, scn: Scenario, *, repeat: int
         raise ValueError(f"unknown play mode {mode!r}; known: tools, prompt")
     t0 = time.monotonic()
     spec = dict(agent_spec)
-    if getattr(AGENTS.get(spec.get("kind")), "takes_seed", False):   # offline game agents draw from the play seed
+    cls = agent_class(agent_name, spec)
+    if getattr(cls, "takes_seed", False):   # offline game agents (and plugins that ask) draw from the play seed
         if mode != "tools":
             raise ValueError(f"agent {agent_name!r} (kind {spec.get('kind')!r}) plays the tools mode only; "
                              f"single-turn prompting is for LLM agents")
         spec.setdefault("seed", int(seed))
-    if getattr(AGENTS.get(spec.get("kind")), "takes_family", False):  # the mechanism-aware offline agent: the family's
-        spec.setdefault("family", scn.family)                         # name (its structure), no parameter
+    if getattr(cls, "takes_family", False):  # the mechanism-aware offline agent: the family's
+        spec.setdefault("family", scn.family)  # name (its structure), no parameter
     agent = make_agent(agent_name, spec)
     agent.bind({"output_tokens_per_turn": OUTPUT_TOKENS})
     game = Game(scn, seed=seed, threshold=threshold)
@@ -156,7 +157,8 @@ def run_play(agent_name: str, agent_spec: Mapping, scn: Scenario, *, repeat: int
         "cost": spend.cost, "retries": spend.retries, "warnings": json.dumps(spend.warnings),
         "wall_s": round(time.monotonic() - t0, 3),
     }
-    transcript = {"play": row, "scenario": scn.spec, **transcript, "calls": calls}
+    transcript = {"play": row, "agent_origin": agent_origin(agent_name, agent_spec), "scenario": scn.spec,
+                  **transcript, "calls": calls}   # agent_origin: a plugin's class and distribution (None: built-in)
     return PlayOutcome(row, [{"play_id": play_id, "agent": agent_name, "mode": mode, "scenario": scn.name,
                               "repeat": int(repeat), **c} for c in calls], transcript)
 

@@ -81,9 +81,13 @@ def is_llm(config: Mapping, agent: str) -> bool:
 
 
 def plays_of(config: Mapping, agent: str) -> int:
-    """Plays per scenario x mode of ``agent``: ``games.plays`` (LLM agents) or ``games.baseline_plays``."""
+    """Plays per scenario x mode of ``agent``: ``games.baseline_plays`` (the offline game players) or ``games.plays``.
+
+    Every agent under test (LLM and plugin agents) plays ``games.plays`` times.
+    """
     g = config["games"]
-    return int(g["plays"] if is_llm(config, agent) else g["baseline_plays"])
+    kind = config.get("agents", {}).get(agent, {}).get("kind")
+    return int(g["baseline_plays"] if kind in game_agent_kinds() else g["plays"])
 
 
 def scenario_folder(config: Mapping) -> Path:
@@ -121,10 +125,14 @@ def config_errors(config: Mapping) -> list[str]:
     g = config.get("games")
     if not g:
         return []
+    from heuresis.agents.base import is_plugin
+
     msgs: list[str] = search_errors(g["search"])
     kinds = game_agent_kinds()
-    msgs += agent_errors(config, "games.agents", g["agents"], kinds | {"llm"},
-                         f"it cannot play games; game kinds: {sorted(kinds)} or llm")
+    plugins = {s.get("kind") for s in config.get("agents", {}).values() if is_plugin(s)}   # checked under agents
+    msgs += agent_errors(config, "games.agents", g["agents"], kinds | {"llm"} | plugins,
+                         f"it cannot play games; game kinds: {sorted(kinds)}, llm, or an agent from outside the "
+                         "package (docs/agents.md)")
     msgs += agent_errors(config, "games.judges", g["judges"], {"llm"}, "a judge is an LLM agent (kind llm)")
     folder = scenario_folder(config)
     if not folder.is_dir():
@@ -215,6 +223,7 @@ def run_plays(agent: str, spec: Mapping, mode: str, scenario: str, folder: str |
               max_turns: int, references: str | Path, out: str | Path, calls_out: str | Path,
               transcripts_dir: str | Path, log: _Log = _quiet, attempt: str = FIRST_ATTEMPT) -> Path:
     """``plays`` plays of ``scenario`` by ``agent`` in ``mode``; checkpointed per play."""
+    from heuresis.agents.base import agent_origin, origin_packages
     from heuresis.games.play import run_play
 
     started = utc_now()
@@ -223,6 +232,9 @@ def run_plays(agent: str, spec: Mapping, mode: str, scenario: str, folder: str |
     cfg_slice = {"agent": agent, "spec": dict(spec), "mode": mode, "scenario": scn.spec, "plays": int(plays),
                  "seed": int(seed), "max_turns": int(max_turns), "threshold": ref["threshold"],
                  "optimum": ref["optimum"]}
+    origin = agent_origin(agent, spec)
+    if origin is not None:   # a plugin's class and distribution version: in the provenance and the resume key
+        cfg_slice["agent_origin"] = origin
     ckpt = Checkpoint(out, config_digest(cfg_slice))
     if len(ckpt):
         log(f"{agent} {mode} {scenario}: resuming, {len(ckpt)} of {plays} plays done")
@@ -254,7 +266,7 @@ def run_plays(agent: str, spec: Mapping, mode: str, scenario: str, folder: str |
     rows = [rec["row"] for rec in records]
     calls = [c for rec in records for c in rec["calls"]]
     prov = provenance_record(stage="games_plays", config=cfg_slice, seeds={"seed": int(seed)},
-                             inputs=[scn.path, references], started=started)
+                             inputs=[scn.path, references], started=started, packages=origin_packages(origin))
     failed = len(ckpt.failed)
     meta = {PROVENANCE_KEY: dumps(prov), **failure_metadata(failed, attempt)}
     record_attempt(out, attempt, failed, "plays")

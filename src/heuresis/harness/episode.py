@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from heuresis.agents.base import Agent, make_agent
+from heuresis.agents.base import Agent, agent_origin, make_agent
 from heuresis.config.loading import schema_default
 from heuresis.graph import Graph
 from heuresis.harness.budgets import Budgets, BudgetSettings
@@ -255,6 +255,7 @@ def run_episode(agent_name: str, agent_spec: Mapping, cond: Condition, inp: Epis
     transcript = {
         "episode": row, "condition": cond.as_dict(), "budgets": {"limits": ep.budgets.limits(), "used": ep.budgets.used(),
                                                                   "setting": ep.budgets.settings.name},
+        "agent_origin": agent_origin(agent_name, agent_spec),   # a plugin's class and distribution (None: built-in)
         "algorithm_map": amap, "algorithm_map_given_to_agent": bool(agent.privileged),
         "start_graph": ("pc_kci" if cond.guided else "complete"),
         "deletion_log_shown": _agent_visible_log(inp.pc_kci_deletions) if cond.guided else None,
