@@ -320,6 +320,50 @@ def cmd_serve_local(args: argparse.Namespace) -> int:
         return 2
 
 
+def cmd_serve_episode(args: argparse.Namespace) -> int:
+    """Serve one episode over MCP (stdio or loopback HTTP) and write it to the episodes tables (docs/mcp.md)."""
+    from heuresis.episodes import run_episode_shard
+    from heuresis.harness.conditions import Condition
+    from heuresis.logs import stage_logger
+
+    cfg = _load(args.config)
+    parts = args.instance.split("/")
+    if len(parts) != 3 or not parts[2].isdigit():
+        raise ValueError(f"instance {args.instance!r}: expected family/split/index, e.g. wild/dev/0003")
+    fam, split, idx = parts[0], parts[1], int(parts[2])
+    if fam not in cfg["families"]:
+        raise ValueError(f"instance {args.instance!r}: unknown family {fam!r}; known: {sorted(cfg['families'])}")
+    spec = dict(cfg["agents"].get(args.agent, {"kind": "external"}))
+    if spec.get("kind") != "external":
+        raise ValueError(f"agent {args.agent!r} is of kind {spec.get('kind')!r}; serve-episode serves an agent of "
+                         "kind external (or a name not in the config's agents)")
+    spec.pop("command", None)   # the client is whoever connects, not the configured command
+    spec.update({"transport": args.transport, "host": args.host, "port": args.port})
+    if args.idle_timeout is not None:
+        spec["idle_timeout_s"] = args.idle_timeout
+    cond = Condition.from_id(args.agent, args.condition)
+    if cond.budget not in cfg["episodes"]["budgets"]:
+        raise ValueError(f"condition {args.condition!r}: unknown budget {cond.budget!r}; known: "
+                         f"{sorted(cfg['episodes']['budgets'])}")
+    res = Path(args.results)
+    refs = sorted((res / "references" / "pc_kci" / fam / split).glob("shard-*.parquet"))
+    if not refs:
+        raise FileNotFoundError(f"no PC-KCI references under {res / 'references' / 'pc_kci' / fam / split} "
+                                "(run the workflow's references stage first)")
+    tail = Path(args.agent) / args.condition / fam / split
+    out = res / "episodes" / tail / f"served-{idx:04d}.parquet"
+    run_episode_shard(args.agent, spec, args.condition, fam, split, [idx], data_dir=res / "instances" / fam / split,
+                      truth_dir=res / "truth" / fam / split, pc_kci_paths=refs, episodes_cfg=cfg["episodes"],
+                      menu=cfg["references"]["algorithms"], grades=cfg["grades"], seed=cfg["seed"], out=out,
+                      calls_out=out.with_suffix(".calls.parquet"), requests_out=out.with_suffix(".requests.parquet"),
+                      transcripts_dir=res / "transcripts" / tail, log=stage_logger(None))
+    print(f"episode written to {out}", file=sys.stderr)
+    from heuresis.agents.external import wait_for_clients
+
+    wait_for_clients()
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Build the ``heuresis`` argument parser, one subparser per command."""
     p = argparse.ArgumentParser(prog="heuresis", description=__doc__.splitlines()[0])
@@ -398,6 +442,25 @@ def build_parser() -> argparse.ArgumentParser:
                     "config/local.yaml"))
     sp.add_argument("cmd", nargs=argparse.REMAINDER, help="the command, after --")
     sp.set_defaults(func=cmd_run_local)
+
+    sp = with_config(sub.add_parser(
+        "serve-episode", help="serve one episode over MCP (stdio or loopback HTTP) to an outside agent",
+        description="Serve the tools of one episode (an instance under a condition) to an MCP client: the same "
+                    "tools, schemas, budgets, last turn and recording as the workflow's episodes; the episode is "
+                    "written to results/episodes/AGENT/CONDITION/FAMILY/SPLIT/served-INDEX.parquet (with its "
+                    "calls, requests and transcript). See docs/mcp.md."))
+    sp.add_argument("--agent", default="mcp_client", help="agent name in the tables: an agents entry of kind "
+                                                          "external, or a new name (default: %(default)s)")
+    sp.add_argument("--condition", required=True, help="condition id, e.g. full-guided-p1-none-standard-once-r0")
+    sp.add_argument("--instance", required=True, help="family/split/index, e.g. wild/dev/0003")
+    sp.add_argument("--transport", choices=["stdio", "http"], default="stdio", help="default: %(default)s")
+    sp.add_argument("--host", default="127.0.0.1", help="HTTP host, loopback only (default: %(default)s)")
+    sp.add_argument("--port", type=int, default=0, help="HTTP port (default: a free one, printed on stderr)")
+    sp.add_argument("--idle-timeout", type=float, default=None,
+                    help="seconds without a tool call that end the episode as client_idle (default: the agent "
+                         "entry's idle_timeout_s, else 300)")
+    sp.add_argument("--results", default="results", help="results folder (default: results)")
+    sp.set_defaults(func=cmd_serve_episode)
 
     sp = with_server(sub.add_parser("serve-local", help="serve the local LLM in the foreground (prints its address)"))
     sp.set_defaults(func=cmd_serve_local)

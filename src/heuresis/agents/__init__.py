@@ -4,7 +4,7 @@
 (``{kind: ..., **params}``).  Importing this package registers every built-in kind.
 """
 
-from . import llm, offline  # noqa: F401  (registration; litellm itself is imported on first use)
+from . import external, llm, offline  # noqa: F401  (registration; litellm and the MCP SDK are imported on first use)
 from .base import AGENTS, Agent, AgentReply, Usage, make_agent, register_agent, tool_call
 
 __all__ = ["AGENTS", "Agent", "AgentReply", "Usage", "make_agent", "register_agent", "tool_call"]

@@ -1,0 +1,218 @@
+"""An episode served over MCP (kind external, ``heuresis serve-episode``) is the built-in loop's episode.
+
+An MCP client written with the official SDK plays the episode over loopback HTTP and over stdio;
+its records are compared field by field with those of a scripted agent making the same moves
+through the built-in loop (only wall times, ids and the agent's kind and notes may differ).
+Misbehaving clients (idle, leaving, flooding) yield recorded, scored episodes with the right
+termination, and the external agent's command runs with a stripped environment and, isolated,
+cannot read the truth.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import sys
+import threading
+from pathlib import Path
+
+import anyio
+import pytest
+from conftest import ROOT, small_lg_split
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+from heuresis.agents.base import Agent, AgentReply, Usage, register_agent
+from heuresis.episodes import run_episode_shard
+from heuresis.io import read_table
+from heuresis.schemas import CALLS, EPISODES, REQUESTS
+
+CONDITION = "full-guided-p1-none-mcp-once-r0"
+BUDGET = {"test_units_factor": 1.0, "turns": 30, "output_tokens_per_turn": 4000, "algorithm_calls": 10,
+          "wall_seconds": 600}
+FLOOD = {**BUDGET, "turns": 3}
+MOVES = [
+    ("data_summary", {}),
+    ("ci_test", {"x": "X1", "y": "X2", "test": "fisherz"}),
+    ("stability_check", {"x": "X1", "y": "X3", "test": "fisherz", "resamples": 50}),   # over the test budget
+    ("ci_test", {"x": 1}),                                                             # malformed
+    ("no_such_tool", {"x": "X1"}),                                                     # unknown tool
+    ("run_algorithm", {"algorithm": "algorithm_A"}),
+    ("set_edges", {"changes": [{"x": "X1", "y": "X2", "relation": "->"}]}),
+    ("submit", {}),
+]
+_WALL = re.compile(r"wall time \d+/")
+
+
+@pytest.fixture(scope="module")
+def split(quick_config, tmp_path_factory):
+    return small_lg_split(quick_config, tmp_path_factory.mktemp("mcp"), 1)
+
+
+def _episodes_cfg(split, budget=BUDGET):
+    eps = dict(split["cfg"]["episodes"])
+    return {**eps, "budgets": {"mcp": dict(budget)}, "code_tool": {**eps["code_tool"], "isolation": "best_effort"}}
+
+
+def _run(split, agent: str, spec: dict, out: Path, budget=BUDGET, **kw) -> dict:
+    """One episode through run_episode_shard (the workflow's job); its rows, calls and requests."""
+    cfg = split["cfg"]
+    path = out / "shard-000.parquet"
+    run_episode_shard(agent, spec, CONDITION, "lg", "test", [0], data_dir=split["data"], truth_dir=split["truth"],
+                      pc_kci_paths=[split["ref"]], episodes_cfg=_episodes_cfg(split, budget),
+                      menu=cfg["references"]["algorithms"], grades=cfg["grades"], seed=cfg["seed"], out=path,
+                      calls_out=out / "shard-000.calls.parquet", requests_out=out / "shard-000.requests.parquet",
+                      transcripts_dir=out / "transcripts", **kw)
+    return _tables(path)
+
+
+def _tables(path: Path) -> dict:
+    return {"row": read_table(path, EPISODES).to_pylist()[0],
+            "calls": read_table(path.with_suffix(".calls.parquet"), CALLS).to_pylist(),
+            "requests": read_table(path.with_suffix(".requests.parquet"), REQUESTS).to_pylist()}
+
+
+@register_agent("mcp_scripted_test")
+class Scripted(Agent):
+    """The moves of a client, made through the built-in loop (usage as the external agent records it)."""
+
+    def __init__(self, name, moves):
+        super().__init__(name)
+        self.moves = list(moves)
+
+    def respond(self, messages, tools):
+        name, args = self.moves.pop(0)
+        msg = {"role": "assistant", "content": None, "tool_calls": [
+            {"id": f"s{len(self.moves)}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}]}
+        return AgentReply(msg, Usage(cost=None, price_source="external"))
+
+
+@pytest.fixture(scope="module")
+def scripted(split, tmp_path_factory):
+    return _run(split, "client", {"kind": "mcp_scripted_test", "moves": MOVES}, tmp_path_factory.mktemp("scripted"))
+
+
+VOLATILE = {"wall_s", "call_id", "latency_s", "notes", "agent_kind", "transcript", "index"}
+
+
+def _same(a: dict, b: dict) -> None:
+    """Field by field, except wall times, ids and the agent's kind; the budgets line's wall time masked."""
+    def norm(v):
+        return _WALL.sub("wall time ?/", v) if isinstance(v, str) else v
+
+    keys = sorted((set(a) | set(b)) - VOLATILE)
+    assert {k: norm(a.get(k)) for k in keys} == {k: norm(b.get(k)) for k in keys}
+
+
+def _assert_same_episode(got: dict, want: dict) -> None:
+    assert len(got["calls"]) == len(want["calls"])
+    for c, w in zip(got["calls"], want["calls"]):
+        _same(c, w)
+    for q, w in zip(got["requests"], want["requests"]):
+        _same(q, w)
+    assert len(got["requests"]) == len(want["requests"])
+    _same(got["row"], want["row"])
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+async def _connect(target, tries: int = 200):
+    """A connected client (the server starts once the episode is set up: retry until it answers)."""
+    for _ in range(tries):
+        client = Client(target, cache=None)
+        try:
+            await client.__aenter__()
+            return client
+        except Exception:
+            await anyio.sleep(0.05)
+    raise AssertionError(f"no MCP server at {target}")
+
+
+async def _moves(client, moves) -> list:
+    return [await client.call_tool(name, args) for name, args in moves]
+
+
+def _check_client_view(results, tools, instructions: str) -> None:
+    """What the client saw: the condition's tools, the task, and the loop's answers as tool results."""
+    assert {"ci_test", "stability_check", "submit", "run_algorithm"} <= {t.name for t in tools}
+    spec = next(t for t in tools if t.name == "run_algorithm").input_schema
+    assert spec["properties"]["algorithm"]["enum"][0] == "algorithm_A"   # masked names, the harness's schema
+    assert "X1" in instructions and "budgets left" in instructions
+    flags = [r.is_error for r in results]
+    assert flags == [False, False, True, True, True, False, False, False]
+    texts = [r.content[0].text for r in results]
+    assert "budget" in texts[2] and "unknown tool" in texts[4] and "invalid arguments" in texts[3]
+    assert all("[budgets left:" in t for t in texts)
+
+
+def test_http_client_plays_the_scripted_episode(split, scripted, tmp_path):
+    """Over loopback HTTP: tool calls, a budget refusal, a malformed call, an unknown tool, submit."""
+    port = _free_port()
+    spec = {"kind": "external", "port": port, "exit_grace_s": 2, "idle_timeout_s": 60}
+    box: dict = {}
+
+    def job():
+        box["tables"] = _run(split, "client", spec, tmp_path)
+
+    t = threading.Thread(target=job)
+    t.start()
+
+    async def play():
+        client = await _connect(f"http://127.0.0.1:{port}/mcp")
+        try:
+            tools = (await client.list_tools()).tools
+            prompt = await client.get_prompt("task")
+            results = await _moves(client, MOVES)
+            after = await client.call_tool("view_graph", {})
+            return tools, client.instructions, prompt, results, after
+        finally:
+            await client.__aexit__(None, None, None)
+
+    tools, instructions, prompt, results, after = anyio.run(play)
+    t.join(60)
+    assert not t.is_alive()
+    _check_client_view(results, tools, instructions)
+    assert prompt.messages[0].content.text == instructions
+    assert after.is_error and after.content[0].text == "episode ended: submitted"
+    got = box["tables"]
+    assert got["row"]["agent_kind"] == "external" and got["row"]["termination"] == "submitted"
+    assert got["row"]["cost"] is None and got["row"]["n_errors"] == 3
+    _assert_same_episode(got, scripted)
+
+
+def test_stdio_client_plays_the_scripted_episode(split, scripted, tmp_path):
+    """Over stdio through ``heuresis serve-episode``: the same records, written to the episodes tables."""
+    overlay = tmp_path / "mcp.yaml"
+    overlay.write_text(f"instances: {{d: 5, n: 200}}\nepisodes:\n  budgets: {{mcp: {json.dumps(BUDGET)}}}\n"
+                       "  code_tool: {isolation: best_effort}\n")
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "heuresis.cli", "serve-episode", *(a for c in ("config.yaml", "quick.yaml") for a in
+                                                        ("--config", str(ROOT / "config" / c))), "--config",
+              str(overlay), "--agent", "client", "--condition", CONDITION, "--instance", "lg/test/0000",
+              "--transport", "stdio", "--results", str(split["root"]), "--idle-timeout", "60"],
+        env={k: v for k, v in os.environ.items() if k in ("PATH", "PYTHONPATH", "LITELLM_LOCAL_MODEL_COST_MAP")},
+        cwd=str(tmp_path))
+
+    async def play():
+        async with Client(params, cache=None) as client:
+            tools = (await client.list_tools()).tools
+            results = await _moves(client, MOVES)
+            return tools, client.instructions, results
+
+    tools, instructions, results = anyio.run(play)
+    _check_client_view(results, tools, instructions)
+    out = split["root"] / "episodes" / "client" / CONDITION / "lg" / "test" / "served-0000.parquet"
+    for _ in range(200):   # the server writes its tables once the client has left
+        if out.exists():
+            break
+        anyio.run(anyio.sleep, 0.05)
+    got = _tables(out)
+    _assert_same_episode(got, scripted)
+    assert got["row"]["transcript"].endswith("0000.json") and Path(got["row"]["transcript"]).exists()
