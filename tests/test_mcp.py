@@ -216,3 +216,134 @@ def test_stdio_client_plays_the_scripted_episode(split, scripted, tmp_path):
     got = _tables(out)
     _assert_same_episode(got, scripted)
     assert got["row"]["transcript"].endswith("0000.json") and Path(got["row"]["transcript"]).exists()
+
+
+# --- misbehaving clients ---------------------------------------------------------------------------
+def _serve_in_thread(split, spec: dict, out: Path, budget=BUDGET) -> tuple[threading.Thread, dict]:
+    box: dict = {}
+
+    def job():
+        box["tables"] = _run(split, "client", spec, out, budget=budget)
+
+    t = threading.Thread(target=job)
+    t.start()
+    return t, box
+
+
+def _client_session(url: str, body):
+    async def run():
+        client = await _connect(url)
+        try:
+            return await body(client)
+        finally:
+            await client.__aexit__(None, None, None)
+
+    return anyio.run(run)
+
+
+def test_idle_client_ends_the_episode_scored(split, tmp_path):
+    """A client that stops calling: the episode ends as client_idle, recorded ok and scored on the working graph."""
+    port = _free_port()
+    t, box = _serve_in_thread(split, {"kind": "external", "port": port, "idle_timeout_s": 1, "exit_grace_s": 3},
+                              tmp_path)
+
+    async def body(client):
+        first = await client.call_tool("set_edges", {"changes": [{"x": "X1", "y": "X2", "relation": "none"}]})
+        await anyio.sleep(2.0)
+        return first, await client.call_tool("view_graph", {})
+
+    first, late = _client_session(f"http://127.0.0.1:{port}/mcp", body)
+    t.join(60)
+    row = box["tables"]["row"]
+    assert not first.is_error and late.is_error and late.content[0].text == "episode ended: client_idle"
+    assert (row["status"], row["termination"], row["finished"], row["turns"]) == ("ok", "client_idle", False, 2)
+    assert "X1 -- X2" not in row["edges"] and row["n_calls"] == 1 and 0 <= row["f1"] <= 1
+    assert box["tables"]["requests"][-1]["price_source"] == "external"
+
+
+def test_flooding_client_burns_its_turns_then_the_last_turn(split, tmp_path):
+    """Calls past the turn budget: the last turn offers submit only, refuses the rest, then every call is refused."""
+    port = _free_port()
+    t, box = _serve_in_thread(split, {"kind": "external", "port": port, "idle_timeout_s": 30, "exit_grace_s": 2},
+                              tmp_path, budget=FLOOD)
+
+    async def body(client):
+        first = [await client.call_tool("view_graph", {}) for _ in range(FLOOD["turns"])]
+        last_tools = [tool.name for tool in (await client.list_tools()).tools]
+        flood: list = []
+
+        async def one():
+            flood.append(await client.call_tool("ci_test", {"x": "X1", "y": "X2", "test": "fisherz"}))
+
+        async with anyio.create_task_group() as tg:
+            for _ in range(10):
+                tg.start_soon(one)
+        return first, last_tools, flood
+
+    first, last_tools, flood = _client_session(f"http://127.0.0.1:{port}/mcp", body)
+    t.join(60)
+    assert "last turn" in first[-1].content[0].text.lower() and "last turn" not in first[0].content[0].text.lower()
+    assert last_tools == ["submit"]
+    texts = sorted(r.content[0].text for r in flood)
+    assert all(r.is_error for r in flood)
+    assert sum(x.startswith("ERROR: only submit is allowed in the last turn") for x in texts) == 1
+    assert texts.count("episode ended: unsubmitted") == 9
+    row, calls = box["tables"]["row"], box["tables"]["calls"]
+    assert (row["status"], row["termination"], row["exhausted"], row["turns"]) == ("ok", "unsubmitted", "turns", 4)
+    assert len(calls) == 4 and calls[-1]["last_turn"] and calls[-1]["tool"] == "ci_test" and not calls[-1]["ok"]
+    assert row["test_units_used"] == 0
+
+
+def _rpc(proc, msg: dict) -> dict | None:
+    proc.stdin.write((json.dumps(msg) + "\n").encode())
+    proc.stdin.flush()
+    if "id" not in msg:
+        return None
+    while True:
+        line = json.loads(proc.stdout.readline())
+        if line.get("id") == msg["id"]:
+            return line
+
+
+def test_raw_client_sends_what_the_sdk_would_refuse_then_leaves(split, tmp_path):
+    """Over stdio, by hand: arguments that are no object and a name that is no string reach the loop as errored,
+    charged calls; closing stdin mid-episode ends it as client_left, recorded and scored."""
+    import subprocess
+
+    overlay = tmp_path / "mcp.yaml"
+    overlay.write_text(f"instances: {{d: 5, n: 200}}\nepisodes:\n  budgets: {{mcp: {json.dumps(BUDGET)}}}\n"
+                       "  code_tool: {isolation: best_effort}\n")
+    cmd = [sys.executable, "-m", "heuresis.cli", "serve-episode",
+           *(a for c in ("config.yaml", "quick.yaml") for a in ("--config", str(ROOT / "config" / c))),
+           "--config", str(overlay), "--agent", "raw", "--condition", CONDITION, "--instance", "lg/test/0000",
+           "--results", str(split["root"]), "--idle-timeout", "60"]
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path)
+    try:
+        init = _rpc(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}})
+        assert "X1" in init["result"]["instructions"]
+        _rpc(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        listed = _rpc(proc, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+        assert "submit" in {t["name"] for t in listed["result"]["tools"]}
+        a = _rpc(proc, {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                        "params": {"name": "ci_test", "arguments": [1, 2]}})
+        b = _rpc(proc, {"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+                        "params": {"name": {"x": 1}, "arguments": {}}})
+        c = _rpc(proc, {"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+                        "params": {"name": "ci_test", "arguments": {"x": "X1", "y": "X2", "test": "fisherz"}}})
+        proc.stdin.close()          # the client leaves mid-episode
+        proc.wait(60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, proc.stderr.read().decode()[-2000:]
+    assert a["result"]["isError"] and "arguments must be a JSON object, got list" in a["result"]["content"][0]["text"]
+    assert b["result"]["isError"] and "unknown tool" in b["result"]["content"][0]["text"]
+    assert not c["result"]["isError"]
+    out = split["root"] / "episodes" / "raw" / CONDITION / "lg" / "test" / "served-0000.parquet"
+    got = _tables(out)
+    row, calls = got["row"], got["calls"]
+    assert (row["status"], row["termination"], row["turns"], row["n_calls"], row["n_errors"]) == \
+        ("ok", "client_left", 4, 3, 2)
+    assert [x["arguments"] for x in calls[:2]] == ["[1, 2]", "{}"] and calls[1]["tool"] == '{"x": 1}'
+    assert row["test_units_used"] == 1 and 0 <= row["f1"] <= 1
