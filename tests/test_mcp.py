@@ -347,3 +347,79 @@ def test_raw_client_sends_what_the_sdk_would_refuse_then_leaves(split, tmp_path)
         ("ok", "client_left", 4, 3, 2)
     assert [x["arguments"] for x in calls[:2]] == ["[1, 2]", "{}"] and calls[1]["tool"] == '{"x": 1}'
     assert row["test_units_used"] == 1 and 0 <= row["f1"] <= 1
+
+
+# --- kind external: a command per episode, through the episode job ---------------------------------
+CLIENT = '''
+import asyncio, json, os, sys
+from mcp import Client
+
+
+def readable(path):
+    try:
+        with open(path, "rb") as f:
+            f.read(1)
+        return True
+    except OSError:
+        return False
+
+
+async def main():
+    seen = {"leaked": os.environ.get("OPENAI_API_KEY"), "passed": os.environ.get("HEURESIS_TEST_PASSED"),
+            "truth": readable(sys.argv[1]), "repo": readable(sys.argv[2]), "cwd": sorted(os.listdir("."))}
+    async with Client(os.environ["HEURESIS_MCP_URL"], cache=None) as client:
+        await client.call_tool("view_graph", {"seen": seen})     # refused (no such argument), recorded
+        await client.call_tool("submit", {})
+
+asyncio.run(main())
+'''
+
+
+def _external(split, tmp_path, isolation: str, monkeypatch, indices=(0,)):
+    agent = tmp_path / "agent"
+    agent.mkdir()
+    (agent / "client.py").write_text(CLIENT)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-fake-harness-key")
+    monkeypatch.setenv("HEURESIS_TEST_PASSED", "passed-through")
+    truth = split["truth"] / "graphs.parquet"
+    spec = {"kind": "external", "command": ["python", str(agent / "client.py"), str(truth), str(ROOT / "pyproject.toml")],
+            "env": ["HEURESIS_TEST_PASSED"], "isolation": isolation, "expose": [str(agent)], "idle_timeout_s": 60,
+            "model": "my-model"}
+    got = _run(split, "ext", spec, tmp_path / "out")
+    seen = json.loads(got["calls"][0]["arguments"])["seen"]
+    return got, seen
+
+
+def test_external_command_runs_per_episode_with_a_stripped_environment(split, tmp_path, monkeypatch):
+    """The command gets the server's URL and the variables listed, never the harness's others (an API key)."""
+    got, seen = _external(split, tmp_path, "none", monkeypatch)
+    row = got["row"]
+    assert (row["status"], row["termination"], row["agent_kind"], row["model"]) == ("ok", "submitted", "external",
+                                                                                   "my-model")
+    assert seen["leaked"] is None and seen["passed"] == "passed-through" and seen["cwd"] == []
+    assert seen["truth"]   # not isolated: the truth is readable (what the isolated run must prevent)
+    assert "without isolation" in row["warnings"]
+    assert "isolation none" in got["requests"][0]["notes"]
+
+
+def test_isolated_external_command_cannot_read_the_truth(split, tmp_path, monkeypatch):
+    """Under bubblewrap the command reaches the server but neither the truth nor the harness's folder."""
+    from heuresis.harness.sandbox import isolation_status
+
+    if not isolation_status()[0]:
+        pytest.skip(f"bubblewrap does not work here: {isolation_status()[1]}")
+    got, seen = _external(split, tmp_path, "required", monkeypatch)
+    row = got["row"]
+    assert (row["status"], row["termination"]) == ("ok", "submitted")
+    assert seen == {"leaked": None, "passed": "passed-through", "truth": False, "repo": False, "cwd": []}
+    assert row["warnings"] == "" and "isolation bwrap" in got["requests"][0]["notes"]
+
+
+def test_external_command_that_exits_early_is_client_left(split, tmp_path):
+    """A command that exits without submitting: the episode ends as client_left, recorded and scored."""
+    spec = {"kind": "external", "command": ["python", "-c", "print('bye')"], "isolation": "none",
+            "idle_timeout_s": 60}
+    got = _run(split, "quitter", spec, tmp_path)
+    row = got["row"]
+    assert (row["status"], row["termination"], row["n_calls"]) == ("ok", "client_left", 0)
+    assert "exited (status 0)" in row["error"] and 0 <= row["f1"] <= 1
