@@ -423,3 +423,42 @@ def test_external_command_that_exits_early_is_client_left(split, tmp_path):
     row = got["row"]
     assert (row["status"], row["termination"], row["n_calls"]) == ("ok", "client_left", 0)
     assert "exited (status 0)" in row["error"] and 0 <= row["f1"] <= 1
+
+
+# --- games --------------------------------------------------------------------------------------
+GAME_MOVES = [("get_status", {}), ("deploy", {"design": {"engine": 1}, "count": 0}),
+              ("deploy", {"design": {"engine": 1}, "count": 5}), ("fly", {}),
+              ("submit_final_design", {"design": {"engine": 2}}), ("write_report", {"text": "engines matter"})]
+GAME_CLIENT = '''
+import asyncio, json, os, sys
+from mcp import Client
+
+async def main():
+    async with Client(os.environ["HEURESIS_MCP_URL"], cache=None) as client:
+        for name, args in json.loads(sys.argv[1]):
+            await client.call_tool(name, args)
+        late = await client.call_tool("get_status", {})
+        assert late.is_error and late.content[0].text.startswith("episode ended"), late
+
+asyncio.run(main())
+'''
+
+
+def test_external_command_plays_a_game_like_the_scripted_agent(tmp_path):
+    """The games' tool mode through the same bridge: the same calls, stages and outcome as the built-in loop."""
+    from heuresis.games import load_scenarios
+    from heuresis.games.play import run_play
+
+    scn = load_scenarios(ROOT / "config" / "games")["weather_base"]
+    (tmp_path / "client.py").write_text(GAME_CLIENT)
+    ext = run_play("player", {"kind": "external", "command": ["python", str(tmp_path / "client.py"),
+                                                             json.dumps(GAME_MOVES)],
+                              "isolation": "none", "idle_timeout_s": 60}, scn, seed=0)
+    ref = run_play("player", {"kind": "mcp_scripted_test", "moves": GAME_MOVES}, scn, seed=0)
+    assert ext.row["termination"] == "reported" and ext.row["agent_kind"] == "external"
+    assert [c["ok"] for c in ext.calls] == [True, False, True, False, True, True]
+    assert len(ext.calls) == len(ref.calls)
+    for c, w in zip(ext.calls, ref.calls):
+        _same(c, w)
+    assert "without isolation" in ext.row.pop("warnings") and ref.row.pop("warnings") == "[]"
+    _same(ext.row, ref.row)

@@ -123,8 +123,8 @@ def config_errors(config: Mapping) -> list[str]:
         return []
     msgs: list[str] = search_errors(g["search"])
     kinds = game_agent_kinds()
-    msgs += agent_errors(config, "games.agents", g["agents"], kinds | {"llm"},
-                         f"it cannot play games; game kinds: {sorted(kinds)} or llm")
+    msgs += agent_errors(config, "games.agents", g["agents"], kinds | {"llm", "external"},
+                         f"it cannot play games; game kinds: {sorted(kinds)}, llm or external")
     msgs += agent_errors(config, "games.judges", g["judges"], {"llm"}, "a judge is an LLM agent (kind llm)")
     folder = scenario_folder(config)
     if not folder.is_dir():
