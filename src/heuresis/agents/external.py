@@ -208,11 +208,15 @@ class ExternalAgent(Agent):
                                              if m.get("role") in ("system", "user"))
             self._start()
             notes = list(self.notes)
-        try:
-            call = self._calls.get(timeout=self.idle_timeout_s)
-        except queue.Empty:
-            raise ClientIdle(f"no tool call from the MCP client in {self.idle_timeout_s:g} s",
-                             self._usage(t0, notes)) from None
+        while True:
+            try:
+                call = self._calls.get(timeout=max(0.0, self.idle_timeout_s - (time.monotonic() - t0)))
+            except queue.Empty:
+                raise ClientIdle(f"no tool call from the MCP client in {self.idle_timeout_s:g} s",
+                                 self._usage(t0, notes)) from None
+            # a call its client withdrew (cancelled, disconnected) before its turn is not made
+            if call is _LEFT or call.answer.set_running_or_notify_cancel():
+                break
         if call is _LEFT:
             raise ClientLeft(self._left_text(), self._usage(t0, notes))
         call_id = f"mcp_{next(self._ids)}"
@@ -239,7 +243,7 @@ class ExternalAgent(Agent):
                     call = self._calls.get_nowait()
                 except queue.Empty:
                     break
-                if call is not _LEFT:
+                if call is not _LEFT and call.answer.set_running_or_notify_cancel():
                     call.answer.set_result((f"{_ENDED}: {self._ended}", True, None))
         if self._server is None:
             return
