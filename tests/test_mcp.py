@@ -462,3 +462,43 @@ def test_external_command_plays_a_game_like_the_scripted_agent(tmp_path):
         _same(c, w)
     assert "without isolation" in ext.row.pop("warnings") and ref.row.pop("warnings") == "[]"
     _same(ext.row, ref.row)
+
+
+def test_the_example_client_runs_an_isolated_episode(split, tmp_path):
+    """examples/mcp_client.py (docs/mcp.md) as the command of an external agent, under bubblewrap if it works."""
+    from heuresis.harness.sandbox import isolation_status
+
+    example = ROOT / "examples" / "mcp_client.py"
+    spec = {"kind": "external", "command": ["python", str(example)], "expose": [str(example.parent)],
+            "isolation": "best_effort", "idle_timeout_s": 60}
+    got = _run(split, "example", spec, tmp_path)
+    row = got["row"]
+    assert (row["status"], row["termination"], row["finished"]) == ("ok", "submitted", True)
+    assert [c["tool"] for c in got["calls"]] == ["run_algorithm", "view_graph", "submit"] and got["calls"][-1]["tool"] == "submit"
+    assert row["algorithm_calls_used"] >= 1
+    assert ("isolation bwrap" if isolation_status()[0] else "isolation none") in got["requests"][0]["notes"]
+
+
+@pytest.mark.parametrize("params, match", [
+    ({"host": "0.0.0.0"}, "loopback"), ({"host": "192.168.1.5"}, "loopback"), ({"command": "python x.py"}, "list"),
+    ({"transport": "sse"}, "transport"), ({"isolation": "off"}, "isolation"), ({"idle_timeout_s": 0}, "idle_timeout_s"),
+    ({"env": "OPENAI_API_KEY"}, "env"), ({"expose": ["relative/dir"]}, "absolute"), ({"port": 70000}, "port"),
+    ({"transport": "stdio", "command": ["python", "x.py"]}, "stdio"), ({"colour": "red"}, "colour"),
+])
+def test_bad_entries_are_refused_naming_the_value(params, match):
+    """A bad external entry is a config error at workflow start naming the agent and the offending value."""
+    from heuresis.episodes import config_errors
+
+    cfg = {"agents": {"ext": {"kind": "external", **params}}, "references": {"algorithms": {"pc_kci": {}}},
+           "episodes": {"grids": {}, "run": []}}
+    errors = config_errors(cfg)
+    assert len(errors) == 1 and "agents.ext" in errors[0] and match in errors[0]
+
+
+def test_cli_refuses_a_non_loopback_host(split, capsys):
+    from heuresis.cli import main
+
+    rc = main(["serve-episode", "--config", str(ROOT / "config" / "config.yaml"), "--config",
+               str(ROOT / "config" / "quick.yaml"), "--condition", CONDITION.replace("-mcp-", "-standard-"),
+               "--instance", "lg/test/0000", "--transport", "http", "--host", "0.0.0.0", "--results", str(split["root"])])
+    assert rc == 2 and "loopback" in capsys.readouterr().err

@@ -341,6 +341,9 @@ def cmd_serve_episode(args: argparse.Namespace) -> int:
     spec.update({"transport": args.transport, "host": args.host, "port": args.port})
     if args.idle_timeout is not None:
         spec["idle_timeout_s"] = args.idle_timeout
+    from heuresis.agents import make_agent
+
+    make_agent(args.agent, spec)   # a bad entry or option (a non-loopback host) is refused before anything runs
     cond = Condition.from_id(args.agent, args.condition)
     if cond.budget not in cfg["episodes"]["budgets"]:
         raise ValueError(f"condition {args.condition!r}: unknown budget {cond.budget!r}; known: "
