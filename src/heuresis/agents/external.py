@@ -501,12 +501,12 @@ def command_argv(command: Sequence[str], workdir: str, isolation: str, expose: S
     """
     from heuresis.harness.sandbox import (
         IsolationUnavailable,
-        _masks,
-        _parents,
-        _python_trees,
-        _refuse_tree,
         bwrap_path,
+        hidden_inside,
         isolation_status,
+        package_masks,
+        parent_dirs,
+        python_trees,
     )
 
     argv = list(command)
@@ -525,11 +525,11 @@ def command_argv(command: Sequence[str], workdir: str, isolation: str, expose: S
                                        "a trusted agent (docs/mcp.md)")
         return argv, env, "none"
     exe = shutil.which(argv[0], path=env["PATH"]) or argv[0]
-    trees = _python_trees() if os.path.realpath(exe) == os.path.realpath(sys.executable) else \
+    trees = python_trees() if os.path.realpath(exe) == os.path.realpath(sys.executable) else \
         [os.path.dirname(os.path.realpath(exe))]
     trees = [t for t in trees if not t.startswith("/usr/")]
     for t in [*trees, *expose]:
-        why = _refuse_tree(os.path.realpath(t))
+        why = hidden_inside(os.path.realpath(t))
         if why:
             raise IsolationUnavailable(f"the external agent's command would see what must stay hidden: {why}")
     args = [bwrap_path(), "--unshare-all", "--share-net", "--unshare-user", "--disable-userns", "--die-with-parent",
@@ -541,10 +541,10 @@ def command_argv(command: Sequence[str], workdir: str, isolation: str, expose: S
             args += ["--ro-bind", top, top]
     args += ["--ro-bind", "/etc", "/etc", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
     shown = sorted({os.path.realpath(p) for p in [*trees, *expose]})
-    args += _parents([*shown, workdir])
+    args += parent_dirs([*shown, workdir])
     for p in shown:
         args += ["--ro-bind", p, p]
-    args += _masks(trees)
+    args += package_masks(trees)
     args += ["--bind", workdir, workdir, "--chdir", workdir, "--clearenv"]
     for k, v in env.items():
         args += ["--setenv", k, v]
