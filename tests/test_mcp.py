@@ -502,3 +502,57 @@ def test_cli_refuses_a_non_loopback_host(split, capsys):
                str(ROOT / "config" / "quick.yaml"), "--condition", CONDITION.replace("-mcp-", "-standard-"),
                "--instance", "lg/test/0000", "--transport", "http", "--host", "0.0.0.0", "--results", str(split["root"])])
     assert rc == 2 and "loopback" in capsys.readouterr().err
+
+
+def test_required_isolation_fails_closed_without_bubblewrap(monkeypatch, tmp_path):
+    """No bubblewrap: 'required' refuses to start the command (and the workflow), 'best_effort' runs it unisolated."""
+    from heuresis.agents.external import command_argv
+    from heuresis.harness import sandbox
+
+    monkeypatch.setattr(sandbox, "isolation_status", lambda: (False, "bwrap (bubblewrap) not found"))
+    with pytest.raises(sandbox.IsolationUnavailable, match="required"):
+        command_argv(["python", "x.py"], str(tmp_path), "required")
+    argv, env, used = command_argv(["python", "x.py"], str(tmp_path), "best_effort", env_names=["HOME"],
+                                   extra_env={"HEURESIS_MCP_URL": "http://127.0.0.1:1/mcp"})
+    assert used == "none" and argv == [sys.executable, "x.py"] and env["HOME"] == os.environ["HOME"]
+    cfg = {"episodes": {"code_tool": {"isolation": "best_effort"}, "run": ["g"], "grids": {"g": {"agents": ["ext"]}}},
+           "agents": {"ext": {"kind": "external", "command": ["python", "x.py"]}}, "games": {"agents": []}}
+    with pytest.raises(sandbox.IsolationUnavailable, match="agents.ext.isolation"):
+        sandbox.check_isolation(cfg)
+    cfg["agents"]["ext"]["isolation"] = "best_effort"
+    assert sandbox.check_isolation(cfg) == "none"
+
+
+def test_external_episodes_shard_and_resume(quick_config, tmp_path):
+    """Two episodes in one job, killed after the first: the rerun starts the command for the second only."""
+    two = small_lg_split(quick_config, tmp_path / "two", 2)
+    log = tmp_path / "launches.txt"
+    client = tmp_path / "client.py"
+    client.write_text("import asyncio, os, sys\nfrom mcp import Client\n"
+                      "open(sys.argv[1], 'a').write('launch\\n')\n"
+                      "async def main():\n"
+                      "    async with Client(os.environ['HEURESIS_MCP_URL'], cache=None) as c:\n"
+                      "        await c.call_tool('submit', {})\n"
+                      "asyncio.run(main())\n")
+    spec = {"kind": "external", "command": ["python", str(client), str(log)], "isolation": "none", "idle_timeout_s": 60}
+
+    def kill(i):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        _run_shard(two, spec, tmp_path / "out", [0, 1], after_episode=kill)
+    assert log.read_text().count("launch") == 1
+    got = _run_shard(two, spec, tmp_path / "out", [0, 1])
+    assert log.read_text().count("launch") == 2
+    rows = read_table(got, EPISODES).to_pylist()
+    assert [r["instance"] for r in rows] == [0, 1] and {r["termination"] for r in rows} == {"submitted"}
+
+
+def _run_shard(split, spec, out: Path, indices, **kw) -> Path:
+    cfg = split["cfg"]
+    path = out / "shard-000.parquet"
+    run_episode_shard("ext", spec, CONDITION, "lg", "test", indices, data_dir=split["data"], truth_dir=split["truth"],
+                      pc_kci_paths=[split["ref"]], episodes_cfg=_episodes_cfg(split), menu=cfg["references"]["algorithms"],
+                      grades=cfg["grades"], seed=cfg["seed"], out=path, calls_out=out / "shard-000.calls.parquet",
+                      requests_out=out / "shard-000.requests.parquet", transcripts_dir=out / "transcripts", **kw)
+    return path

@@ -461,5 +461,20 @@ def isolation_for(mode: str) -> str:
 
 
 def check_isolation(cfg) -> str:
-    """The isolation the configured code tool will use (raises :class:`IsolationUnavailable`)."""
-    return isolation_for(cfg["episodes"]["code_tool"]["isolation"])
+    """The isolation the configured code tool will use (raises :class:`IsolationUnavailable`).
+
+    Also raises it for an external agent in use (an active grid, the games) whose command must run
+    isolated (``isolation: required``, its default) where bubblewrap does not work (docs/mcp.md).
+    """
+    used = isolation_for(cfg["episodes"]["code_tool"]["isolation"])
+    eps, agents = cfg.get("episodes", {}), cfg.get("agents", {})
+    in_use = {a for g in eps.get("run", []) for a in eps.get("grids", {}).get(g, {}).get("agents", [])}
+    in_use |= set((cfg.get("games") or {}).get("agents", []))
+    for name in sorted(in_use):
+        spec = agents.get(name, {})
+        if spec.get("kind") == "external" and spec.get("command") and spec.get("isolation", "required") == "required":
+            ok, why = isolation_status()
+            if not ok:
+                raise IsolationUnavailable(f"config key agents.{name}.isolation is 'required' but the external "
+                                           f"agent's command cannot be isolated on this host: {why}; see docs/mcp.md")
+    return used
