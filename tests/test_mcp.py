@@ -366,7 +366,8 @@ def readable(path):
 
 async def main():
     seen = {"leaked": os.environ.get("OPENAI_API_KEY"), "passed": os.environ.get("HEURESIS_TEST_PASSED"),
-            "truth": readable(sys.argv[1]), "repo": readable(sys.argv[2]), "cwd": sorted(os.listdir("."))}
+            "truth": readable(sys.argv[1]), "repo": readable(sys.argv[2]), "cwd": sorted(os.listdir(".")),
+            "url": os.environ["HEURESIS_MCP_URL"]}
     async with Client(os.environ["HEURESIS_MCP_URL"], cache=None) as client:
         await client.call_tool("view_graph", {"seen": seen})     # refused (no such argument), recorded
         await client.call_tool("submit", {})
@@ -397,6 +398,7 @@ def test_external_command_runs_per_episode_with_a_stripped_environment(split, tm
     assert (row["status"], row["termination"], row["agent_kind"], row["model"]) == ("ok", "submitted", "external",
                                                                                    "my-model")
     assert seen["leaked"] is None and seen["passed"] == "passed-through" and seen["cwd"] == []
+    assert re.fullmatch(r"http://127\.0\.0\.1:\d+/[\w-]{20,}/mcp", seen.pop("url"))   # an unguessable path
     assert seen["truth"]   # not isolated: the truth is readable (what the isolated run must prevent)
     assert "without isolation" in row["warnings"]
     assert "isolation none" in got["requests"][0]["notes"]
@@ -411,6 +413,7 @@ def test_isolated_external_command_cannot_read_the_truth(split, tmp_path, monkey
     got, seen = _external(split, tmp_path, "required", monkeypatch)
     row = got["row"]
     assert (row["status"], row["termination"]) == ("ok", "submitted")
+    seen.pop("url")
     assert seen == {"leaked": None, "passed": "passed-through", "truth": False, "repo": False, "cwd": []}
     assert row["warnings"] == "" and "isolation bwrap" in got["requests"][0]["notes"]
 

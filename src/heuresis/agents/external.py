@@ -42,6 +42,7 @@ import itertools
 import json
 import os
 import queue
+import secrets
 import shutil
 import signal
 import socket
@@ -318,9 +319,12 @@ class ExternalAgent(Agent):
             self._server.start()
             self.notes.append("external agent: MCP over stdio")
             return
-        self._server = _HTTP(server, self.host, self.port)
+        # the command's server answers at an unguessable path: another local user cannot play its episode
+        path = "/mcp" if self.command is None else f"/{secrets.token_urlsafe(16)}/mcp"
+        self._server = _HTTP(server, self.host, self.port, path)
         self._server.start()
-        self.url = f"http://{self.host}:{self._server.port}/mcp"
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        self.url = f"http://{host}:{self._server.port}{path}"
         if self.command is None:
             self.notes.append(f"external agent: MCP over streamable HTTP at {self.url}")
             print(f"heuresis: serving the episode over MCP at {self.url}", file=sys.stderr, flush=True)
@@ -428,7 +432,7 @@ class _Transport:
 class _HTTP(_Transport):
     """Streamable HTTP on a loopback socket, served by uvicorn in a daemon thread."""
 
-    def __init__(self, server, host: str, port: int) -> None:
+    def __init__(self, server, host: str, port: int, path: str = "/mcp") -> None:
         import uvicorn
 
         if not is_loopback(host):
@@ -438,7 +442,7 @@ class _HTTP(_Transport):
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind((host, port))
         self.port = self.sock.getsockname()[1]
-        app = server.streamable_http_app(host=host)
+        app = server.streamable_http_app(host=host, streamable_http_path=path)
         self.uv = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2))
         self.thread = threading.Thread(target=self.uv.run, kwargs={"sockets": [self.sock]}, daemon=True,
                                        name="heuresis-mcp-http")
