@@ -122,10 +122,10 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-async def _connect(target, tries: int = 200):
+async def _connect(target, tries: int = 200, mode: str = "auto"):
     """A connected client (the server starts once the episode is set up: retry until it answers)."""
     for _ in range(tries):
-        client = Client(target, cache=None)
+        client = Client(target, cache=None, mode=mode)
         try:
             await client.__aenter__()
             return client
@@ -559,3 +559,23 @@ def _run_shard(split, spec, out: Path, indices, **kw) -> Path:
                       grades=cfg["grades"], seed=cfg["seed"], out=path, calls_out=out / "shard-000.calls.parquet",
                       requests_out=out / "shard-000.requests.parquet", transcripts_dir=out / "transcripts", **kw)
     return path
+
+
+def test_handshake_client_that_leaves_over_http_is_client_left(split, tmp_path):
+    """A client of the handshake protocol ends its HTTP session (DELETE) mid-episode: client_left, not idle."""
+    port = _free_port()
+    t, box = _serve_in_thread(split, {"kind": "external", "port": port, "idle_timeout_s": 60, "exit_grace_s": 1},
+                              tmp_path)
+
+    async def run():
+        client = await _connect(f"http://127.0.0.1:{port}/mcp", mode="legacy")
+        try:
+            return await client.call_tool("view_graph", {})
+        finally:
+            await client.__aexit__(None, None, None)   # ends the session: DELETE
+
+    first = anyio.run(run)
+    t.join(30)
+    assert not t.is_alive() and not first.is_error
+    row = box["tables"]["row"]
+    assert (row["status"], row["termination"], row["n_calls"]) == ("ok", "client_left", 1)

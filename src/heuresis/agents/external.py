@@ -321,7 +321,7 @@ class ExternalAgent(Agent):
             return
         # the command's server answers at an unguessable path: another local user cannot play its episode
         path = "/mcp" if self.command is None else f"/{secrets.token_urlsafe(16)}/mcp"
-        self._server = _HTTP(server, self.host, self.port, path)
+        self._server = _HTTP(server, self.host, self.port, path, on_delete=self.client_left)
         self._server.start()
         host = f"[{self.host}]" if ":" in self.host else self.host
         self.url = f"http://{host}:{self._server.port}{path}"
@@ -430,9 +430,14 @@ class _Transport:
 
 
 class _HTTP(_Transport):
-    """Streamable HTTP on a loopback socket, served by uvicorn in a daemon thread."""
+    """Streamable HTTP on a loopback socket, served by uvicorn in a daemon thread.
 
-    def __init__(self, server, host: str, port: int, path: str = "/mcp") -> None:
+    ``on_delete`` is called after a ``DELETE`` of the endpoint: a client of the handshake
+    protocol (2025-11-25 and before) ending its session.  The per-request protocol (2026-07-28)
+    has no session, so its client's leaving is seen only by the idle timeout or its command's exit.
+    """
+
+    def __init__(self, server, host: str, port: int, path: str = "/mcp", on_delete=None) -> None:
         import uvicorn
 
         if not is_loopback(host):
@@ -442,7 +447,15 @@ class _HTTP(_Transport):
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind((host, port))
         self.port = self.sock.getsockname()[1]
-        app = server.streamable_http_app(host=host, streamable_http_path=path)
+        mcp_app = server.streamable_http_app(host=host, streamable_http_path=path)
+
+        async def app(scope, receive, send) -> None:
+            await mcp_app(scope, receive, send)
+            # a client of the handshake protocol ends its MCP session with a DELETE: it left
+            if on_delete is not None and scope["type"] == "http" and scope["method"] == "DELETE" \
+                    and scope["path"] == path:
+                on_delete()
+
         self.uv = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2))
         self.thread = threading.Thread(target=self.uv.run, kwargs={"sockets": [self.sock]}, daemon=True,
                                        name="heuresis-mcp-http")
