@@ -579,3 +579,37 @@ def test_handshake_client_that_leaves_over_http_is_client_left(split, tmp_path):
     assert not t.is_alive() and not first.is_error
     row = box["tables"]["row"]
     assert (row["status"], row["termination"], row["n_calls"]) == ("ok", "client_left", 1)
+
+
+def test_cli_serves_over_loopback_http(split, tmp_path):
+    """``heuresis serve-episode --transport http``: a client connects by itself, plays, and the episode is written."""
+    import subprocess
+
+    port = _free_port()
+    overlay = tmp_path / "mcp.yaml"
+    overlay.write_text(f"instances: {{d: 5, n: 200}}\nepisodes:\n  budgets: {{mcp: {json.dumps(BUDGET)}}}\n"
+                       "  code_tool: {isolation: best_effort}\n")
+    cmd = [sys.executable, "-m", "heuresis.cli", "serve-episode",
+           *(a for c in ("config.yaml", "quick.yaml") for a in ("--config", str(ROOT / "config" / c))),
+           "--config", str(overlay), "--agent", "http_client", "--condition", CONDITION, "--instance", "lg/test/0000",
+           "--transport", "http", "--port", str(port), "--results", str(split["root"]), "--idle-timeout", "60"]
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path)
+
+    async def play():
+        client = await _connect(f"http://127.0.0.1:{port}/mcp", tries=400, mode="legacy")
+        try:
+            return await _moves(client, MOVES)
+        finally:
+            await client.__aexit__(None, None, None)
+
+    try:
+        results = anyio.run(play)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err.decode()[-2000:]
+    assert f"serving the episode over MCP at http://127.0.0.1:{port}/mcp" in err.decode() and out == b""
+    assert [r.is_error for r in results] == [False, False, True, True, True, False, False, False]
+    got = _tables(split["root"] / "episodes" / "http_client" / CONDITION / "lg" / "test" / "served-0000.parquet")
+    assert (got["row"]["termination"], got["row"]["n_calls"]) == ("submitted", len(MOVES))
