@@ -367,7 +367,7 @@ def readable(path):
 async def main():
     seen = {"leaked": os.environ.get("OPENAI_API_KEY"), "passed": os.environ.get("HEURESIS_TEST_PASSED"),
             "truth": readable(sys.argv[1]), "repo": readable(sys.argv[2]), "cwd": sorted(os.listdir(".")),
-            "url": os.environ["HEURESIS_MCP_URL"]}
+            "url": os.environ["HEURESIS_MCP_URL"], "uid": os.getuid()}
     async with Client(os.environ["HEURESIS_MCP_URL"], cache=None) as client:
         await client.call_tool("view_graph", {"seen": seen})     # refused (no such argument), recorded
         await client.call_tool("submit", {})
@@ -414,6 +414,7 @@ def test_isolated_external_command_cannot_read_the_truth(split, tmp_path, monkey
     row = got["row"]
     assert (row["status"], row["termination"]) == ("ok", "submitted")
     seen.pop("url")
+    assert seen.pop("uid") != 0      # never root, even when the harness is
     assert seen == {"leaked": None, "passed": "passed-through", "truth": False, "repo": False, "cwd": []}
     assert row["warnings"] == "" and "isolation bwrap" in got["requests"][0]["notes"]
 

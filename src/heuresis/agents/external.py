@@ -513,10 +513,13 @@ def command_argv(command: Sequence[str], workdir: str, isolation: str, expose: S
     its interpreter (the harness's environment for ``python``, with this package hidden) and
     ``expose``; read-write only the work folder; its own ``/proc``, ``/dev`` and an empty
     ``/tmp``; the host's network (it reaches the server on loopback and, if it wants, its model).
-    ``isolation`` ``required`` raises :class:`~heuresis.harness.sandbox.IsolationUnavailable`
-    where bubblewrap does not work; ``best_effort`` then runs without it.
+    A root harness never runs the command as root: an outer bwrap and ``setpriv`` drop to
+    :data:`~heuresis.harness.sandbox.SANDBOX_UID` first.  ``isolation`` ``required`` raises
+    :class:`~heuresis.harness.sandbox.IsolationUnavailable` where bubblewrap does not work;
+    ``best_effort`` then runs without it.
     """
     from heuresis.harness.sandbox import (
+        SANDBOX_UID,
         IsolationUnavailable,
         bwrap_path,
         hidden_inside,
@@ -549,20 +552,37 @@ def command_argv(command: Sequence[str], workdir: str, isolation: str, expose: S
         why = hidden_inside(os.path.realpath(t))
         if why:
             raise IsolationUnavailable(f"the external agent's command would see what must stay hidden: {why}")
-    args = [bwrap_path(), "--unshare-all", "--share-net", "--unshare-user", "--disable-userns", "--die-with-parent",
-            "--new-session", "--cap-drop", "ALL", "--ro-bind", "/usr", "/usr"]
+    bwrap = os.path.realpath(bwrap_path())
+    shown = sorted({os.path.realpath(p) for p in [*trees, *expose]})
+    system = ["--ro-bind", "/usr", "/usr"]
     for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
         if os.path.islink(top):
-            args += ["--symlink", os.readlink(top), top]
+            system += ["--symlink", os.readlink(top), top]
         elif os.path.isdir(top):
-            args += ["--ro-bind", top, top]
-    args += ["--ro-bind", "/etc", "/etc", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
-    shown = sorted({os.path.realpath(p) for p in [*trees, *expose]})
-    args += parent_dirs([*shown, workdir])
+            system += ["--ro-bind", top, top]
+    system += ["--ro-bind", "/etc", "/etc"]
+    views = [*parent_dirs([*shown, workdir])]
     for p in shown:
-        args += ["--ro-bind", p, p]
-    args += package_masks(trees)
-    args += ["--bind", workdir, workdir, "--chdir", workdir, "--clearenv"]
+        views += ["--ro-bind", p, p]
+    args = [bwrap, "--unshare-all", "--share-net", "--unshare-user", "--disable-userns", "--die-with-parent",
+            "--new-session", "--cap-drop", "ALL", *system, "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
+            *views, *package_masks(trees), "--bind", workdir, workdir, "--chdir", workdir, "--clearenv"]
     for k, v in env.items():
         args += ["--setenv", k, v]
-    return [*args, "--", *argv], {"PATH": "/usr/bin:/bin"}, "bwrap"
+    args += ["--", *argv]
+    if os.geteuid() != 0:
+        return args, {"PATH": "/usr/bin:/bin"}, "bwrap"
+    # a root harness: never run the command as root. As the code tool's sandbox does (docs/sandbox.md), an outer
+    # bwrap shows the same trees, setpriv drops to the unprivileged uid, and the bwrap above runs as that user
+    setpriv = shutil.which("setpriv")
+    if setpriv is None or not os.path.realpath(setpriv).startswith("/usr/"):
+        raise IsolationUnavailable("setpriv (util-linux) not found under /usr: needed to leave root before the "
+                                   "external agent's command")
+    os.chown(workdir, SANDBOX_UID, SANDBOX_UID)
+    outer = [bwrap, "--unshare-pid", "--die-with-parent", *system, *views]
+    if not bwrap.startswith("/usr/"):
+        outer += [*parent_dirs([bwrap]), "--ro-bind", bwrap, bwrap]
+    outer += ["--bind", workdir, workdir, "--dir", "/tmp", "--bind", "/proc", "/proc", "--dev", "/dev", "--",
+              os.path.realpath(setpriv), f"--reuid={SANDBOX_UID}", f"--regid={SANDBOX_UID}", "--clear-groups",
+              "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
+    return [*outer, *args], {"PATH": "/usr/bin:/bin"}, "bwrap"
