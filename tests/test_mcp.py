@@ -614,3 +614,10 @@ def test_cli_serves_over_loopback_http(split, tmp_path):
     assert [r.is_error for r in results] == [False, False, True, True, True, False, False, False]
     got = _tables(split["root"] / "episodes" / "http_client" / CONDITION / "lg" / "test" / "served-0000.parquet")
     assert (got["row"]["termination"], got["row"]["n_calls"]) == ("submitted", len(MOVES))
+
+
+def test_a_command_that_cannot_start_fails_the_episode(split, tmp_path):
+    """Not the agent's early exit: the episode is recorded failed (not scored, retried by a rerun)."""
+    spec = {"kind": "external", "command": ["no-such-agent-binary"], "isolation": "none", "idle_timeout_s": 60}
+    row = _run(split, "broken", spec, tmp_path)["row"]
+    assert (row["status"], row["termination"]) == ("failed", "failed") and "no-such-agent-binary" in row["error"]

@@ -535,6 +535,12 @@ def command_argv(command: Sequence[str], workdir: str, isolation: str, expose: S
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": workdir, "TMPDIR": workdir, "LANG": "C.UTF-8",
            "PYTHONDONTWRITEBYTECODE": "1", **{k: os.environ[k] for k in env_names if k in os.environ},
            **dict(extra_env or {})}
+    # a command that cannot start is the harness's failure (recorded, retried), not the agent's early exit
+    if shutil.which(argv[0], path=env["PATH"]) is None:
+        raise FileNotFoundError(f"the external agent's command {argv[0]!r} is not an executable on PATH")
+    missing = [p for p in expose if not os.path.exists(p)]
+    if missing:
+        raise FileNotFoundError(f"the external agent's expose paths do not exist: {missing}")
     if isolation == "none":
         return argv, env, "none"
     ok, why = isolation_status()
