@@ -621,3 +621,37 @@ def test_a_command_that_cannot_start_fails_the_episode(split, tmp_path):
     spec = {"kind": "external", "command": ["no-such-agent-binary"], "isolation": "none", "idle_timeout_s": 60}
     row = _run(split, "broken", spec, tmp_path)["row"]
     assert (row["status"], row["termination"]) == ("failed", "failed") and "no-such-agent-binary" in row["error"]
+
+
+def test_cli_serves_a_game_play_over_stdio(tmp_path):
+    """``heuresis serve-play``: an SDK client plays a scenario's tool mode; the play is written to the plays tables."""
+    from heuresis.games.workflow import run_references
+    from heuresis.schemas import GAME_CALLS, GAME_PLAYS
+
+    folder = ROOT / "config" / "games"
+    run_references("weather_base", folder, {"drones": 300, "starts": 1, "verify_fleets": 2},
+                   tmp_path / "games" / "references" / "weather_base.parquet")
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "heuresis.cli", "serve-play", "weather_base", "--config", str(ROOT / "config" / "config.yaml"),
+              "--config", str(ROOT / "config" / "quick.yaml"), "--agent", "player", "--results", str(tmp_path),
+              "--idle-timeout", "60"],
+        env={k: v for k, v in os.environ.items() if k in ("PATH", "PYTHONPATH", "LITELLM_LOCAL_MODEL_COST_MAP")},
+        cwd=str(tmp_path))
+
+    async def play():
+        async with Client(params, cache=None) as client:
+            tools = {t.name for t in (await client.list_tools()).tools}
+            return tools, [await client.call_tool(n, a) for n, a in GAME_MOVES]
+
+    tools, results = anyio.run(play)
+    assert tools == {"get_status", "get_history", "deploy", "submit_final_design", "write_report"}
+    assert [r.is_error for r in results] == [False, True, False, True, False, False]
+    out = tmp_path / "games" / "plays" / "player" / "tools" / "served-weather_base.parquet"
+    for _ in range(200):
+        if out.exists():
+            break
+        anyio.run(anyio.sleep, 0.05)
+    row = read_table(out, GAME_PLAYS).to_pylist()[0]
+    assert (row["agent_kind"], row["termination"], row["submitted"]) == ("external", "reported", True)
+    assert len(read_table(out.with_suffix(".calls.parquet"), GAME_CALLS)) == len(GAME_MOVES)
