@@ -333,6 +333,12 @@ def _served_spec(cfg: dict, args: argparse.Namespace) -> dict:
     if args.idle_timeout is not None:
         spec["idle_timeout_s"] = args.idle_timeout
     make_agent(args.agent, spec)   # a bad entry or option (a non-loopback host) is refused before anything runs
+    if args.transport == "stdio":
+        # the client ends a stdio server by closing its stdin (the run ends as client_left and is written), then
+        # by SIGTERM after a short wait: ignored, so that the run is written whole before the process goes
+        import signal
+
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
     return spec
 
 
