@@ -445,6 +445,8 @@ def isolation_for(mode: str) -> str:
     Raises :class:`IsolationUnavailable` (naming the config key) for ``required`` where bubblewrap
     does not work.
     """
+    if mode is False:   # YAML 1.1 reads an unquoted `off` (the schema's enum too) as false
+        mode = "off"
     if mode not in ISOLATION_MODES:
         raise ValueError(f"{ISOLATION_KEY} must be one of {list(ISOLATION_MODES)}, got {mode!r}")
     if mode == "off":
