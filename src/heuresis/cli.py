@@ -333,13 +333,19 @@ def _served_spec(cfg: dict, args: argparse.Namespace) -> dict:
     if args.idle_timeout is not None:
         spec["idle_timeout_s"] = args.idle_timeout
     make_agent(args.agent, spec)   # a bad entry or option (a non-loopback host) is refused before anything runs
+    return spec
+
+
+def _keep_writing_over_stdio(args: argparse.Namespace) -> None:
+    """Over stdio, ignore SIGTERM, so that the run is written whole before the process goes.
+
+    The client closes stdin (the run ends, as client_left if it had not, and is written), then
+    sends SIGTERM after a short wait.
+    """
     if args.transport == "stdio":
-        # the client ends a stdio server by closing its stdin (the run ends as client_left and is written), then
-        # by SIGTERM after a short wait: ignored, so that the run is written whole before the process goes
         import signal
 
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    return spec
 
 
 def cmd_serve_play(args: argparse.Namespace) -> int:
@@ -350,6 +356,7 @@ def cmd_serve_play(args: argparse.Namespace) -> int:
 
     cfg = _load(args.config)
     spec = _served_spec(cfg, args)
+    _keep_writing_over_stdio(args)
     res = Path(args.results)
     refs = res / "games" / "references" / f"{args.scenario}.parquet"
     if not refs.exists():
@@ -380,6 +387,7 @@ def cmd_serve_episode(args: argparse.Namespace) -> int:
     if fam not in cfg["families"]:
         raise ValueError(f"instance {args.instance!r}: unknown family {fam!r}; known: {sorted(cfg['families'])}")
     spec = _served_spec(cfg, args)
+    _keep_writing_over_stdio(args)
     cond = Condition.from_id(args.agent, args.condition)
     if cond.budget not in cfg["episodes"]["budgets"]:
         raise ValueError(f"condition {args.condition!r}: unknown budget {cond.budget!r}; known: "
