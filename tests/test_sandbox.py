@@ -233,3 +233,15 @@ def test_table12_shows_the_code_tools_isolation():
     numbers, display = table12(scores, [cell], {"ev": {"kind": "evidence"}}, {})
     assert numbers.loc[0, "code_isolation"] == "bwrap (2), none (1)"
     assert display.loc[0, "code tool isolation"] == "bwrap (2), none (1)"
+
+
+def test_an_unquoted_off_in_the_config_turns_the_code_tool_off(quick_config):
+    """``isolation: off`` in YAML is read as false (so is the schema's enum): it means off, not an error."""
+    import copy
+
+    from heuresis.config import validate_config
+    from heuresis.harness.sandbox import check_isolation, isolation_for
+
+    cfg = copy.deepcopy(quick_config)
+    cfg["episodes"]["code_tool"]["isolation"] = False
+    assert check_isolation(validate_config(cfg)) == "off" and isolation_for(False) == "off"

@@ -320,6 +320,97 @@ def cmd_serve_local(args: argparse.Namespace) -> int:
         return 2
 
 
+def _served_spec(cfg: dict, args: argparse.Namespace) -> dict:
+    """The external agent entry ``--agent`` names (or a new one), served by hand: no command, the CLI's transport."""
+    from heuresis.agents import make_agent
+
+    spec = dict(cfg["agents"].get(args.agent, {"kind": "external"}))
+    if spec.get("kind") != "external":
+        raise ValueError(f"agent {args.agent!r} is of kind {spec.get('kind')!r}; {args.command} serves an agent of "
+                         "kind external (or a name not in the config's agents)")
+    spec.pop("command", None)   # the client is whoever connects, not the configured command
+    spec.update({"transport": args.transport, "host": args.host, "port": args.port})
+    if args.idle_timeout is not None:
+        spec["idle_timeout_s"] = args.idle_timeout
+    make_agent(args.agent, spec)   # a bad entry or option (a non-loopback host) is refused before anything runs
+    return spec
+
+
+def _keep_writing_over_stdio(args: argparse.Namespace) -> None:
+    """Over stdio, ignore SIGTERM, so that the run is written whole before the process goes.
+
+    The client closes stdin (the run ends, as client_left if it had not, and is written), then
+    sends SIGTERM after a short wait.
+    """
+    if args.transport == "stdio":
+        import signal
+
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+
+def cmd_serve_play(args: argparse.Namespace) -> int:
+    """Serve one game play (the tool mode) over MCP and write it to the games' plays tables (docs/mcp.md)."""
+    from heuresis.agents.external import wait_for_clients
+    from heuresis.games.workflow import run_plays, scenario_folder
+    from heuresis.logs import stage_logger
+
+    cfg = _load(args.config)
+    spec = _served_spec(cfg, args)
+    _keep_writing_over_stdio(args)
+    res = Path(args.results)
+    refs = res / "games" / "references" / f"{args.scenario}.parquet"
+    if not refs.exists():
+        raise FileNotFoundError(f"no references of scenario {args.scenario!r} at {refs} (run the workflow's games "
+                                "references stage first)")
+    g = cfg["games"]
+    out = res / "games" / "plays" / args.agent / "tools" / f"served-{args.scenario}.parquet"
+    run_plays(args.agent, spec, "tools", args.scenario, scenario_folder(cfg), plays=1, seed=g["seed"],
+              max_turns=g["max_turns"], references=refs, out=out, calls_out=out.with_suffix(".calls.parquet"),
+              transcripts_dir=res / "games" / "transcripts" / args.agent / "tools" / args.scenario,
+              log=stage_logger(None))
+    print(f"play written to {out}", file=sys.stderr)
+    wait_for_clients()
+    return 0
+
+
+def cmd_serve_episode(args: argparse.Namespace) -> int:
+    """Serve one episode over MCP (stdio or loopback HTTP) and write it to the episodes tables (docs/mcp.md)."""
+    from heuresis.episodes import run_episode_shard
+    from heuresis.harness.conditions import Condition
+    from heuresis.logs import stage_logger
+
+    cfg = _load(args.config)
+    parts = args.instance.split("/")
+    if len(parts) != 3 or not parts[2].isdigit():
+        raise ValueError(f"instance {args.instance!r}: expected family/split/index, e.g. wild/dev/0003")
+    fam, split, idx = parts[0], parts[1], int(parts[2])
+    if fam not in cfg["families"]:
+        raise ValueError(f"instance {args.instance!r}: unknown family {fam!r}; known: {sorted(cfg['families'])}")
+    spec = _served_spec(cfg, args)
+    _keep_writing_over_stdio(args)
+    cond = Condition.from_id(args.agent, args.condition)
+    if cond.budget not in cfg["episodes"]["budgets"]:
+        raise ValueError(f"condition {args.condition!r}: unknown budget {cond.budget!r}; known: "
+                         f"{sorted(cfg['episodes']['budgets'])}")
+    res = Path(args.results)
+    refs = sorted((res / "references" / "pc_kci" / fam / split).glob("shard-*.parquet"))
+    if not refs:
+        raise FileNotFoundError(f"no PC-KCI references under {res / 'references' / 'pc_kci' / fam / split} "
+                                "(run the workflow's references stage first)")
+    tail = Path(args.agent) / args.condition / fam / split
+    out = res / "episodes" / tail / f"served-{idx:04d}.parquet"
+    run_episode_shard(args.agent, spec, args.condition, fam, split, [idx], data_dir=res / "instances" / fam / split,
+                      truth_dir=res / "truth" / fam / split, pc_kci_paths=refs, episodes_cfg=cfg["episodes"],
+                      menu=cfg["references"]["algorithms"], grades=cfg["grades"], seed=cfg["seed"], out=out,
+                      calls_out=out.with_suffix(".calls.parquet"), requests_out=out.with_suffix(".requests.parquet"),
+                      transcripts_dir=res / "transcripts" / tail, log=stage_logger(None))
+    print(f"episode written to {out}", file=sys.stderr)
+    from heuresis.agents.external import wait_for_clients
+
+    wait_for_clients()
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Build the ``heuresis`` argument parser, one subparser per command."""
     p = argparse.ArgumentParser(prog="heuresis", description=__doc__.splitlines()[0])
@@ -398,6 +489,39 @@ def build_parser() -> argparse.ArgumentParser:
                     "config/local.yaml"))
     sp.add_argument("cmd", nargs=argparse.REMAINDER, help="the command, after --")
     sp.set_defaults(func=cmd_run_local)
+
+    sp = with_config(sub.add_parser(
+        "serve-episode", help="serve one episode over MCP (stdio or loopback HTTP) to an outside agent",
+        description="Serve the tools of one episode (an instance under a condition) to an MCP client: the same "
+                    "tools, schemas, budgets, last turn and recording as the workflow's episodes; the episode is "
+                    "written to results/episodes/AGENT/CONDITION/FAMILY/SPLIT/served-INDEX.parquet (with its "
+                    "calls, requests and transcript). See docs/mcp.md."))
+    sp.add_argument("--condition", required=True, help="condition id, e.g. full-guided-p1-none-standard-once-r0")
+    sp.add_argument("--instance", required=True, help="family/split/index, e.g. wild/dev/0003")
+
+    def with_serving(sp):
+        sp.add_argument("--agent", default="mcp_client", help="agent name in the tables: an agents entry of kind "
+                                                              "external, or a new name (default: %(default)s)")
+        sp.add_argument("--transport", choices=["stdio", "http"], default="stdio", help="default: %(default)s")
+        sp.add_argument("--host", default="127.0.0.1", help="HTTP host, loopback only (default: %(default)s)")
+        sp.add_argument("--port", type=int, default=0, help="HTTP port (default: a free one, printed on stderr)")
+        sp.add_argument("--idle-timeout", type=float, default=None,
+                        help="seconds without a tool call that end the run as client_idle (default: the agent "
+                             "entry's idle_timeout_s, else 300)")
+        sp.add_argument("--results", default="results", help="results folder (default: results)")
+        return sp
+
+    with_serving(sp)
+    sp.set_defaults(func=cmd_serve_episode)
+
+    sp = with_config(sub.add_parser(
+        "serve-play", help="serve one game play (tool mode) over MCP to an outside agent",
+        description="Serve the game tools of one play of a scenario (play 0, the workflow's seed) to an MCP "
+                    "client, with the same turn limit and recording as the workflow's plays; written to "
+                    "results/games/plays/AGENT/tools/served-SCENARIO.parquet. See docs/mcp.md."))
+    sp.add_argument("scenario", help="scenario name (config/games/NAME.yaml)")
+    with_serving(sp)
+    sp.set_defaults(func=cmd_serve_play)
 
     sp = with_server(sub.add_parser("serve-local", help="serve the local LLM in the foreground (prints its address)"))
     sp.set_defaults(func=cmd_serve_local)

@@ -5,7 +5,7 @@
 offline players included, so that a plugin's kind can be checked against all of them.
 """
 
-from . import llm, offline  # noqa: F401  (registration; litellm itself is imported on first use)
+from . import external, llm, offline  # noqa: F401  (registration; litellm and the MCP SDK are imported on first use)
 from .base import AGENTS, Agent, AgentReply, Usage, make_agent, register_agent, tool_call
 
 __all__ = ["AGENTS", "Agent", "AgentReply", "Usage", "make_agent", "register_agent", "tool_call"]

@@ -155,6 +155,13 @@ class Agent(ABC):
         Called once the message is added, before the next :meth:`respond`.
         """
 
+    def end(self, messages: list[dict], termination: str) -> None:
+        """Told the run ended: the whole conversation and its termination (default: ignored).
+
+        Called once, after the last turn; an agent that serves the run to an outside client
+        answers its last call and lets it go (:mod:`heuresis.agents.external`).
+        """
+
     @property
     def model(self) -> str | None:
         """Name of the model behind the agent (None for offline agents)."""

@@ -130,9 +130,9 @@ def config_errors(config: Mapping) -> list[str]:
     msgs: list[str] = search_errors(g["search"])
     kinds = game_agent_kinds()
     plugins = {s.get("kind") for s in config.get("agents", {}).values() if is_plugin(s)}   # checked under agents
-    msgs += agent_errors(config, "games.agents", g["agents"], kinds | {"llm"} | plugins,
-                         f"it cannot play games; game kinds: {sorted(kinds)}, llm, or an agent from outside the "
-                         "package (docs/agents.md)")
+    msgs += agent_errors(config, "games.agents", g["agents"], kinds | {"llm", "external"} | plugins,
+                         f"it cannot play games; game kinds: {sorted(kinds)}, llm, external, or an agent from "
+                         "outside the package (docs/agents.md)")
     msgs += agent_errors(config, "games.judges", g["judges"], {"llm"}, "a judge is an LLM agent (kind llm)")
     folder = scenario_folder(config)
     if not folder.is_dir():

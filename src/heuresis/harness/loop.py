@@ -19,7 +19,8 @@ An exception of the agent ends the run as ``failed`` (:attr:`AgentLoop.failure` 
 traceback), except :class:`~heuresis.agents.base.EpisodeEnd` (the conversation overflowed the
 model's context, the client left): the run then ends ``ok`` with the exception's reason as its
 termination (and its limit, if one ran out, as the exhausted one), scored like an unsubmitted run.  An exception inside a
-tool is answered to the agent as an error and the run goes on.
+tool is answered to the agent as an error and the run goes on.  Once the run is over, the agent
+is told so (:meth:`~heuresis.agents.base.Agent.end`: the conversation and the termination).
 
 The loop holds the tools, their context and the limits — never the truth: what was submitted
 is scored by the caller, after the run (:mod:`heuresis.harness.scoring`).
@@ -371,6 +372,7 @@ class AgentLoop:
             self.status, self.error = "failed", f"{type(exc).__name__}: {exc}"
             self.termination = "failed"
             self.failure = {"turn": self.turn, "error": traceback.format_exc(limit=8)}
+        self.agent.end(copy.deepcopy(self.messages), self.termination or "unsubmitted")
 
     def _turns(self) -> str:
         """The turns and, on exhaustion, the last turn; returns the exhausted limit ('' if none)."""

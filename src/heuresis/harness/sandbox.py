@@ -57,8 +57,12 @@ __all__ = [
     "SandboxResult",
     "bwrap_path",
     "check_isolation",
+    "hidden_inside",
     "isolation_for",
     "isolation_status",
+    "package_masks",
+    "parent_dirs",
+    "python_trees",
     "run_code",
 ]
 
@@ -150,7 +154,7 @@ def _clean_env(home: str) -> dict[str, str]:
             "PYTHONDONTWRITEBYTECODE": "1", "MPLBACKEND": "Agg"}
 
 
-def _python_trees() -> list[str]:
+def python_trees() -> list[str]:
     """Directories of the running environment: its prefix, the base installation, site-packages."""
     cand = {sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix, sysconfig.get_paths()["stdlib"],
             sysconfig.get_paths()["platstdlib"], sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"],
@@ -160,7 +164,7 @@ def _python_trees() -> list[str]:
     return sorted(p for p in cand if not any(p.startswith(q + "/") for q in cand if q != p))
 
 
-def _refuse_tree(tree: str) -> str:
+def hidden_inside(tree: str) -> str:
     """Why binding ``tree`` would expose what must stay hidden ('' if it does not)."""
     for what, path in (("the working directory", os.getcwd()), ("$HOME", os.path.expanduser("~"))):
         path = os.path.realpath(path)
@@ -169,8 +173,8 @@ def _refuse_tree(tree: str) -> str:
     return ""
 
 
-def _masks(trees: list[str]) -> list[str]:
-    """The project's own package inside a bound site-packages is hidden behind an empty read-only tmpfs."""
+def package_masks(trees: list[str]) -> list[str]:
+    """The bwrap arguments hiding the project's own package, inside a bound site-packages, behind an empty tmpfs."""
     out = []
     for sp in {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"], *site.getsitepackages()}:
         pkg = os.path.join(sp, "heuresis")
@@ -179,7 +183,8 @@ def _masks(trees: list[str]) -> list[str]:
     return out
 
 
-def _parents(paths) -> list[str]:
+def parent_dirs(paths) -> list[str]:
+    """The bwrap arguments creating every parent folder of ``paths`` (but ``/usr``, ``/etc``), mode 0755."""
     out, seen = [], set()
     for p in paths:
         parts = p.strip("/").split("/")[:-1]
@@ -204,7 +209,7 @@ def _system_args() -> list[str]:
 
 
 def _tree_args(trees: list[str]) -> list[str]:
-    args = _parents(trees)
+    args = parent_dirs(trees)
     for t in trees:
         args += ["--ro-bind", t, t]
     return args
@@ -212,9 +217,9 @@ def _tree_args(trees: list[str]) -> list[str]:
 
 def _command(bwrap: str, files: dict[str, str], limits: SandboxLimits) -> list[str]:
     """The full command: bwrap (nested under a root-only outer bwrap + setpriv when running as root)."""
-    trees = _python_trees()
+    trees = python_trees()
     for t in trees:
-        why = _refuse_tree(t)
+        why = hidden_inside(t)
         if why:
             raise IsolationUnavailable(why)
     prlimit, setpriv = (os.path.realpath(p) if p else None for p in map(shutil.which, ("prlimit", "setpriv")))
@@ -227,7 +232,7 @@ def _command(bwrap: str, files: dict[str, str], limits: SandboxLimits) -> list[s
     cpu = int(limits.cpu_seconds)
     disk = int(limits.disk_mb) * 1024 * 1024
     inner = [bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
-             "--cap-drop", "ALL", "--hostname", "sandbox", *_system_args(), *_tree_args(trees), *_masks(trees),
+             "--cap-drop", "ALL", "--hostname", "sandbox", *_system_args(), *_tree_args(trees), *package_masks(trees),
              "--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev", "--size", str(disk), "--tmpfs", "/sandbox"]
     for name in files:
         inner += ["--ro-bind", src[name], f"/sandbox/{name}"]
@@ -244,7 +249,7 @@ def _command(bwrap: str, files: dict[str, str], limits: SandboxLimits) -> list[s
     outer = [bwrap, "--unshare-pid", "--die-with-parent", *_system_args(), *_tree_args(trees),
              "--perms", "0755", "--dir", "/heuresis-sandbox-files"]
     if not bwrap.startswith("/usr/"):      # the inner bwrap runs in the outer's view
-        outer += [*_parents([bwrap]), "--ro-bind", bwrap, bwrap]
+        outer += [*parent_dirs([bwrap]), "--ro-bind", bwrap, bwrap]
     for name, path in files.items():
         outer += ["--ro-bind", path, src[name]]
     # the inner bwrap needs a fully visible procfs to mount its own; gone from view after its pivot_root
@@ -440,6 +445,8 @@ def isolation_for(mode: str) -> str:
     Raises :class:`IsolationUnavailable` (naming the config key) for ``required`` where bubblewrap
     does not work.
     """
+    if mode is False:   # YAML 1.1 reads an unquoted `off` (the schema's enum too) as false
+        mode = "off"
     if mode not in ISOLATION_MODES:
         raise ValueError(f"{ISOLATION_KEY} must be one of {list(ISOLATION_MODES)}, got {mode!r}")
     if mode == "off":
@@ -456,5 +463,20 @@ def isolation_for(mode: str) -> str:
 
 
 def check_isolation(cfg) -> str:
-    """The isolation the configured code tool will use (raises :class:`IsolationUnavailable`)."""
-    return isolation_for(cfg["episodes"]["code_tool"]["isolation"])
+    """The isolation the configured code tool will use (raises :class:`IsolationUnavailable`).
+
+    Also raises it for an external agent in use (an active grid, the games) whose command must run
+    isolated (``isolation: required``, its default) where bubblewrap does not work (docs/mcp.md).
+    """
+    used = isolation_for(cfg["episodes"]["code_tool"]["isolation"])
+    eps, agents = cfg.get("episodes", {}), cfg.get("agents", {})
+    in_use = {a for g in eps.get("run", []) for a in eps.get("grids", {}).get(g, {}).get("agents", [])}
+    in_use |= set((cfg.get("games") or {}).get("agents", []))
+    for name in sorted(in_use):
+        spec = agents.get(name, {})
+        if spec.get("kind") == "external" and spec.get("command") and spec.get("isolation", "required") == "required":
+            ok, why = isolation_status()
+            if not ok:
+                raise IsolationUnavailable(f"config key agents.{name}.isolation is 'required' but the external "
+                                           f"agent's command cannot be isolated on this host: {why}; see docs/mcp.md")
+    return used
