@@ -161,7 +161,7 @@ ERRORS = {
     "privileged": ({"kind": "python", "class": "plugin_cases:Sneaky"}, "agents.mine.class",
                    "declares privileged = True, which would give it the episode's unmasking map"),
     "unknown kind": ({"kind": "example_one_algorithmm"}, "agents.mine.kind",
-                     "unknown kind 'example_one_algorithmm'; known: built-in ['evidence', 'game_bandit'"),
+                     "unknown kind 'example_one_algorithmm'; known: built-in ['evidence', 'external', 'game_bandit'"),
     "python without class": ({"kind": "python"}, "agents.mine.class", "missing (required)"),
 }
 

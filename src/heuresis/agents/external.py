@@ -527,6 +527,7 @@ def command_argv(command: Sequence[str], workdir: str, isolation: str, expose: S
         package_masks,
         parent_dirs,
         python_trees,
+        system_args,
     )
 
     argv = list(command)
@@ -560,13 +561,7 @@ def command_argv(command: Sequence[str], workdir: str, isolation: str, expose: S
             raise IsolationUnavailable(f"the external agent's command would see what must stay hidden: {why}")
     bwrap = os.path.realpath(bwrap_path())
     shown = sorted({os.path.realpath(p) for p in [*trees, *expose]})
-    system = ["--ro-bind", "/usr", "/usr"]
-    for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
-        if os.path.islink(top):
-            system += ["--symlink", os.readlink(top), top]
-        elif os.path.isdir(top):
-            system += ["--ro-bind", top, top]
-    system += ["--ro-bind", "/etc", "/etc"]
+    system = system_args(whole_etc=True)
     views = [*parent_dirs([*shown, workdir])]
     for p in shown:
         views += ["--ro-bind", p, p]

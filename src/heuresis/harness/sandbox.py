@@ -64,6 +64,7 @@ __all__ = [
     "parent_dirs",
     "python_trees",
     "run_code",
+    "system_args",
 ]
 
 #: Values of ``episodes.code_tool.isolation``.
@@ -196,14 +197,21 @@ def parent_dirs(paths) -> list[str]:
     return out
 
 
-def _system_args() -> list[str]:
+def system_args(*, whole_etc: bool = False) -> list[str]:
+    """Return the bwrap arguments that show the system read-only.
+
+    ``/usr``, the top-level library links, and ``/etc/ld.so.cache`` only (``whole_etc``: all of
+    ``/etc``, for a command that needs its network setup).
+    """
     args = ["--ro-bind", "/usr", "/usr"]
     for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
         if os.path.islink(top):
             args += ["--symlink", os.readlink(top), top]
         elif os.path.isdir(top):
             args += ["--ro-bind", top, top]
-    if os.path.exists("/etc/ld.so.cache"):
+    if whole_etc:
+        args += ["--ro-bind", "/etc", "/etc"]
+    elif os.path.exists("/etc/ld.so.cache"):
         args += ["--perms", "0755", "--dir", "/etc", "--ro-bind", "/etc/ld.so.cache", "/etc/ld.so.cache"]
     return args
 
@@ -232,7 +240,7 @@ def _command(bwrap: str, files: dict[str, str], limits: SandboxLimits) -> list[s
     cpu = int(limits.cpu_seconds)
     disk = int(limits.disk_mb) * 1024 * 1024
     inner = [bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
-             "--cap-drop", "ALL", "--hostname", "sandbox", *_system_args(), *_tree_args(trees), *package_masks(trees),
+             "--cap-drop", "ALL", "--hostname", "sandbox", *system_args(), *_tree_args(trees), *package_masks(trees),
              "--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev", "--size", str(disk), "--tmpfs", "/sandbox"]
     for name in files:
         inner += ["--ro-bind", src[name], f"/sandbox/{name}"]
@@ -246,7 +254,7 @@ def _command(bwrap: str, files: dict[str, str], limits: SandboxLimits) -> list[s
         return inner
     if setpriv is None:
         raise IsolationUnavailable("setpriv (util-linux) not found: needed to leave root before the sandbox")
-    outer = [bwrap, "--unshare-pid", "--die-with-parent", *_system_args(), *_tree_args(trees),
+    outer = [bwrap, "--unshare-pid", "--die-with-parent", *system_args(), *_tree_args(trees),
              "--perms", "0755", "--dir", "/heuresis-sandbox-files"]
     if not bwrap.startswith("/usr/"):      # the inner bwrap runs in the outer's view
         outer += [*parent_dirs([bwrap]), "--ro-bind", bwrap, bwrap]
