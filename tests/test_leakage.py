@@ -125,3 +125,16 @@ def test_leakage_config_checked(quick_config):
     assert "leakage.agents: agent 'shortcut' is of kind 'shortcut'" in text
     assert "leakage.agents: unknown agent 'nobody'" in text
     assert "leakage.networks: unknown network 'atlantis'" in text
+
+
+def test_probe_longer_than_the_context_is_unparsed_with_the_reason(tmp_path):
+    """A probe the model's context cannot hold is an answer it could not give (empty graph, ``unparsed``), not a failure."""
+    overflow = {"status": 400, "error": "the request exceeds the available context size, try increasing it"}
+    reply = {"content": "\n".join(f"{a} -> {b}" for a, b in _edges(load_network("cancer"))), "usage": (120, 30)}
+    out = tmp_path / "probe.parquet"
+    with ScriptedLLMServer([reply, overflow]) as server:
+        run_leakage("probe", _spec(server.url + "/v1"), ["cancer"], 1, 11, out)
+    df = read_table(out, LEAKAGE).to_pandas()
+    assert list(df.status) == ["ok", "unparsed"] and len(server.requests) == 2   # not retried
+    bad = df.iloc[1]
+    assert bad.error.startswith("context_overflow: ") and bad.f1 == 0.0 and bad.n_edges == 0 and bad.reply == ""

@@ -13,7 +13,8 @@ order that leaks the topological order).  The answer is parsed with the harness'
 edge-list parser after mapping the listed labels back to node indices, and scored by adjacency
 precision / recall / F1 against the true skeleton and by **direction accuracy** (among the
 predicted directed edges on true adjacencies, the share oriented as in the true DAG).  A reply
-that holds no readable edge list scores as the empty graph and is flagged ``unparsed``; a failed
+that holds no readable edge list scores as the empty graph and is flagged ``unparsed`` (so does a
+prompt the model's context cannot hold: its error says ``context_overflow``); a failed
 request is recorded ``failed`` with its error.  Each answered probe is checkpointed, so a killed
 job resumes without paying twice.
 """
@@ -137,7 +138,12 @@ def run_leakage(agent: str, spec: Mapping, networks: Sequence[str], repeats: int
                "n_true_edges": int(net.adjacency.sum()), "labels": "; ".join(labels[k] for k in order)}
         ex = single_request(model, messages)
         u = ex.usage
-        if not ex.ok:   # recorded, never dropped; the other probes go on
+        if ex.ending:   # the prompt does not fit the model's context: no answer, scored as an unreadable one
+            row.update(score_reply("", labels, net.adjacency), status="unparsed", reply="",
+                       error=f"{ex.ending.reason}: {ex.ending}",
+                       tokens_in=0, tokens_out=0, cost=ex.cost, latency_s=round(ex.wall_s, 4),
+                       retries=0 if u is None else u.retries)
+        elif not ex.ok:   # recorded, never dropped; the other probes go on
             row.update(status="failed", error=f"{type(ex.error).__name__}: {ex.error}", reply="", f1=float("nan"),
                        precision=float("nan"), recall=float("nan"), n_edges=0, n_directed_judged=0,
                        direction_accuracy=float("nan"), tokens_in=0, tokens_out=0,

@@ -24,7 +24,6 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from heuresis.agents.base import EpisodeEnd
 from heuresis.agents.llm import repair_arguments
 from heuresis.harness.loop import single_request
 from heuresis.harness.prompts import render
@@ -122,8 +121,8 @@ def judge_play(model, judge: str, play: Mapping, scn) -> dict:
     messages = [{"role": "system", "content": render("game_judge_system")},
                 {"role": "user", "content": judge_prompt(play, scn)}]
     ex = single_request(model, messages)
-    if isinstance(ex.error, EpisodeEnd):   # the prompt does not fit the judge's context: a judgement it cannot make
-        row.update(status="unparsed", error=f"{ex.error.reason}: {ex.error}", cost=ex.cost,
+    if ex.ending:   # the prompt does not fit the judge's context: a judgement it cannot make
+        row.update(status="unparsed", error=f"{ex.ending.reason}: {ex.ending}", cost=ex.cost,
                    latency_s=round(ex.wall_s, 4))
         return row
     if not ex.ok:   # recorded, never dropped; the other plays go on

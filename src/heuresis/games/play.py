@@ -35,7 +35,7 @@ import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from heuresis.agents.base import EpisodeEnd, agent_class, agent_origin, make_agent
+from heuresis.agents.base import agent_class, agent_origin, make_agent
 from heuresis.agents.llm import repair_arguments
 from heuresis.games.game import Game, GameError
 from heuresis.games.scenario import Scenario
@@ -355,8 +355,8 @@ def _play_prompt(agent, game: Game, max_turns: int):
             messages = [{"role": "system", "content": system}, {"role": "user", "content": prompt_request(game)}]
             ex = single_request(agent, messages)
             totals.add(ex.usage, turn=turn, wall_s=ex.wall_s)
-            if isinstance(ex.error, EpisodeEnd):   # the agent cannot go on (e.g. its context): an ending
-                error, termination = str(ex.error)[:2000], ex.error.reason
+            if ex.ending:   # the agent cannot go on (e.g. its context is full): an ending, not a failure
+                error, termination = str(ex.ending)[:2000], ex.ending.reason
                 requests.append({"turn": turn, "error": ex.failure})
                 break
             if not ex.ok:   # the agent crashed (a failed request): a recorded failure

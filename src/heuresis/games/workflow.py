@@ -125,14 +125,16 @@ def config_errors(config: Mapping) -> list[str]:
     g = config.get("games")
     if not g:
         return []
-    from heuresis.agents.base import is_plugin
+    from heuresis.agents.base import AGENTS, is_plugin
 
     msgs: list[str] = search_errors(g["search"])
-    kinds = game_agent_kinds()
+    # every agent plays but the privileged ones: the episodes' offline baselines, built on the unmasking map
+    baselines = {k for k in AGENTS if AGENTS.lookup(k).privileged}
+    players = {k for k in AGENTS if k not in baselines}
     plugins = {s.get("kind") for s in config.get("agents", {}).values() if is_plugin(s)}   # checked under agents
-    msgs += agent_errors(config, "games.agents", g["agents"], kinds | {"llm", "external"} | plugins,
-                         f"it cannot play games; game kinds: {sorted(kinds)}, llm, external, or an agent from "
-                         "outside the package (docs/agents.md)")
+    msgs += agent_errors(config, "games.agents", g["agents"], players | plugins,
+                         f"it cannot play games (an episode baseline: {sorted(baselines)}); players: "
+                         f"{sorted(players)} or an agent from outside the package (docs/agents.md)")
     msgs += agent_errors(config, "games.judges", g["judges"], {"llm"}, "a judge is an LLM agent (kind llm)")
     folder = scenario_folder(config)
     if not folder.is_dir():

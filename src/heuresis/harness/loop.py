@@ -130,6 +130,15 @@ class Exchange:
         return self.error is None
 
     @property
+    def ending(self) -> EpisodeEnd | None:
+        """The agent's :class:`~heuresis.agents.base.EpisodeEnd` (e.g. a full context), else None.
+
+        Not a failure of the infrastructure: the caller records the request as one the agent could
+        not answer, with the ending's reason.
+        """
+        return self.error if isinstance(self.error, EpisodeEnd) else None
+
+    @property
     def cost(self) -> float | None:
         """The request's cost; None when unknown (no price, or a failure that reported nothing)."""
         return None if self.usage is None else self.usage.cost
