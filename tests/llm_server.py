@@ -8,26 +8,46 @@ Each request is answered by the next step of a script; a step is one of
 * ``{"status": 429 | 500 | 503, "error": "..."}`` — an HTTP error;
 * ``{"sleep": seconds, ...}`` — delay before answering (timeouts).
 
+An error step may carry ``"headers"`` (e.g. ``{"Retry-After": "3"}``) and ``"code"`` (the error
+object's code, e.g. OpenAI's ``insufficient_quota``); a reply step's ``"usage"`` is ``(in, out)`` or
+a dict with ``prompt_tokens``, ``completion_tokens`` and optionally ``cached_tokens`` and
+``reasoning_tokens`` (reported as OpenAI and Anthropic do), or ``None`` for a reply without a usage
+block.  Every reply has its own id (``chatcmpl-<n>``) and names the model ``served_model`` (a dated
+snapshot, as providers answer an alias).
+
+Instead of a list, ``script`` may be a callable ``step(request) -> dict`` (:class:`Conversations`:
+each episode's conversation answered by its own script, whatever the order requests arrive in, as
+parallel jobs send them).
+
 Every request (path, headers, JSON body) is kept in ``server.requests`` and every reply the
 server sent (usage included) in ``server.replies``, so a test compares what the harness
-recorded with what was sent.  Nothing here leaves the loopback interface.
+recorded with what was sent; ``server.max_in_flight`` is the most requests it was answering at
+once.  Nothing here leaves the loopback interface.
 """
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
+import random
 import threading
 import time
+from collections.abc import Callable, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 class ScriptedLLMServer:
-    def __init__(self, script: list[dict], model: str = "scripted-model") -> None:
-        self.script = list(script)
+    def __init__(self, script: list[dict] | Callable[[dict], dict], model: str = "scripted-model",
+                 served_model: str | None = None) -> None:
+        self.responder = script if callable(script) else None
+        self.script = [] if callable(script) else list(script)
         self.model = model
+        self.served_model = served_model or model
         self.requests: list[dict] = []
         self.replies: list[dict] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
         self._lock = threading.Lock()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
@@ -51,6 +71,8 @@ class ScriptedLLMServer:
     def _next(self, request: dict) -> dict:
         with self._lock:
             self.requests.append(request)
+            if self.responder is not None:
+                return self.responder(request)
             if not self.script:
                 return {"status": 500, "error": "script exhausted"}
             return self.script.pop(0)
@@ -64,22 +86,37 @@ class ScriptedLLMServer:
 
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
-                step = server._next({"path": self.path, "headers": dict(self.headers), "body": body})
+                with server._lock:
+                    server.in_flight += 1
+                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                try:
+                    self._answer(body)
+                finally:
+                    with server._lock:
+                        server.in_flight -= 1
+
+            def _answer(self, body: dict) -> None:
+                step = server._next({"path": self.path, "headers": dict(self.headers), "body": body,
+                                     "t": time.time()})
                 if step.get("sleep"):
                     time.sleep(step["sleep"])
                 if "status" in step:
-                    payload = {"error": {"message": step.get("error", "scripted error"), "type": "scripted"}}
-                    return self._send(step["status"], payload)
+                    payload = {"error": {"message": step.get("error", "scripted error"), "type": "scripted",
+                                         "code": step.get("code")}}
+                    return self._send(step["status"], payload, step.get("headers") or {})
                 anthropic = self.path.rstrip("/").endswith("/messages")
-                reply = _anthropic_reply(step, server.model) if anthropic else _openai_reply(step, server.model)
+                model = server.served_model
+                reply = _anthropic_reply(step, model) if anthropic else _openai_reply(step, model)
                 with server._lock:
-                    server.replies.append({"path": self.path, "step": step, "reply": reply})
+                    server.replies.append({"path": self.path, "step": step, "reply": reply, "body": body})
                 self._send(200, reply)
 
-            def _send(self, status: int, payload: dict) -> None:
+            def _send(self, status: int, payload: dict, headers: dict | None = None) -> None:
                 data = json.dumps(payload).encode()
                 try:
                     self.send_response(status)
+                    for k, v in (headers or {}).items():
+                        self.send_header(k, str(v))
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(data)))
                     self.end_headers()
@@ -97,27 +134,94 @@ def _arguments(args) -> str:
     return args if isinstance(args, str) else json.dumps(args)
 
 
+def _usage(step: dict) -> dict | None:
+    """The step's usage as a dict of counts (None: the reply has no usage block)."""
+    u = step.get("usage", (100, 20))
+    if u is None:
+        return None
+    if not isinstance(u, dict):
+        u = {"prompt_tokens": u[0], "completion_tokens": u[1]}
+    return {"cached_tokens": 0, "reasoning_tokens": 0, **u}
+
+
 def _openai_reply(step: dict, model: str) -> dict:
-    n_in, n_out = step.get("usage", (100, 20))
+    u = _usage(step)
     calls = [{"id": f"call_{next(_ids)}", "type": "function",
               "function": {"name": name, "arguments": _arguments(args)}}
              for k, (name, args) in enumerate(step.get("tool_calls", []))]
     message = {"role": "assistant", "content": step.get("content")}
     if calls:
         message["tool_calls"] = calls
-    return {"id": "chatcmpl-scripted", "object": "chat.completion", "created": 0, "model": model,
-            "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}],
-            "usage": {"prompt_tokens": n_in, "completion_tokens": n_out, "total_tokens": n_in + n_out}}
+    reply = {"id": f"chatcmpl-{next(_ids)}", "object": "chat.completion", "created": 0, "model": model,
+             "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}]}
+    if u is not None:
+        reply["usage"] = {"prompt_tokens": u["prompt_tokens"], "completion_tokens": u["completion_tokens"],
+                          "total_tokens": u["prompt_tokens"] + u["completion_tokens"],
+                          "prompt_tokens_details": {"cached_tokens": u["cached_tokens"]},
+                          "completion_tokens_details": {"reasoning_tokens": u["reasoning_tokens"]}}
+    return reply
 
 
 def _anthropic_reply(step: dict, model: str) -> dict:
-    n_in, n_out = step.get("usage", (100, 20))
+    u = _usage(step) or {"prompt_tokens": 0, "completion_tokens": 0, "cached_tokens": 0}
     content = []
     if step.get("content"):
         content.append({"type": "text", "text": step["content"]})
     for _k, (name, args) in enumerate(step.get("tool_calls", [])):
         content.append({"type": "tool_use", "id": f"toolu_{next(_ids)}", "name": name,
                         "input": args if isinstance(args, dict) else {}})
-    return {"id": "msg_scripted", "type": "message", "role": "assistant", "model": model, "content": content,
+    # Anthropic counts cache reads apart from input_tokens
+    return {"id": f"msg_{next(_ids)}", "type": "message", "role": "assistant", "model": model, "content": content,
             "stop_reason": "tool_use" if step.get("tool_calls") else "end_turn", "stop_sequence": None,
-            "usage": {"input_tokens": n_in, "output_tokens": n_out}}
+            "usage": {"input_tokens": u["prompt_tokens"] - u["cached_tokens"], "output_tokens": u["completion_tokens"],
+                      "cache_read_input_tokens": u["cached_tokens"], "cache_creation_input_tokens": 0}}
+
+
+class Conversations:
+    """A responder for :class:`ScriptedLLMServer`: each conversation answered by its own script.
+
+    A conversation is known by its first user message (an episode's prompt names its instance);
+    the reply to a request is step k of ``script(first_user_message)``, k the number of assistant
+    messages the request carries, so parallel jobs get the same replies in any order.  ``faults``
+    is the chance of each scripted fault per attempt, e.g. ``{429: 0.2, 500: 0.05}``, drawn from
+    ``seed`` and the request's content and attempt number (an attempt repeated is a new draw,
+    the same attempt in another run the same draw); a 429 carries ``Retry-After: retry_after``.
+    ``latency`` is a (low, high) range of seconds each answer waits.  ``counts`` holds the number
+    of attempts per distinct request body, so a test tells a replayed request from a resent one.
+    """
+
+    def __init__(self, script: Callable[[str], Sequence[dict]], faults: dict | None = None, seed: int = 0,
+                 retry_after: float = 0.05, latency: tuple[float, float] = (0.0, 0.0)) -> None:
+        self.script, self.faults, self.seed = script, dict(faults or {}), seed
+        self.retry_after, self.latency = retry_after, latency
+        self.counts: dict[str, int] = {}
+        self.faulted = 0
+
+    @staticmethod
+    def key(body: dict) -> str:
+        """A digest of a request body (its messages and tools), the identity of a request."""
+        return hashlib.sha256(json.dumps([body.get("messages"), body.get("tools")], sort_keys=True,
+                                         default=str).encode()).hexdigest()
+
+    def __call__(self, request: dict) -> dict:
+        body = request["body"]
+        msgs = body.get("messages") or []
+        first = next((m.get("content") for m in msgs if m.get("role") == "user"), "") or ""
+        if isinstance(first, list):   # Anthropic content blocks
+            first = " ".join(str(b.get("text", "")) for b in first if isinstance(b, dict))
+        k = sum(m.get("role") == "assistant" for m in msgs)
+        key = self.key(body)
+        attempt = self.counts.get(key, 0)
+        self.counts[key] = attempt + 1
+        rng = random.Random(f"{self.seed}/{key}/{attempt}")
+        wait = rng.uniform(*self.latency) if self.latency[1] > 0 else 0.0
+        for status, p in sorted(self.faults.items()):
+            if rng.random() < p:
+                self.faulted += 1
+                headers = {"Retry-After": str(self.retry_after)} if status == 429 else {}
+                return {"status": status, "error": f"scripted {status}", "headers": headers, "sleep": wait}
+        steps = list(self.script(first))
+        step = dict(steps[min(k, len(steps) - 1)])
+        if wait:
+            step["sleep"] = wait
+        return step
