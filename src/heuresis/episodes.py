@@ -32,6 +32,7 @@ from heuresis.failures import FIRST_ATTEMPT, failure_metadata, record_attempt
 from heuresis.harness.budgets import BudgetSettings
 from heuresis.harness.conditions import Condition
 from heuresis.harness.episode import EpisodeInput, EpisodeSettings, episode_seed, run_episode
+from heuresis.harness.requestlog import RequestLog
 from heuresis.harness.sandbox import SandboxLimits
 from heuresis.instances import load_data, load_truth
 from heuresis.io import Checkpoint, atomic_write_text, write_table
@@ -77,10 +78,14 @@ def run_episode_shard(agent: str, agent_spec: Mapping, condition_id: str, family
                       indices: Sequence[int], *, data_dir, truth_dir, pc_kci_paths: Sequence, episodes_cfg: Mapping,
                       menu: Mapping, grades: Sequence[Mapping], seed: int, out: str | Path, calls_out: str | Path,
                       requests_out: str | Path, transcripts_dir: str | Path, log: Callable[[str], None] = lambda m: None,
-                      after_episode: Callable[[int], None] | None = None, attempt: str = FIRST_ATTEMPT) -> Path:
+                      after_episode: Callable[[int], None] | None = None, attempt: str = FIRST_ATTEMPT,
+                      spend_dir: str | Path | None = None) -> Path:
     """Run every episode of one job and write its tables (transcripts as they finish).
 
     ``attempt`` is the rule's parameter of that name (:func:`heuresis.failures.attempt_param`).
+    Each episode's model requests go to its request log beside its transcript
+    (``{index:04d}.requests.jsonl``, :mod:`heuresis.harness.requestlog`): a rerun replays what was
+    paid for.  ``spend_dir``: the folder of the run's spend ledgers (``max_run_usd``).
     """
     started = utc_now()
     cond = Condition.from_id(agent, condition_id)
@@ -104,7 +109,8 @@ def run_episode_shard(agent: str, agent_spec: Mapping, condition_id: str, family
         if i in ckpt:
             continue
         inp = inputs[i]
-        res = run_episode(agent, agent_spec, cond, inp, settings, episode_seed(seed, agent, condition_id, inp.instance_id))
+        res = run_episode(agent, agent_spec, cond, inp, settings, episode_seed(seed, agent, condition_id, inp.instance_id),
+                          request_log=RequestLog(tdir / f"{i:04d}.requests.jsonl"), spend_dir=spend_dir)
         res.row["transcript"] = str(tdir / f"{i:04d}.json")
         atomic_write_text(tdir / f"{i:04d}.json", json.dumps(res.transcript, indent=1, default=str))
         record = {"row": res.row, "calls": res.calls, "requests": res.requests}

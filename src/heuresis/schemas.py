@@ -31,6 +31,7 @@ __all__ = [
     "REFERENCES",
     "REPAIR_FEATURES",
     "REQUESTS",
+    "REQUEST_COLUMNS",
     "SATURATION",
     "SCHEMA_KEY",
     "TRUTH_GRAPHS",
@@ -201,7 +202,7 @@ VERIFICATION_CHECKS = _schema("verification_checks", 1, [
 ])
 
 
-EPISODES = _schema("episodes", 3, [
+EPISODES = _schema("episodes", 4, [
     ("episode_id", pa.string(), "agent/condition_id/family/split/index"),
     ("agent", pa.string(), "agent name (config agents)"),
     ("agent_kind", pa.string(), "agent kind: shortcut, merge, evidence, llm, ..."),
@@ -246,7 +247,9 @@ EPISODES = _schema("episodes", 3, [
     ("test_units_limit", pa.int32(), "test budget (factor x PC-KCI's test count)"),
     ("algorithm_calls_used", pa.int32(), "algorithm calls spent"),
     ("algorithm_calls_limit", pa.int32(), "algorithm-call budget"),
-    ("wall_s", pa.float64(), "wall time of the episode in seconds"),
+    ("wall_s", pa.float64(), "wall time of the episode in seconds (everything included)"),
+    ("working_s", pa.float64(), "the agent's working time, the clock of the wall-time budget: wall time less "
+                                "failed attempts, backoff and waits for the provider"),
     ("tokens_in", pa.int64(), "prompt tokens over all replies"),
     ("tokens_out", pa.int64(), "completion tokens over all replies"),
     ("cost", pa.float64(), "cost in USD over all replies; null when some reply's model has no known price"),
@@ -342,29 +345,43 @@ EPISODE_SCORES = _schema("episode_scores", 2, [
 
 
 
-REQUESTS = _schema("requests", 1, [
+#: The columns of one model request, shared by every requests table (episodes, game plays, judgements).
+REQUEST_COLUMNS = [
+    ("index", pa.int32(), "request number within the run (0-based)"),
+    ("turn", pa.int32(), "turn the request answered"),
+    ("model", pa.string(), "model string (null for offline agents)"),
+    ("provider", pa.string(), "litellm provider (null for offline agents)"),
+    ("served_model", pa.string(), "the model the provider says answered (e.g. a dated snapshot of an alias)"),
+    ("response_id", pa.string(), "the provider's id of the response"),
+    ("tokens_in", pa.int64(), "prompt tokens the provider reported (null: no usage reported)"),
+    ("tokens_out", pa.int64(), "completion tokens the provider reported (null: no usage reported)"),
+    ("cached_tokens", pa.int64(), "prompt tokens read from the provider's cache (null: not reported)"),
+    ("reasoning_tokens", pa.int64(), "completion tokens spent on reasoning (null: not reported)"),
+    ("cost", pa.float64(), "cost in USD from the response (cached and reasoning tokens priced); null when unknown"),
+    ("price_source", pa.string(), "litellm (bundled map), config, unknown, no usage, offline or 'no reply'"),
+    ("latency_s", pa.float64(), "latency of the successful attempt in seconds"),
+    ("wall_s", pa.float64(), "wall time of the request, retries and backoff included"),
+    ("charged_s", pa.float64(), "seconds charged to the agent's working time (the successful attempt)"),
+    ("started", pa.string(), "UTC time the request was first sent (ISO 8601)"),
+    ("ended", pa.string(), "UTC time its answer or final failure arrived (ISO 8601)"),
+    ("attempts", pa.int32(), "attempts made (failed ones included)"),
+    ("replayed", pa.bool_(), "answered from the run's request log (paid by an earlier attempt of the job)"),
+    ("retries", pa.int32(), "failed attempts before the answer (or before giving up)"),
+    ("retry_log", pa.string(), "JSON list: per failed attempt the error, HTTP status, latency, Retry-After and backoff"),
+    ("finish_reason", pa.string(), "provider's finish reason"),
+    ("notes", pa.string(), "JSON list of recoveries: tool calls read from text, repaired arguments"),
+    ("warnings", pa.string(), "JSON list of warnings (e.g. no known price)"),
+    ("error", pa.string(), "the error of a request that failed for good ('' otherwise; keys scrubbed)"),
+]
+
+REQUESTS = _schema("requests", 2, [
     ("episode_id", pa.string(), "episode of the request"),
     ("agent", pa.string(), "agent name"),
     ("condition_id", pa.string(), "condition"),
     ("family", pa.string(), "mechanism family"),
     ("split", pa.string(), "dev or test"),
     ("instance", pa.int32(), "instance index"),
-    ("index", pa.int32(), "request number within the episode (0-based)"),
-    ("turn", pa.int32(), "turn the request answered"),
-    ("model", pa.string(), "model string (null for offline agents)"),
-    ("provider", pa.string(), "litellm provider (null for offline agents)"),
-    ("tokens_in", pa.int64(), "prompt tokens the provider reported"),
-    ("tokens_out", pa.int64(), "completion tokens the provider reported"),
-    ("cost", pa.float64(), "cost in USD; null when the model has no known price"),
-    ("price_source", pa.string(), "litellm (bundled map), config, unknown, offline or 'no reply'"),
-    ("latency_s", pa.float64(), "latency of the successful attempt in seconds"),
-    ("wall_s", pa.float64(), "wall time of the request, retries and backoff included"),
-    ("retries", pa.int32(), "failed attempts before the answer (or before giving up)"),
-    ("retry_log", pa.string(), "JSON list: per failed attempt the error, HTTP status, latency and backoff"),
-    ("finish_reason", pa.string(), "provider's finish reason"),
-    ("notes", pa.string(), "JSON list of recoveries: tool calls read from text, repaired arguments"),
-    ("warnings", pa.string(), "JSON list of warnings (e.g. no known price)"),
-    ("error", pa.string(), "the error of a request that failed for good ('' otherwise)"),
+    *REQUEST_COLUMNS,
 ])
 
 LEAKAGE = _schema("leakage", 1, [

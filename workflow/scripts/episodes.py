@@ -2,6 +2,7 @@
 
 from pathlib import Path
 
+from heuresis.agents.spend import SPEND_DIR
 from heuresis.episodes import run_episode_shard
 from heuresis.logs import stage_logger
 
@@ -26,4 +27,5 @@ run_episode_shard(
     transcripts_dir=sm.params.transcripts,
     log=stage_logger(sm.log[0]),
     attempt=sm.params.attempt,
+    spend_dir=SPEND_DIR,
 )

@@ -43,7 +43,7 @@ from typing import Any, ClassVar
 from heuresis.registry import Registry
 
 __all__ = ["AGENTS", "ENTRY_POINT_GROUP", "PYTHON_KIND", "UNREADABLE_TOOL", "Agent", "AgentReply", "AgentSpecError",
-           "ContextOverflow", "EpisodeEnd", "Observation", "Usage", "agent_class", "agent_origin", "check_agent",
+           "ContextOverflow", "EpisodeEnd", "FatalAgentError", "Observation", "Usage", "agent_class", "agent_origin", "check_agent",
            "is_plugin", "make_agent", "origin_packages", "register_agent", "tool_call"]
 
 #: Name given to a tool call an agent wrote but that could not be read (the harness answers it
@@ -53,10 +53,17 @@ UNREADABLE_TOOL = "unreadable_tool_call"
 
 @dataclass
 class Usage:
-    """What one reply cost (None/0 for offline agents)."""
+    """What one reply cost (None/0 for offline agents).
 
-    tokens_in: int = 0
-    tokens_out: int = 0
+    ``tokens_in``/``tokens_out`` are None when the provider reported no usage (the cost is then
+    unknown too).  ``charged_s`` is the part of the request's time charged to the agent's
+    working time: the successful attempt (None: all of it); failed attempts, backoff and waits
+    for the provider are not the agent's time.  ``replayed`` marks a reply answered from the
+    episode's request log (paid for by an earlier attempt of the job, not sent again).
+    """
+
+    tokens_in: int | None = 0
+    tokens_out: int | None = 0
     cost: float | None = 0.0          # USD; None when the model has no known price (never a silent 0)
     latency_s: float = 0.0
     retries: int = 0
@@ -68,6 +75,14 @@ class Usage:
     finish_reason: str | None = None
     price_source: str = "offline"     # litellm, config, unknown, offline, no reply
     error: str = ""                   # set on a call that failed for good
+    cached_tokens: int | None = None      # prompt tokens the provider read from its cache
+    reasoning_tokens: int | None = None   # completion tokens spent on reasoning
+    served_model: str | None = None       # the model the provider says answered (a dated snapshot)
+    response_id: str | None = None        # the provider's id of the response
+    started: str = ""                     # UTC time the request was first sent
+    ended: str = ""                       # UTC time its answer (or final failure) arrived
+    charged_s: float | None = None        # seconds charged to the agent's working time
+    replayed: bool = False                # answered from the request log, not sent
 
     def as_dict(self) -> dict:
         """Return the usage as a plain dict (the form episode records store)."""
@@ -125,6 +140,15 @@ class EpisodeEnd(Exception):
         self.usage = usage
 
 
+class FatalAgentError(RuntimeError):
+    """An error no run of this agent can get past (an invalid key, an exhausted quota or spend
+    limit, an unknown model): the job stops naming it, instead of failing every episode.
+
+    The harness never records it as a failed episode: it propagates out of the loop, the job
+    fails, and the workflow stops scheduling new jobs.
+    """
+
+
 class ContextOverflow(EpisodeEnd):
     """The conversation no longer fits the model's context window."""
 
@@ -148,6 +172,11 @@ class Agent(ABC):
 
     def bind(self, limits: Mapping[str, Any]) -> None:
         """Told the episode's limits (``output_tokens_per_turn``, ...) before the first turn."""
+
+    def use_records(self, request_log=None, spend_dir=None) -> None:
+        """Given the run's request log (:class:`~heuresis.harness.requestlog.RequestLog`: answers to replay,
+        attempts to append) and the folder of the run's spend ledgers, before the first turn (default: ignored).
+        """
 
     def observe(self, observation: Observation) -> None:
         """Told the structured content of the task and of every tool result (default: ignored).

@@ -46,13 +46,27 @@ import ast
 import itertools
 import json
 import os
+import random
 import re
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 
-from heuresis.agents.base import UNREADABLE_TOOL, Agent, AgentReply, ContextOverflow, Usage, register_agent
+from heuresis.agents.base import (
+    UNREADABLE_TOOL,
+    Agent,
+    AgentReply,
+    ContextOverflow,
+    EpisodeEnd,
+    FatalAgentError,
+    Usage,
+    register_agent,
+)
+from heuresis.agents.spend import SpendLedger, request_bound
+from heuresis.harness.requestlog import RequestLog, request_key
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -60,13 +74,18 @@ __all__ = [
     "CredentialsError",
     "LLMAgent",
     "LLMCallError",
+    "ProviderFatalError",
     "RetryPolicy",
+    "SpendExhausted",
     "check_credentials",
     "context_overflow",
+    "fatal_reason",
     "llm_agents_in_use",
     "missing_credentials",
     "recover_tool_calls",
     "repair_arguments",
+    "scrub",
+    "verify_keys",
 ]
 
 
@@ -87,21 +106,104 @@ class LLMCallError(RuntimeError):
         self.usage = usage
 
 
+class ProviderFatalError(LLMCallError, FatalAgentError):
+    """A provider's answer that no later request of the agent can get past: an invalid key, an
+    exhausted quota or credit, an unknown model.  Never retried; the job stops naming it."""
+
+
+class SpendExhausted(EpisodeEnd):
+    """The episode's spend limit (``max_episode_usd`` / ``max_episode_tokens``) cannot cover the next request."""
+
+    reason = "spend_limit"
+
+    def __init__(self, message: str, limit: str, usage: Usage | None = None) -> None:
+        super().__init__(message, usage)
+        self.limit = limit
+
+
 class CredentialsError(RuntimeError):
     """A configured model's credential variable is not set."""
 
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """Exponential backoff: wait ``base_s * 2**k`` (at most ``max_s``) before retry k+1."""
+    """Backoff with full jitter: a wait drawn uniformly in ``[0, min(max_s, base_s * 2**k))`` before
+    retry k+1, on top of the provider's ``Retry-After`` (at most ``max_retry_after_s``) when it sends one.
+
+    The jitter spreads the retries of parallel jobs, which would otherwise hit a provider in lockstep;
+    it changes when a request is sent, never what: the waits are recorded in the retry log.
+    """
 
     max_retries: int = 5
     base_s: float = 2.0
     max_s: float = 60.0
+    max_retry_after_s: float = 300.0
 
-    def wait(self, attempt: int) -> float:
+    def wait(self, attempt: int, retry_after: float | None = None, rng: random.Random | None = None) -> float:
         """Return the seconds to wait after failed attempt ``attempt`` (0-based)."""
-        return float(min(self.max_s, self.base_s * 2.0 ** attempt))
+        top = float(min(self.max_s, self.base_s * 2.0 ** attempt))
+        jitter = (rng or random).uniform(0.0, top)
+        floor = min(float(retry_after), self.max_retry_after_s) if retry_after and retry_after > 0 else 0.0
+        return floor + jitter
+
+
+def _utc() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+#: Secrets as they appear in provider error texts: keys (``sk-...``, masked or not), bearer tokens,
+#: ``api_key=...`` assignments.
+_SECRET = re.compile(r"\b(?:sk|pk|rk|ak|key)-[A-Za-z0-9_*.\-]{3,}|\bBearer\s+\S+|"
+                     r"(?i:api[_-]?key)\s*[=:]\s*\S+")
+
+
+def scrub(text: str, secrets: Iterable[str] = ()) -> str:
+    """``text`` with key-like fragments and the given secret values replaced by ``[redacted]``."""
+    out = str(text)
+    for value in secrets:
+        if value and len(value) >= 6:
+            out = out.replace(value, "[redacted]")
+    return _SECRET.sub("[redacted]", out)
+
+
+def _retry_after(exc: Exception) -> float | None:
+    """The seconds of a ``Retry-After`` header on a failed call's HTTP response (None: not sent)."""
+    headers = getattr(getattr(exc, "response", None), "headers", None) or getattr(exc, "headers", None) or {}
+    try:
+        value = headers.get("retry-after") or headers.get("Retry-After")
+    except AttributeError:
+        return None
+    try:
+        return float(value) if value is not None else None
+    except (TypeError, ValueError):   # an HTTP date: not worth parsing, the backoff applies
+        return None
+
+
+_QUOTA_TEXT = re.compile(r"insufficient_quota|exceeded your current quota|credit balance is too low|"
+                         r"billing|payment required", re.IGNORECASE)
+
+
+def fatal_reason(exc: Exception) -> str | None:
+    """Why a failed call can never succeed for this agent (``invalid_key``, ``permission_denied``,
+    ``quota_exhausted``, ``unknown_model``), or None for a call worth retrying or an episode's own error.
+
+    A 429 is a rate limit, retried, unless it says the quota or credit is gone (OpenAI's
+    ``insufficient_quota``): then retrying only bills the wait.
+    """
+    status = getattr(exc, "status_code", None)
+    name = type(exc).__name__
+    body = getattr(exc, "body", None)
+    codes = {str(body.get(k)) for k in ("code", "type")} if isinstance(body, dict) else set()
+    if status == 401 or name == "AuthenticationError":
+        return "invalid_key"
+    if status == 402 or name == "PaymentRequiredError" or "insufficient_quota" in codes \
+            or _QUOTA_TEXT.search(str(exc)):
+        return "quota_exhausted"
+    if status == 403 or name == "PermissionDeniedError":
+        return "permission_denied"
+    if status == 404 or name == "NotFoundError":
+        return "unknown_model"
+    return None
 
 
 # --- credentials -------------------------------------------------------------------------------------
@@ -336,12 +438,15 @@ class LLMAgent(Agent):
                  reasoning_effort: str | None = None, thinking: Mapping | None = None, timeout_s: float = 120.0,
                  retries: Mapping | None = None, prices: Mapping | None = None, extra: Mapping | None = None,
                  api_base_env: str | None = None, tool_choice: str | None = None, force_lone_tool: bool = False,
-                 plain_history: bool = False) -> None:
+                 plain_history: bool = False, max_episode_usd: float | None = None,
+                 max_episode_tokens: int | None = None, max_run_usd: float | None = None,
+                 verify_key: bool = True) -> None:
         super().__init__(name, model=model, api_base=api_base, api_key_env=api_key_env, requires_key=requires_key,
                          temperature=temperature, max_tokens=max_tokens, reasoning_effort=reasoning_effort,
                          thinking=thinking, timeout_s=timeout_s, retries=retries, prices=prices, extra=extra,
                          api_base_env=api_base_env, tool_choice=tool_choice, force_lone_tool=force_lone_tool,
-                         plain_history=plain_history)
+                         plain_history=plain_history, max_episode_usd=max_episode_usd,
+                         max_episode_tokens=max_episode_tokens, max_run_usd=max_run_usd, verify_key=verify_key)
         self._model = str(model)
         if api_base_env:
             api_base = os.environ.get(str(api_base_env))
@@ -363,9 +468,18 @@ class LLMAgent(Agent):
         self.retry = RetryPolicy(**(retries or {}))
         self.prices = dict(prices) if prices else None
         self.extra = dict(extra or {})
+        self.max_episode_usd = None if max_episode_usd is None else float(max_episode_usd)
+        self.max_episode_tokens = None if max_episode_tokens is None else int(max_episode_tokens)
+        self.max_run_usd = None if max_run_usd is None else float(max_run_usd)
         self._ids = itertools.count()
         self._provider: str | None = None
         self._sleep = time.sleep   # tests may replace it
+        self._rng = random.Random(f"{os.getpid()}/{time.time_ns()}")   # the backoff's jitter: timing only
+        self._log: RequestLog | None = None
+        self._ledger: SpendLedger | None = None
+        self._spent_usd = 0.0
+        self._spent_tokens = 0
+        _litellm()   # imported before the episode's clock starts: the job's start-up is not the agent's time
 
     # --- identity ---------------------------------------------------------------------------------
     @property
@@ -383,10 +497,29 @@ class LLMAgent(Agent):
                 self._provider = self._model.split("/", 1)[0] if "/" in self._model else "unknown"
         return self._provider
 
+    def key_variable(self) -> str | None:
+        """The environment variable the agent's key comes from (None: no key)."""
+        if self.api_key_env:
+            return str(self.api_key_env)
+        if self.requires_key is False:
+            return None
+        return f"{self.provider.upper()}_API_KEY"
+
     def bind(self, limits: Mapping[str, Any]) -> None:
-        """The harness's limits: output tokens per turn cap ``max_tokens`` unless the config sets it."""
-        if self.max_tokens is None and limits.get("output_tokens_per_turn"):
-            self.max_tokens = int(limits["output_tokens_per_turn"])
+        """The harness's limits: every request's output cap is the turn's output budget.
+
+        A configured ``max_tokens`` may only lower it (one above it is a config error): the
+        provider never generates what the harness would refuse to execute.
+        """
+        cap = limits.get("output_tokens_per_turn")
+        if cap:
+            self.max_tokens = int(cap) if self.max_tokens is None else min(int(self.max_tokens), int(cap))
+
+    def use_records(self, request_log: RequestLog | None = None, spend_dir: str | Path | None = None) -> None:
+        """The run's request log (replayed on a rerun, appended to) and the folder of the run's spend ledger."""
+        self._log = request_log
+        if self.max_run_usd is not None and spend_dir is not None:
+            self._ledger = SpendLedger(spend_dir, self.name, self.max_run_usd)
 
     # --- one call ---------------------------------------------------------------------------------
     def _kwargs(self, messages: list[dict], tools: list[dict]) -> dict:
@@ -411,27 +544,95 @@ class LLMAgent(Agent):
         kw.update(self.extra)
         return kw
 
-    def _cost(self, n_in: int, n_out: int) -> tuple[float | None, str, list[str]]:
-        """(cost in USD or None, source, warnings)."""
+    def _secrets(self) -> list[str]:
+        var = self.key_variable()
+        return [os.environ.get(var, "")] if var else []
+
+    def _token_prices(self) -> dict | None:
+        """USD per token (input, cached input, output): the config's ``prices``, else litellm's map; None: unknown."""
+        if self.prices is not None:
+            p_in = float(self.prices["input_per_mtok"]) / 1e6
+            return {"input_per_token": p_in, "output_per_token": float(self.prices["output_per_mtok"]) / 1e6,
+                    "cached_per_token": float(self.prices.get("cached_input_per_mtok",
+                                                              self.prices["input_per_mtok"])) / 1e6}
+        info = _litellm().model_cost.get(self._model) or _litellm().model_cost.get(self._model.split("/", 1)[-1])
+        if not info or info.get("input_cost_per_token") is None or info.get("output_cost_per_token") is None:
+            return None
+        return {"input_per_token": float(info["input_cost_per_token"]),
+                "output_per_token": float(info["output_cost_per_token"]),
+                "cached_per_token": float(info.get("cache_read_input_token_cost") or info["input_cost_per_token"])}
+
+    def _cost(self, resp, n_in: int | None, n_out: int | None, cached: int) -> tuple[float | None, str, list[str]]:
+        """(cost in USD or None, source, warnings) of one response.
+
+        The config's ``prices`` override litellm's map (cached input at ``cached_input_per_mtok``, else the
+        input price); else litellm's ``completion_cost`` on the response (cached and reasoning tokens priced
+        as the provider prices them).  No usage reported, or no price: None, with a warning.
+        """
+        if n_in is None or n_out is None:
+            return None, "no usage", [f"model {self._model}: the provider reported no token usage for a reply: "
+                                      "tokens and cost recorded as unknown"]
+        if self.prices is not None:
+            p = self._token_prices()
+            cost = (n_in - cached) * p["input_per_token"] + cached * p["cached_per_token"] + n_out * p["output_per_token"]
+            return float(cost), "config", []
         try:
-            p_in, p_out = _litellm().cost_per_token(model=self._model, prompt_tokens=n_in, completion_tokens=n_out)
-            return float(p_in + p_out), "litellm", []
+            return float(_litellm().completion_cost(completion_response=resp, model=self._model)), "litellm", []
         except Exception:  # not in litellm's map
             pass
-        if self.prices is not None:
-            cost = (n_in * float(self.prices["input_per_mtok"]) + n_out * float(self.prices["output_per_mtok"])) / 1e6
-            return cost, "config", []
         return None, "unknown", [f"model {self._model} has no known price (not in litellm's map, no prices in "
                                  f"the config for agent {self.name!r}): cost recorded as unknown"]
 
+    def _bound(self, kwargs: dict) -> tuple[int, float | None]:
+        """Worst case (tokens, USD or None when the price is unknown) of sending ``kwargs`` once."""
+        try:
+            n = int(_litellm().token_counter(model=self._model, messages=kwargs["messages"], tools=kwargs.get("tools")))
+        except Exception:  # a model litellm cannot count for: a character bound (no token is shorter than 1 char)
+            n = len(json.dumps(kwargs["messages"])) + len(json.dumps(kwargs.get("tools") or []))
+        max_out = int(self.max_tokens or (_litellm().model_cost.get(self._model) or {}).get("max_output_tokens") or 0)
+        prices = self._token_prices()
+        if prices is None:
+            tokens, _ = request_bound(n, max_out, {"input_per_token": 0.0, "output_per_token": 0.0})
+            return tokens, None
+        return request_bound(n, max_out, prices)
+
+    def _check_episode_limits(self, bound: tuple[int, float | None]) -> None:
+        tokens, usd = bound
+        if self.max_episode_tokens is not None and self._spent_tokens + tokens > self.max_episode_tokens:
+            raise SpendExhausted(f"the episode's token limit (max_episode_tokens = {self.max_episode_tokens}) cannot "
+                                 f"cover the next request (worst case {tokens}; spent {self._spent_tokens})", "tokens")
+        if self.max_episode_usd is not None:
+            if usd is None:
+                raise FatalAgentError(f"agent {self.name!r}: max_episode_usd is set but model {self._model} has no "
+                                      "known price (give prices in the config)")
+            if self._spent_usd + usd > self.max_episode_usd:
+                raise SpendExhausted(f"the episode's spend limit (max_episode_usd = {self.max_episode_usd}) cannot "
+                                     f"cover the next request (worst case {usd:.4f} USD; spent "
+                                     f"{self._spent_usd:.4f} USD)", "cost")
+
+    def _reserve(self, bound: tuple[int, float | None]) -> str | None:
+        if self._ledger is None:
+            return None
+        if bound[1] is None:
+            raise FatalAgentError(f"agent {self.name!r}: max_run_usd is set but model {self._model} has no known "
+                                  "price (give prices in the config)")
+        return self._ledger.reserve(bound[1], what=self._model)
+
     def respond(self, messages: list[dict], tools: list[dict]) -> AgentReply:
-        """Call the model once, retrying transient failures with :class:`RetryPolicy` backoff.
+        """Call the model once: from the request log when this exact request was answered before, else
+        live, retrying transient failures with :class:`RetryPolicy` backoff.
 
         Tool calls are read from the reply; malformed argument JSON is repaired where possible and
-        tool calls written as text are recovered (each recovery noted in ``usage.notes``).
+        tool calls written as text are recovered (each recovery noted in ``usage.notes``).  Every
+        attempt goes to the request log; only the successful attempt's time is charged to the agent
+        (``usage.charged_s``).
 
         Raises
         ------
+        ProviderFatalError
+            An invalid key, an exhausted quota, an unknown model: never retried.
+        SpendExhausted
+            The episode's spend limit cannot cover the request (the episode ends, not a failure).
         LLMCallError
             When the call fails for good (not retryable, or out of retries); its ``usage`` holds
             the retry log.
@@ -439,34 +640,83 @@ class LLMAgent(Agent):
         litellm = _litellm()
         retryable = tuple(getattr(litellm, n) for n in _RETRYABLE_NAMES if hasattr(litellm, n))
         kwargs = self._kwargs(messages, tools)
+        key = request_key({**kwargs, "extra": self.extra})
+        if self._log is not None:
+            hit = self._log.replay(key)
+            if hit is not None:
+                return self._replayed(hit)
+        limited = self._ledger is not None or self.max_episode_usd is not None or self.max_episode_tokens is not None
+        bound = self._bound(kwargs) if limited else (0, 0.0)
+        self._check_episode_limits(bound)
         log: list[dict] = []
-        t_start = time.monotonic()
+        t_start, started = time.monotonic(), _utc()
         for attempt in range(self.retry.max_retries + 1):
-            t0 = time.monotonic()
+            token = self._reserve(bound)
+            t0, at = time.monotonic(), _utc()
             try:
                 resp = litellm.completion(**kwargs)
                 break
             except Exception as exc:
-                entry = {"attempt": attempt, "error": type(exc).__name__,
-                         "status": getattr(exc, "status_code", None), "message": str(exc)[:500],
-                         "latency_s": round(time.monotonic() - t0, 4)}
+                timeout = isinstance(exc, getattr(litellm, "Timeout", ()))
+                if token is not None:   # a timed-out attempt may be billed: it stays reserved
+                    self._ledger.settle(token, None if timeout else 0.0)
+                message = scrub(str(exc), self._secrets())
+                entry = {"attempt": attempt, "error": type(exc).__name__, "status": getattr(exc, "status_code", None),
+                         "message": message[:500], "latency_s": round(time.monotonic() - t0, 4),
+                         "started": at, "ended": _utc(), "billed": "unknown" if timeout else "no"}
+                fatal = fatal_reason(exc)
                 server_error = isinstance(getattr(exc, "status_code", None), int) and exc.status_code >= 500
-                if not (isinstance(exc, retryable) or server_error) or attempt == self.retry.max_retries:
-                    log.append({**entry, "wait_s": 0.0})
+                last = fatal is not None or not (isinstance(exc, retryable) or server_error) \
+                    or attempt == self.retry.max_retries
+                wait = 0.0 if last else self.retry.wait(attempt, _retry_after(exc), self._rng)
+                log.append({**entry, "wait_s": round(wait, 4), "retry_after_s": _retry_after(exc)})
+                if self._log is not None:
+                    self._log.append({"key": key, "status": "failed", **log[-1]})
+                if last:
                     usage = Usage(model=self._model, provider=self.provider, retries=attempt, retry_log=log,
                                   latency_s=round(time.monotonic() - t_start, 4), cost=0.0, price_source="no reply",
-                                  error=f"{type(exc).__name__}: {str(exc)[:300]}")
+                                  error=f"{type(exc).__name__}: {message[:300]}", started=started, ended=_utc(),
+                                  charged_s=0.0)
+                    if fatal is not None:
+                        var = self.key_variable()
+                        raise ProviderFatalError(
+                            f"agent {self.name!r} (model {self._model}): {fatal.replace('_', ' ')}"
+                            + (f" (key from the environment variable {var})" if var else "")
+                            + f": {type(exc).__name__}: {message[:300]}. The run stops: every request of this "
+                              "agent would fail the same way", usage) from exc
                     if context_overflow(exc, litellm):
                         raise ContextOverflow(f"the conversation exceeds the model's context window: "
-                                              f"{str(exc)[:300]}", usage) from exc
+                                              f"{message[:300]}", usage) from exc
                     final = "not retryable" if attempt < self.retry.max_retries else f"after {attempt} retries"
-                    raise LLMCallError(f"model call failed ({final}): {type(exc).__name__}: {str(exc)[:300]}",
+                    raise LLMCallError(f"model call failed ({final}): {type(exc).__name__}: {message[:300]}",
                                        usage) from exc
-                wait = self.retry.wait(attempt)
-                log.append({**entry, "wait_s": wait})
                 self._sleep(wait)
         latency = time.monotonic() - t0
-        return self._reply(resp, tools, log, latency)
+        reply = self._reply(resp, tools, log, latency)
+        u = reply.usage
+        u.started, u.ended, u.charged_s = started, _utc(), round(latency, 4)
+        if any(e.get("billed") == "unknown" for e in log):
+            u.warnings.append(f"{sum(e.get('billed') == 'unknown' for e in log)} timed-out attempt(s) may have been "
+                              "billed by the provider: not in the recorded cost")
+        if token is not None:
+            self._ledger.settle(token, u.cost if u.cost is not None else None)
+        self._spent_usd += float(u.cost or 0.0) if u.cost is not None else bound[1] or 0.0
+        self._spent_tokens += int(u.tokens_in or 0) + int(u.tokens_out or 0) if u.tokens_in is not None else bound[0]
+        if self._log is not None:
+            raw = resp.model_dump() if hasattr(resp, "model_dump") else None
+            self._log.append({"key": key, "status": "ok", "attempt": len(log), "message": reply.message,
+                              "usage": u.as_dict(), "response": raw})
+        return reply
+
+    def _replayed(self, hit: dict) -> AgentReply:
+        """The reply of an earlier, paid attempt: charged its original working time, nothing sent."""
+        fields = {k: v for k, v in (hit.get("usage") or {}).items() if k in Usage.__dataclass_fields__}
+        u = replace(Usage(**fields), replayed=True)
+        self._spent_usd += float(u.cost or 0.0)
+        self._spent_tokens += int(u.tokens_in or 0) + int(u.tokens_out or 0)
+        self._log.append({"key": hit.get("key"), "status": "ok", "replayed": True, "replayed_at": _utc(),
+                          "message": hit.get("message"), "usage": u.as_dict()})
+        return AgentReply(dict(hit["message"]), u)
 
     def _reply(self, resp, tools: list[dict], log: list[dict], latency: float) -> AgentReply:
         choice = resp.choices[0]
@@ -496,10 +746,54 @@ class LLMAgent(Agent):
             if value:
                 message[key] = value
         u = getattr(resp, "usage", None)
-        n_in = int(getattr(u, "prompt_tokens", 0) or 0)
-        n_out = int(getattr(u, "completion_tokens", 0) or 0)
-        cost, source, warnings = self._cost(n_in, n_out)
-        usage = Usage(tokens_in=n_in, tokens_out=n_out, cost=cost, latency_s=round(latency, 4), retries=len(log),
+        n_in = getattr(u, "prompt_tokens", None)
+        n_out = getattr(u, "completion_tokens", None)
+        if not n_in and not n_out:   # litellm fills an absent usage block with zeros: no prompt is 0 tokens
+            n_in = n_out = None
+        details_in = getattr(u, "prompt_tokens_details", None)
+        details_out = getattr(u, "completion_tokens_details", None)
+        cached = int(getattr(details_in, "cached_tokens", 0) or 0) if n_in is not None else None
+        reasoning = getattr(details_out, "reasoning_tokens", None) if n_in is not None else None
+        cost, source, warnings = self._cost(resp, None if n_in is None else int(n_in),
+                                            None if n_out is None else int(n_out), int(cached or 0))
+        usage = Usage(tokens_in=None if n_in is None else int(n_in), tokens_out=None if n_out is None else int(n_out),
+                      cost=cost, latency_s=round(latency, 4), retries=len(log),
                       model=self._model, provider=self.provider, warnings=warnings, retry_log=log, notes=notes,
-                      finish_reason=getattr(choice, "finish_reason", None), price_source=source)
+                      finish_reason=getattr(choice, "finish_reason", None), price_source=source,
+                      cached_tokens=cached, reasoning_tokens=None if reasoning is None else int(reasoning),
+                      served_model=getattr(resp, "model", None), response_id=getattr(resp, "id", None))
         return AgentReply(message, usage)
+
+
+def verify_keys(config: Mapping, agents: Iterable[str] | None = None, log=lambda m: None) -> list[str]:
+    """Send one cheap request (one output token) per distinct model and key of the LLM agents in use.
+
+    Agents that need no key (``requires_key: false``) and those with ``verify_key: false`` are skipped.
+    Raises :class:`ProviderFatalError` naming the agent, model and variable when a key is refused, the
+    quota is gone or the model is unknown; a transient failure (rate limit, timeout) is returned as a
+    warning, not an error.  Returns the warnings.
+    """
+    used = llm_agents_in_use(config)
+    if agents is not None:
+        used = {a: spec for a, spec in used.items() if a in set(agents)}
+    seen: set[tuple] = set()
+    warnings = []
+    for name, spec in sorted(used.items()):
+        if spec.get("requires_key") is False or spec.get("verify_key") is False:
+            continue
+        ident = (spec["model"], spec.get("api_base"), spec.get("api_key_env"))
+        if ident in seen:
+            continue
+        seen.add(ident)
+        params = {k: v for k, v in spec.items() if k != "kind"}
+        agent = LLMAgent(name, **{**params, "retries": {"max_retries": 0}, "max_tokens": 1,
+                                  "thinking": None, "reasoning_effort": None})
+        try:
+            agent.respond([{"role": "user", "content": "Reply with OK."}], [])
+            log(f"agent {name!r} (model {spec['model']}): key verified")
+        except ProviderFatalError:
+            raise
+        except Exception as exc:   # rate limited, a timeout, an unsupported parameter: not proof of a bad key
+            warnings.append(f"agent {name!r} (model {spec['model']}): key check inconclusive: "
+                            f"{scrub(str(exc), agent._secrets())[:300]}")
+    return warnings

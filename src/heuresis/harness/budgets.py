@@ -1,5 +1,11 @@
 """Budgets of an episode (docs/design.md §5.4): one object the loop checks, not scattered ifs.
 
+The wall-time limit is the agent's *working time*: the episode's time less what the agent
+could not help spending, waiting for a provider (failed attempts, backoff, waiting for a rate-limit
+slot or the spend ledger), which the loop passes to :meth:`Budgets.exclude`.  Both clocks are
+recorded (:meth:`Budgets.used`: ``wall_s`` and ``working_s``), so the same agent gets the same
+episode under any provider load.
+
 Five limits: *test units* (one per statistical test an agent asks for: a CI test costs 1, a
 stability check one per resample), *turns* (assistant replies before the last turn), *output
 tokens per turn*, *algorithm calls* and *wall time*.  The test-unit limit is sized in PC's own
@@ -11,11 +17,21 @@ tool result and shown in the prompt.
 from __future__ import annotations
 
 import math
+import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-__all__ = ["EXHAUSTION_KINDS", "BudgetSettings", "Budgets"]
+__all__ = ["EXHAUSTION_KINDS", "BudgetSettings", "Budgets", "normalize_clock"]
+
+#: The working time left as the budgets line shows it (the one part of a conversation that
+#: differs between two runs of the same episode).
+_CLOCK = re.compile(r"wall time \d+/")
+
+
+def normalize_clock(text: str) -> str:
+    """``text`` with the budgets line's time left replaced by ``?`` (:meth:`Budgets.line`)."""
+    return _CLOCK.sub("wall time ?/", text)
 
 #: Names of the limits, as recorded in ``episodes.exhausted``.
 EXHAUSTION_KINDS = ("test_units", "turns", "output_tokens", "algorithm_calls", "wall_time")
@@ -54,6 +70,7 @@ class Budgets:
         self.wall_seconds = float(settings.wall_seconds)
         self._clock = clock
         self._t0 = clock()
+        self._excluded = 0.0
         self.used_test_units = 0
         self.used_turns = 0
         self.used_algorithm_calls = 0
@@ -91,9 +108,18 @@ class Budgets:
             return False
         return True
 
-    def elapsed(self) -> float:
-        """Seconds since the episode started, on the budget's clock."""
+    def exclude(self, seconds: float) -> None:
+        """Do not charge ``seconds`` to the working time (negative: charge more than elapsed, as for a
+        reply replayed from the request log, charged what it took when it was first answered)."""
+        self._excluded += float(seconds)
+
+    def wall(self) -> float:
+        """Seconds since the episode started (everything included)."""
         return self._clock() - self._t0
+
+    def elapsed(self) -> float:
+        """The agent's working time so far: :meth:`wall` less what :meth:`exclude` took out."""
+        return max(0.0, self.wall() - self._excluded)
 
     def remaining_wall(self) -> float:
         """Seconds of wall time left (0 when the limit has passed)."""
@@ -135,9 +161,10 @@ class Budgets:
                 f"output tokens per turn {r['output_tokens_per_turn']}]")
 
     def used(self) -> dict:
-        """Return what the episode spent: test units, turns, algorithm calls, wall seconds, largest reply in tokens."""
+        """Return what the episode spent: test units, turns, algorithm calls, wall and working seconds, largest reply."""
         return {"test_units": self.used_test_units, "turns": self.used_turns,
-                "algorithm_calls": self.used_algorithm_calls, "wall_s": round(self.elapsed(), 3),
+                "algorithm_calls": self.used_algorithm_calls, "wall_s": round(self.wall(), 3),
+                "working_s": round(self.elapsed(), 3),
                 "max_output_tokens": self.max_output_tokens}
 
     def limits(self) -> dict:

@@ -25,6 +25,7 @@ import string
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -36,6 +37,7 @@ from heuresis.harness.conditions import Condition
 from heuresis.harness.loop import AgentLoop, Call
 from heuresis.harness.parse import ParseError, parse_edge_list
 from heuresis.harness.prompts import LAST_TURN_TEXT, render
+from heuresis.harness.requestlog import RequestLog
 from heuresis.harness.sandbox import SandboxLimits, isolation_for
 from heuresis.harness.scoring import score_episode_graph
 from heuresis.harness.tools import ToolContext, ToolResult, toolbox
@@ -213,16 +215,20 @@ class _Episode(AgentLoop):
 
 
 def run_episode(agent_name: str, agent_spec: Mapping, cond: Condition, inp: EpisodeInput,
-                settings: EpisodeSettings, seed: int) -> EpisodeOutcome:
+                settings: EpisodeSettings, seed: int, request_log: RequestLog | None = None,
+                spend_dir: str | Path | None = None) -> EpisodeOutcome:
     """Run one episode of agent ``agent_name`` (config entry ``agent_spec``) under ``cond``.
 
     The loop gets the instance's data, its starting graph and PC-KCI's test count, never the
     truth; the graph it ends with is scored afterwards (:func:`~heuresis.harness.scoring.score_episode_graph`).
+    ``request_log``: the episode's log of model requests (earlier answers replayed, every attempt
+    appended); ``spend_dir``: the folder of the run's spend ledgers.
     """
     t0 = time.monotonic()
     rng = np.random.default_rng(seed)
     amap = algorithm_mapping(list(settings.menu), rng)
     agent = make_agent(agent_name, agent_spec, algorithm_map=amap)
+    agent.use_records(request_log, spend_dir)
     start = inp.pc_kci_graph.copy() if cond.guided else Graph.complete(inp.data.shape[1])
     ep = _Episode(agent, cond, inp.data, start, inp.pc_kci_tests, settings, int(rng.integers(2**32)), amap)
     agent.bind(ep.budgets.limits())
@@ -246,6 +252,7 @@ def run_episode(agent_name: str, agent_spec: Mapping, cond: Condition, inp: Epis
         "test_units_used": ep.budgets.used_test_units, "test_units_limit": ep.budgets.test_units,
         "algorithm_calls_used": ep.budgets.used_algorithm_calls, "algorithm_calls_limit": ep.budgets.algorithm_calls,
         "turns_limit": ep.budgets.turns, "wall_s": round(time.monotonic() - t0, 3),
+        "working_s": round(ep.budgets.elapsed(), 3),
         "tokens_in": totals.tokens_in, "tokens_out": totals.tokens_out,
         "cost": totals.cost, "retries": totals.retries,
         "warnings": "; ".join(totals.warnings), "code_isolation": ep.code_isolation,

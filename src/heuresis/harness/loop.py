@@ -42,7 +42,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from heuresis.agents.base import UNREADABLE_TOOL, Agent, AgentReply, EpisodeEnd, Observation, Usage
+from heuresis.agents.base import UNREADABLE_TOOL, Agent, AgentReply, EpisodeEnd, FatalAgentError, Observation, Usage
 from heuresis.harness.conditions import LAST_TURN_REQUESTS, LAST_TURNS
 from heuresis.harness.parse import echo
 from heuresis.harness.prompts import render
@@ -67,10 +67,15 @@ class Request:
     def row(self) -> dict:
         """The request as a row of the ``requests`` table (lists as JSON strings)."""
         u = self.usage
-        return {"turn": self.turn, "model": u.model, "provider": u.provider,
-                "tokens_in": int(u.tokens_in or 0), "tokens_out": int(u.tokens_out or 0),
+        opt = lambda v: None if v is None else int(v)   # noqa: E731  (unknown stays unknown)
+        return {"turn": self.turn, "model": u.model, "provider": u.provider, "served_model": u.served_model,
+                "response_id": u.response_id, "tokens_in": opt(u.tokens_in), "tokens_out": opt(u.tokens_out),
+                "cached_tokens": opt(u.cached_tokens), "reasoning_tokens": opt(u.reasoning_tokens),
                 "cost": None if u.cost is None else float(u.cost), "price_source": u.price_source,
                 "latency_s": float(u.latency_s or 0.0), "wall_s": round(self.wall_s, 4),
+                "charged_s": round(float(self.wall_s if u.charged_s is None else u.charged_s), 4),
+                "started": u.started or None, "ended": u.ended or None, "attempts": int(u.retries or 0) + 1,
+                "replayed": bool(u.replayed),
                 "retries": int(u.retries or 0), "retry_log": json.dumps(u.retry_log or []),
                 "finish_reason": u.finish_reason, "notes": json.dumps(u.notes or []),
                 "warnings": json.dumps(u.warnings or []), "error": u.error or ""}
@@ -153,6 +158,8 @@ def single_request(agent: Agent, messages: list[dict], tools: Sequence[dict] = (
     t0 = time.monotonic()
     try:
         reply = agent.respond(copy.deepcopy(messages), list(tools))
+    except FatalAgentError:   # stops the job (a refused key, a spend limit), never a recorded request
+        raise
     except Exception as exc:   # recorded by the caller, never dropped
         return Exchange(None, getattr(exc, "usage", None), time.monotonic() - t0, exc,
                         traceback.format_exc(limit=8))
@@ -171,6 +178,9 @@ class TurnLimit:
         self.turns = int(turns)
         self.used_turns = 0
         self.output_tokens_per_turn = None
+
+    def exclude(self, seconds: float) -> None:
+        """Time not charged to the agent: a turn limit keeps no clock."""
 
     def exhausted(self) -> str | None:
         """``"turns"`` once every turn is used, else None."""
@@ -294,6 +304,8 @@ class AgentLoop:
         msg.setdefault("role", "assistant")
         msg.setdefault("content", None)
         u = reply.usage
+        if u.charged_s is not None:   # the provider's waits are not the agent's working time
+            self.limits.exclude(wall - float(u.charged_s))
         self.totals.add(u, turn=self.turn, wall_s=wall)
         self.add(msg, usage=u.as_dict(), wall_s=round(wall, 4))
         return msg, u
@@ -373,6 +385,8 @@ class AgentLoop:
             self.agent.observe(Observation("task", "", True, copy.deepcopy(dict(task or {})), "",
                                            None if foot is None else copy.deepcopy(foot[1])))
             self.exhausted = self._turns()
+        except FatalAgentError:   # no run of this agent can go on (a refused key, a spend limit): stop the job
+            raise
         except EpisodeEnd as end:  # the agent cannot go on: an ending with its reason, not a failure
             self.termination = self.ending = end.reason
             self.exhausted = end.limit
