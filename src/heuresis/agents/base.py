@@ -43,7 +43,8 @@ from typing import Any, ClassVar
 from heuresis.registry import Registry
 
 __all__ = ["AGENTS", "ENTRY_POINT_GROUP", "PYTHON_KIND", "UNREADABLE_TOOL", "Agent", "AgentReply", "AgentSpecError",
-           "ContextOverflow", "EpisodeEnd", "FatalAgentError", "Observation", "Usage", "agent_class", "agent_origin", "check_agent",
+           "ContextOverflow", "EpisodeEnd", "FatalAgentError",
+           "Observation", "Usage", "agent_class", "agent_origin", "check_agent",
            "is_plugin", "make_agent", "origin_packages", "register_agent", "tool_call"]
 
 #: Name given to a tool call an agent wrote but that could not be read (the harness answers it
@@ -141,8 +142,10 @@ class EpisodeEnd(Exception):
 
 
 class FatalAgentError(RuntimeError):
-    """An error no run of this agent can get past (an invalid key, an exhausted quota or spend
-    limit, an unknown model): the job stops naming it, instead of failing every episode.
+    """An error no run of this agent can get past: the job stops naming it.
+
+    An invalid key, an exhausted quota or spend limit, an unknown model: instead of failing every
+    episode, the job fails.
 
     The harness never records it as a failed episode: it propagates out of the loop, the job
     fails, and the workflow stops scheduling new jobs.
@@ -174,8 +177,10 @@ class Agent(ABC):
         """Told the episode's limits (``output_tokens_per_turn``, ...) before the first turn."""
 
     def use_records(self, request_log=None, spend_dir=None) -> None:
-        """Given the run's request log (:class:`~heuresis.harness.requestlog.RequestLog`: answers to replay,
-        attempts to append) and the folder of the run's spend ledgers, before the first turn (default: ignored).
+        """Given the run's request log and spend-ledger folder before the first turn (default: ignored).
+
+        The log (:class:`~heuresis.harness.requestlog.RequestLog`) holds the answers to replay and
+        takes every attempt.
         """
 
     def observe(self, observation: Observation) -> None:

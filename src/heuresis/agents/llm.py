@@ -51,7 +51,7 @@ import re
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -107,8 +107,10 @@ class LLMCallError(RuntimeError):
 
 
 class ProviderFatalError(LLMCallError, FatalAgentError):
-    """A provider's answer that no later request of the agent can get past: an invalid key, an
-    exhausted quota or credit, an unknown model.  Never retried; the job stops naming it."""
+    """A provider's answer that no later request of the agent can get past; never retried.
+
+    An invalid key, an exhausted quota or credit, an unknown model: the job stops naming it.
+    """
 
 
 class SpendExhausted(EpisodeEnd):
@@ -127,8 +129,10 @@ class CredentialsError(RuntimeError):
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """Backoff with full jitter: a wait drawn uniformly in ``[0, min(max_s, base_s * 2**k))`` before
-    retry k+1, on top of the provider's ``Retry-After`` (at most ``max_retry_after_s``) when it sends one.
+    """Backoff with full jitter, on top of the provider's ``Retry-After``.
+
+    Before retry k+1 the wait is drawn uniformly in ``[0, min(max_s, base_s * 2**k))``, added to the
+    provider's ``Retry-After`` (at most ``max_retry_after_s``) when it sends one.
 
     The jitter spreads the retries of parallel jobs, which would otherwise hit a provider in lockstep;
     it changes when a request is sent, never what: the waits are recorded in the retry log.
@@ -148,7 +152,7 @@ class RetryPolicy:
 
 
 def _utc() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 #: Secrets as they appear in provider error texts: keys (``sk-...``, masked or not), bearer tokens,
@@ -184,8 +188,10 @@ _QUOTA_TEXT = re.compile(r"insufficient_quota|exceeded your current quota|credit
 
 
 def fatal_reason(exc: Exception) -> str | None:
-    """Why a failed call can never succeed for this agent (``invalid_key``, ``permission_denied``,
-    ``quota_exhausted``, ``unknown_model``), or None for a call worth retrying or an episode's own error.
+    """Why a failed call can never succeed for this agent, or None.
+
+    ``invalid_key``, ``permission_denied``, ``quota_exhausted``, ``unknown_model``; None for a call
+    worth retrying or an episode's own error.
 
     A 429 is a rate limit, retried, unless it says the quota or credit is gone (OpenAI's
     ``insufficient_quota``): then retrying only bills the wait.
@@ -619,8 +625,10 @@ class LLMAgent(Agent):
         return self._ledger.reserve(bound[1], what=self._model)
 
     def respond(self, messages: list[dict], tools: list[dict]) -> AgentReply:
-        """Call the model once: from the request log when this exact request was answered before, else
-        live, retrying transient failures with :class:`RetryPolicy` backoff.
+        """Call the model once: replayed from the request log, else live with retries.
+
+        A request answered before (the same identity, :func:`~heuresis.harness.requestlog.request_key`)
+        is answered from the log; a live one retries transient failures with :class:`RetryPolicy` backoff.
 
         Tool calls are read from the reply; malformed argument JSON is repaired where possible and
         tool calls written as text are recovered (each recovery noted in ``usage.notes``).  Every

@@ -109,8 +109,11 @@ class Budgets:
         return True
 
     def exclude(self, seconds: float) -> None:
-        """Do not charge ``seconds`` to the working time (negative: charge more than elapsed, as for a
-        reply replayed from the request log, charged what it took when it was first answered)."""
+        """Do not charge ``seconds`` to the working time.
+
+        Negative: charge more than elapsed, as for a reply replayed from the request log, charged
+        what it took when it was first answered.
+        """
         self._excluded += float(seconds)
 
     def wall(self) -> float:
