@@ -31,6 +31,7 @@ import hashlib
 import itertools
 import json
 import random
+import re
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -185,8 +186,9 @@ class Conversations:
     messages the request carries, so parallel jobs get the same replies in any order.  ``faults``
     is the chance of each scripted fault per attempt, e.g. ``{429: 0.2, 500: 0.05}``, drawn from
     ``seed`` and the request's content and attempt number (an attempt repeated is a new draw,
-    the same attempt in another run the same draw); a 429 carries ``Retry-After: retry_after``.
-    ``latency`` is a (low, high) range of seconds each answer waits.  ``counts`` holds the number
+    the same attempt in another run the same draw; the budgets line's clock is left out of a
+    request's identity); a 429 carries ``Retry-After: retry_after``.  ``latency`` is a (low, high)
+    range of seconds each failed attempt waits before its error.  ``counts`` holds the number
     of attempts per distinct request body, so a test tells a replayed request from a resent one.
     """
 
@@ -200,8 +202,8 @@ class Conversations:
     @staticmethod
     def key(body: dict) -> str:
         """A digest of a request body (its messages and tools), the identity of a request."""
-        return hashlib.sha256(json.dumps([body.get("messages"), body.get("tools")], sort_keys=True,
-                                         default=str).encode()).hexdigest()
+        text = json.dumps([body.get("messages"), body.get("tools")], sort_keys=True, default=str)
+        return hashlib.sha256(re.sub(r"wall time \d+/", "wall time ?/", text).encode()).hexdigest()
 
     def __call__(self, request: dict) -> dict:
         body = request["body"]
@@ -221,7 +223,4 @@ class Conversations:
                 headers = {"Retry-After": str(self.retry_after)} if status == 429 else {}
                 return {"status": status, "error": f"scripted {status}", "headers": headers, "sleep": wait}
         steps = list(self.script(first))
-        step = dict(steps[min(k, len(steps) - 1)])
-        if wait:
-            step["sleep"] = wait
-        return step
+        return dict(steps[min(k, len(steps) - 1)])

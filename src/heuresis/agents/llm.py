@@ -679,7 +679,7 @@ class LLMAgent(Agent):
                 wait = 0.0 if last else self.retry.wait(attempt, _retry_after(exc), self._rng)
                 log.append({**entry, "wait_s": round(wait, 4), "retry_after_s": _retry_after(exc)})
                 if self._log is not None:
-                    self._log.append({"key": key, "status": "failed", **log[-1]})
+                    self._log.append({"key": key, **log[-1], "status": "failed", "http_status": log[-1]["status"]})
                 if last:
                     usage = Usage(model=self._model, provider=self.provider, retries=attempt, retry_log=log,
                                   latency_s=round(time.monotonic() - t_start, 4), cost=0.0, price_source="no reply",

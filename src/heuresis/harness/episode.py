@@ -194,10 +194,10 @@ class _Episode(AgentLoop):
         except ParseError as exc:
             err = str(exc)
             self.calls.append(Call(self.turn, 0, "", "(text)", text, f"ERROR: {err}", False, err, 0, 0.0,
-                                   int(usage.tokens_in), int(usage.tokens_out), last_turn, "{}"))
+                                   int(usage.tokens_in or 0), int(usage.tokens_out or 0), last_turn, "{}"))
             return err
         self.calls.append(Call(self.turn, 0, "", "(text)", text, f"submitted {g.n_edges()} edges", True, "", 0, 0.0,
-                               int(usage.tokens_in), int(usage.tokens_out), last_turn,
+                               int(usage.tokens_in or 0), int(usage.tokens_out or 0), last_turn,
                                json.dumps({"edges": g.to_lines()})))
         self.submitted = g
         return None

@@ -322,8 +322,8 @@ class AgentLoop:
         tool = str(fn.get("name", ""))
         first = usage is not None and index == 0
         self.calls.append(Call(self.turn, index, call_id, tool, str(fn.get("arguments", "")), content, ok, error,
-                               int(units), round(wall, 4), int(usage.tokens_in) if first else 0,
-                               int(usage.tokens_out) if first else 0, last_turn,
+                               int(units), round(wall, 4), int(usage.tokens_in or 0) if first else 0,
+                               int(usage.tokens_out or 0) if first else 0, last_turn,
                                json.dumps(details or {}, default=str), self.call_extra()))
         self.agent.observe(Observation(call_id, tool, ok, copy.deepcopy(data) if ok and data else {}, error,
                                        copy.deepcopy(budgets)))
