@@ -4,7 +4,7 @@
 # what it knows (condition ids, play modes, the files a scenario extends), never copy it.
 
 try:
-    from heuresis.agents.llm import CredentialsError, check_credentials
+    from heuresis.agents.llm import CredentialsError, ProviderFatalError, check_credentials, verify_keys
     from heuresis.config import ConfigError, SPLITS, check_config_files, validate_config
     from heuresis.config.planning import (
         episode_job_config as _episode_job_config,
@@ -72,6 +72,13 @@ onstart:
     try:
         check_credentials(config, agents=needed)
     except CredentialsError as exc:
+        raise WorkflowError(str(exc))
+    # One cheap request per model and key about to be used (agents.<name>.verify_key: false skips it): a
+    # refused key, an exhausted quota or an unknown model stops the run here, not in every job.
+    try:
+        for _warning in verify_keys(config, agents=needed, log=_logger.info):
+            _logger.warning(f"WARNING: {_warning}")
+    except ProviderFatalError as exc:
         raise WorkflowError(str(exc))
     # The code tool's isolation (episodes.code_tool.isolation): 'required' without a working
     # bubblewrap stops the run here, before any job, when an episode job is about to run.

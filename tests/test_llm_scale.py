@@ -172,7 +172,7 @@ def test_cost_and_records_from_the_response(small):
     assert second.cost != second.cost and "no token usage" in second.warnings
     assert ep.cost.isna().all()                                 # the episode's total is unknown too
     # the config's prices override litellm's map, cached input at its own price
-    with ScriptedLLMServer(copy.deepcopy(steps[:1]) + [SUBMIT]) as server:
+    with ScriptedLLMServer([*copy.deepcopy(steps[:1]), SUBMIT]) as server:
         prices = {"input_per_mtok": 2.0, "output_per_mtok": 8.0, "cached_input_per_mtok": 0.5}
         _, req = _sweep(small, "priced2", {**_spec(server.url), "model": "openai/gpt-5", "prices": prices})
     assert req.cost.iloc[0] == pytest.approx((1000 * 2.0 + 9000 * 0.5 + 500 * 8.0) / 1e6, rel=1e-12)
@@ -280,3 +280,52 @@ def test_scrub_removes_key_fragments():
     text = "Incorrect API key provided: sk-proj-abc***wxyz. Bearer abc.def api_key=XYZ123 real-secret-value"
     out = scrub(text, ["real-secret-value"])
     assert "sk-proj" not in out and "abc.def" not in out and "XYZ123" not in out and "real-secret" not in out
+
+
+def _llm_workflow(tiny_run, tmp_path, server, **agent):
+    """A copy of the tiny run with an LLM agent `paid` on two episode jobs (guided and unguided)."""
+    import shutil
+
+    wd = tmp_path / "wf"
+    shutil.copytree(tiny_run, wd, symlinks=True)
+    entry = {"kind": "llm", "model": "openai/scripted-model", "api_base": f"{server.url}/v1", "requires_key": False,
+             "prices": {"input_per_mtok": 1.0, "output_per_mtok": 2.0}, "retries": {"base_s": 0.01}, **agent}
+    (wd / "config" / "llm.yaml").write_text(json.dumps({
+        "agents": {"paid": entry},
+        "episodes": {"grids": {"llm": {"agents": ["paid"], "guided": [True, False], "families": ["lg"]}},
+                     "run": ["tiny", "tiny_toolbox", "tiny_prompts", "tiny_budgets", "llm"]}}))
+    return wd
+
+
+@pytest.mark.slow
+def test_quota_error_stops_the_workflow_after_one_request(tiny_run, tmp_path):
+    """An exhausted quota fails the first job after one request and the workflow stops: the second
+    job never starts, nothing is recorded as a failed episode to retry."""
+    from tinyflow import CONFIG, run_snakemake
+
+    quota = {"status": 429, "error": "You exceeded your current quota, please check your plan and billing details.",
+             "code": "insufficient_quota"}
+    with ScriptedLLMServer([quota] * 20) as server:
+        wd = _llm_workflow(tiny_run, tmp_path, server)
+        outs = [f"results/episodes/paid/full-{g}-p0-none-standard-once-r0/lg/test/shard-000.parquet"
+                for g in ("guided", "unguided")]
+        proc = run_snakemake(wd, *outs, "--cores", "1", *CONFIG, "config/llm.yaml", check=False)
+    assert proc.returncode != 0 and len(server.requests) == 1
+    assert "quota exhausted" in proc.stdout + proc.stderr + "".join(
+        p.read_text() for p in (wd / "logs" / "episodes" / "paid").rglob("*.log"))
+    assert not any((wd / o).exists() for o in outs)
+
+
+@pytest.mark.slow
+def test_bad_key_stops_the_workflow_at_start(tiny_run, tmp_path):
+    """A refused key is found by the start check's one request, before any job runs."""
+    from tinyflow import CONFIG, run_snakemake
+
+    with ScriptedLLMServer([{"status": 401, "error": "Incorrect API key provided: sk-bad***1234"}] * 5) as server:
+        wd = _llm_workflow(tiny_run, tmp_path, server, requires_key=True, api_key_env="SCRIPTED_KEY")
+        out = "results/episodes/paid/full-guided-p0-none-standard-once-r0/lg/test/shard-000.parquet"
+        proc = run_snakemake(wd, out, "--cores", "1", *CONFIG, "config/llm.yaml", check=False,
+                             env={"SCRIPTED_KEY": "sk-bad-000000001234"})
+    assert proc.returncode != 0 and len(server.requests) == 1
+    assert "invalid key" in proc.stdout + proc.stderr and "SCRIPTED_KEY" in proc.stdout + proc.stderr
+    assert not (wd / "logs" / "episodes" / "paid").exists()
