@@ -55,8 +55,8 @@ UNREADABLE_TOOL = "unreadable_tool_call"
 class Usage:
     """What one reply cost (None/0 for offline agents)."""
 
-    tokens_in: int = 0
-    tokens_out: int = 0
+    tokens_in: int | None = 0         # None: not reported (an external agent's client said nothing)
+    tokens_out: int | None = 0
     cost: float | None = 0.0          # USD; None when the model has no known price (never a silent 0)
     latency_s: float = 0.0
     retries: int = 0
@@ -161,6 +161,10 @@ class Agent(ABC):
         Called once, after the last turn; an agent that serves the run to an outside client
         answers its last call and lets it go (:mod:`heuresis.agents.external`).
         """
+
+    def record(self) -> dict | None:
+        """What the agent adds to its run's transcript once the run ended (default: nothing, None)."""
+        return None
 
     @property
     def model(self) -> str | None:
