@@ -508,9 +508,9 @@ def test_external_command_plays_a_game_like_the_scripted_agent(tmp_path):
 
 def test_the_example_client_runs_an_isolated_episode(split, tmp_path):
     """examples/mcp_client.py (docs/mcp.md) as the command of an external agent, under bubblewrap if it works."""
-    from heuresis.harness.sandbox import isolation_status
-
     import shutil
+
+    from heuresis.harness.sandbox import isolation_status
 
     (tmp_path / "agent").mkdir()     # outside the working folder: expose refuses a folder inside it
     example = Path(shutil.copy(ROOT / "examples" / "mcp_client.py", tmp_path / "agent"))
