@@ -20,16 +20,22 @@ turn.
   ``idle_timeout_s`` (:class:`ClientIdle`); both are :class:`~heuresis.agents.base.EpisodeEnd`,
   so the run is recorded ``ok`` with that termination and scored like an unsubmitted one.
   Calls after the end are answered with an MCP tool error ``episode ended: <termination>``.
-* Usage: no tokens, cost unknown (``None``; price source ``external``), the model and provider
-  the config entry names, if any.
+* Usage: the tokens the client reports in a call's ``_meta`` (:data:`USAGE_META`), else unknown
+  (``None``, never 0); cost unknown (``None``; price source ``external``); the model and provider
+  the config entry names, if any.  One call at a time; the server's limits on connections,
+  slow requests, bodies and recorded arguments are the ``MAX_*`` constants (docs/mcp.md).
 
-Transports: ``http`` (streamable HTTP on a loopback address only; port 0 = a free one) and
-``stdio`` (the process's stdin and stdout: ``heuresis serve-episode --transport stdio``).  With
-``command`` the agent starts that program once per run, with the server's URL in
-:data:`URL_ENV`, a stripped environment (only the names listed in ``env`` pass through), a fresh
-temporary working folder and, by default, bubblewrap isolation (:func:`command_argv`): the
-program sees the system, its interpreter and the folders listed in ``expose``, never the
-harness's working folder (where ``results/`` and the truth live), ``$HOME`` or ``/tmp``.
+Transports: ``http`` (streamable HTTP on a loopback address, at an unguessable path printed to
+the user; port 0 = a free one) and ``stdio`` (the process's stdin and stdout: ``heuresis
+serve-episode --transport stdio``).  With ``command`` the agent starts that program once per run
+with the server's URL in :data:`URL_ENV`, its own standard streams (``/dev/null`` and pipes the
+harness drains, kept in the transcript: :meth:`ExternalAgent.record`), a stripped environment
+(only the names listed in ``env`` pass through) and, by default, bubblewrap isolation
+(:func:`command_argv`): the program sees the system, its interpreter and the folders listed in
+``expose``, never the harness's working folder (where ``results/`` and the truth live),
+``$HOME`` or ``/tmp``; it writes only to size-capped tmpfs folders, under the code tool's limits,
+and has a network of its own where only its episode's server is reachable (a forwarder to the
+server's Unix socket), unless ``network`` opts into the host's.
 """
 
 from __future__ import annotations
