@@ -86,7 +86,7 @@ class Scripted(Agent):
         name, args = self.moves.pop(0)
         msg = {"role": "assistant", "content": None, "tool_calls": [
             {"id": f"s{len(self.moves)}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}]}
-        return AgentReply(msg, Usage(cost=None, price_source="external"))
+        return AgentReply(msg, Usage(tokens_in=None, tokens_out=None, cost=None, price_source="external"))
 
 
 @pytest.fixture(scope="module")
@@ -122,6 +122,20 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def _served_url(capfd, timeout: float = 60.0) -> str:
+    """The URL a hand-served episode prints on stderr (its path is unguessable)."""
+    import time
+
+    seen, deadline = "", time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        seen += capfd.readouterr().err
+        m = re.search(r"serving the episode over MCP at (http://\S+)", seen)
+        if m:
+            return m.group(1)
+        time.sleep(0.05)
+    raise AssertionError(f"no URL printed: {seen[-2000:]}")
+
+
 async def _connect(target, tries: int = 200, mode: str = "auto"):
     """A connected client (the server starts once the episode is set up: retry until it answers)."""
     for _ in range(tries):
@@ -151,7 +165,7 @@ def _check_client_view(results, tools, instructions: str) -> None:
     assert all("[budgets left:" in t for t in texts)
 
 
-def test_http_client_plays_the_scripted_episode(split, scripted, tmp_path):
+def test_http_client_plays_the_scripted_episode(split, scripted, tmp_path, capfd):
     """Over loopback HTTP: tool calls, a budget refusal, a malformed call, an unknown tool, submit."""
     port = _free_port()
     spec = {"kind": "external", "port": port, "exit_grace_s": 2, "idle_timeout_s": 60}
@@ -162,9 +176,11 @@ def test_http_client_plays_the_scripted_episode(split, scripted, tmp_path):
 
     t = threading.Thread(target=job)
     t.start()
+    url = _served_url(capfd)
+    assert re.fullmatch(rf"http://127\.0\.0\.1:{port}/[\w-]{{20,}}/mcp", url)   # the port asked for, a secret path
 
     async def play():
-        client = await _connect(f"http://127.0.0.1:{port}/mcp")
+        client = await _connect(url)
         try:
             tools = (await client.list_tools()).tools
             prompt = await client.get_prompt("task")
@@ -241,7 +257,7 @@ def _client_session(url: str, body):
     return anyio.run(run)
 
 
-def test_idle_client_ends_the_episode_scored(split, tmp_path):
+def test_idle_client_ends_the_episode_scored(split, tmp_path, capfd):
     """A client that stops calling: the episode ends as client_idle, recorded ok and scored on the working graph."""
     port = _free_port()
     t, box = _serve_in_thread(split, {"kind": "external", "port": port, "idle_timeout_s": 1, "exit_grace_s": 3},
@@ -252,7 +268,7 @@ def test_idle_client_ends_the_episode_scored(split, tmp_path):
         await anyio.sleep(2.0)
         return first, await client.call_tool("view_graph", {})
 
-    first, late = _client_session(f"http://127.0.0.1:{port}/mcp", body)
+    first, late = _client_session(_served_url(capfd), body)
     t.join(60)
     row = box["tables"]["row"]
     assert not first.is_error and late.is_error and late.content[0].text == "episode ended: client_idle"
@@ -261,7 +277,7 @@ def test_idle_client_ends_the_episode_scored(split, tmp_path):
     assert box["tables"]["requests"][-1]["price_source"] == "external"
 
 
-def test_flooding_client_burns_its_turns_then_the_last_turn(split, tmp_path):
+def test_flooding_client_burns_its_turns_then_the_last_turn(split, tmp_path, capfd):
     """Calls past the turn budget: the last turn offers submit only, refuses the rest, then every call is refused."""
     port = _free_port()
     t, box = _serve_in_thread(split, {"kind": "external", "port": port, "idle_timeout_s": 30, "exit_grace_s": 2},
@@ -280,18 +296,40 @@ def test_flooding_client_burns_its_turns_then_the_last_turn(split, tmp_path):
                 tg.start_soon(one)
         return first, last_tools, flood
 
-    first, last_tools, flood = _client_session(f"http://127.0.0.1:{port}/mcp", body)
+    first, last_tools, flood = _client_session(_served_url(capfd), body)
     t.join(60)
     assert "last turn" in first[-1].content[0].text.lower() and "last turn" not in first[0].content[0].text.lower()
     assert last_tools == ["submit"]
     texts = sorted(r.content[0].text for r in flood)
     assert all(r.is_error for r in flood)
+    # one call at a time: the first is the last turn's (refused: not submit); those made meanwhile were not made
     assert sum(x.startswith("ERROR: only submit is allowed in the last turn") for x in texts) == 1
-    assert texts.count("episode ended: unsubmitted") == 9
+    assert sum(x.startswith("another call is pending") or x == "episode ended: unsubmitted" for x in texts) == 9
     row, calls = box["tables"]["row"], box["tables"]["calls"]
     assert (row["status"], row["termination"], row["exhausted"], row["turns"]) == ("ok", "unsubmitted", "turns", 4)
     assert len(calls) == 4 and calls[-1]["last_turn"] and calls[-1]["tool"] == "ci_test" and not calls[-1]["ok"]
     assert row["test_units_used"] == 0
+
+
+_INIT = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "stranger", "version": "0"}}}).encode()
+
+
+async def _http_post(port: int, path: str, body: bytes, host: str = "127.0.0.1") -> bytes:
+    """A raw HTTP POST (what a stranger on loopback sends); the response's bytes."""
+    stream = await anyio.connect_tcp(host, port)
+    async with stream:
+        await stream.send(b"POST " + path.encode() + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                          b"Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
+                          b"Connection: close\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+        out = b""
+        with anyio.move_on_after(10):
+            try:
+                while True:
+                    out += await stream.receive()
+            except (anyio.EndOfStream, anyio.BrokenResourceError):
+                pass
+        return out
 
 
 def _rpc(proc, msg: dict) -> dict | None:
@@ -470,9 +508,12 @@ def test_external_command_plays_a_game_like_the_scripted_agent(tmp_path):
 
 def test_the_example_client_runs_an_isolated_episode(split, tmp_path):
     """examples/mcp_client.py (docs/mcp.md) as the command of an external agent, under bubblewrap if it works."""
+    import shutil
+
     from heuresis.harness.sandbox import isolation_status
 
-    example = ROOT / "examples" / "mcp_client.py"
+    (tmp_path / "agent").mkdir()     # outside the working folder: expose refuses a folder inside it
+    example = Path(shutil.copy(ROOT / "examples" / "mcp_client.py", tmp_path / "agent"))
     spec = {"kind": "external", "command": ["python", str(example)], "expose": [str(example.parent)],
             "isolation": "best_effort", "idle_timeout_s": 60}
     got = _run(split, "example", spec, tmp_path)
@@ -562,14 +603,15 @@ def _run_shard(split, spec, out: Path, indices, **kw) -> Path:
     return path
 
 
-def test_handshake_client_that_leaves_over_http_is_client_left(split, tmp_path):
+def test_handshake_client_that_leaves_over_http_is_client_left(split, tmp_path, capfd):
     """A client of the handshake protocol ends its HTTP session (DELETE) mid-episode: client_left, not idle."""
     port = _free_port()
     t, box = _serve_in_thread(split, {"kind": "external", "port": port, "idle_timeout_s": 60, "exit_grace_s": 1},
                               tmp_path)
+    url = _served_url(capfd)
 
     async def run():
-        client = await _connect(f"http://127.0.0.1:{port}/mcp", mode="legacy")
+        client = await _connect(url, mode="legacy")
         try:
             return await client.call_tool("view_graph", {})
         finally:
@@ -596,21 +638,28 @@ def test_cli_serves_over_loopback_http(split, tmp_path):
            "--transport", "http", "--port", str(port), "--results", str(split["root"]), "--idle-timeout", "60"]
     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path)
 
+    head = b""
+    while b"serving the episode" not in head and proc.poll() is None:
+        head += proc.stderr.readline()
+    url = re.search(rb"serving the episode over MCP at (\S+)", head).group(1).decode()
+    assert re.fullmatch(rf"http://127\.0\.0\.1:{port}/[\w-]{{20,}}/mcp", url)   # the user is told the secret path
+
     async def play():
-        client = await _connect(f"http://127.0.0.1:{port}/mcp", tries=400, mode="legacy")
+        stranger = await _http_post(port, "/mcp", _INIT)     # the fixed path of old: nothing there
+        client = await _connect(url, tries=400, mode="legacy")
         try:
-            return await _moves(client, MOVES)
+            return stranger, await _moves(client, MOVES)
         finally:
             await client.__aexit__(None, None, None)
 
     try:
-        results = anyio.run(play)
+        stranger, results = anyio.run(play)
         out, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 0, err.decode()[-2000:]
-    assert f"serving the episode over MCP at http://127.0.0.1:{port}/mcp" in err.decode() and out == b""
+    assert out == b"" and stranger.startswith(b"HTTP/1.1 404")
     assert [r.is_error for r in results] == [False, False, True, True, True, False, False, False]
     got = _tables(split["root"] / "episodes" / "http_client" / CONDITION / "lg" / "test" / "served-0000.parquet")
     assert (got["row"]["termination"], got["row"]["n_calls"]) == ("submitted", len(MOVES))

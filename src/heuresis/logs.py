@@ -1,4 +1,10 @@
-"""Logging for workflow stages: progress lines to the rule's log file and to stderr."""
+"""Logging for workflow stages: progress lines to the job's log file, or to stderr without one.
+
+A job's lines (scores among them: a reference's or an episode's F1) go to its log file only,
+never to the process's stderr, which the workflow shares with every job and a console or
+scheduler may keep in a file: no agent's command, which runs with streams of its own, and no
+reader of the run's console learns a score from it while episodes run.
+"""
 
 from __future__ import annotations
 
@@ -11,14 +17,16 @@ __all__ = ["stage_logger"]
 
 
 def stage_logger(path: str | Path | None, name: str = "heuresis") -> Callable[[str], None]:
-    """A ``log(message)`` function writing timestamped lines to ``path`` (if given) and stderr."""
+    """A ``log(message)`` function writing timestamped lines to ``path``, or to stderr when ``path`` is None."""
     logger = logging.getLogger(f"{name}.{path}")
     logger.setLevel(logging.INFO)
     logger.propagate = False
     fmt = logging.Formatter("%(asctime)s %(message)s", "%Y-%m-%d %H:%M:%S")
     if not logger.handlers:
-        handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
-        if path is not None:
+        handlers: list[logging.Handler] = []
+        if path is None:
+            handlers.append(logging.StreamHandler(sys.stderr))
+        else:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
             handlers.append(logging.FileHandler(path))
         for h in handlers:

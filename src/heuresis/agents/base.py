@@ -63,7 +63,7 @@ class Usage:
     episode's request log (paid for by an earlier attempt of the job, not sent again).
     """
 
-    tokens_in: int | None = 0
+    tokens_in: int | None = 0         # None: not reported (an external agent's client said nothing)
     tokens_out: int | None = 0
     cost: float | None = 0.0          # USD; None when the model has no known price (never a silent 0)
     latency_s: float = 0.0
@@ -195,6 +195,10 @@ class Agent(ABC):
         Called once, after the last turn; an agent that serves the run to an outside client
         answers its last call and lets it go (:mod:`heuresis.agents.external`).
         """
+
+    def record(self) -> dict | None:
+        """What the agent adds to its run's transcript once the run ended (default: nothing, None)."""
+        return None
 
     @property
     def model(self) -> str | None:

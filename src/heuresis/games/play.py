@@ -200,6 +200,8 @@ def _play_tools(agent, game: Game, max_turns: int):
     loop.run(render("game_system"), task_prompt(game))
     termination = loop.status if loop.status == "failed" else _termination(game, loop.ending)
     part = {"tools": loop.specs, "messages": loop.transcript_messages()}
+    if agent.record() is not None:   # an external agent's command: its exit status and output
+        part["agent_record"] = agent.record()
     return loop.call_rows(), part, loop.turn, loop.status, loop.error, termination, loop.totals
 
 

@@ -272,6 +272,8 @@ def run_episode(agent_name: str, agent_spec: Mapping, cond: Condition, inp: Epis
     }
     if ep.failure is not None:
         transcript["error"] = ep.failure
+    if agent.record() is not None:   # an external agent's command: its exit status and output
+        transcript["agent_record"] = agent.record()
     transcript["requests"] = requests
     return EpisodeOutcome(row, [{**keys, **c} for c in calls], transcript,
                           [{**keys, "index": k, **r} for k, r in enumerate(requests)])

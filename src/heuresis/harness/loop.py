@@ -67,10 +67,9 @@ class Request:
     def row(self) -> dict:
         """The request as a row of the ``requests`` table (lists as JSON strings)."""
         u = self.usage
-        opt = lambda v: None if v is None else int(v)   # noqa: E731  (unknown stays unknown)
         return {"turn": self.turn, "model": u.model, "provider": u.provider, "served_model": u.served_model,
-                "response_id": u.response_id, "tokens_in": opt(u.tokens_in), "tokens_out": opt(u.tokens_out),
-                "cached_tokens": opt(u.cached_tokens), "reasoning_tokens": opt(u.reasoning_tokens),
+                "response_id": u.response_id, "tokens_in": _tokens(u.tokens_in), "tokens_out": _tokens(u.tokens_out),
+                "cached_tokens": _tokens(u.cached_tokens), "reasoning_tokens": _tokens(u.reasoning_tokens),
                 "cost": None if u.cost is None else float(u.cost), "price_source": u.price_source,
                 "latency_s": float(u.latency_s or 0.0), "wall_s": round(self.wall_s, 4),
                 "charged_s": round(float(self.wall_s if u.charged_s is None else u.charged_s), 4),
@@ -81,16 +80,22 @@ class Request:
                 "warnings": json.dumps(u.warnings or []), "error": u.error or ""}
 
 
+def _tokens(n: int | None) -> int | None:
+    """A token count as recorded: None when it was not reported (never a silent 0)."""
+    return None if n is None else int(n)
+
+
 @dataclass
 class UsageTotals:
     """Tokens, cost, retries and warnings over the requests of a run.
 
-    ``cost`` is ``None`` once any request has no known price: the total is then unknown, never
-    a partial sum.  ``warnings`` are unique, in order of first appearance.
+    ``cost`` is ``None`` once any request has no known price, and a token total once any
+    request did not report its tokens: the total is then unknown, never a partial sum.
+    ``warnings`` are unique, in order of first appearance.
     """
 
-    tokens_in: int = 0
-    tokens_out: int = 0
+    tokens_in: int | None = 0
+    tokens_out: int | None = 0
     cost: float | None = 0.0
     retries: int = 0
     warnings: list[str] = field(default_factory=list)
@@ -100,8 +105,9 @@ class UsageTotals:
         """Count one request's usage (None: nothing was reported, nothing is counted)."""
         if usage is None:
             return None
-        self.tokens_in += int(usage.tokens_in or 0)
-        self.tokens_out += int(usage.tokens_out or 0)
+        self.tokens_in = None if self.tokens_in is None or usage.tokens_in is None else self.tokens_in + int(usage.tokens_in)
+        self.tokens_out = (None if self.tokens_out is None or usage.tokens_out is None
+                           else self.tokens_out + int(usage.tokens_out))
         self.retries += int(usage.retries or 0)
         if usage.cost is None:
             self.cost = None
@@ -322,8 +328,8 @@ class AgentLoop:
         tool = str(fn.get("name", ""))
         first = usage is not None and index == 0
         self.calls.append(Call(self.turn, index, call_id, tool, str(fn.get("arguments", "")), content, ok, error,
-                               int(units), round(wall, 4), int(usage.tokens_in or 0) if first else 0,
-                               int(usage.tokens_out or 0) if first else 0, last_turn,
+                               int(units), round(wall, 4), _tokens(usage.tokens_in) if first else 0,
+                               _tokens(usage.tokens_out) if first else 0, last_turn,
                                json.dumps(details or {}, default=str), self.call_extra()))
         self.agent.observe(Observation(call_id, tool, ok, copy.deepcopy(data) if ok and data else {}, error,
                                        copy.deepcopy(budgets)))

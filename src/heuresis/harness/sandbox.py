@@ -60,8 +60,10 @@ __all__ = [
     "hidden_inside",
     "isolation_for",
     "isolation_status",
+    "limit_argv",
     "package_masks",
     "parent_dirs",
+    "prlimit_path",
     "python_trees",
     "run_code",
     "system_args",
@@ -230,13 +232,12 @@ def _command(bwrap: str, files: dict[str, str], limits: SandboxLimits) -> list[s
         why = hidden_inside(t)
         if why:
             raise IsolationUnavailable(why)
-    prlimit, setpriv = (os.path.realpath(p) if p else None for p in map(shutil.which, ("prlimit", "setpriv")))
-    if prlimit is None or not prlimit.startswith("/usr/"):
-        raise IsolationUnavailable("prlimit (util-linux) not found under /usr")
+    prlimit = prlimit_path()
+    setpriv = shutil.which("setpriv")
+    setpriv = os.path.realpath(setpriv) if setpriv else None
     bwrap = os.path.realpath(bwrap)
     root = os.geteuid() == 0
     src = {name: (f"/heuresis-sandbox-files/{name}" if root else path) for name, path in files.items()}
-    mem = int(limits.memory_mb) * 1024 * 1024
     cpu = int(limits.cpu_seconds)
     disk = int(limits.disk_mb) * 1024 * 1024
     inner = [bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
@@ -247,9 +248,9 @@ def _command(bwrap: str, files: dict[str, str], limits: SandboxLimits) -> list[s
     inner += ["--remount-ro", "/", "--chdir", "/sandbox", "--clearenv"]
     for k, v in _clean_env("/sandbox").items():
         inner += ["--setenv", k, v]
-    inner += ["--", prlimit, f"--cpu={cpu}:{cpu + 1}", f"--as={mem}:{mem}",
-              f"--nproc={int(limits.max_processes)}:{int(limits.max_processes)}", f"--fsize={disk}:{disk}",
-              "--nofile=256:256", "--core=0:0", "--", os.path.abspath(sys.executable), "-I", "script.py"]
+    inner += ["--", *limit_argv(prlimit, memory_mb=limits.memory_mb, max_processes=limits.max_processes,
+                                disk_mb=limits.disk_mb, cpu_seconds=cpu),
+              "--", os.path.abspath(sys.executable), "-I", "script.py"]
     if not root:
         return inner
     if setpriv is None:
@@ -265,6 +266,30 @@ def _command(bwrap: str, files: dict[str, str], limits: SandboxLimits) -> list[s
               f"--reuid={SANDBOX_UID}", f"--regid={SANDBOX_UID}", "--clear-groups", "--inh-caps=-all",
               "--bounding-set=-all", "--no-new-privs", "--"]
     return outer + inner
+
+
+def prlimit_path() -> str:
+    """The ``prlimit`` binary (util-linux) under ``/usr``; raises :class:`IsolationUnavailable` without it."""
+    prlimit = shutil.which("prlimit")
+    prlimit = os.path.realpath(prlimit) if prlimit else None
+    if prlimit is None or not prlimit.startswith("/usr/"):
+        raise IsolationUnavailable("prlimit (util-linux) not found under /usr")
+    return prlimit
+
+
+def limit_argv(prlimit: str, *, memory_mb: int, max_processes: int, disk_mb: int, cpu_seconds: int | None = None,
+               nofile: int = 256) -> list[str]:
+    """The ``prlimit`` command (without its ``--`` and program) setting a sandbox's limits.
+
+    Address space per process (``memory_mb``), processes and threads (``max_processes``; set
+    inside the sandbox's user namespace, it counts the sandbox's own), the largest file
+    (``disk_mb``, the size of its tmpfs), open files, no core dumps and, if given, CPU seconds per
+    process.  One place for the code tool and the external agent's command.
+    """
+    mem, disk, nproc = int(memory_mb) * 1024 * 1024, int(disk_mb) * 1024 * 1024, int(max_processes)
+    cpu = [f"--cpu={int(cpu_seconds)}:{int(cpu_seconds) + 1}"] if cpu_seconds is not None else []
+    return [prlimit, *cpu, f"--as={mem}:{mem}", f"--nproc={nproc}:{nproc}", f"--fsize={disk}:{disk}",
+            f"--nofile={int(nofile)}:{int(nofile)}", "--core=0:0"]
 
 
 def _limit_hit(res: SandboxResult, limits: SandboxLimits, cpu_used: float) -> str:

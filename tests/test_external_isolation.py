@@ -1,0 +1,426 @@
+"""An external agent's command is an adversary: what it can reach, and what a client can cost the harness.
+
+A hostile command run through the workflow's episode job (bubblewrap, ``isolation: required``;
+as uid 65534 when the tests run as root) reads its descriptors, walks ``/proc``, reads
+``/proc/net/tcp``, scans every loopback port, tries an abstract Unix socket of the host and the
+job's log file, fills its tmpfs, forks and allocates past its limits, and floods its stdout: it
+finds none of what it looks for and the episode is still recorded.  A stranger on loopback
+cannot submit to a hand-served episode, and a connection and payload flood leaves the server
+within its stated limits (descriptors and memory of the harness measured).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import threading
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+from conftest import small_lg_split
+from test_mcp import BUDGET, _connect, _http_post, _run, _serve_in_thread, _served_url
+
+from heuresis.agents import external
+from heuresis.harness.sandbox import isolation_status
+from heuresis.logs import stage_logger
+
+OK, WHY = isolation_status()
+needs_bwrap = pytest.mark.skipif(not OK, reason=f"bubblewrap isolation unavailable on this host: {WHY}")
+MARKER = "heuresis-secret-7f3a"
+
+
+@pytest.fixture(scope="module")
+def split(quick_config, tmp_path_factory):
+    return small_lg_split(quick_config, tmp_path_factory.mktemp("ext"), 1)
+
+HOSTILE = r'''
+import asyncio, json, os, socket, sys, time
+from mcp import Client
+
+secret_port, abstract, log_path, marker = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4][::-1].encode()
+found = {"uid": os.getuid()}
+fds = {}
+for fd in os.listdir("/proc/self/fd"):
+    try:
+        target = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError as exc:
+        target = type(exc).__name__
+    data = b""
+    try:
+        f = os.open(f"/proc/self/fd/{fd}", os.O_RDONLY | os.O_NONBLOCK)
+        try:
+            data = os.read(f, 1 << 20)
+        except OSError:
+            pass
+        os.close(f)
+    except OSError:
+        pass
+    fds[fd] = [target, marker in data or b"F1=" in data]
+found["fds"] = fds
+procs = {}
+for pid in os.listdir("/proc"):
+    if pid.isdigit():
+        seen = b""
+        for part in ("environ", "cmdline"):
+            try:
+                seen += open(f"/proc/{pid}/{part}", "rb").read()
+            except OSError:
+                pass
+        procs[pid] = [seen.replace(b"\0", b" ")[-80:].decode(errors="replace"), marker in seen]
+found["procs"] = procs
+listening = []
+for name in ("/proc/net/tcp", "/proc/net/tcp6"):
+    try:
+        for line in open(name).read().splitlines()[1:]:
+            cols = line.split()
+            if cols[3] == "0A":
+                listening.append(int(cols[1].split(":")[1], 16))
+    except OSError:
+        pass
+found["listening"] = sorted(listening)
+open_ports = []
+for port in range(1, 65536):
+    s = socket.socket()
+    s.settimeout(0.5)
+    if s.connect_ex(("127.0.0.1", port)) == 0 and s.getsockname() != s.getpeername():   # not TCP's self-connect
+        open_ports.append(port)
+    s.close()
+found["open_ports"] = open_ports
+s = socket.socket(socket.AF_UNIX)
+try:
+    s.connect("\0" + abstract)
+    found["abstract"] = True
+except OSError:
+    found["abstract"] = False
+try:
+    open(log_path).read()
+    found["log"] = True
+except OSError:
+    found["log"] = False
+written = {}
+for where in (".", "/tmp", "/"):
+    n = 0
+    try:
+        with open(os.path.join(where, "fill"), "wb") as f:
+            for _ in range(64):
+                f.write(b"x" * (1 << 20))
+                f.flush()
+                n += 1
+    except OSError:
+        pass
+    written[where] = n
+found["written_mb"] = written
+children = []
+for _ in range(200):
+    try:
+        pid = os.fork()
+    except OSError:
+        break
+    if pid == 0:
+        time.sleep(60)
+        os._exit(0)
+    children.append(pid)
+found["forked"] = len(children)
+for pid in children:
+    os.kill(pid, 9)
+    os.waitpid(pid, 0)
+try:
+    block = bytearray(3 << 30)
+    found["allocated_3gb"] = True
+except MemoryError:
+    found["allocated_3gb"] = False
+for k in range(400):
+    sys.stdout.write("HOSTILE-OUT " * 1000 + "\n")
+sys.stdout.flush()
+sys.stderr.write("HOSTILE-ERR done\n")
+sys.stderr.flush()
+
+async def main():
+    async with Client(os.environ["HEURESIS_MCP_URL"], cache=None) as client:
+        await client.call_tool("view_graph", {"found": found})
+        await client.call_tool("submit", {})
+
+asyncio.run(main())
+'''
+
+
+@pytest.fixture
+def host_services():
+    """A TCP listener on the host's loopback and an abstract Unix socket: what the command must not reach."""
+    tcp = socket.create_server(("127.0.0.1", 0))
+    abstract = f"heuresis-test-{os.getpid()}"
+    unix = socket.socket(socket.AF_UNIX)
+    unix.bind("\0" + abstract)
+    unix.listen()
+    yield tcp.getsockname()[1], abstract
+    tcp.close()
+    unix.close()
+
+
+@needs_bwrap
+def test_hostile_command_finds_nothing_and_the_episode_is_recorded(split, tmp_path, monkeypatch, capfd,
+                                                                    host_services):
+    port, abstract = host_services
+    agent = tmp_path / "agent"
+    agent.mkdir()
+    (agent / "hostile.py").write_text(HOSTILE)
+    monkeypatch.setenv("HEURESIS_TEST_SECRET", MARKER)                 # in the harness's environment
+    log_path = tmp_path / "logs" / "episodes.log"                    # the job's log file
+    log_path.parent.mkdir()
+    log_path.write_text(f"{MARKER} ges lg/test/0000 F1=1.000\n")
+    os.write(2, f"{MARKER} earlier job: pc lg/test/0000 F1=1.000\n".encode())   # the harness's stderr (a file)
+    spec = {"kind": "external", "command": ["python", str(agent / "hostile.py"), str(port), abstract, str(log_path),
+                                            MARKER[::-1]],   # reversed: its own argv holds no marker
+            "expose": [str(agent)], "idle_timeout_s": 120, "memory_mb": 1024, "max_processes": 24, "disk_mb": 16}
+    got = _run(split, "hostile", spec, tmp_path / "out", log=stage_logger(log_path))
+    row = got["row"]
+    assert (row["status"], row["termination"]) == ("ok", "submitted"), row["error"]
+    found = json.loads(got["calls"][0]["arguments"])["found"]
+    assert found["uid"] != 0
+    # its own descriptors only: /dev/null and its two pipes, none with a score
+    targets = {t for t, _ in found["fds"].values()}
+    assert not any(leak for _, leak in found["fds"].values()), found["fds"]
+    assert {re.sub(r"\d+", "N", t) for t in targets} <= {"/dev/null", "pipe:[N]", "FileNotFoundError"}, targets   # listing's fd
+    # its own PID namespace: bwrap's init, the forwarder, itself; nothing of the harness
+    assert not any(leak for _, leak in found["procs"].values()) and len(found["procs"]) <= 4, found["procs"]
+    assert not any("pytest" in c for c, _ in found["procs"].values())
+    # its own network: the forwarder to its episode's server is all there is
+    assert found["listening"] == [external.INNER_PORT] and found["open_ports"] == [external.INNER_PORT]
+    assert found["abstract"] is False and found["log"] is False
+    # limits: 16 MB tmpfs for the work folder and /tmp, a read-only root, 24 processes, 1 GiB of address space
+    assert found["written_mb"]["."] <= 16 and found["written_mb"]["/tmp"] <= 16 and found["written_mb"]["/"] == 0
+    assert 0 < found["forked"] < 24 and found["allocated_3gb"] is False
+    # its output went to its own pipes, kept (capped) in the transcript, never to the harness's stderr
+    err = capfd.readouterr().err
+    assert "HOSTILE" not in err
+    record = json.loads(Path(row["transcript"]).read_text())["agent_record"]
+    assert record["stdout_bytes"] >= 400 * 12000 and len(record["stdout"]) <= external.OUTPUT_KEEP
+    assert "HOSTILE-ERR done" in record["stderr"] and record["command_exit_status"] == 0
+    assert "network private" in got["requests"][0]["notes"] and "isolation bwrap" in got["requests"][0]["notes"]
+    # the episode's score went to the job's log file, not to stderr
+    assert "submitted F1=" in log_path.read_text().splitlines()[-1] and "submitted F1=" not in err
+
+
+PROBE = r'''
+import asyncio, os, socket, sys
+from mcp import Client
+
+def reach(port):
+    s = socket.socket()
+    s.settimeout(2)
+    ok = s.connect_ex(("127.0.0.1", port)) == 0
+    s.close()
+    return ok
+
+async def main():
+    async with Client(os.environ["HEURESIS_MCP_URL"], cache=None) as client:
+        await client.call_tool("view_graph", {"reached": reach(int(sys.argv[1]))})
+        await client.call_tool("submit", {})
+
+asyncio.run(main())
+'''
+
+
+@needs_bwrap
+@pytest.mark.parametrize("network", [False, True])
+def test_the_network_key_opts_into_the_hosts_network(network, split, tmp_path, host_services):
+    """Only with ``network: true`` does the command reach the host's loopback (its model's API, and more)."""
+    port, _ = host_services
+    (tmp_path / "agent").mkdir()
+    (tmp_path / "agent" / "probe.py").write_text(PROBE)
+    spec = {"kind": "external", "command": ["python", str(tmp_path / "agent" / "probe.py"), str(port)],
+            "expose": [str(tmp_path / "agent")], "network": network, "idle_timeout_s": 60}
+    got = _run(split, "probe", spec, tmp_path / "out")
+    assert got["row"]["termination"] == "submitted"
+    assert json.loads(got["calls"][0]["arguments"])["reached"] is network
+    assert ("network the host's" if network else "network private") in got["requests"][0]["notes"]
+
+
+@pytest.mark.parametrize("inside", ["", "results", "results/truth"])
+def test_expose_refuses_the_working_folder_and_results(inside, tmp_path, monkeypatch):
+    """``expose`` naming the working folder or anything in it (its results/, the truth) is refused, naming it."""
+    from heuresis.episodes import config_errors
+
+    (tmp_path / "results" / "truth").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
+    path = str(tmp_path / inside) if inside else str(tmp_path)
+    cfg = {"agents": {"ext": {"kind": "external", "command": ["python", "x.py"], "expose": [path]}},
+           "references": {"algorithms": {"pc_kci": {}}}, "episodes": {"grids": {}, "run": []}}
+    errors = config_errors(cfg)
+    assert len(errors) == 1 and "agents.ext" in errors[0] and repr(path) in errors[0], errors
+
+
+def test_a_results_folder_elsewhere_is_refused_too(tmp_path, monkeypatch):
+    """``results`` a link to other storage: its target is refused as well."""
+    store = tmp_path / "scratch"
+    (store / "truth").mkdir(parents=True)
+    wd = tmp_path / "wd"
+    wd.mkdir()
+    (wd / "results").symlink_to(store)
+    monkeypatch.chdir(wd)
+    assert "results/" in external.expose_problem(str(store / "truth"))
+    assert external.expose_problem(str(tmp_path / "elsewhere")) == ""
+
+
+def test_a_stranger_cannot_submit_to_a_hand_served_episode(split, tmp_path, capfd):
+    """Served by hand over HTTP: the fixed path and a guessed one are 404; the client told the URL plays."""
+    port = socket.create_server(("127.0.0.1", 0))
+    free = port.getsockname()[1]
+    port.close()
+    t, box = _serve_in_thread(split, {"kind": "external", "port": free, "idle_timeout_s": 60, "exit_grace_s": 1},
+                              tmp_path)
+    url = _served_url(capfd)
+    submit = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                         "params": {"name": "submit", "arguments": {"edges": []}}}).encode()
+
+    async def play():
+        strangers = [await _http_post(free, p, submit) for p in ("/mcp", "/", "/AAAAAAAAAAAAAAAAAAAAAA/mcp")]
+        client = await _connect(url)
+        try:
+            first = await client.call_tool("set_edges", {"changes": [{"x": "X1", "y": "X2", "relation": "->"}]})
+            await client.call_tool("submit", {})
+            return strangers, first
+        finally:
+            await client.__aexit__(None, None, None)
+
+    strangers, first = anyio.run(play)
+    t.join(60)
+    assert all(s.startswith(b"HTTP/1.1 404") for s in strangers), strangers
+    row = box["tables"]["row"]
+    assert not first.is_error and row["termination"] == "submitted" and row["n_calls"] == 2
+    assert "X1 -> X2" in row["edges"]      # the client's graph, not the stranger's empty one
+
+
+def _closed(s: socket.socket) -> bool:
+    """Whether the server closed (or reset) a connection."""
+    s.settimeout(5)
+    try:
+        return s.recv(1) == b""
+    except ConnectionResetError:
+        return True
+    except TimeoutError:
+        return False
+
+
+def _fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def _rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no VmRSS")
+
+
+def test_a_flood_leaves_the_server_within_its_limits(split, tmp_path, capfd, monkeypatch):
+    """300 idle connections, slow headers, 40 bodies of 3.5 MB, a 900 KB argument, calls at once: all bounded."""
+    monkeypatch.setattr(external, "REQUEST_TIMEOUT_S", 2.0)
+    free = socket.create_server(("127.0.0.1", 0))
+    port = free.getsockname()[1]
+    free.close()
+    t, box = _serve_in_thread(split, {"kind": "external", "port": port, "idle_timeout_s": 60, "exit_grace_s": 1},
+                              tmp_path, budget=BUDGET)
+    url = _served_url(capfd)
+    path = url.split(str(port), 1)[1]
+    time.sleep(0.5)
+    fds0, rss0 = _fds(), _rss_mb()
+    idle = []
+    for _ in range(300):
+        s = socket.socket()
+        s.connect(("127.0.0.1", port))
+        s.send(b"POST " + path.encode() + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n")   # headers never finished
+        idle.append(s)
+    time.sleep(1.0)
+    fds_flood = _fds() - 300          # the test's own 300 client sockets are in this process too
+    time.sleep(2.5)                   # past the request timeout: the server closed every slow one
+    closed = sum(_closed(s) for s in idle)
+    for s in idle:
+        s.close()
+    big = b'{"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "view_graph", "arguments": ' \
+          b'{"x": "' + b"a" * (3_500_000) + b'"}}}'
+    answers: list = []
+
+    def flood():
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+                s.sendall(b"POST " + path.encode() + b" HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json"
+                          b"\r\nContent-Length: " + str(len(big)).encode() + b"\r\n\r\n" + big)
+                answers.append(s.recv(100))
+        except OSError as exc:   # the server answered 413 and closed without reading it all
+            answers.append(repr(exc).encode())
+
+    threads = [threading.Thread(target=flood) for _ in range(40)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(60)
+    rss_flood = _rss_mb()
+
+    async def play():
+        client = await _connect(url)
+        try:
+            cut = await client.call_tool("view_graph", {"x": "b" * 900_000})
+            at_once: list = []
+
+            async def one():
+                at_once.append(await client.call_tool("data_summary", {}))
+
+            async with anyio.create_task_group() as tg:
+                for _ in range(5):
+                    tg.start_soon(one)
+            await client.call_tool("submit", {})
+            return cut, at_once
+        finally:
+            await client.__aexit__(None, None, None)
+
+    cut, at_once = anyio.run(play)
+    t.join(60)
+    assert fds_flood - fds0 <= external.MAX_CONNECTIONS + 4, (fds0, fds_flood)
+    assert closed == 300
+    assert sum(a.startswith(b"HTTP/1.1 413") for a in answers) >= 1 and not any(b"200 OK" in a for a in answers)
+    assert rss_flood - rss0 < 60, (rss0, rss_flood)    # not 40 x 3.5 MB held
+    assert cut.is_error
+    texts = [r.content[0].text for r in at_once]
+    assert sum(x.startswith("another call is pending") for x in texts) >= 1 and sum(not r.is_error for r in at_once) >= 1
+    calls = box["tables"]["calls"]
+    assert len(calls[0]["arguments"]) < external.MAX_ARGUMENT_CHARS + 100
+    assert calls[0]["arguments"].endswith(f"[cut: {len(json.dumps({'x': 'b' * 900_000}))} characters]")
+    # the calls refused as pending were no turns: view_graph, the data_summary made, submit
+    assert [c["tool"] for c in calls] == ["view_graph", *["data_summary"] * sum(not r.is_error for r in at_once),
+                                          "submit"]
+
+
+def test_reported_tokens_count_and_a_missing_report_is_unknown(split, tmp_path, capfd):
+    """Tokens a client reports in ``_meta`` are recorded and checked against the per-turn output limit."""
+    free = socket.create_server(("127.0.0.1", 0))
+    port = free.getsockname()[1]
+    free.close()
+    t, box = _serve_in_thread(split, {"kind": "external", "port": port, "idle_timeout_s": 60, "exit_grace_s": 1},
+                              tmp_path, budget=BUDGET)
+    url = _served_url(capfd)
+    over = BUDGET["output_tokens_per_turn"] + 1
+
+    async def play():
+        client = await _connect(url)
+        try:
+            meta = {external.USAGE_META: {"tokens_in": 1200, "tokens_out": 80}}
+            a = await client.call_tool("view_graph", {}, meta=meta)
+            b = await client.call_tool("view_graph", {})
+            c = await client.call_tool("data_summary", {}, meta={external.USAGE_META: {"tokens_out": over}})
+            await client.call_tool("submit", {}, meta=meta)
+            return a, b, c
+        finally:
+            await client.__aexit__(None, None, None)
+
+    a, b, c = anyio.run(play)
+    t.join(60)
+    reqs = box["tables"]["requests"]
+    assert [(q["tokens_in"], q["tokens_out"]) for q in reqs] == [(1200, 80), (None, None), (None, over), (1200, 80)]
+    assert not a.is_error and not b.is_error and c.is_error and "output-token limit" in c.content[0].text
+    row = box["tables"]["row"]
+    assert row["tokens_in"] is None and row["tokens_out"] is None      # unknown once one call did not say
