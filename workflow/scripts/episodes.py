@@ -4,6 +4,7 @@ from pathlib import Path
 
 from heuresis.episodes import run_episode_shard
 from heuresis.logs import stage_logger
+from heuresis.sealing import run_salt
 
 sm = snakemake  # noqa: F821  (injected by Snakemake)
 run_episode_shard(
@@ -26,4 +27,5 @@ run_episode_shard(
     transcripts_dir=sm.params.transcripts,
     log=stage_logger(sm.log[0]),
     attempt=sm.params.attempt,
+    salt=run_salt(sm.params.salt, sm.input.salt),
 )
