@@ -29,6 +29,7 @@ try:
     from heuresis.published import load_published_table2 as _load_published_table2
     from heuresis.published import published_table2_path as _published_table2_path
     from heuresis.sealing import SALT_FILE, SecretUnavailable, disclosure as _disclosure, require_test_seed
+    from heuresis.sealing import write_salt as _write_salt
     from heuresis.table1 import load_table1 as _load_table1
     from heuresis.verification import CHECKS as _VERIFICATION, check_settings as _check_settings
 except ImportError as exc:  # the package must be installed (README: pip install -e .)
@@ -254,8 +255,14 @@ def agent_spec(wildcards):
 
 
 def episode_salt(wildcards):
-    """The run's drawn salt (secrets.salt: drawn; made once by the salt rule), or nothing for the public salt."""
-    return SALT_FILE if config["secrets"]["salt"] == "drawn" else []
+    """The run's salt file (secrets.salt: drawn), drawn here the first time an episode job is planned; nothing
+    for the public salt. A source file, not a rule's output: Snakemake deletes a job's outputs before it reruns
+    the job (-F, -R, an edited rule), and a redrawn salt would change every mask. It is created exclusively
+    (heuresis.sealing.write_salt), so concurrent planners keep one; delete it to draw a new one."""
+    if config["secrets"]["salt"] != "drawn":
+        return []
+    _write_salt(SALT_FILE)
+    return SALT_FILE
 
 
 def episode_pc_kci(wildcards):

@@ -1,6 +1,5 @@
 # Stage 1, instances (docs/design.md §3): per family and split, the agent-visible data of every instance
-# (results/instances/...) and, kept apart, the hidden truth (results/truth/...); beside the truth, the
-# run's salt (secrets.salt: drawn; heuresis.sealing).
+# (results/instances/...) and, kept apart, the hidden truth (results/truth/...).
 
 
 rule instances:
@@ -26,15 +25,3 @@ rule instances:
     script:
         "../workflow/scripts/instances.py"
 
-
-# Drawn once per results tree: write-protected, so the workflow never redraws it (a job that would
-# fails instead); delete the file to draw a new salt, which reruns every episode. Only episode jobs
-# read it (secrets.salt: drawn).
-rule salt:
-    output:
-        protected(SALT_FILE),
-    log:
-        "logs/salt.log",
-    localrule: True
-    script:
-        "../workflow/scripts/salt.py"

@@ -422,7 +422,7 @@ def cmd_serve_episode(args: argparse.Namespace) -> int:
                                 "(run the workflow's references stage first)")
     from heuresis.sealing import PUBLIC_SALT, SALT_FILE, write_salt
 
-    # the run's salt: drawn once into the results tree (as the workflow's salt rule does) unless public
+    # the run's salt: drawn once into the results tree (as the workflow does when it plans episodes) unless public
     salt = PUBLIC_SALT if cfg["secrets"]["salt"] == "public" else write_salt(res / Path(SALT_FILE).relative_to("results"))
     tail = Path(args.agent) / args.condition / fam / split
     out = res / "episodes" / tail / f"served-{idx:04d}.parquet"

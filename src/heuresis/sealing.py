@@ -5,8 +5,9 @@ Two values no agent may know, because each would let it recompute what the harne
 * **the salt** (config ``secrets.salt``): every per-episode secret (the masked algorithm names,
   the tools' subsample draws) derives from it by HMAC-SHA256
   (:func:`heuresis.harness.episode.episode_seed`).  ``drawn``: 32 random bytes drawn once per
-  results tree (:func:`write_salt`, the workflow's ``salt`` rule) into ``results/truth/salt.json``
-  beside the hidden truth, reused by every later run and rerun of that tree; ``public``: the fixed
+  results tree (:func:`write_salt`, when the workflow first plans an episode job) into
+  ``results/truth/salt.json`` beside the hidden truth, reused by every later run and rerun of
+  that tree (the workflow never redraws it; deleting it draws a new one); ``public``: the fixed
   :data:`PUBLIC_SALT` written here, so a small run is reproducible from the repository alone (and
   its masks recomputable: its tables say so).
 * **the test seed** (config ``secrets.test_seed``): ``sealed``: the test split's instances derive
@@ -108,8 +109,8 @@ def read_salt(path: str | Path = SALT_FILE) -> str:
     try:
         salt = json.loads(path.read_text())["salt"]
     except FileNotFoundError:
-        raise SecretUnavailable(f"{path}: no salt (secrets.salt: drawn); the workflow's salt rule draws it "
-                                "(snakemake results/truth/salt.json)") from None
+        raise SecretUnavailable(f"{path}: no salt (secrets.salt: drawn); the workflow draws it when it plans "
+                                "the first episode job") from None
     except (ValueError, KeyError, TypeError) as exc:
         raise SecretUnavailable(f"{path}: not a salt file ({exc})") from None
     return _check_secret(str(salt), str(path))
