@@ -291,3 +291,14 @@ def test_the_workflow_draws_the_salt_once(tmp_path):
     assert inputs, "episode jobs do not read the salt"
     run_snakemake(wd, "-n", "-F", *conf)
     assert read_salt(wd / "results/truth/salt.json") == salt
+
+
+def test_check_config_says_whether_the_test_split_can_be_built(root, capsys, monkeypatch):
+    monkeypatch.delenv("HEURESIS_TEST_SEED", raising=False)
+    main(["check-config", "--config", str(root / "config/config.yaml")])
+    assert "test split sealed, but its seed is not available (HEURESIS_TEST_SEED not set)" in capsys.readouterr().out
+    seed = draw_secret()
+    monkeypatch.setenv("HEURESIS_TEST_SEED", seed)
+    main(["check-config", "--config", str(root / "config/config.yaml")])
+    out = capsys.readouterr().out
+    assert f"test split sealed, commitment {commitment(seed)}" in out and seed not in out

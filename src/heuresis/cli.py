@@ -69,6 +69,14 @@ def cmd_check_config(args: argparse.Namespace) -> int:
           f"{', '.join(g['modes'])}, {g['plays']} plays per LLM agent and {g['baseline_plays']} per offline agent "
           f"({len(play_jobs(cfg))} play jobs), judges "
           f"{', '.join(g['judges']) or 'none (the rubric says: no judge configured)'}")
+    from heuresis.sealing import disclosure
+
+    sec = disclosure(cfg)
+    test = ("public (from seed; tables labelled UNSEALED)" if sec["test_seed"] == "public" else
+            f"sealed, commitment {sec['commitment']}" if sec["commitment"] else
+            f"sealed, but its seed is not available ({cfg['secrets']['test_seed_env']} not set): the workflow "
+            "refuses to build the test split")
+    print(f"secrets: salt {sec['salt']}; test split {test}")
     from heuresis.agents.llm import CredentialsError, check_credentials, llm_agents_in_use
 
     llm = llm_agents_in_use(cfg)
