@@ -79,6 +79,7 @@ rule table12:
         families=FAMILIES,
         bootstrap={},  # no intervals: changing the bootstrap settings leaves Table 12 alone
         agents=EPISODE_AGENTS,
+        secrets=SECRETS,
         extra={
             "cells": episode_cells(),
             "agent_specs": {a: dict(config["agents"][a]) for a in EPISODE_AGENTS},

@@ -28,6 +28,8 @@ try:
     from heuresis.instances import instance_spec as _instance_spec
     from heuresis.published import load_published_table2 as _load_published_table2
     from heuresis.published import published_table2_path as _published_table2_path
+    from heuresis.sealing import SALT_FILE, SecretUnavailable, disclosure as _disclosure, require_test_seed
+    from heuresis.sealing import write_salt as _write_salt
     from heuresis.table1 import load_table1 as _load_table1
     from heuresis.verification import CHECKS as _VERIFICATION, check_settings as _check_settings
 except ImportError as exc:  # the package must be installed (README: pip install -e .)
@@ -46,6 +48,21 @@ try:
     config.update(validate_config(config))
 except ConfigError as exc:
     raise WorkflowError(str(exc))
+
+# The secrets regime (heuresis.sealing; docs/provenance.md): a malformed sealed seed stops the workflow
+# here; a missing one is a warning (a dry run shows it) and stops a run that would build the test split
+# (onstart below). SECRETS holds the salt mode and the test seed's commitment, never a secret: the
+# tables show it in their captions.
+try:
+    SECRETS = _disclosure(config)
+except SecretUnavailable as exc:
+    raise WorkflowError(str(exc))
+if SECRETS["test_seed"] == "sealed" and SECRETS["commitment"] is None:
+    try:
+        require_test_seed(config)
+    except SecretUnavailable as exc:
+        _logger.warning(f"WARNING: {exc}. Jobs that build the test split will not start.")
+TEST_SEED = {k: v for k, v in SECRETS.items() if k != "salt"}  # what the headroom tables disclose
 
 # Credentials of the configured LLM agents: a missing one is named here, when the workflow is read
 # (a warning, so a dry run shows it), and stops the workflow at start, before any job runs, when a
@@ -88,6 +105,15 @@ onstart:
         except IsolationUnavailable as exc:
             raise WorkflowError(str(exc))
 
+    # The sealed test seed (secrets.test_seed: sealed): a job about to build a test split without it
+    # stops the run here, before any job, naming the variable; dev targets build without it.
+    if SECRETS["test_seed"] == "sealed" and any(_job.rule.name == "instances" and _job.wildcards_dict["split"] == "test"
+                                                 for _job in workflow.dag.needrun_jobs()):
+        try:
+            require_test_seed(config)
+        except SecretUnavailable as exc:
+            raise WorkflowError(str(exc))
+
 FAMILIES = list(config["families"])
 
 # A job whose output records failed units (episodes, plays, judgements: status "failed") reruns the
@@ -116,7 +142,7 @@ def n_instances(wildcards):
 
 def instance_params(wildcards):
     """The config slice a family's instances depend on; a change elsewhere reruns nothing here."""
-    return _instance_spec(config, wildcards.family)
+    return _instance_spec(config, wildcards.family, wildcards.split)
 
 
 def instance_outputs():
@@ -233,6 +259,17 @@ def episode_config(wildcards):
 def agent_spec(wildcards):
     """The config entry of the job's agent (kind and parameters)."""
     return dict(config["agents"][wildcards.agent])
+
+
+def episode_salt(wildcards):
+    """The run's salt file (secrets.salt: drawn), drawn here the first time an episode job is planned; nothing
+    for the public salt. A source file, not a rule's output: Snakemake deletes a job's outputs before it reruns
+    the job (-F, -R, an edited rule), and a redrawn salt would change every mask. It is created exclusively
+    (heuresis.sealing.write_salt), so concurrent planners keep one; delete it to draw a new one."""
+    if config["secrets"]["salt"] != "drawn":
+        return []
+    _write_salt(SALT_FILE)
+    return SALT_FILE
 
 
 def episode_pc_kci(wildcards):
@@ -369,7 +406,7 @@ EPISODE_AGENTS = [a for a in config["agents"] if any(a in config["episodes"]["gr
 
 def analysis_params(wildcards=None):
     """What every analysis table and figure depends on besides its inputs (bootstrap settings, orders)."""
-    return {"families": FAMILIES, "bootstrap": dict(config["bootstrap"]), "agents": EPISODE_AGENTS}
+    return {"families": FAMILIES, "bootstrap": dict(config["bootstrap"]), "agents": EPISODE_AGENTS, "secrets": SECRETS}
 
 
 def episode_cells():

@@ -11,6 +11,7 @@ rule episodes:
         data="results/instances/{family}/{split}",
         truth="results/truth/{family}/{split}/graphs.parquet",
         pc_kci=episode_pc_kci,
+        salt=episode_salt,
     output:
         episodes="results/episodes/{agent}/{condition_id}/{family}/{split}/shard-{shard}.parquet",
         calls="results/episodes/{agent}/{condition_id}/{family}/{split}/shard-{shard}.calls.parquet",
@@ -26,6 +27,7 @@ rule episodes:
         menu=config["references"]["algorithms"],
         grades=config["grades"],
         seed=config["seed"],
+        salt=config["secrets"]["salt"],
         transcripts="results/transcripts/{agent}/{condition_id}/{family}/{split}",
         attempt=attempt_of("results/episodes/{agent}/{condition_id}/{family}/{split}/shard-{shard}.parquet"),
     threads: 1

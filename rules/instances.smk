@@ -24,3 +24,4 @@ rule instances:
         runtime=5,
     script:
         "../workflow/scripts/instances.py"
+

@@ -25,6 +25,7 @@ for _table in HEADROOM_TABLES:
             families={f: config["families"][f] for f in FAMILIES},
             bootstrap=config["bootstrap"],
             foundation_models=config["headroom"]["foundation_models"],
+            secrets=TEST_SEED,
         group:
             "targets"
         threads: 1
@@ -58,6 +59,7 @@ for _figure in HEADROOM_FIGURES:
             target=_figure,
             families={f: config["families"][f] for f in FAMILIES},
             bootstrap=config["bootstrap"],
+            secrets=TEST_SEED,
         group:
             "targets"
         threads: 1

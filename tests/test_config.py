@@ -112,6 +112,8 @@ CASES = [
     ("games search below its minimum", lambda c: c["games"].update(search={"drones": 50}), "games.search.drones",
      "(allowed: an integer in [100, 1000000])"),
     ("games search typo", lambda c: c["games"].update(search={"drnes": 500}), "games.search", "'drnes' was unexpected"),
+    ("unknown salt mode", lambda c: c["secrets"].update(salt="fixed"), "secrets.salt", "'fixed'"),
+    ("unknown test seed mode", lambda c: c["secrets"].update(test_seed="open"), "secrets.test_seed", "'open'"),
 ]
 
 

@@ -69,6 +69,14 @@ def cmd_check_config(args: argparse.Namespace) -> int:
           f"{', '.join(g['modes'])}, {g['plays']} plays per LLM agent and {g['baseline_plays']} per offline agent "
           f"({len(play_jobs(cfg))} play jobs), judges "
           f"{', '.join(g['judges']) or 'none (the rubric says: no judge configured)'}")
+    from heuresis.sealing import disclosure
+
+    sec = disclosure(cfg)
+    test = ("public (from seed; tables labelled UNSEALED)" if sec["test_seed"] == "public" else
+            f"sealed, commitment {sec['commitment']}" if sec["commitment"] else
+            f"sealed, but its seed is not available ({cfg['secrets']['test_seed_env']} not set): the workflow "
+            "refuses to build the test split")
+    print(f"secrets: salt {sec['salt']}; test split {test}")
     from heuresis.agents.llm import CredentialsError, check_credentials, llm_agents_in_use
 
     llm = llm_agents_in_use(cfg)
@@ -95,18 +103,41 @@ def cmd_instances(args: argparse.Namespace) -> int:
     from heuresis.config import SPLITS
     from heuresis.instances import instance_spec, write_split
     from heuresis.logs import stage_logger
+    from heuresis.sealing import require_test_seed
 
     cfg = _load(args.config)
     families = args.family or list(cfg["families"])
     splits = args.split or list(SPLITS)
     log = stage_logger(None)
     out = Path(args.results)
+    sealed = "test" in splits and cfg["secrets"]["test_seed"] == "sealed"
+    test_seed = require_test_seed(cfg) if sealed else None   # before anything is written
     for fam in families:
-        spec = instance_spec(cfg, fam)
         for split in splits:
-            write_split(spec, fam, split, int(cfg["instances"][f"n_{split}"]), out / "instances" / fam / split,
-                        out / "truth" / fam / split, log=log)
+            write_split(instance_spec(cfg, fam, split), fam, split, int(cfg["instances"][f"n_{split}"]),
+                        out / "instances" / fam / split, out / "truth" / fam / split, log=log,
+                        test_seed=test_seed if split == "test" else None)
     return 0
+
+
+def cmd_draw_seed(args: argparse.Namespace) -> int:
+    """Draw a sealed test seed; print it and its commitment (docs/provenance.md, Secrets)."""
+    from heuresis.sealing import commitment, draw_secret
+
+    seed = draw_secret()
+    print(f"seed        {seed}\ncommitment  {commitment(seed)}")
+    return 0
+
+
+def cmd_verify_seed(args: argparse.Namespace) -> int:
+    """Check a published test seed against the commitment recorded before it was published."""
+    from heuresis.sealing import commitment, verify_seed
+
+    if verify_seed(args.seed, args.commitment):
+        print(f"ok: the seed matches commitment {args.commitment.strip().lower()}")
+        return 0
+    print(f"MISMATCH: the seed's commitment is {commitment(args.seed)}, not {args.commitment.strip().lower()}")
+    return 1
 
 
 def cmd_show_instance(args: argparse.Namespace) -> int:
@@ -397,13 +428,17 @@ def cmd_serve_episode(args: argparse.Namespace) -> int:
     if not refs:
         raise FileNotFoundError(f"no PC-KCI references under {res / 'references' / 'pc_kci' / fam / split} "
                                 "(run the workflow's references stage first)")
+    from heuresis.sealing import PUBLIC_SALT, SALT_FILE, write_salt
+
+    # the run's salt: drawn once into the results tree (as the workflow does when it plans episodes) unless public
+    salt = PUBLIC_SALT if cfg["secrets"]["salt"] == "public" else write_salt(res / Path(SALT_FILE).relative_to("results"))
     tail = Path(args.agent) / args.condition / fam / split
     out = res / "episodes" / tail / f"served-{idx:04d}.parquet"
     run_episode_shard(args.agent, spec, args.condition, fam, split, [idx], data_dir=res / "instances" / fam / split,
                       truth_dir=res / "truth" / fam / split, pc_kci_paths=refs, episodes_cfg=cfg["episodes"],
                       menu=cfg["references"]["algorithms"], grades=cfg["grades"], seed=cfg["seed"], out=out,
                       calls_out=out.with_suffix(".calls.parquet"), requests_out=out.with_suffix(".requests.parquet"),
-                      transcripts_dir=res / "transcripts" / tail, log=stage_logger(None))
+                      transcripts_dir=res / "transcripts" / tail, log=stage_logger(None), salt=salt)
     print(f"episode written to {out}", file=sys.stderr)
     from heuresis.agents.external import wait_for_clients
 
@@ -430,6 +465,14 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--split", action="append", choices=["dev", "test"], help="split (default: both)")
     sp.add_argument("--results", default="results", help="results folder (default: results)")
     sp.set_defaults(func=cmd_instances)
+
+    sp = sub.add_parser("draw-seed", help="draw a sealed test seed and print it with its commitment")
+    sp.set_defaults(func=cmd_draw_seed)
+
+    sp = sub.add_parser("verify-seed", help="check a published test seed against its recorded commitment")
+    sp.add_argument("seed", help="the published seed (hexadecimal)")
+    sp.add_argument("commitment", help="the commitment recorded in provenance and table captions (sha256, hex)")
+    sp.set_defaults(func=cmd_verify_seed)
 
     sp = sub.add_parser("show-instance", help="print the hidden truth of one instance")
     sp.add_argument("instance", help="family/split/index, e.g. wild/test/0003")

@@ -39,6 +39,7 @@ from heuresis.io import Checkpoint, atomic_write_text, write_table
 from heuresis.provenance import PROVENANCE_KEY, dumps, provenance_record, utc_now
 from heuresis.references import grade_table, graph_of, load_references
 from heuresis.schemas import CALLS, EPISODES, REQUESTS
+from heuresis.sealing import PUBLIC_SALT, salt_digest
 
 __all__ = ["config_errors", "episode_settings", "load_episode_inputs", "run_episode_shard"]
 
@@ -79,6 +80,7 @@ def run_episode_shard(agent: str, agent_spec: Mapping, condition_id: str, family
                       menu: Mapping, grades: Sequence[Mapping], seed: int, out: str | Path, calls_out: str | Path,
                       requests_out: str | Path, transcripts_dir: str | Path, log: Callable[[str], None] = lambda m: None,
                       after_episode: Callable[[int], None] | None = None, attempt: str = FIRST_ATTEMPT,
+<<<<<<< HEAD
                       spend_dir: str | Path | None = None) -> Path:
     """Run every episode of one job and write its tables (transcripts as they finish).
 
@@ -86,6 +88,16 @@ def run_episode_shard(agent: str, agent_spec: Mapping, condition_id: str, family
     Each episode's model requests go to its request log beside its transcript
     (``{index:04d}.requests.jsonl``, :mod:`heuresis.harness.requestlog`): a rerun replays what was
     paid for.  ``spend_dir``: the folder of the run's spend ledgers (``max_run_usd``).
+=======
+                      salt: str = PUBLIC_SALT) -> Path:
+    """Run every episode of one job and write its tables (transcripts as they finish).
+
+    ``attempt`` is the rule's parameter of that name (:func:`heuresis.failures.attempt_param`).
+    ``salt`` keys every episode's secrets (:func:`~heuresis.harness.episode.episode_seed`); the
+    workflow passes the run's (:func:`heuresis.sealing.run_salt`).  Its digest, never the salt, is
+    recorded in the provenance and every transcript, and is part of the resume key: a checkpoint
+    made under another salt is not resumed.
+>>>>>>> h-seeds
     """
     started = utc_now()
     cond = Condition.from_id(agent, condition_id)
@@ -93,11 +105,13 @@ def run_episode_shard(agent: str, agent_spec: Mapping, condition_id: str, family
     inputs = load_episode_inputs(family, split, indices, data_dir, truth_dir, pc_kci_paths)
     cfg_slice = {"agent": agent, "agent_spec": dict(agent_spec), "condition": condition_id,
                  "budget": episodes_cfg["budgets"][cond.budget], "code_tool": episodes_cfg["code_tool"],
-                 "alpha": episodes_cfg["alpha"], "menu": dict(menu), "grades": list(grades), "seed": seed}
+                 "alpha": episodes_cfg["alpha"], "menu": dict(menu), "grades": list(grades), "seed": seed,
+                 "salt": "public" if salt == PUBLIC_SALT else "drawn"}
+    salted = {"salt": cfg_slice["salt"], "salt_sha256": salt_digest(salt)}
     origin = agent_origin(agent, agent_spec)
     if origin is not None:   # a plugin's class and distribution version: in the provenance and the resume key
         cfg_slice["agent_origin"] = origin
-    key = config_digest({**cfg_slice, "data": [inputs[i].instance_id for i in indices],
+    key = config_digest({**cfg_slice, **salted, "data": [inputs[i].instance_id for i in indices],
                          "pc_kci_tests": [inputs[i].pc_kci_tests for i in indices]})
     ckpt = Checkpoint(out, key)
     if len(ckpt):
@@ -109,9 +123,15 @@ def run_episode_shard(agent: str, agent_spec: Mapping, condition_id: str, family
         if i in ckpt:
             continue
         inp = inputs[i]
+<<<<<<< HEAD
         res = run_episode(agent, agent_spec, cond, inp, settings, episode_seed(seed, agent, condition_id, inp.instance_id),
                           request_log=RequestLog(tdir / f"{i:04d}.requests.jsonl"), spend_dir=spend_dir)
+=======
+        res = run_episode(agent, agent_spec, cond, inp, settings,
+                          episode_seed(salt, seed, agent, condition_id, inp.instance_id))
+>>>>>>> h-seeds
         res.row["transcript"] = str(tdir / f"{i:04d}.json")
+        res.transcript["secrets"] = salted
         atomic_write_text(tdir / f"{i:04d}.json", json.dumps(res.transcript, indent=1, default=str))
         record = {"row": res.row, "calls": res.calls, "requests": res.requests}
         if res.row["status"] == "failed":   # written, not saved: a rerun retries it
@@ -129,7 +149,7 @@ def run_episode_shard(agent: str, agent_spec: Mapping, condition_id: str, family
     rows = [rec["row"] for rec in records]
     calls = [c for rec in records for c in rec["calls"]]
     requests = [q for rec in records for q in rec.get("requests", [])]
-    prov = provenance_record(stage="episodes", config=cfg_slice, seeds={"seed": seed},
+    prov = provenance_record(stage="episodes", config=cfg_slice, seeds={"seed": seed, **salted},
                              inputs=[Path(truth_dir) / "graphs.parquet", *map(Path, pc_kci_paths)], started=started,
                              packages=origin_packages(origin))
     failed = ckpt.failed

@@ -5,6 +5,9 @@ Every random draw of an instance comes from one ``numpy.random.Generator`` seede
 are stable hashes of the family and split *names*.  So an instance depends only on the global
 seed, its family's config entry, the instance settings (d, n, graph prior) and its index:
 adding a family, reordering families or raising the instance count changes no existing byte.
+A sealed test split (config ``secrets.test_seed: sealed``) takes its entropy from the sealed seed
+instead of ``config.seed`` (:func:`heuresis.sealing.sealed_entropy`), with the same spawn keys:
+the dev split is unchanged, and no public value reproduces the test split.
 
 The draw order within an instance (fixed; changing it changes every instance):
 prior, causal order, edges, then per node in causal order its kind, parameters and noise, and
@@ -39,6 +42,7 @@ from heuresis.io import read_table, write_table
 from heuresis.mechanisms import MECHANISMS, standardize
 from heuresis.provenance import PROVENANCE_KEY, dumps, provenance_record, utc_now
 from heuresis.schemas import INSTANCE_INDEX, TRUTH_GRAPHS, TRUTH_NODES, data_schema
+from heuresis.sealing import SecretUnavailable, sealed_entropy, test_seed_spec, verify_seed
 
 __all__ = [
     "Instance",
@@ -52,6 +56,7 @@ __all__ = [
     "r2_sortability",
     "sample_dag",
     "sample_scm",
+    "split_entropy",
     "stable_key",
     "var_sortability",
     "write_split",
@@ -239,11 +244,30 @@ def sample_scm(rng: np.random.Generator, adj: np.ndarray, order: Sequence[int], 
     return x, node_records
 
 
-def generate_instance(spec: Mapping, family: str, split: str, index: int) -> Instance:
-    """Generate one instance from an instance spec (see :func:`instance_spec`)."""
+def split_entropy(spec: Mapping, split: str, test_seed: str | None = None) -> int:
+    """The ``SeedSequence`` entropy of a split: ``spec["seed"]``, or for a sealed spec the sealed seed's.
+
+    A sealed spec (``{"sealed": commitment}``, :func:`instance_spec` of a sealed test split) needs
+    ``test_seed``, the seed whose commitment it records; another seed is refused.
+    """
+    seed = spec["seed"]
+    if not isinstance(seed, Mapping):
+        return int(seed)
+    if split != "test":
+        raise ValueError(f"split {split!r}: only the test split is sealed")
+    if test_seed is None:
+        raise SecretUnavailable("the test split is sealed: its seed must be given (secrets.test_seed)")
+    if seed["sealed"] is None or not verify_seed(test_seed, seed["sealed"]):
+        raise SecretUnavailable(f"the given test seed does not match the commitment {seed['sealed']} the "
+                                "instance spec records (a rotated seed needs a fresh spec)")
+    return sealed_entropy(test_seed)
+
+
+def generate_instance(spec: Mapping, family: str, split: str, index: int, test_seed: str | None = None) -> Instance:
+    """Generate one instance from an instance spec (see :func:`instance_spec`; ``test_seed``: :func:`split_entropy`)."""
     fam = spec["family"]
     d, n = int(spec["instances"]["d"]), int(spec["instances"]["n"])
-    ss = instance_seed(int(spec["seed"]), family, split, index)
+    ss = instance_seed(split_entropy(spec, split, test_seed), family, split, index)
     rng = np.random.default_rng(ss)
 
     priors = list(spec["graph"]["priors"])
@@ -276,18 +300,24 @@ def generate_instance(spec: Mapping, family: str, split: str, index: int) -> Ins
                     r2_sortability=r2_sortability(data, dag))
 
 
-def instance_spec(config: Mapping, family: str) -> dict:
+def instance_spec(config: Mapping, family: str, split: str | None = None,
+                  environ: Mapping[str, str] | None = None) -> dict:
     """The slice of the config that a family's instances depend on (and nothing else).
 
     The workflow passes this as the rule's ``params`` so that editing another family, or an
     unrelated setting, does not regenerate this family's instances.  Mechanism constants are
-    resolved per kind (global constants merged with the family's overrides).
+    resolved per kind (global constants merged with the family's overrides).  For the test split
+    of a sealed config (``secrets.test_seed: sealed``) ``seed`` is ``{"sealed": commitment}``, the
+    commitment of the seed in ``environ`` (None when it is absent); never the seed itself.
     """
     if family not in config["families"]:
         raise ValueError(f"unknown family {family!r}; configured: {sorted(config['families'])}")
     fam = config["families"][family]
+    seed = config["seed"]
+    if split == "test" and config["secrets"]["test_seed"] == "sealed":
+        seed = {"sealed": test_seed_spec(config, environ)["commitment"]}
     return {
-        "seed": config["seed"],
+        "seed": seed,
         "instances": {"d": config["instances"]["d"], "n": config["instances"]["n"]},
         "graph": dict(config["graph"]),
         "family": fam,
@@ -296,21 +326,23 @@ def instance_spec(config: Mapping, family: str) -> dict:
 
 
 def write_split(spec: Mapping, family: str, split: str, n_instances: int, data_dir: str | Path,
-                truth_dir: str | Path, log=None) -> None:
+                truth_dir: str | Path, log=None, test_seed: str | None = None) -> None:
     """Generate ``n_instances`` instances of one family and split and write them.
 
     Writes the agent-visible ``data_dir/{index:04d}/data.parquet`` files and
     ``data_dir/index.parquet``, and, apart from them, the hidden truth
     ``truth_dir/graphs.parquet`` (one row per instance) and ``truth_dir/nodes.parquet`` (one row
     per node).  Data files carry no seed, family or time in their metadata: they are
-    byte-identical across runs, and nothing in them leaks the truth.
+    byte-identical across runs, and nothing in them leaks the truth.  ``test_seed``: the sealed
+    seed of a sealed spec (:func:`split_entropy`); the provenance records its commitment only.
     """
+    entropy = split_entropy(spec, split, test_seed)
     started = utc_now()
     data_dir, truth_dir = Path(data_dir), Path(truth_dir)
     index_rows, graph_rows, node_rows = [], [], []
     t0 = time.perf_counter()
     for i in range(n_instances):
-        inst = generate_instance(spec, family, split, i)
+        inst = generate_instance(spec, family, split, i, test_seed)
         rel = f"{i:04d}/data.parquet"
         schema = data_schema(inst.data.shape[1])
         table = pa.table({name: inst.data[:, k] for k, name in enumerate(schema.schema.names)})
@@ -329,7 +361,10 @@ def write_split(spec: Mapping, family: str, split: str, n_instances: int, data_d
             node_rows.append(dict(family=family, split=split, instance=i, **rec))
         if log is not None and (i + 1) % 25 == 0:
             log(f"{family}/{split}: {i + 1}/{n_instances} instances ({time.perf_counter() - t0:.1f} s)")
-    seeds = {"entropy": int(spec["seed"]), "spawn_key": [stable_key(family), stable_key(split), "index"]}
+    sealed = isinstance(spec["seed"], Mapping)
+    seeds = {"entropy": "sealed" if sealed else entropy, "spawn_key": [stable_key(family), stable_key(split), "index"]}
+    if sealed:
+        seeds["test_seed_commitment"] = spec["seed"]["sealed"]
     prov = dumps(provenance_record(stage="instances", config=dict(spec), seeds=seeds, started=started))
     meta = {PROVENANCE_KEY: prov}
     write_table(_rows_to_table(graph_rows, TRUTH_GRAPHS), truth_dir / "graphs.parquet", TRUTH_GRAPHS, meta)

@@ -18,6 +18,7 @@ import pyarrow as pa
 from heuresis.bootstrap import Interval
 from heuresis.io import atomic_write, atomic_write_text, write_parquet
 from heuresis.provenance import PROVENANCE_KEY, dumps
+from heuresis.sealing import disclosure_caption
 
 __all__ = ["format_interval", "save_figure", "to_latex", "to_markdown", "write_paper_table"]
 
@@ -118,12 +119,18 @@ def to_latex(df: pd.DataFrame, caption: str = "", label: str = "", highlight: Se
 
 
 def write_paper_table(numbers: pd.DataFrame, display: pd.DataFrame, stem: str | Path, *, caption: str,
-                      provenance: Mapping, highlight: Sequence[bool] | None = None) -> None:
+                      provenance: Mapping, highlight: Sequence[bool] | None = None,
+                      secrets: Mapping | None = None) -> None:
     """Write ``stem.parquet`` (numbers), ``stem.md`` and ``stem.tex`` (display).
 
     ``highlight`` flags display rows to stand out (bold in Markdown, red in LaTeX), e.g. failing
-    checks of Table 5.
+    checks of Table 5.  ``secrets``: the run's secrets regime (:func:`heuresis.sealing.disclosure`)
+    for a table of test results; the caption ends with it (the test seed's commitment, or UNSEALED)
+    and the provenance records it.
     """
+    if secrets is not None:
+        caption = f"{caption} {disclosure_caption(secrets)}"
+        provenance = {**provenance, "secrets": dict(secrets)}
     stem = Path(stem)
     stem.parent.mkdir(parents=True, exist_ok=True)
     table = pa.Table.from_pandas(numbers, preserve_index=False)

@@ -100,7 +100,7 @@ TRUTH_GRAPHS = _schema("truth_graphs", 1, [
     ("split", pa.string(), "dev or test"),
     ("instance", pa.int32(), "instance index within family and split"),
     ("instance_id", pa.string(), "family/split/index"),
-    ("seed_entropy", pa.uint64(), "numpy SeedSequence entropy (the global seed)"),
+    ("seed_entropy", pa.uint64(), "numpy SeedSequence entropy (the global seed; a sealed test split: from its sealed seed)"),
     ("seed_spawn_key", pa.list_(pa.uint64()), "SeedSequence spawn key (family key, split key, index)"),
     ("prior", pa.string(), "random-graph prior drawn (er or ba)"),
     ("d", pa.int32(), "nodes"),

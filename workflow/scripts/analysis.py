@@ -36,12 +36,13 @@ if name.startswith("table"):
     else:
         numbers, display = getattr(tables, name)(scores, families, boot, agents)
     write_paper_table(numbers, display, Path(sm.output.parquet).with_suffix(""), caption=CAPTIONS[name],
-                      provenance=prov)
+                      provenance=prov, secrets=sm.params.secrets)
     log(f"{name}: {len(numbers)} rows")
 else:
     if name == "figure6":
         fig, numbers = figures.figure6(scores, load_scores(sm.input.headroom), families, boot, agents)
     else:
         fig, numbers = getattr(figures, name)(scores, families, boot, agents)
-    save_figure(fig, Path(sm.output.pdf).with_suffix(""), provenance={**prov, "numbers": numbers.to_dict("records")})
+    save_figure(fig, Path(sm.output.pdf).with_suffix(""), provenance={**prov, "secrets": dict(sm.params.secrets),
+                                                                    "numbers": numbers.to_dict("records")})
     log(f"{name}: {len(numbers)} plotted numbers")

@@ -5,6 +5,7 @@ from pathlib import Path
 from heuresis.agents.spend import SPEND_DIR
 from heuresis.episodes import run_episode_shard
 from heuresis.logs import stage_logger
+from heuresis.sealing import run_salt
 
 sm = snakemake  # noqa: F821  (injected by Snakemake)
 run_episode_shard(
@@ -28,4 +29,5 @@ run_episode_shard(
     log=stage_logger(sm.log[0]),
     attempt=sm.params.attempt,
     spend_dir=SPEND_DIR,
+    salt=run_salt(sm.params.salt, sm.input.salt),
 )

@@ -4,9 +4,11 @@ from pathlib import Path
 
 from heuresis.instances import write_split
 from heuresis.logs import stage_logger
+from heuresis.sealing import require_test_seed
 
 sm = snakemake  # noqa: F821  (injected by Snakemake)
 log = stage_logger(sm.log[0])
+sealed = isinstance(sm.params.spec["seed"], dict)  # a sealed test split: its seed from the job's environment
 write_split(
     sm.params.spec,
     sm.wildcards.family,
@@ -15,4 +17,5 @@ write_split(
     data_dir=sm.output.data,
     truth_dir=Path(sm.output.graphs).parent,
     log=log,
+    test_seed=require_test_seed(sm.config) if sealed else None,
 )

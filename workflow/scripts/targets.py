@@ -31,9 +31,10 @@ if name.startswith("table"):
     else:
         numbers, display = targets.table11(scores, list(families), boot)
     write_paper_table(numbers, display, Path(sm.output.parquet).with_suffix(""), caption=CAPTIONS[name],
-                      provenance=prov)
+                      provenance=prov, secrets=sm.params.secrets)
     log(f"{name}: {len(numbers)} rows")
 else:
     fig, numbers = targets.figure1c(scores, list(families), boot)
-    save_figure(fig, Path(sm.output.pdf).with_suffix(""), provenance={**prov, "numbers": numbers.to_dict("records")})
+    save_figure(fig, Path(sm.output.pdf).with_suffix(""), provenance={**prov, "secrets": dict(sm.params.secrets),
+                                                                    "numbers": numbers.to_dict("records")})
     log(f"{name}: written")

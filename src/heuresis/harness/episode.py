@@ -20,6 +20,7 @@ error; an exception inside a tool is answered to the agent as an error and the e
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import string
 import time
@@ -92,10 +93,15 @@ class EpisodeOutcome:
     requests: list[dict] = field(default_factory=list)   # one row per model request (:data:`REQUESTS`)
 
 
-def episode_seed(global_seed: int, agent: str, condition_id: str, instance_id: str) -> int:
-    """Seed of an episode (masking, subsamples), stable across runs and machines."""
-    h = hashlib.sha256(f"{global_seed}/{agent}/{condition_id}/{instance_id}".encode()).digest()
-    return int.from_bytes(h[:4], "little")
+def episode_seed(salt: str, global_seed: int, agent: str, condition_id: str, instance_id: str) -> int:
+    """Seed of an episode (masking, subsamples): HMAC-SHA256 keyed by the run's salt (:mod:`heuresis.sealing`).
+
+    Stable across runs, reruns and machines of one results tree (the salt is drawn once), and not
+    computable from public values: the config, agent, condition and instance are public, the salt
+    is not (unless ``secrets.salt: public``).
+    """
+    h = hmac.new(salt.encode(), f"{global_seed}/{agent}/{condition_id}/{instance_id}".encode(), hashlib.sha256)
+    return int.from_bytes(h.digest()[:4], "little")
 
 
 def algorithm_mapping(menu: Sequence[str], rng: np.random.Generator) -> dict[str, str]:

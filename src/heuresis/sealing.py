@@ -1,0 +1,215 @@
+"""Secrets of a run (docs/provenance.md, "Secrets"): the masking salt and the sealed test seed.
+
+Two values no agent may know, because each would let it recompute what the harness hides:
+
+* **the salt** (config ``secrets.salt``): every per-episode secret (the masked algorithm names,
+  the tools' subsample draws) derives from it by HMAC-SHA256
+  (:func:`heuresis.harness.episode.episode_seed`).  ``drawn``: 32 random bytes drawn once per
+  results tree (:func:`write_salt`, when the workflow first plans an episode job) into
+  ``results/truth/salt.json`` beside the hidden truth, reused by every later run and rerun of
+  that tree (the workflow never redraws it; deleting it draws a new one); ``public``: the fixed
+  :data:`PUBLIC_SALT` written here, so a small run is reproducible from the repository alone (and
+  its masks recomputable: its tables say so).
+* **the test seed** (config ``secrets.test_seed``): ``sealed``: the test split's instances derive
+  from a seed kept outside the repository (the environment variable ``secrets.test_seed_env``, or
+  the file ``secrets.test_seed_file``), of which only the commitment :func:`commitment` is
+  published (provenance, every table's caption); ``public``: the test split derives from the
+  config's ``seed``, like the dev split, and everything built from it is labelled unsealed.
+
+A sealed seed is at least 32 hexadecimal digits (128 bits; :func:`draw_secret` gives 64), so its
+commitment cannot be inverted by trying seeds.  Its commitment is
+``sha256("heuresis-test-seed:" + seed)`` in hex; after its period the seed is published and
+``heuresis verify-seed SEED COMMITMENT`` checks it (:func:`verify_seed`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import re
+import secrets
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+
+__all__ = [
+    "PUBLIC_SALT",
+    "SALT_FILE",
+    "SecretUnavailable",
+    "commitment",
+    "disclosure",
+    "disclosure_caption",
+    "draw_secret",
+    "read_salt",
+    "read_test_seed",
+    "require_test_seed",
+    "run_salt",
+    "salt_digest",
+    "sealed_entropy",
+    "test_seed_spec",
+    "verify_seed",
+    "write_salt",
+]
+
+PUBLIC_SALT = "heuresis-public-salt-v1"     # secrets.salt: public (documented, so anyone recomputes the masks)
+SALT_FILE = "results/truth/salt.json"       # where the workflow keeps a drawn salt (beside the truth)
+_COMMIT_PREFIX = "heuresis-test-seed:"      # commitment = sha256(prefix + seed)
+_ENTROPY_PREFIX = "heuresis-test-entropy:"  # the test split's SeedSequence entropy = first 8 bytes of sha256(prefix + seed)
+_SALT_PREFIX = "heuresis-salt:"             # recorded digest of a salt = sha256(prefix + salt)
+_SECRET = re.compile(r"[0-9a-f]{32,}")
+
+
+class SecretUnavailable(ValueError):
+    """A sealed secret the configuration needs is not available (or not well-formed)."""
+
+
+def draw_secret() -> str:
+    """A fresh secret: 32 random bytes from the operating system, as 64 hexadecimal digits."""
+    return secrets.token_hex(32)
+
+
+def _check_secret(value: str, where: str) -> str:
+    value = value.strip().lower()
+    if not _SECRET.fullmatch(value):
+        raise SecretUnavailable(f"{where}: expected at least 32 hexadecimal digits, got {len(value)} characters "
+                                "that are not (draw one with `heuresis draw-seed`)")
+    return value
+
+
+# --- the salt -----------------------------------------------------------------------------------
+def write_salt(path: str | Path = SALT_FILE) -> str:
+    """Draw a salt into ``path`` unless one is there already; return the salt the file holds.
+
+    The file is created exclusively (written to a temporary file, then hard-linked to ``path``,
+    which fails if ``path`` exists), so two concurrent callers keep one salt, and it is read-only.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists():
+        salt = draw_secret()
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        try:
+            with os.fdopen(fd, "w") as fh:
+                json.dump({"salt": salt, "sha256": salt_digest(salt)}, fh)
+            os.chmod(tmp, 0o444)
+            try:
+                os.link(tmp, path)
+            except FileExistsError:   # another process drew one first: keep its salt
+                pass
+        finally:
+            Path(tmp).unlink(missing_ok=True)
+    return read_salt(path)
+
+
+def read_salt(path: str | Path = SALT_FILE) -> str:
+    """The salt of a results tree, from the file :func:`write_salt` made."""
+    path = Path(path)
+    try:
+        salt = json.loads(path.read_text())["salt"]
+    except FileNotFoundError:
+        raise SecretUnavailable(f"{path}: no salt (secrets.salt: drawn); the workflow draws it when it plans "
+                                "the first episode job") from None
+    except (ValueError, KeyError, TypeError) as exc:
+        raise SecretUnavailable(f"{path}: not a salt file ({exc})") from None
+    return _check_secret(str(salt), str(path))
+
+
+def run_salt(mode: str, path: str | Path | None = SALT_FILE) -> str:
+    """The salt of a run: :data:`PUBLIC_SALT` for ``secrets.salt: public``, else the drawn one in ``path``."""
+    if mode == "public":
+        return PUBLIC_SALT
+    if mode != "drawn":
+        raise ValueError(f"config key secrets.salt: {mode!r}; allowed: drawn, public")
+    return read_salt(path)
+
+
+def salt_digest(salt: str) -> str:
+    """The digest recorded for audit (provenance, transcripts): it identifies the salt, never reveals it."""
+    return hashlib.sha256((_SALT_PREFIX + salt).encode()).hexdigest()
+
+
+# --- the test seed --------------------------------------------------------------------------------
+def commitment(seed: str) -> str:
+    """The published commitment of a sealed test seed: ``sha256("heuresis-test-seed:" + seed)``, hex."""
+    return hashlib.sha256((_COMMIT_PREFIX + seed.strip().lower()).encode()).hexdigest()
+
+
+def verify_seed(seed: str, committed: str) -> bool:
+    """Whether a published seed matches a commitment recorded before it was published."""
+    return hmac.compare_digest(commitment(seed), committed.strip().lower())
+
+
+def sealed_entropy(seed: str) -> int:
+    """The test split's ``SeedSequence`` entropy from a sealed seed (64 bits, as the truth records it)."""
+    return int.from_bytes(hashlib.sha256((_ENTROPY_PREFIX + seed.strip().lower()).encode()).digest()[:8], "little")
+
+
+def read_test_seed(secrets_cfg: Mapping, environ: Mapping[str, str] | None = None) -> str | None:
+    """The sealed test seed from ``secrets.test_seed_file`` or the variable ``secrets.test_seed_env``; None if absent.
+
+    A file named in the config must exist; a value that is not a well-formed seed is an error
+    naming where it came from (never the value).
+    """
+    environ = os.environ if environ is None else environ
+    file = secrets_cfg.get("test_seed_file")
+    if file:
+        path = Path(file).expanduser()
+        try:
+            return _check_secret(path.read_text(), f"config key secrets.test_seed_file ({path})")
+        except OSError as exc:
+            raise SecretUnavailable(f"config key secrets.test_seed_file: cannot read {path} ({exc.strerror})") from None
+    var = secrets_cfg["test_seed_env"]
+    value = environ.get(var)
+    if not value:
+        return None
+    return _check_secret(value, f"environment variable {var}")
+
+
+def _missing_message(secrets_cfg: Mapping) -> str:
+    return (f"the test split is sealed (config key secrets.test_seed: sealed) and its seed is not available: set "
+            f"the environment variable {secrets_cfg['test_seed_env']} (or name a file in secrets.test_seed_file) "
+            "to the sealed seed; `heuresis draw-seed` draws a new one and prints its commitment. A run without "
+            "the secret cannot write test results; set secrets.test_seed: public to run on a public test split, "
+            "labelled unsealed")
+
+
+def require_test_seed(config: Mapping, environ: Mapping[str, str] | None = None) -> str:
+    """The sealed test seed, or :class:`SecretUnavailable` naming the variable to set."""
+    seed = read_test_seed(config["secrets"], environ)
+    if seed is None:
+        raise SecretUnavailable(_missing_message(config["secrets"]))
+    return seed
+
+
+def test_seed_spec(config: Mapping, environ: Mapping[str, str] | None = None) -> dict:
+    """What the test split's instances depend on besides the config: never the seed itself.
+
+    ``{"test_seed": "public"}``, or ``{"test_seed": "sealed", "commitment": C}`` (``C`` is None
+    when the seed is not available: the workflow refuses to build the test split then).
+    """
+    sec = config["secrets"]
+    if sec["test_seed"] == "public":
+        return {"test_seed": "public"}
+    seed = read_test_seed(sec, environ)
+    return {"test_seed": "sealed", "commitment": None if seed is None else commitment(seed)}
+
+
+# --- disclosure -----------------------------------------------------------------------------------
+def disclosure(config: Mapping, environ: Mapping[str, str] | None = None) -> dict:
+    """The secrets regime of a run, as provenance records it and captions show it (never a secret)."""
+    return {"salt": config["secrets"]["salt"], **test_seed_spec(config, environ)}
+
+
+def disclosure_caption(record: Mapping) -> str:
+    """The sentence every paper table's caption ends with: sealed (with the commitment) or UNSEALED."""
+    parts = []
+    if record.get("test_seed") == "sealed":
+        parts.append(f"Test split sealed, seed commitment sha256:{record.get('commitment') or 'unavailable'}.")
+    else:
+        parts.append("UNSEALED: the test split derives from the public config seed (secrets.test_seed: public); "
+                     "anyone can regenerate it.")
+    if record.get("salt") == "public":
+        parts.append("UNSEALED: masks from the public salt (secrets.salt: public).")
+    return " ".join(parts)
