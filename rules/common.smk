@@ -5,8 +5,8 @@
 
 try:
     from heuresis.agents.llm import CredentialsError, check_credentials
-    from heuresis.config import ConfigError, SPLITS, check_config_files, validate_config
     from heuresis.agents.spec import result_spec as _result_spec
+    from heuresis.config import ConfigError, SPLITS, check_config_files, validate_config
     from heuresis.config.planning import (
         episode_job_config as _episode_job_config,
         episode_job_indices as _episode_job_indices,
@@ -117,7 +117,7 @@ def result_agent_spec(name):
     how a model is asked reruns nothing. The job reads the full entry from the config at run time."""
     return _result_spec(config["agents"][name])
 
-# A job whose output records failed units (episodes, plays, judgements: status "failed") reruns the
+# A job whose output records failed units (episodes, plays, judgements, probes: status "failed") reruns the
 # next time a target needs it, retrying only those units (heuresis.failures; docs/failures.md).
 def attempt_of(output):
     """The `attempt` parameter of the jobs writing `output` (a pattern): it changes after a run with
