@@ -702,3 +702,16 @@ def test_each_reference_batch_has_a_name_that_does_not_depend_on_its_position(pa
     names = {b[0]: b for b in batches}
     assert len(names) == len(batches)   # first algorithms are unique: an algorithm is in one batch only
     assert {b[0]: b for b in reference_batches(swapped)} == names
+
+
+def test_transport_keys_are_llm_settings_and_split_an_entry(paper_config):
+    """Every transport key is a declared setting of an llm agent; an entry is its result part plus its transport part."""
+    from heuresis.agents.spec import TRANSPORT_KEYS, result_spec, transport_of
+    from heuresis.config.loading import schema
+
+    llm = schema()["properties"]["agents"]["additionalProperties"]["then"]["properties"]
+    assert TRANSPORT_KEYS <= set(llm), sorted(TRANSPORT_KEYS - set(llm))
+    spec = {**paper_config["agents"]["claude"], "retries": {"max_retries": 2}, "api_key_env": "MY_KEY"}
+    assert {**result_spec(spec), **transport_of(spec)} == spec
+    assert set(transport_of(spec)) == {"timeout_s", "retries", "api_key_env"}
+    assert result_spec(spec)["thinking"] == {"type": "enabled", "budget_tokens": 1024}
