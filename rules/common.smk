@@ -5,11 +5,18 @@
 
 try:
     from heuresis.agents.llm import CredentialsError, ProviderFatalError, check_credentials, verify_keys
+    from heuresis.agents.spec import result_spec as _result_spec
     from heuresis.config import ConfigError, SPLITS, check_config_files, validate_config
     from heuresis.config.planning import (
         episode_job_config as _episode_job_config,
         episode_job_indices as _episode_job_indices,
+        episode_job_runtime as _episode_job_runtime,
         episode_jobs as _episode_jobs,
+        judgement_job_runtime as _judgement_job_runtime,
+        leakage_job_runtime as _leakage_job_runtime,
+        llm_resource as _llm_resource,
+        llm_resources as _llm_resources,
+        play_job_runtime as _play_job_runtime,
         reference_batches as _reference_batches,
         reference_shard_indices as _reference_shard_indices,
         reference_shards as _reference_shards,
@@ -116,7 +123,34 @@ onstart:
 
 FAMILIES = list(config["families"])
 
-# A job whose output records failed units (episodes, plays, judgements: status "failed") reruns the
+# Provider limits (docs/agents.md, "Running real models at scale"): every job that calls a model
+# holds one unit of its provider's resource (llm_openai, llm_anthropic, ...: heuresis.config.planning.
+# llm_resource) and sends one request at a time, so `--resources llm_openai=N` (the profiles set
+# them) caps the concurrent requests to that provider across all jobs. A provider without a limit
+# is not capped (Snakemake ignores a resource that --resources does not name).
+LLM_RESOURCES = _llm_resources(config)
+
+
+def llm_slots(role):
+    """The provider resources of a model-calling rule: one unit of the provider of the agent named by
+    wildcard `role` (agent, or judge for judgements), none of the others."""
+
+    def slot(name):
+        def units(wildcards):
+            return int(_llm_resource(config, getattr(wildcards, role)) == name)
+
+        return units
+
+    return {name: slot(name) for name in LLM_RESOURCES}
+
+
+def result_agent_spec(name):
+    """An agent's config entry without its transport settings (timeouts, retries, where the URL and key
+    are read from: heuresis.agents.spec.TRANSPORT_KEYS), the params of the jobs calling it: changing
+    how a model is asked reruns nothing. The job reads the full entry from the config at run time."""
+    return _result_spec(config["agents"][name])
+
+# A job whose output records failed units (episodes, plays, judgements, probes: status "failed") reruns the
 # next time a target needs it, retrying only those units (heuresis.failures; docs/failures.md).
 def attempt_of(output):
     """The `attempt` parameter of the jobs writing `output` (a pattern): it changes after a run with
@@ -257,8 +291,13 @@ def episode_config(wildcards):
 
 
 def agent_spec(wildcards):
-    """The config entry of the job's agent (kind and parameters)."""
-    return dict(config["agents"][wildcards.agent])
+    """The config entry of the job's agent (kind and parameters) without its transport settings."""
+    return result_agent_spec(wildcards.agent)
+
+
+def episode_runtime(wildcards):
+    """Minutes of an episode job: its conditions' wall budget times its episodes, plus a margin."""
+    return _episode_job_runtime(config, wildcards.agent, wildcards.condition_id, len(episode_indices(wildcards)))
 
 
 def episode_salt(wildcards):
@@ -323,8 +362,13 @@ LEAKAGE_AGENTS = list(config["leakage"]["agents"])
 
 
 def leakage_spec(wildcards):
-    """The config entry of the probed agent."""
-    return dict(config["agents"][wildcards.agent])
+    """The config entry of the probed agent without its transport settings."""
+    return result_agent_spec(wildcards.agent)
+
+
+def leakage_runtime(wildcards):
+    """Minutes of a leakage job: its requests, each at most the agent's timeout, plus a margin."""
+    return _leakage_job_runtime(config, wildcards.agent)
 
 
 def leakage_outputs():
@@ -438,13 +482,23 @@ def game_scenario_file(wildcards):
 
 
 def game_agent_spec(wildcards):
-    """The config entry of the playing agent."""
-    return dict(config["agents"][wildcards.agent])
+    """The config entry of the playing agent without its transport settings."""
+    return result_agent_spec(wildcards.agent)
 
 
 def game_judge_spec(wildcards):
-    """The config entry of the judge."""
-    return dict(config["agents"][wildcards.judge])
+    """The config entry of the judge without its transport settings."""
+    return result_agent_spec(wildcards.judge)
+
+
+def game_play_runtime(wildcards):
+    """Minutes of a play job: its plays' requests, each at most the agent's timeout, plus a margin."""
+    return _play_job_runtime(config, wildcards.agent, wildcards.mode, wildcards.scenario)
+
+
+def game_judgement_runtime(wildcards):
+    """Minutes of a judgement job: one request per play, each at most the judge's timeout, plus a margin."""
+    return _judgement_job_runtime(config, wildcards.judge, wildcards.agent)
 
 
 def game_references():

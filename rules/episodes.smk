@@ -33,7 +33,8 @@ rule episodes:
     threads: 1
     resources:
         mem_mb=3000,
-        runtime=120,
+        runtime=episode_runtime,
+        **llm_slots("agent"),
     conda:
         "../environment.yml"
     script:

@@ -54,7 +54,8 @@ rule games_plays:
     threads: 1
     resources:
         mem_mb=1500,
-        runtime=120,
+        runtime=game_play_runtime,
+        **llm_slots("agent"),
     conda:
         "../environment.yml"
     script:
@@ -82,7 +83,8 @@ rule games_judgements:
     threads: 1
     resources:
         mem_mb=1000,
-        runtime=120,
+        runtime=game_judgement_runtime,
+        **llm_slots("judge"),
     conda:
         "../environment.yml"
     script:

@@ -16,10 +16,12 @@ rule leakage:
         spec=leakage_spec,
         repeats=config["leakage"]["repeats"],
         seed=config["leakage"]["seed"],
+        attempt=attempt_of("results/leakage/{agent}/{network}.parquet"),
     threads: 1
     resources:
         mem_mb=1000,
-        runtime=120,
+        runtime=leakage_runtime,
+        **llm_slots("agent"),
     conda:
         "../environment.yml"
     script:

@@ -98,8 +98,36 @@ CASES = [
     ("merge parameter typo", lambda c: c["agents"]["merge"].update(kk=2), "agents.merge", "'kk' was unexpected"),
     ("evidence parameter typo", lambda c: c["agents"]["evidence"].update(max_sets=2), "agents.evidence",
      "unknown parameter(s) ['max_sets']"),
-    ("thinking budget above max_tokens", lambda c: c["agents"]["claude"].update(max_tokens=2000),
-     "agents.claude.max_tokens", "must exceed the thinking budget (thinking.budget_tokens = 2000)"),
+    ("thinking budget above max_tokens", lambda c: c["agents"]["claude"].update(max_tokens=1000),
+     "agents.claude.max_tokens", "must exceed the thinking budget (thinking.budget_tokens = 1024)"),
+    # an LLM agent's output settings against the conditions it plays: both keys named
+    ("max_tokens above a turn's output budget", lambda c: c["agents"]["claude"].update(max_tokens=6000),
+     "agents.claude.max_tokens", "6000 exceeds episodes.budgets.standard.output_tokens_per_turn = 4000 (grid main)"),
+    ("max_tokens above the tight budget only", lambda c: c["agents"]["gpt"].update(max_tokens=3000),
+     "agents.gpt.max_tokens", "3000 exceeds episodes.budgets.tight.output_tokens_per_turn = 2000 (grid budget_sweep)"),
+    ("thinking budget not below the tight budget", lambda c: c["agents"]["claude"]["thinking"].update(budget_tokens=2000),
+     "agents.claude.thinking.budget_tokens", "2000 does not fit under episodes.budgets.tight.output_tokens_per_turn"),
+    ("thinking budget above the games' reply cap",
+     lambda c: (c["agents"].update(g={"kind": "llm", "model": "anthropic/claude-sonnet-4-5",
+                                      "thinking": {"type": "enabled", "budget_tokens": 5000}}),
+                c["games"]["agents"].append("g")),
+     "agents.g.thinking.budget_tokens", "does not fit under the games' per-reply cap (heuresis.games.play.OUTPUT_TOKENS) "
+                                        "= 4000"),
+    ("judge's thinking budget above judge_max_tokens",
+     lambda c: c["agents"]["judge_gpt"].update(thinking={"type": "enabled", "budget_tokens": 1500}),
+     "agents.judge_gpt.thinking.budget_tokens", "1500 does not fit under games.judge_max_tokens = 1500"),
+    ("judge's thinking budget above its max_tokens",
+     lambda c: c["agents"]["judge_claude"].update(thinking={"type": "enabled", "budget_tokens": 1024}, max_tokens=1024),
+     "agents.judge_claude.thinking.budget_tokens", "does not fit under agents.judge_claude.max_tokens = 1024"),
+    # credentials are refused wherever they are written in an agent's entry
+    ("api key in the config", lambda c: c["agents"]["claude"].update(api_key="sk-ant-api03-0123456789abcdef"),
+     "agents.claude.api_key", "keys come only from the environment"),
+    ("api key in extra", lambda c: c["agents"]["gpt"].update(extra={"api_key": "abc"}), "agents.gpt.extra.api_key",
+     "a credential in the config is refused"),
+    ("token in a plugin's parameters", lambda c: c["agents"].update(p={"kind": "python", "class": "m:C", "auth_token": 1}),
+     "agents.p.auth_token", "a credential in the config is refused"),
+    ("key-like value", lambda c: c["agents"]["qwen"].update(extra={"headers": {"X-Key": "sk-proj-0123456789abcdefgh"}}),
+     "agents.qwen.extra.headers.X-Key", "the value looks like a secret key (refused, not shown)"),
     ("classifier value", lambda c: c["repairs"]["classifier"].update(n_estimators=0), "repairs.classifier",
      "'n_estimators' parameter of GradientBoostingClassifier must be an int in the range [1, inf)"),
     ("level outside (0, 1)", lambda c: c["bootstrap"].update(level=1.5), "bootstrap.level",
@@ -276,6 +304,79 @@ def test_paper_config_plans_the_paper_design(paper_config):
     assert sum(r["new_llm_episodes"] for r in rows.values()) == total
     llm = {a for a, s in paper_config["agents"].items() if s["kind"] == "llm"}
     assert len({e for e in _episodes(paper_config) if e[0] in llm}) == total
+
+
+def test_a_refused_credential_is_never_echoed(paper_config):
+    secret = "sk-ant-api03-DO-NOT-PRINT-0123456789"
+    cfg = copy.deepcopy(paper_config)
+    cfg["agents"]["claude"]["extra"] = {"metadata": {"note": secret}, "client_secret": secret}
+    with pytest.raises(ConfigError) as info:
+        validate_config(cfg)
+    msg = str(info.value)
+    assert "agents.claude.extra.metadata.note" in msg and "agents.claude.extra.client_secret" in msg, msg
+    assert "DO-NOT-PRINT" not in msg
+
+
+def test_spend_bounds_of_the_paper_config_counted_by_hand(paper_config):
+    """Every LLM request the paper config plans, counted by hand, and its dollars in closed form from
+    the rates of litellm's price map (each request: the model's context window in, its cap out)."""
+    import litellm
+
+    from heuresis.config.planning import spend_bounds
+    from heuresis.games.scenario import load_scenario
+    from heuresis.games.workflow import scenario_folder, scenario_names
+
+    rows = {(r.agent, r.part): r for r in spend_bounds(paper_config)}
+    scenarios = scenario_names(paper_config)
+    assert len(scenarios) == 14
+    prompt_turns = sum(load_scenario(s, scenario_folder(paper_config)).budgets["stage1_deployments"] + 1
+                       for s in scenarios)
+    # episodes of one model: tight (10 turns), generous (60) in the budget sweep x last turn none/once/retry
+    # on 4 families x 16 instances; every other LLM request is a standard one (30 turns)
+    tight, generous = 4 * 16 * (10 + 11 + 12), 4 * 16 * (60 + 61 + 62)
+    standard = 151_584 // 3 - tight - generous
+    parts = {"episodes": (tight + generous + standard, tight * 2000 + generous * 8000 + standard * 4000),
+             "games_tools": (14 * 3 * 40, 14 * 3 * 40 * 4000),             # 3 plays, 40 turns, 4000 tokens a reply
+             "games_prompt": (3 * prompt_turns, 3 * prompt_turns * 4000)}
+    judged = 5 * 14 * 20 + 3 * 2 * 14 * 3                                # offline players 20 plays, LLM 3 per mode
+    leak = 7 * 2 * 3                                                     # networks x conditions x repeats
+    models = {"gpt": ("gpt-5", 128000), "claude": ("claude-sonnet-4-5", 64000),   # the map's keys, output limits
+              "qwen": ("dashscope/qwen3-max", 65536)}
+    total_requests = total_dollars = 0
+    for agent, (model, max_out) in models.items():
+        entry = litellm.model_cost[model]
+        window = entry["max_input_tokens"]
+        tier = (entry.get("tiered_pricing") or [entry])[-1]   # the top tier: a request of a full window
+        rate_in, rate_out = tier["input_cost_per_token"], tier["output_cost_per_token"]
+        for part, (n, out) in {**parts, "leakage": (leak, leak * max_out)}.items():
+            r = rows[(agent, part)]
+            assert (r.requests, r.input_tokens, r.output_tokens) == (n, n * window, out), (agent, part)
+            assert r.dollars == pytest.approx(n * window * rate_in + out * rate_out)
+        judge = rows[(f"judge_{agent}", "judgements")]
+        assert (judge.requests, judge.output_tokens) == (judged, judged * 1500)
+        assert judge.dollars == pytest.approx(judged * (window * rate_in + 1500 * rate_out))
+        for a in (agent, f"judge_{agent}"):
+            total_requests += rows[(a, "total")].requests
+            total_dollars += rows[(a, "total")].dollars
+    assert total_requests == 151_584 + 3 * (14 * 3 * 40 + 3 * prompt_turns + judged + leak)
+    assert {a for a, _ in rows} == {*models, *(f"judge_{m}" for m in models)}
+
+
+def test_an_unknown_price_or_window_is_unknown_never_zero(paper_config):
+    from heuresis.config.planning import spend_bounds
+
+    cfg = copy.deepcopy(paper_config)
+    cfg["agents"]["gpt"]["model"] = "openai/no-such-model"                 # no window, no price
+    cfg["agents"]["qwen"].update(model="hosted_vllm/my-model", prices={"input_per_mtok": 0, "output_per_mtok": 0})
+    rows = {(r.agent, r.part): r for r in spend_bounds(cfg)}
+    gpt = rows[("gpt", "total")]
+    assert gpt.requests == rows[("claude", "total")].requests and gpt.input_tokens is None and gpt.dollars is None
+    assert rows[("gpt", "leakage")].output_tokens is None                  # no max_tokens, no known output limit
+    assert rows[("gpt", "episodes")].output_tokens == rows[("claude", "episodes")].output_tokens
+    qwen = rows[("qwen", "episodes")]
+    assert qwen.input_tokens is None and qwen.dollars == 0.0               # a free local model: $0 whatever the tokens
+    cfg["agents"]["qwen"]["prices"] = {"input_per_mtok": 1.0, "output_per_mtok": 0}
+    assert {(r.agent, r.part): r for r in spend_bounds(cfg)}[("qwen", "episodes")].dollars is None
 
 
 def test_check_config_prints_each_grids_bill(root, capsys):
@@ -603,3 +704,16 @@ def test_each_reference_batch_has_a_name_that_does_not_depend_on_its_position(pa
     names = {b[0]: b for b in batches}
     assert len(names) == len(batches)   # first algorithms are unique: an algorithm is in one batch only
     assert {b[0]: b for b in reference_batches(swapped)} == names
+
+
+def test_transport_keys_are_llm_settings_and_split_an_entry(paper_config):
+    """Every transport key is a declared setting of an llm agent; an entry is its result part plus its transport part."""
+    from heuresis.agents.spec import TRANSPORT_KEYS, result_spec, transport_of
+    from heuresis.config.loading import schema
+
+    llm = schema()["properties"]["agents"]["additionalProperties"]["then"]["properties"]
+    assert TRANSPORT_KEYS <= set(llm), sorted(TRANSPORT_KEYS - set(llm))
+    spec = {**paper_config["agents"]["claude"], "retries": {"max_retries": 2}, "api_key_env": "MY_KEY"}
+    assert {**result_spec(spec), **transport_of(spec)} == spec
+    assert set(transport_of(spec)) == {"timeout_s", "retries", "api_key_env"}
+    assert result_spec(spec)["thinking"] == {"type": "enabled", "budget_tokens": 1024}

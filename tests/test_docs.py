@@ -296,3 +296,19 @@ def test_every_cited_section_exists():
                     missing.append(f"{path.relative_to(ROOT)}: {doc}.md §{n}")
     assert cited > 50
     assert not missing, "cited sections that do not exist:\n" + "\n".join(missing)
+
+
+def test_readme_quotes_the_paper_configs_bill(paper_config):
+    """The README's paper-scale numbers are what check-config computes for config/config.yaml."""
+    from heuresis.config.planning import spend_bounds
+    from heuresis.harness.conditions import grid_plan
+
+    text = " ".join(README.read_text().split())
+    m = re.search(r"the paper config plans ([\d,]+) LLM episodes and, with the game plays, judgements and leakage "
+                  r"probes, at most ([\d,]+) model requests and \$([\d,]+) \(an upper bound", text)
+    assert m, "the README's paper-scale paragraph no longer quotes the bill"
+    episodes, requests, dollars = (int(g.replace(",", "")) for g in m.groups())
+    totals = [r for r in spend_bounds(paper_config) if r.part == "total"]
+    assert episodes == sum(r["new_llm_episodes"] for r in grid_plan(paper_config))
+    assert requests == sum(r.requests for r in totals)
+    assert dollars == round(sum(r.dollars for r in totals))

@@ -237,6 +237,48 @@ def test_judge_job_through_the_local_server(refs, tmp_path):
         "observed survival rate", "")   # the judge is not told the Stage-2 outcome
 
 
+def test_judgements_are_checkpointed_per_play(refs, tmp_path):
+    """A play played again (a failed play retried) is the only one judged again: the judgement job's
+    checkpoint is per play and what the judge is shown of it, and outlives the job (Snakemake removes
+    the job's output before rerunning it); a transport change (timeout, retries) re-buys nothing."""
+    from heuresis.io import write_table
+
+    run_plays("game_trap_follower", {"kind": "game_trap_follower"}, "tools", "antenna_base", SCENARIOS,
+              plays=3, seed=4, max_turns=40, references=refs, out=tmp_path / "p.parquet",
+              calls_out=tmp_path / "p.calls.parquet", transcripts_dir=tmp_path / "t")
+    played = read_table(tmp_path / "p.parquet", GAME_PLAYS).to_pylist()
+    failed = [dict(r) for r in played]
+    failed[1].update(status="failed", error="scripted: provider unavailable", report="")
+
+    def write(rows):
+        write_table(GAME_PLAYS.schema.empty_table().from_pylist(rows, schema=GAME_PLAYS.schema), tmp_path / "p.parquet",
+                    GAME_PLAYS)
+
+    answer = {"content": '{"causal_reasoning": 2, "experimental_design": 1, "reflection": 0, "data_usage": 1}',
+              "usage": (1500, 40)}
+    out = tmp_path / "j.parquet"
+    with ScriptedLLMServer([answer] * 4) as server:
+        write(failed)
+        run_judgements("judge_local", _spec(server.url), "game_trap_follower", "tools", [tmp_path / "p.parquet"],
+                       [refs], SCENARIOS, out)
+        assert list(read_table(out, GAME_JUDGEMENTS).to_pandas().status) == ["ok", "play_failed", "ok"]
+        assert len(server.requests) == 2
+        write(played)        # the failed play, played again
+        out.unlink()         # as Snakemake does before it reruns the job
+        run_judgements("judge_local", _spec(server.url, timeout_s=99, retries={"max_retries": 4}), "game_trap_follower",
+                       "tools", [tmp_path / "p.parquet"], [refs], SCENARIOS, out)
+        assert len(server.requests) == 3                  # only play 1 asked again
+        assert played[1]["report"] in server.requests[2]["body"]["messages"][1]["content"]
+        j = read_table(out, GAME_JUDGEMENTS).to_pandas()
+        assert list(j.status) == ["ok", "ok", "ok"] and list(j.play_id) == [r["play_id"] for r in played]
+        assert len(list((tmp_path / "j.parquet.parts").glob("*.json"))) == 3   # pruned to this job's plays
+        out.unlink()
+        run_judgements("judge_local", _spec(server.url), "game_trap_follower", "tools", [tmp_path / "p.parquet"],
+                       [refs], SCENARIOS, out)
+        assert len(server.requests) == 3                  # nothing changed: nothing bought
+        assert read_table(out, GAME_JUDGEMENTS).to_pandas().total.tolist() == j.total.tolist()
+
+
 # --- scoring -----------------------------------------------------------------------------------------------
 def _fake_plays():
     rng = np.random.default_rng(0)

@@ -94,18 +94,43 @@ def test_probe_resumes_without_asking_again(tmp_path):
     assert list(first.status) == ["ok", "unparsed"]
     # a rerun over finished work (artifact present) is Snakemake's business; a killed job keeps its
     # checkpoint: simulate by saving a unit and rerunning with a server that must not be asked for it
+    from heuresis.agents.spec import result_spec
     from heuresis.config import config_digest
     from heuresis.io import Checkpoint
 
     out2 = tmp_path / "again.parquet"
     spec = _spec("http://127.0.0.1:9/v1")
-    key = config_digest({"agent": "probe", "spec": spec, "networks": ["cancer"], "repeats": 1, "seed": 11})
+    key = config_digest({"agent": "probe", "spec": result_spec(spec), "networks": ["cancer"], "repeats": 1, "seed": 11})
     ck = Checkpoint(out2, key)
     for _, r in first.iterrows():
         ck.save(f"cancer/{r.condition}/0", r.to_dict())
     run_leakage("probe", spec, ["cancer"], 1, 11, out2)      # port 9: any request would fail
     again = read_table(out2, LEAKAGE).to_pandas()
     assert list(again.status) == ["ok", "unparsed"] and again.f1.iloc[0] == 1.0
+
+
+def test_failed_probe_is_retried_alone_and_a_transport_change_keeps_the_answers(tmp_path):
+    """A probe whose request failed is written ``failed`` but not checkpointed: the job names the next
+    attempt (the rule's ``attempt`` parameter changes, so Snakemake reruns it) and the rerun asks only
+    that probe, even after ``timeout_s`` and ``retries`` changed (transport settings: not in the key)."""
+    from heuresis.failures import attempt_param, n_failed
+
+    out = tmp_path / "probe.parquet"
+    cancer = load_network("cancer")
+    reply = {"content": "\n".join(f"{a} -> {b}" for a, b in _edges(cancer)), "usage": (100, 10)}
+    with ScriptedLLMServer([reply, {"status": 500, "error": "boom"}, reply]) as server:
+        run_leakage("probe", _spec(server.url + "/v1"), ["cancer"], 1, 11, out)
+        assert len(server.requests) == 2
+        first = read_table(out, LEAKAGE).to_pandas()
+        assert list(first.status) == ["ok", "failed"] and n_failed(out) == 1
+        assert attempt_param(out) == "attempt 2: retry 1 failed probes"
+        spec = _spec(server.url + "/v1", timeout_s=7.0, retries={"max_retries": 3, "base_s": 0.0, "max_s": 0.0})
+        run_leakage("probe", spec, ["cancer"], 1, 11, out, attempt=attempt_param(out))
+    assert len(server.requests) == 3                         # only the failed probe (the control) again
+    assert server.requests[2]["body"] == server.requests[1]["body"]
+    again = read_table(out, LEAKAGE).to_pandas()
+    assert list(again.status) == ["ok", "unparsed"] and n_failed(out) == 0 and again.f1.iloc[0] == first.f1.iloc[0]
+    assert not (tmp_path / "probe.parquet.parts").exists()   # nothing failed: the checkpoint is done
 
 
 def test_figure_without_llm_says_so():

@@ -85,3 +85,48 @@ def test_job_killed_by_time_limit_is_reported_with_rule_wildcards_and_log(slurm,
     assert "TIMEOUT" in log, log[-3000:]
     assert "wildcards: name=sleepy" in log
     assert "logs/slow/sleepy.log" in log and ".snakemake/slurm_logs/rule_slow/sleepy/" in log
+
+
+RUNTIME_OVERLAY = """\
+agents:
+  local: {kind: llm, model: openai/scripted-model, api_base: 'http://127.0.0.1:9/v1', requires_key: false,
+          timeout_s: 40, prices: {input_per_mtok: 1.0, output_per_mtok: 2.0}}
+episodes:
+  budgets:
+    long: {test_units_factor: 1.0, turns: 5, output_tokens_per_turn: 4000, algorithm_calls: 10, wall_seconds: 1000}
+  grids:
+    llm: {agents: [local, shortcut], guided: [true], budget: [standard, long], last_turn: [none, retry],
+          families: [lg]}
+  run: [llm]
+leakage: {agents: [local], networks: [cancer], repeats: 2}
+"""
+
+
+def test_model_calling_jobs_ask_for_their_conditions_wall_time(tmp_path):
+    """A model-calling job's runtime (what sbatch gets as --time) is its episodes' wall budgets plus
+    the last turn's requests (each at most timeout_s), times 1.5, plus 15 minutes; an offline
+    baseline's job 120 minutes; a leakage job its requests times timeout_s likewise."""
+    import math
+    import re
+
+    wf = copy_workflow(tmp_path / "wf")
+    (wf / "config" / "runtime.yaml").write_text(RUNTIME_OVERLAY)
+    targets = [f"results/episodes/{a}/full-guided-p0-none-{b}-{t}-r0/lg/test/shard-000.parquet"
+               for a in ("local", "shortcut") for b in ("standard", "long") for t in ("none", "retry")]
+    proc = run_snakemake(wf, *targets, "results/leakage/local/cancer.parquet", "-n", "--cores", "1",
+                         "--configfile", "config/quick.yaml", "config/runtime.yaml")
+    asked = {}
+    for block in re.split(r"\n(?=rule |localrule )", proc.stdout + proc.stderr):
+        out = re.search(r"output: (results/(?:episodes|leakage)/\S+?\.parquet)", block)
+        res = re.search(r"runtime=(\d+)", block)
+        if out and res:
+            asked[out.group(1)] = int(res.group(1))
+    n = 3                                               # quick.yaml: three test instances, one shard
+    wall = {"standard": 600, "long": 1000}              # quick.yaml's standard budget, the overlay's long one
+    for a in ("local", "shortcut"):
+        for b in ("standard", "long"):
+            for t, last in (("none", 0), ("retry", 2)):
+                path = f"results/episodes/{a}/full-guided-p0-none-{b}-{t}-r0/lg/test/shard-000.parquet"
+                want = math.ceil(n * (wall[b] + last * 40) * 1.5 / 60) + 15 if a == "local" else 120
+                assert asked[path] == want, (path, asked)
+    assert asked["results/leakage/local/cancer.parquet"] == math.ceil(2 * 2 * 40 * 1.5 / 60) + 15

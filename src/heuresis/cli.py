@@ -50,6 +50,37 @@ def episode_bill(cfg: dict) -> list[str]:
     return out
 
 
+def _amount(value, dollars: bool = False) -> str:
+    if value is None:
+        return "unknown"
+    return f"${value:,.2f}" if dollars else f"{value:,}"
+
+
+def spend_lines(cfg: dict) -> list[str]:
+    """Return the spend lines of ``check-config``: upper bounds per LLM agent and part of the run.
+
+    Requests, input and output tokens and dollars (:func:`heuresis.config.planning.spend_bounds`).
+    """
+    from heuresis.config.planning import spend_bounds
+
+    rows = spend_bounds(cfg)
+    if not rows:
+        return ["LLM spend: no LLM agent in use"]
+    w = max(len(r.agent) for r in rows)
+    out = ["LLM spend at most (docs/agents.md, \"Running real models at scale\"): requests (failed attempts "
+           "not counted), input tokens (each request at most the model's context window), output tokens (each "
+           "request at most its cap), USD (litellm's price map or the agent's prices; cached input at the full "
+           "rate)"]
+    for r in rows:
+        out.append(f"  {r.agent:<{w}}  {r.part:<12}  {r.requests:>8,} requests  {_amount(r.input_tokens):>15} in  "
+                   f"{_amount(r.output_tokens):>12} out  {_amount(r.dollars, True):>12}")
+    totals = [r for r in rows if r.part == "total"]
+    dollars = None if any(r.dollars is None for r in totals) else sum(r.dollars for r in totals)
+    out.append(f"  all LLM agents: at most {sum(r.requests for r in totals):,} model requests and "
+               f"{_amount(dollars, True)}")
+    return out
+
+
 def cmd_check_config(args: argparse.Namespace) -> int:
     """Validate a configuration and print what it plans, its LLM credentials and code-tool isolation.
 
@@ -82,6 +113,8 @@ def cmd_check_config(args: argparse.Namespace) -> int:
     llm = llm_agents_in_use(cfg)
     if llm:
         print("LLM agents in use: " + ", ".join(f"{a} ({s['model']})" for a, s in llm.items()))
+        for line in spend_lines(cfg):
+            print(line)
     try:
         check_credentials(cfg)
     except CredentialsError as exc:

@@ -27,6 +27,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from heuresis.agents.base import agent_origin, origin_packages
+from heuresis.agents.spec import result_spec
 from heuresis.config.loading import config_digest
 from heuresis.failures import FIRST_ATTEMPT, failure_metadata, record_attempt
 from heuresis.harness.budgets import BudgetSettings
@@ -80,30 +81,23 @@ def run_episode_shard(agent: str, agent_spec: Mapping, condition_id: str, family
                       menu: Mapping, grades: Sequence[Mapping], seed: int, out: str | Path, calls_out: str | Path,
                       requests_out: str | Path, transcripts_dir: str | Path, log: Callable[[str], None] = lambda m: None,
                       after_episode: Callable[[int], None] | None = None, attempt: str = FIRST_ATTEMPT,
-<<<<<<< HEAD
-                      spend_dir: str | Path | None = None) -> Path:
+                      spend_dir: str | Path | None = None, salt: str = PUBLIC_SALT) -> Path:
     """Run every episode of one job and write its tables (transcripts as they finish).
 
     ``attempt`` is the rule's parameter of that name (:func:`heuresis.failures.attempt_param`).
     Each episode's model requests go to its request log beside its transcript
     (``{index:04d}.requests.jsonl``, :mod:`heuresis.harness.requestlog`): a rerun replays what was
     paid for.  ``spend_dir``: the folder of the run's spend ledgers (``max_run_usd``).
-=======
-                      salt: str = PUBLIC_SALT) -> Path:
-    """Run every episode of one job and write its tables (transcripts as they finish).
-
-    ``attempt`` is the rule's parameter of that name (:func:`heuresis.failures.attempt_param`).
     ``salt`` keys every episode's secrets (:func:`~heuresis.harness.episode.episode_seed`); the
     workflow passes the run's (:func:`heuresis.sealing.run_salt`).  Its digest, never the salt, is
     recorded in the provenance and every transcript, and is part of the resume key: a checkpoint
     made under another salt is not resumed.
->>>>>>> h-seeds
     """
     started = utc_now()
     cond = Condition.from_id(agent, condition_id)
     settings = episode_settings(episodes_cfg, menu, grades, cond.budget)
     inputs = load_episode_inputs(family, split, indices, data_dir, truth_dir, pc_kci_paths)
-    cfg_slice = {"agent": agent, "agent_spec": dict(agent_spec), "condition": condition_id,
+    cfg_slice = {"agent": agent, "agent_spec": result_spec(agent_spec), "condition": condition_id,
                  "budget": episodes_cfg["budgets"][cond.budget], "code_tool": episodes_cfg["code_tool"],
                  "alpha": episodes_cfg["alpha"], "menu": dict(menu), "grades": list(grades), "seed": seed,
                  "salt": "public" if salt == PUBLIC_SALT else "drawn"}
@@ -123,13 +117,9 @@ def run_episode_shard(agent: str, agent_spec: Mapping, condition_id: str, family
         if i in ckpt:
             continue
         inp = inputs[i]
-<<<<<<< HEAD
-        res = run_episode(agent, agent_spec, cond, inp, settings, episode_seed(seed, agent, condition_id, inp.instance_id),
-                          request_log=RequestLog(tdir / f"{i:04d}.requests.jsonl"), spend_dir=spend_dir)
-=======
         res = run_episode(agent, agent_spec, cond, inp, settings,
-                          episode_seed(salt, seed, agent, condition_id, inp.instance_id))
->>>>>>> h-seeds
+                          episode_seed(salt, seed, agent, condition_id, inp.instance_id),
+                          request_log=RequestLog(tdir / f"{i:04d}.requests.jsonl"), spend_dir=spend_dir)
         res.row["transcript"] = str(tdir / f"{i:04d}.json")
         res.transcript["secrets"] = salted
         atomic_write_text(tdir / f"{i:04d}.json", json.dumps(res.transcript, indent=1, default=str))
@@ -174,9 +164,10 @@ def config_errors(config: Mapping) -> list[str]:
 
     Agents have a known kind or an importable outside class (:func:`~heuresis.agents.base.check_agent`;
     an offline agent's parameters are checked by building it, a plugin's by binding them to its
-    constructor's signature; an LLM agent's ``max_tokens`` exceeds its thinking budget); grids name known agents (not game
-    agents), budgets and families, and fit their split; ``episodes.run`` names known grids;
-    episodes need PC-KCI on the menu.
+    constructor's signature; an LLM agent's ``max_tokens`` exceeds its thinking budget, and both fit
+    under the output budget of every condition it plays: :func:`_output_cap_errors`); grids name
+    known agents (not game agents), budgets and families, and fit their split; ``episodes.run``
+    names known grids; episodes need PC-KCI on the menu.
     """
     from heuresis.agents.base import AgentSpecError, check_agent, is_plugin, make_agent
     from heuresis.games.agents import GameAgent  # registers the offline game agents
@@ -226,6 +217,7 @@ def config_errors(config: Mapping) -> list[str]:
             if f not in config["families"]:
                 msgs.append(f"config key {key}.families: unknown family {f!r}")
         msgs.extend(_grid_subset_errors(config, key, grid, active=gname in eps["run"]))
+    msgs.extend(_output_cap_errors(config))
     if grids and eps["run"] and "pc_kci" not in menu:
         msgs.append("config key references.algorithms: episodes need pc_kci on the menu (guided start, test budget)")
     return msgs
@@ -251,4 +243,43 @@ def _grid_subset_errors(config: Mapping, key: str, grid: Mapping, active: bool) 
         grid_repeats(grid, families)
     except GridError as exc:
         msgs.append(f"config key {key}.{exc.key}: {exc}")
+    return msgs
+
+
+def _output_cap_errors(config: Mapping) -> list[str]:
+    """An LLM agent's output settings against the output budget of every condition it plays (active grids).
+
+    Each request of an episode is capped at the turn's output budget
+    (``episodes.budgets.<b>.output_tokens_per_turn``) and a longer reply is refused: a larger
+    ``max_tokens`` would have the provider generate, and bill, what the harness refuses; a thinking
+    budget (``thinking.budget_tokens``, inside the reply's tokens) must leave room for the reply
+    under that cap (the provider refuses the request otherwise).
+    """
+    eps = config["episodes"]
+    agents = config["agents"]
+    seen: set[tuple[str, str]] = set()
+    msgs = []
+    for gname in eps["run"]:
+        grid = eps["grids"].get(gname, {})
+        budgets = grid.get("budget", [])
+        for a in grid.get("agents", []):
+            spec = agents.get(a, {})
+            if spec.get("kind") != "llm":
+                continue
+            for b in budgets if isinstance(budgets, list) else [budgets]:
+                if (a, b) in seen or b not in eps["budgets"]:
+                    continue
+                seen.add((a, b))
+                turn = int(eps["budgets"][b]["output_tokens_per_turn"])
+                where = f"episodes.budgets.{b}.output_tokens_per_turn = {turn} (grid {gname})"
+                own = spec.get("max_tokens")
+                if isinstance(own, int) and own > turn:
+                    msgs.append(f"config key agents.{a}.max_tokens: {own} exceeds {where}: the provider would bill "
+                                f"replies the harness refuses; leave max_tokens out (each request is capped at the "
+                                f"turn's output budget) or set it to at most {turn}")
+                thinking = (spec.get("thinking") or {}).get("budget_tokens")
+                if isinstance(thinking, (int, float)) and thinking >= min(turn, own or turn):
+                    msgs.append(f"config key agents.{a}.thinking.budget_tokens: {thinking} does not fit under {where}: "
+                                f"the thinking budget counts in the reply's output tokens and must be below the cap "
+                                f"of each request")
     return msgs

@@ -202,7 +202,8 @@ class Checkpoint:
     A unit whose run failed for a reason outside the measured behaviour (a harness error, an API
     error after retries) is passed to :meth:`fail`: its record goes into this run's artifact but
     is not saved, so the next run of the job retries it (:mod:`heuresis.failures`).
-    :meth:`finish` removes the folder once no unit failed.
+    :meth:`finish` removes the folder once no unit failed (:meth:`keep`: a job that keeps its
+    parts as a cache for its next run, pruned to the units it still has).
 
     Parameters
     ----------
@@ -283,3 +284,17 @@ class Checkpoint:
     def clear(self) -> None:
         """Remove the parts folder (the artifact holds every unit now)."""
         shutil.rmtree(self.folder, ignore_errors=True)
+
+    def keep(self, units: Iterable[object]) -> int:
+        """End a job whose parts outlive it: keep the saved parts of ``units``, remove every other part.
+
+        For a job that Snakemake reruns when one of its inputs changes (a judgement job, when a
+        play is played again): the next run finds the units it has already paid for.  Returns
+        the number of failed units, as :meth:`finish`.
+        """
+        wanted = {f"{quote(str(u), safe='')}.json" for u in units if str(u) in self._done}
+        if self.folder.exists():
+            for p in self.folder.glob("*.json"):
+                if p.name not in wanted:
+                    p.unlink(missing_ok=True)
+        return len(self._failed)

@@ -15,8 +15,9 @@ precision / recall / F1 against the true skeleton and by **direction accuracy** 
 predicted directed edges on true adjacencies, the share oriented as in the true DAG).  A reply
 that holds no readable edge list scores as the empty graph and is flagged ``unparsed`` (so does a
 prompt the model's context cannot hold: its error says ``context_overflow``); a failed
-request is recorded ``failed`` with its error.  Each answered probe is checkpointed, so a killed
-job resumes without paying twice.
+request is recorded ``failed`` with its error and, like a failed episode, is not checkpointed:
+rerunning the target retries only the failed probes (:mod:`heuresis.failures`).  Each answered
+probe is checkpointed, so a killed job resumes without paying twice.
 """
 
 from __future__ import annotations
@@ -31,7 +32,9 @@ import pandas as pd
 import pyarrow as pa
 
 from heuresis.agents.base import make_agent
+from heuresis.agents.spec import result_spec
 from heuresis.config.loading import agent_errors, config_digest
+from heuresis.failures import FIRST_ATTEMPT, failure_metadata, record_attempt
 from heuresis.graph import Graph, Relation
 from heuresis.harness.loop import single_request
 from heuresis.harness.parse import ParseError, parse_edge_list
@@ -115,10 +118,15 @@ def score_reply(text: str, labels: Sequence[str], true_adj: np.ndarray) -> dict:
 
 
 def run_leakage(agent: str, spec: Mapping, networks: Sequence[str], repeats: int, seed: int, out: str | Path, *,
-                log: Callable[[str], None] = lambda m: None) -> Path:
-    """Probe one agent on every network x condition x repeat; write :data:`LEAKAGE` to ``out``."""
+                log: Callable[[str], None] = lambda m: None, attempt: str = FIRST_ATTEMPT) -> Path:
+    """Probe one agent on every network x condition x repeat; write :data:`LEAKAGE` to ``out``.
+
+    A failed probe (a request that failed for good) is recorded ``failed`` but not checkpointed:
+    the job records the next ``attempt`` (the rule's parameter of that name,
+    :func:`heuresis.failures.attempt_param`) and rerunning the target asks only the failed probes again.
+    """
     started = utc_now()
-    cfg_slice = {"agent": agent, "spec": dict(spec), "networks": list(networks), "repeats": int(repeats),
+    cfg_slice = {"agent": agent, "spec": result_spec(spec), "networks": list(networks), "repeats": int(repeats),
                  "seed": int(seed)}
     ckpt = Checkpoint(out, config_digest(cfg_slice))
     model = make_agent(agent, spec)
@@ -152,13 +160,21 @@ def run_leakage(agent: str, spec: Mapping, networks: Sequence[str], repeats: int
             text = ex.reply.message.get("content") or ""
             row.update(score_reply(text, labels, net.adjacency), reply=text, tokens_in=u.tokens_in,
                        tokens_out=u.tokens_out, cost=ex.cost, latency_s=u.latency_s, retries=u.retries)
-        ckpt.save(key, row)
-        log(f"leakage {agent} {net_name} {cond} r{r}: {row['status']} F1={row['f1']:.3f}")
+        if row["status"] == "failed":   # written, not saved: a rerun retries it
+            ckpt.fail(key, row)
+        else:
+            ckpt.save(key, row)
+        log(f"leakage {agent} {net_name} {cond} r{r}: {row['status']} F1={row['f1']:.3f}"
+            + (f" ERROR {row['error']}" if row["status"] == "failed" else ""))
     rows = ckpt.values("/".join(map(str, u)) for u in units)
     prov = provenance_record(stage="leakage", config=cfg_slice, seeds={"seed": int(seed)}, started=started)
     table = pa.table({c: [r[c] for r in rows] for c in LEAKAGE.schema.names}, schema=LEAKAGE.schema)
-    write_table(table, out, LEAKAGE, {PROVENANCE_KEY: dumps(prov)})
-    ckpt.finish()
+    failed = len(ckpt.failed)
+    record_attempt(out, attempt, failed, "probes")   # first: a kill after it still leaves a retry
+    write_table(table, out, LEAKAGE, {PROVENANCE_KEY: dumps(prov), **failure_metadata(failed, attempt)})
+    if ckpt.finish():
+        log(f"leakage {agent}: {failed} of {len(units)} probes FAILED; rerun the target to retry them "
+            "(the answered ones are kept)")
     return Path(out)
 
 

@@ -10,7 +10,7 @@ from heuresis.sealing import run_salt
 sm = snakemake  # noqa: F821  (injected by Snakemake)
 run_episode_shard(
     sm.wildcards.agent,
-    sm.params.agent_spec,
+    sm.config["agents"][sm.wildcards.agent],   # the full entry: params hold it without its transport settings
     sm.wildcards.condition_id,
     sm.wildcards.family,
     sm.wildcards.split,

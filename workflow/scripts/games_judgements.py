@@ -4,6 +4,7 @@ from heuresis.games.workflow import run_judgements
 from heuresis.logs import stage_logger
 
 sm = snakemake  # noqa: F821  (injected by Snakemake)
-run_judgements(sm.wildcards.judge, sm.params.spec, sm.wildcards.agent, sm.wildcards.mode, [sm.input.plays],
-               [sm.input.references], sm.params.folder, sm.output[0], max_tokens=sm.params.max_tokens,
+# the judge's full entry: the params hold it without its transport settings (heuresis.agents.spec)
+run_judgements(sm.wildcards.judge, sm.config["agents"][sm.wildcards.judge], sm.wildcards.agent, sm.wildcards.mode,
+               [sm.input.plays], [sm.input.references], sm.params.folder, sm.output[0], max_tokens=sm.params.max_tokens,
                log=stage_logger(sm.log[0]), attempt=sm.params.attempt)

@@ -4,5 +4,6 @@ from heuresis.leakage import run_leakage
 from heuresis.logs import stage_logger
 
 sm = snakemake  # noqa: F821  (injected by Snakemake)
-run_leakage(sm.wildcards.agent, sm.params.spec, [sm.wildcards.network], sm.params.repeats, sm.params.seed,
-            sm.output[0], log=stage_logger(sm.log[0]))
+# the agent's full entry: the params hold it without its transport settings (heuresis.agents.spec)
+run_leakage(sm.wildcards.agent, sm.config["agents"][sm.wildcards.agent], [sm.wildcards.network], sm.params.repeats,
+            sm.params.seed, sm.output[0], log=stage_logger(sm.log[0]), attempt=sm.params.attempt)

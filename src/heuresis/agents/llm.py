@@ -648,7 +648,8 @@ class LLMAgent(Agent):
         litellm = _litellm()
         retryable = tuple(getattr(litellm, n) for n in _RETRYABLE_NAMES if hasattr(litellm, n))
         kwargs = self._kwargs(messages, tools)
-        key = request_key({**kwargs, "extra": self.extra})
+        # identity: what is asked, and of which configured server (not the address api_base_env gave this run)
+        key = request_key({**kwargs, "extra": self.extra, "api_base": self.params.get("api_base")})
         if self._log is not None:
             hit = self._log.replay(key)
             if hit is not None:

@@ -1,6 +1,7 @@
 """Validating a configuration: the schema, then each stage's own ``config_errors``.
 
-Validation is two-step. The JSON schema (:func:`heuresis.config.loading.schema_errors`) fills in
+Validation is two-step, after a refusal of any credential written into ``agents``
+(:func:`heuresis.agents.spec.secret_errors`). The JSON schema (:func:`heuresis.config.loading.schema_errors`) fills in
 defaults and checks types, bounds and required keys. Then each stage module checks what a
 schema cannot say about its own section (unknown mechanism kinds, inverted ranges, algorithms
 not registered, grids naming unknown agents, ...) in a function ``config_errors(config)`` that
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from heuresis import episodes, headroom, instances, leakage, references, repairs, saturation, verification
+from heuresis.agents.spec import secret_errors
 from heuresis.config.loading import ConfigError, read_config_files, schema_errors
 from heuresis.games import workflow as games
 
@@ -43,8 +45,9 @@ def validate_config(config: Mapping[str, Any]) -> dict:
         Listing every problem, each naming its config key.
     """
     cfg = copy.deepcopy(dict(config))
-    msgs = schema_errors(cfg)
-    if not msgs:
+    schema = schema_errors(cfg)
+    msgs = secret_errors(cfg) + schema   # a credential is named whatever else is wrong
+    if not schema:
         for check in STAGE_CHECKS:
             msgs.extend(check(cfg))
     if msgs:

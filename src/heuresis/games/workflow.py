@@ -16,7 +16,9 @@
   error, never dropped, and not checkpointed: the tables count it and leave it out of the scores,
   and rerunning the target retries it (:mod:`heuresis.failures`);
 * :func:`run_judgements` — one judge on every play of one agent x mode into
-  :data:`GAME_JUDGEMENTS`, checkpointed per play (a ``failed`` judgement alike).
+  :data:`GAME_JUDGEMENTS`, checkpointed per play (:func:`judgement_unit`: the play and what the
+  judge is shown of it; a ``failed`` judgement alike).  The checkpoint outlives the job (pruned to
+  its plays), so when one play is played again only that play is judged again.
 
 Play ``r`` of a scenario has the seed :func:`play_seed` ``(games.seed, scenario, r)`` for every
 agent, so agents meet the same Stage-1 and Stage-2 draws (paired comparisons).
@@ -32,6 +34,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from heuresis.agents.spec import result_spec
 from heuresis.config.loading import StrictValidator, agent_errors, config_digest, config_key, format_errors
 from heuresis.failures import FIRST_ATTEMPT, failure_metadata, record_attempt
 from heuresis.games.references import check_references, compute_references, seed_of, winnability_errors
@@ -46,7 +49,9 @@ __all__ = [
     "config_errors",
     "game_agent_kinds",
     "is_llm",
+    "judgement_unit",
     "load_references",
+    "output_cap_errors",
     "play_jobs",
     "play_seed",
     "plays_of",
@@ -136,6 +141,7 @@ def config_errors(config: Mapping) -> list[str]:
                          f"it cannot play games (an episode baseline: {sorted(baselines)}); players: "
                          f"{sorted(players)} or an agent from outside the package (docs/agents.md)")
     msgs += agent_errors(config, "games.judges", g["judges"], {"llm"}, "a judge is an LLM agent (kind llm)")
+    msgs += output_cap_errors(config)
     folder = scenario_folder(config)
     if not folder.is_dir():
         return [*msgs, f"config key games.scenarios_dir: no folder {str(folder)!r}"]
@@ -149,6 +155,35 @@ def config_errors(config: Mapping) -> list[str]:
         except ScenarioError as exc:
             msgs.extend(f"config key games.scenarios: {line}" for line in str(exc).splitlines())
     msgs.extend(f"config key games.scenarios: {m}" for m in winnability_errors(loaded))
+    return msgs
+
+
+def output_cap_errors(config: Mapping) -> list[str]:
+    """A thinking budget that does not fit under the output cap of a play's or a judgement's request.
+
+    A play's request is capped at the agent's ``max_tokens`` or else the games' per-reply cap
+    (:data:`heuresis.games.play.OUTPUT_TOKENS`); a judgement's at the judge's ``max_tokens`` or
+    else ``games.judge_max_tokens``.  The thinking budget (``thinking.budget_tokens``) counts in
+    those tokens and must be below the cap, or the provider refuses every request.
+    """
+    from heuresis.games.play import OUTPUT_TOKENS
+
+    g = config["games"]
+    agents = config.get("agents", {})
+    msgs = []
+    roles = [(a, "games.agents", "the games' per-reply cap (heuresis.games.play.OUTPUT_TOKENS)", OUTPUT_TOKENS)
+             for a in g["agents"]]
+    roles += [(j, "games.judges", "games.judge_max_tokens", g["judge_max_tokens"]) for j in g["judges"]]
+    for name, role, default_key, default in roles:
+        spec = agents.get(name, {})
+        thinking = (spec.get("thinking") or {}).get("budget_tokens")
+        if spec.get("kind") != "llm" or not isinstance(thinking, (int, float)):
+            continue
+        cap, key = (spec["max_tokens"], f"agents.{name}.max_tokens") if spec.get("max_tokens") else (default, default_key)
+        if thinking >= cap:
+            msgs.append(f"config key agents.{name}.thinking.budget_tokens: {thinking} does not fit under {key} = {cap} "
+                        f"(the output cap of each request of {name} in {role}): the thinking budget counts in the "
+                        f"reply's output tokens and must be below it")
     return msgs
 
 
@@ -231,7 +266,7 @@ def run_plays(agent: str, spec: Mapping, mode: str, scenario: str, folder: str |
     started = utc_now()
     scn = load_scenario(scenario, folder)
     ref = load_references([references])[scenario]
-    cfg_slice = {"agent": agent, "spec": dict(spec), "mode": mode, "scenario": scn.spec, "plays": int(plays),
+    cfg_slice = {"agent": agent, "spec": result_spec(spec), "mode": mode, "scenario": scn.spec, "plays": int(plays),
                  "seed": int(seed), "max_turns": int(max_turns), "threshold": ref["threshold"],
                  "optimum": ref["optimum"]}
     origin = agent_origin(agent, spec)
@@ -282,6 +317,17 @@ def run_plays(agent: str, spec: Mapping, mode: str, scenario: str, folder: str |
 
 
 # --- judgements ---------------------------------------------------------------------------------------
+def judgement_unit(play: Mapping) -> str:
+    """The checkpoint unit of one judgement: the play's id and a digest of everything the judge is shown of it.
+
+    The play's status, report, design and deployments, and the optimum it is compared with: a play
+    that changed (played again after a failure) is a new unit, an unchanged one keeps its judgement.
+    """
+    shown = {k: play.get(k) for k in ("status", "report", "design", "submitted", "designs_deployed",
+                                      "deployment_counts", "optimum_design")}
+    return f"{play['play_id']}@{config_digest(shown)[:16]}"
+
+
 def run_judgements(judge: str, spec: Mapping, agent: str, mode: str, plays_paths: Sequence[str | Path],
                    references: Sequence[str | Path], folder: str | Path, out: str | Path, *, max_tokens: int = 1500,
                    log: _Log = _quiet, attempt: str = FIRST_ATTEMPT) -> Path:
@@ -294,25 +340,28 @@ def run_judgements(judge: str, spec: Mapping, agent: str, mode: str, plays_paths
     refs = load_references(references)
     for p in plays:   # the judge sees the optimum found by search (references), never the Stage-2 survival
         p["optimum_design"] = json.dumps(refs[p["scenario"]]["optimum_design"], sort_keys=True)
-    cfg_slice = {"judge": judge, "spec": dict(spec), "agent": agent, "mode": mode, "max_tokens": int(max_tokens)}
-    ckpt = Checkpoint(out, config_digest({**cfg_slice, "plays": [(p["play_id"], p["report"], p["design"])
-                                                                 for p in plays]}))
+    cfg_slice = {"judge": judge, "spec": result_spec(spec), "agent": agent, "mode": mode, "max_tokens": int(max_tokens)}
+    # one unit per play and what the judge is shown of it: a play played again (a retried failure)
+    # is judged again, the job's other judgements are kept
+    ckpt = Checkpoint(out, config_digest(cfg_slice))
+    units = {p["play_id"]: judgement_unit(p) for p in plays}
     model = make_agent(judge, spec)
     if getattr(model, "max_tokens", None) is None:
         model.max_tokens = int(max_tokens)
     scns: dict[str, Scenario] = {}
     for p in plays:
-        if p["play_id"] in ckpt:
+        unit = units[p["play_id"]]
+        if unit in ckpt:
             continue
         scn = scns.setdefault(p["scenario"], load_scenario(p["scenario"], folder))
         row = judge_play(model, judge, p, scn)
         if row["status"] == "failed":   # written, not saved: a rerun retries it
-            ckpt.fail(p["play_id"], row)
+            ckpt.fail(unit, row)
         else:
-            ckpt.save(p["play_id"], row)
+            ckpt.save(unit, row)
         log(f"judge {judge} on {p['play_id']}: {row['status']} total {row['total']}"
             + (f" ERROR {row['error']}" if row["error"] else ""))
-    rows = ckpt.values(p["play_id"] for p in plays)
+    rows = ckpt.values(units[p["play_id"]] for p in plays)
     prov = provenance_record(stage="games_judgements", config=cfg_slice, inputs=[*plays_paths, *references],
                              started=started)
     table = pa.table({c: [x.get(c) for x in rows] for c in GAME_JUDGEMENTS.schema.names},
@@ -320,6 +369,6 @@ def run_judgements(judge: str, spec: Mapping, agent: str, mode: str, plays_paths
     failed = len(ckpt.failed)
     record_attempt(out, attempt, failed, "judgements")
     write_table(table, out, GAME_JUDGEMENTS, {PROVENANCE_KEY: dumps(prov), **failure_metadata(failed, attempt)})
-    if ckpt.finish():
+    if ckpt.keep(units.values()):   # the parts stay: a play played again is the only one judged again
         log(f"judge {judge}: {failed} of {len(plays)} judgements FAILED; rerun the target to retry them")
     return Path(out)

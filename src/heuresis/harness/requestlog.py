@@ -11,7 +11,8 @@ A rerun of the episode (after a crash, a kill, a failed request) opens the same 
 identical to one already answered is answered from the log (:meth:`RequestLog.replay`, in the
 order they were first answered; marked ``replayed``, never sent again), so a conversation is
 paid once up to the point where it diverges, and continues live from there.  Identity ignores
-how a request is sent (timeouts, retries, the server's address) and the clock of the budgets
+how a request is sent (timeouts, retries, the address a server got at run time through
+``api_base_env``; a configured ``api_base`` counts, it may be another model) and the clock of the budgets
 line (:func:`heuresis.harness.budgets.normalize_clock`), which differs between two runs of the
 same conversation.
 """
@@ -32,8 +33,8 @@ __all__ = ["REQUEST_KEYS", "RequestLog", "request_key"]
 
 #: What a request asks, as far as its answer can depend on it: the parts of the request that
 #: make its identity (everything else — timeout, retries, api_base, key — is how it is sent).
-REQUEST_KEYS = ("model", "messages", "tools", "tool_choice", "max_tokens", "temperature", "reasoning_effort",
-                "thinking", "extra")
+REQUEST_KEYS = ("model", "api_base", "messages", "tools", "tool_choice", "max_tokens", "temperature",
+                "reasoning_effort", "thinking", "extra")
 
 #: Version of a log line's format.
 VERSION = 1
