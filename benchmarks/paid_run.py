@@ -17,8 +17,8 @@ counted as ``replies_in_flight_at_kill``), the peak of concurrent requests the s
 whether every episode's outcome (status, termination, exhausted limit, turns, graph, F1) is the
 same in both runs.
 
-    PYTHONPATH=src python benchmarks/paid_run.py               # 256 episodes, about 15 min on 2 cores
-    PYTHONPATH=src python benchmarks/paid_run.py --instances 4 # 64 episodes
+    PYTHONPATH=src python benchmarks/paid_run.py --instances 12   # 192 episodes
+    PYTHONPATH=src python benchmarks/paid_run.py --instances 2    # 32 episodes, a few minutes
 """
 
 from __future__ import annotations
@@ -90,9 +90,11 @@ def targets(wd: Path) -> list[str]:
             for j in episode_jobs(cfg)]
 
 
-def snakemake(wd: Path, outs: list[str], cores: int) -> subprocess.Popen:
+def snakemake(wd: Path, outs: list[str], cores: int, cap: int = 0) -> subprocess.Popen:
     cmd = [sys.executable, "-m", "snakemake", *outs, "--cores", str(cores), "--rerun-incomplete", "--quiet",
            "--configfile", "config/quick.yaml", "config/bench.yaml"]
+    if cap:   # the provider's limit (heuresis.agents.spec.provider_resource of openai/...)
+        cmd += ["--resources", f"llm_openai={cap}"]
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
     return subprocess.Popen(cmd, cwd=wd, env=env, start_new_session=True, stdout=subprocess.DEVNULL,
                             stderr=open(wd / "snakemake.err", "a"))
@@ -123,18 +125,19 @@ def main() -> None:
     p.add_argument("--rate-limits", type=float, default=0.20)
     p.add_argument("--server-errors", type=float, default=0.05)
     p.add_argument("--kill-at", type=float, default=0.4, help="share of the needed replies sent before the kill")
-    p.add_argument("--cores", type=int, default=2)
+    p.add_argument("--cores", type=int, default=3)
+    p.add_argument("--cap", type=int, default=2, help="the provider's concurrency limit (resource llm_openai)")
     p.add_argument("--seed", type=int, default=0)
     a = p.parse_args()
     base = Path(tempfile.mkdtemp(prefix="heuresis-paid-run."))
-    result: dict = {"episodes": a.instances * 16}
+    result: dict = {"episodes": a.instances * 16, "provider_cap": a.cap}
 
     with ScriptedLLMServer(Conversations(conversation)) as server:
         wd = workdir(base, "clean", server.url, a.instances)
         outs = targets(wd)
         build_inputs(wd, outs, a.cores)
         t0 = time.time()
-        if snakemake(wd, outs, a.cores).wait() != 0:
+        if snakemake(wd, outs, a.cores, a.cap).wait() != 0:
             raise SystemExit((wd / "snakemake.err").read_text()[-3000:])
         result["clean_s"] = round(time.time() - t0, 1)
         needed = len(server.replies)
@@ -147,7 +150,7 @@ def main() -> None:
         wd = workdir(base, "faulty", server.url, a.instances)
         build_inputs(wd, outs, a.cores)
         t0 = time.time()
-        proc = snakemake(wd, outs, a.cores)
+        proc = snakemake(wd, outs, a.cores, a.cap)
         while proc.poll() is None and len(server.replies) < a.kill_at * needed:
             time.sleep(0.05)
         os.killpg(proc.pid, signal.SIGKILL)
@@ -157,7 +160,7 @@ def main() -> None:
                      for line in log.read_text().splitlines() if '"status": "ok"' in line)
         subprocess.run([sys.executable, "-m", "snakemake", "--unlock", "--cores", "1", "--configfile",
                         "config/quick.yaml", "config/bench.yaml"], cwd=wd, capture_output=True)
-        if snakemake(wd, outs, a.cores).wait() != 0:
+        if snakemake(wd, outs, a.cores, a.cap).wait() != 0:
             raise SystemExit((wd / "snakemake.err").read_text()[-3000:])
         result["faulty_s"] = round(time.time() - t0, 1)
         result.update(killed_after_replies=killed_at, replies_in_flight_at_kill=killed_at - logged,

@@ -234,13 +234,13 @@ def test_kill_at_turn_k_then_rerun_sends_only_the_turns_from_k(small, tmp_path):
 def test_failed_episode_rerun_replays_what_was_paid(small):
     """An episode that failed at its third request (every retry a 500) is rerun from there; the
     failed attempts stay in the request log."""
-    script = [*_conversation("")[:2], *[{"status": 500, "error": "down"}] * 3]
-    with ScriptedLLMServer(copy.deepcopy(script)) as server:
+    down = [*_conversation("")[:2], *[{"status": 500, "error": "down"}] * 3]
+    live = Conversations(_conversation)
+    with ScriptedLLMServer(lambda request: down.pop(0) if down else live(request)) as server:   # one server
         ep, _ = _sweep(small, "refail", _spec(server.url, retries={"max_retries": 2, "base_s": 0.01}))
-    assert list(ep.status) == ["failed"]
-    with ScriptedLLMServer(Conversations(_conversation)) as server:
+        assert list(ep.status) == ["failed"] and len(server.requests) == 5
         ep, req = _sweep(small, "refail", _spec(server.url))
-        assert len(server.requests) == 2                       # turns 3 and 4 only
+        assert len(server.requests) == 5 + 2                   # turns 3 and 4 only
     assert list(ep.status) == ["ok"] and list(req.replayed) == [True, True, False, False]
     log = [json.loads(line) for line in
            (small["root"] / "transcripts" / "refail" / "0000.requests.jsonl").read_text().splitlines()]
