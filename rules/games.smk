@@ -39,6 +39,7 @@ rule games_plays:
     output:
         plays="results/games/plays/{agent}/{mode}/{scenario}.parquet",
         calls="results/games/plays/{agent}/{mode}/{scenario}.calls.parquet",
+        requests="results/games/plays/{agent}/{mode}/{scenario}.requests.parquet",
     log:
         "logs/games/plays/{agent}/{mode}/{scenario}.log",
     benchmark:
@@ -72,7 +73,8 @@ rule games_judgements:
         plays="results/games/plays/{agent}/{mode}/{scenario}.parquet",
         references="results/games/references/{scenario}.parquet",
     output:
-        "results/games/judgements/{judge}/{agent}/{mode}/{scenario}.parquet",
+        judgements="results/games/judgements/{judge}/{agent}/{mode}/{scenario}.parquet",
+        requests="results/games/judgements/{judge}/{agent}/{mode}/{scenario}.requests.parquet",
     log:
         "logs/games/judgements/{judge}/{agent}/{mode}/{scenario}.log",
     params:

@@ -25,7 +25,7 @@ from heuresis.games.judge import RUBRIC, ScoreError, icc, parse_scores
 from heuresis.games.play import AnswerError, parse_answer, run_play
 from heuresis.games.workflow import play_seed, run_judgements, run_plays, run_references
 from heuresis.io import read_table
-from heuresis.schemas import GAME_CALLS, GAME_JUDGEMENTS, GAME_PLAYS, GAME_REFERENCES
+from heuresis.schemas import GAME_CALLS, GAME_JUDGEMENT_REQUESTS, GAME_JUDGEMENTS, GAME_PLAYS, GAME_REFERENCES
 
 SCENARIOS = ROOT / "config/games"
 FAST_SEARCH = {"drones": 300, "starts": 1, "verify_fleets": 2}
@@ -129,6 +129,11 @@ def test_prompt_mode_plays_through_the_local_server():
     assert json.loads(row["deployment_counts"]) == [[d.count, d.returned] for d in dep]
     assert row["report"].startswith("Leave the antenna bare")
     assert (row["tokens_in"], row["tokens_out"]) == (8000, 210) and row["cost"] == pytest.approx((8000 + 420) / 1e6)
+    # one requests row per server reply, as the server sent it
+    sent = server.replies
+    assert [(q["tokens_in"], q["tokens_out"]) for q in out.requests] == [(2000, 60), (2000, 60), (4000, 90)]
+    assert [q["response_id"] for q in out.requests] == [r["reply"]["id"] for r in sent]
+    assert [q["index"] for q in out.requests] == [0, 1, 2] and {q["play_id"] for q in out.requests} == {row["play_id"]}
     assert [c["tool"] for c in out.calls] == ["deploy", "deploy", "submit_final_design", "write_report"]
     # single-turn: no tools, two messages per request, the whole history so far in the one prompt
     assert len(server.requests) == 3
@@ -225,8 +230,11 @@ def test_judge_job_through_the_local_server(refs, tmp_path):
                {"content": "A fine report, 9 out of 10.", "usage": (1500, 10)}]
     with ScriptedLLMServer(answers) as server:
         run_judgements("judge_local", _spec(server.url), "game_trap_follower", "tools", [tmp_path / "p.parquet"],
-                       [refs], SCENARIOS, tmp_path / "j.parquet", max_tokens=700)
+                       [refs], SCENARIOS, tmp_path / "j.parquet", max_tokens=700, requests_out=tmp_path / "jr.parquet")
     j = read_table(tmp_path / "j.parquet", GAME_JUDGEMENTS).to_pandas()
+    jr = read_table(tmp_path / "jr.parquet", GAME_JUDGEMENT_REQUESTS).to_pandas()
+    assert list(jr.play_id) == list(j.play_id[:2]) and list(jr.tokens_out) == [40, 10]     # no request: no row
+    assert list(jr.response_id) == [r["reply"]["id"] for r in server.replies]
     assert list(j.status) == ["ok", "unparsed", "no_report"]
     assert (j.total[0], j.causal_reasoning[0]) == (4.0, 2.0) and math.isnan(j.total[1]) and j.total[2] == 0.0
     assert len(server.requests) == 2 and all(r["body"]["max_tokens"] == 700 for r in server.requests)
@@ -423,7 +431,8 @@ def test_games_rules_on_two_scenarios(tmp_path):
     table = pd.read_parquet(res / "tables/games_antenna.parquet")
     row = table[table.scenario == "antenna_base"].iloc[0]
     assert row.survival == pytest.approx(plays[plays.scenario == "antenna_base"].survival.mean())
-    jd = pd.concat([read_table(p, GAME_JUDGEMENTS).to_pandas() for p in (res / "games/judgements").rglob("*.parquet")])
+    jd = pd.concat([read_table(p, GAME_JUDGEMENTS).to_pandas() for p in (res / "games/judgements").rglob("*.parquet")
+                    if not p.name.endswith(".requests.parquet")])
     ids = plays[plays.scenario == "antenna_base"].play_id
     assert row.rubric == pytest.approx(jd[jd.play_id.isin(ids)].groupby("play_id").total.mean().mean())
     judges = pd.read_parquet(res / "tables/games_judges.parquet")

@@ -22,7 +22,9 @@ __all__ = [
     "EPISODE_SCORES",
     "GAME_CALLS",
     "GAME_JUDGEMENTS",
+    "GAME_JUDGEMENT_REQUESTS",
     "GAME_PLAYS",
+    "GAME_PLAY_REQUESTS",
     "GAME_REFERENCES",
     "HEADROOM_SCORES",
     "HEADROOM_SELECTION",
@@ -381,6 +383,25 @@ REQUESTS = _schema("requests", 2, [
     ("family", pa.string(), "mechanism family"),
     ("split", pa.string(), "dev or test"),
     ("instance", pa.int32(), "instance index"),
+    *REQUEST_COLUMNS,
+])
+
+GAME_PLAY_REQUESTS = _schema("game_play_requests", 1, [
+    ("play_id", pa.string(), "play of the request"),
+    ("agent", pa.string(), "agent name"),
+    ("mode", pa.string(), "tools or prompt"),
+    ("scenario", pa.string(), "scenario name"),
+    ("repeat", pa.int32(), "play number"),
+    *REQUEST_COLUMNS,
+])
+
+GAME_JUDGEMENT_REQUESTS = _schema("game_judgement_requests", 1, [
+    ("judge", pa.string(), "judge (an LLM agent's name)"),
+    ("play_id", pa.string(), "play judged"),
+    ("agent", pa.string(), "agent whose play was judged"),
+    ("mode", pa.string(), "tools or prompt"),
+    ("scenario", pa.string(), "scenario name"),
+    ("repeat", pa.int32(), "play number"),
     *REQUEST_COLUMNS,
 ])
 

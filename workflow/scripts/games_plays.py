@@ -7,5 +7,5 @@ sm = snakemake  # noqa: F821  (injected by Snakemake)
 # the agent's full entry: the params hold it without its transport settings (heuresis.agents.spec)
 run_plays(sm.wildcards.agent, sm.config["agents"][sm.wildcards.agent], sm.wildcards.mode, sm.wildcards.scenario, sm.params.folder,
           plays=sm.params.plays, seed=sm.params.seed, max_turns=sm.params.max_turns, references=sm.input.references,
-          out=sm.output.plays, calls_out=sm.output.calls, transcripts_dir=sm.params.transcripts,
+          out=sm.output.plays, calls_out=sm.output.calls, requests_out=sm.output.requests, transcripts_dir=sm.params.transcripts,
           log=stage_logger(sm.log[0]), attempt=sm.params.attempt)

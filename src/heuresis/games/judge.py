@@ -25,7 +25,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from heuresis.agents.llm import repair_arguments
-from heuresis.harness.loop import single_request
+from heuresis.harness.loop import Request, single_request
 from heuresis.harness.prompts import render
 
 __all__ = ["RUBRIC", "ScoreError", "icc", "judge_play", "judge_prompt", "parse_scores"]
@@ -121,6 +121,9 @@ def judge_play(model, judge: str, play: Mapping, scn) -> dict:
     messages = [{"role": "system", "content": render("game_judge_system")},
                 {"role": "user", "content": judge_prompt(play, scn)}]
     ex = single_request(model, messages)
+    if ex.usage is not None:   # the request's record (GAME_JUDGEMENT_REQUESTS), kept with the judgement
+        keys = {k: row[k] for k in ("judge", "play_id", "agent", "mode", "scenario", "repeat")}
+        row["requests"] = [{**keys, "index": 0, **Request(0, ex.wall_s, ex.usage).row()}]
     if ex.ending:   # the prompt does not fit the judge's context: a judgement it cannot make
         row.update(status="unparsed", error=f"{ex.ending.reason}: {ex.ending}", cost=ex.cost,
                    latency_s=round(ex.wall_s, 4))

@@ -33,7 +33,7 @@ import re
 import time
 import traceback
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from heuresis.agents.base import agent_class, agent_origin, make_agent
 from heuresis.agents.llm import repair_arguments
@@ -64,11 +64,12 @@ NUDGE = "Act through the tools: deploy, submit_final_design, then write_report."
 
 @dataclass
 class PlayOutcome:
-    """What a play produced: its ``game_plays`` row, ``game_calls`` rows and transcript."""
+    """What a play produced: its ``game_plays`` row, ``game_calls`` rows, transcript and ``requests`` rows."""
 
     row: dict
     calls: list[dict]
     transcript: dict
+    requests: list[dict] = field(default_factory=list)   # one row per model request (GAME_PLAY_REQUESTS)
 
 
 def task_prompt(game: Game) -> str:
@@ -159,8 +160,9 @@ def run_play(agent_name: str, agent_spec: Mapping, scn: Scenario, *, repeat: int
     }
     transcript = {"play": row, "agent_origin": agent_origin(agent_name, agent_spec), "scenario": scn.spec,
                   **transcript, "calls": calls}   # agent_origin: a plugin's class and distribution (None: built-in)
-    return PlayOutcome(row, [{"play_id": play_id, "agent": agent_name, "mode": mode, "scenario": scn.name,
-                              "repeat": int(repeat), **c} for c in calls], transcript)
+    keys = {"play_id": play_id, "agent": agent_name, "mode": mode, "scenario": scn.name, "repeat": int(repeat)}
+    requests = [{**keys, "index": k, **r.row()} for k, r in enumerate(spend.requests)]
+    return PlayOutcome(row, [{**keys, **c} for c in calls], transcript, requests)
 
 
 def _termination(game: Game, ended: str = "") -> str:

@@ -42,7 +42,14 @@ from heuresis.games.scenario import Scenario, ScenarioError, load_scenario, scen
 from heuresis.io import Checkpoint, atomic_write_text, read_table, write_table
 from heuresis.provenance import PROVENANCE_KEY, dumps, provenance_record, utc_now
 from heuresis.report import format_interval
-from heuresis.schemas import GAME_CALLS, GAME_JUDGEMENTS, GAME_PLAYS, GAME_REFERENCES
+from heuresis.schemas import (
+    GAME_CALLS,
+    GAME_JUDGEMENT_REQUESTS,
+    GAME_JUDGEMENTS,
+    GAME_PLAY_REQUESTS,
+    GAME_PLAYS,
+    GAME_REFERENCES,
+)
 
 __all__ = [
     "MODES",
@@ -258,8 +265,12 @@ def _failed_row(agent: str, spec: Mapping, scn: Scenario, mode: str, repeat: int
 
 def run_plays(agent: str, spec: Mapping, mode: str, scenario: str, folder: str | Path, *, plays: int, seed: int,
               max_turns: int, references: str | Path, out: str | Path, calls_out: str | Path,
-              transcripts_dir: str | Path, log: _Log = _quiet, attempt: str = FIRST_ATTEMPT) -> Path:
-    """``plays`` plays of ``scenario`` by ``agent`` in ``mode``; checkpointed per play."""
+              transcripts_dir: str | Path, log: _Log = _quiet, attempt: str = FIRST_ATTEMPT,
+              requests_out: str | Path | None = None) -> Path:
+    """``plays`` plays of ``scenario`` by ``agent`` in ``mode``; checkpointed per play.
+
+    ``requests_out``: the plays' model requests (:data:`~heuresis.schemas.GAME_PLAY_REQUESTS`).
+    """
     from heuresis.agents.base import agent_origin, origin_packages
     from heuresis.games.play import run_play
 
@@ -285,23 +296,24 @@ def run_plays(agent: str, spec: Mapping, mode: str, scenario: str, folder: str |
         try:
             res = run_play(agent, spec, scn, repeat=r, seed=s, threshold=ref["threshold"], optimum=ref["optimum"],
                            max_turns=max_turns, mode=mode)
-            row, calls, transcript = res.row, res.calls, res.transcript
+            row, calls, transcript, requests = res.row, res.calls, res.transcript, res.requests
         except Exception as exc:  # the harness itself failed: a recorded failure, the other plays go on
             err = f"{type(exc).__name__}: {exc}"
             row = _failed_row(agent, spec, scn, mode, r, s, ref, err)
-            calls, transcript = [], {"play": row, "error": traceback.format_exc(limit=8)}
+            calls, transcript, requests = [], {"play": row, "error": traceback.format_exc(limit=8)}, []
         row["transcript"] = str(tdir / f"r{r}.json")
         atomic_write_text(tdir / f"r{r}.json", json.dumps(transcript, indent=1, default=str))
         if row["status"] == "failed":   # written, not saved: a rerun retries it
-            ckpt.fail(r, {"row": row, "calls": calls})
+            ckpt.fail(r, {"row": row, "calls": calls, "requests": requests})
         else:
-            ckpt.save(r, {"row": row, "calls": calls})
+            ckpt.save(r, {"row": row, "calls": calls, "requests": requests})
         log(f"{agent} {mode} {scenario} r{r}: {row['status']} {row['termination']} survival {row['survival']:.3f} "
             f"(threshold {ref['threshold']:.3f}, optimum {ref['optimum']:.3f}) in {time.perf_counter() - t0:.1f} s"
             + (f" ERROR {row['error']}" if row["error"] else ""))
     records = ckpt.values(range(int(plays)))
     rows = [rec["row"] for rec in records]
     calls = [c for rec in records for c in rec["calls"]]
+    requests = [q for rec in records for q in rec.get("requests", [])]
     prov = provenance_record(stage="games_plays", config=cfg_slice, seeds={"seed": int(seed)},
                              inputs=[scn.path, references], started=started, packages=origin_packages(origin))
     failed = len(ckpt.failed)
@@ -309,6 +321,9 @@ def run_plays(agent: str, spec: Mapping, mode: str, scenario: str, folder: str |
     record_attempt(out, attempt, failed, "plays")
     write_table(pa.table({c: [x.get(c) for x in calls] for c in GAME_CALLS.schema.names}, schema=GAME_CALLS.schema),
                 calls_out, GAME_CALLS, meta)
+    if requests_out is not None:
+        write_table(pa.table({c: [x.get(c) for x in requests] for c in GAME_PLAY_REQUESTS.schema.names},
+                             schema=GAME_PLAY_REQUESTS.schema), requests_out, GAME_PLAY_REQUESTS, meta)
     write_table(pa.table({c: [x.get(c) for x in rows] for c in GAME_PLAYS.schema.names}, schema=GAME_PLAYS.schema),
                 out, GAME_PLAYS, meta)
     if ckpt.finish():
@@ -330,8 +345,11 @@ def judgement_unit(play: Mapping) -> str:
 
 def run_judgements(judge: str, spec: Mapping, agent: str, mode: str, plays_paths: Sequence[str | Path],
                    references: Sequence[str | Path], folder: str | Path, out: str | Path, *, max_tokens: int = 1500,
-                   log: _Log = _quiet, attempt: str = FIRST_ATTEMPT) -> Path:
-    """Judge ``judge`` scores the report of every play in ``plays_paths``; checkpointed per play."""
+                   log: _Log = _quiet, attempt: str = FIRST_ATTEMPT, requests_out: str | Path | None = None) -> Path:
+    """Judge ``judge`` scores the report of every play in ``plays_paths``; checkpointed per play.
+
+    ``requests_out``: the judge's model requests (:data:`~heuresis.schemas.GAME_JUDGEMENT_REQUESTS`).
+    """
     from heuresis.agents.base import make_agent
     from heuresis.games.judge import judge_play
 
@@ -368,7 +386,12 @@ def run_judgements(judge: str, spec: Mapping, agent: str, mode: str, plays_paths
                      schema=GAME_JUDGEMENTS.schema)
     failed = len(ckpt.failed)
     record_attempt(out, attempt, failed, "judgements")
-    write_table(table, out, GAME_JUDGEMENTS, {PROVENANCE_KEY: dumps(prov), **failure_metadata(failed, attempt)})
+    meta = {PROVENANCE_KEY: dumps(prov), **failure_metadata(failed, attempt)}
+    if requests_out is not None:
+        requests = [q for x in rows for q in x.get("requests", [])]
+        write_table(pa.table({c: [x.get(c) for x in requests] for c in GAME_JUDGEMENT_REQUESTS.schema.names},
+                             schema=GAME_JUDGEMENT_REQUESTS.schema), requests_out, GAME_JUDGEMENT_REQUESTS, meta)
+    write_table(table, out, GAME_JUDGEMENTS, meta)
     if ckpt.keep(units.values()):   # the parts stay: a play played again is the only one judged again
         log(f"judge {judge}: {failed} of {len(plays)} judgements FAILED; rerun the target to retry them")
     return Path(out)
