@@ -151,6 +151,32 @@ class RetryPolicy:
         return floor + jitter
 
 
+_WARM: set[str] = set()
+
+
+def _warm_up(model: str) -> None:
+    """Import litellm and load the provider's client code once per process, before any episode's clock.
+
+    The first request through a provider's handler loads its SDK and builds its client (about a
+    second); a request to a closed port on 127.0.0.1 does that without sending anything anywhere.
+    """
+    litellm = _litellm()
+    if model in _WARM:
+        return
+    _WARM.add(model)
+    import socket
+
+    with socket.socket() as sock:   # a port nothing listens on: the request is refused at once
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    try:
+        litellm.completion(model=model, messages=[{"role": "user", "content": "warm-up"}], max_tokens=1,
+                           api_base=f"http://127.0.0.1:{port}", api_key="warm-up", num_retries=0, max_retries=0,
+                           timeout=5)
+    except Exception:  # refused, as intended
+        pass
+
+
 def _utc() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
@@ -485,7 +511,7 @@ class LLMAgent(Agent):
         self._ledger: SpendLedger | None = None
         self._spent_usd = 0.0
         self._spent_tokens = 0
-        _litellm()   # imported before the episode's clock starts: the job's start-up is not the agent's time
+        _warm_up(self._model)   # before the episode's clock starts: the job's start-up is not the agent's time
 
     # --- identity ---------------------------------------------------------------------------------
     @property

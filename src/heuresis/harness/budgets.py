@@ -108,6 +108,11 @@ class Budgets:
             return False
         return True
 
+    def start(self) -> None:
+        """Start the clocks (the loop does, before the first turn: setting the episode up is not working time)."""
+        self._t0 = self._clock()
+        self._excluded = 0.0
+
     def exclude(self, seconds: float) -> None:
         """Do not charge ``seconds`` to the working time.
 

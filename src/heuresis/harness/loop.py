@@ -185,6 +185,9 @@ class TurnLimit:
         self.used_turns = 0
         self.output_tokens_per_turn = None
 
+    def start(self) -> None:
+        """The run starts: a turn limit keeps no clock."""
+
     def exclude(self, seconds: float) -> None:
         """Time not charged to the agent: a turn limit keeps no clock."""
 
@@ -384,6 +387,7 @@ class AgentLoop:
     # --- the run ------------------------------------------------------------------------------------
     def run(self, system: str, prompt: str, task: Mapping | None = None) -> None:
         """Run to the end; sets :attr:`termination`, :attr:`exhausted`, :attr:`status` and :attr:`error`."""
+        self.limits.start()
         self.add({"role": "system", "content": system})
         self.add({"role": "user", "content": prompt})
         foot = self.footer()
