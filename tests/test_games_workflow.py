@@ -554,3 +554,17 @@ def test_judge_context_overflow_is_a_judgement_it_cannot_make(refs, tmp_path):
                          load_scenario("antenna_base", SCENARIOS))
     assert row["status"] == "unparsed" and row["error"].startswith("context_overflow: ") and row["total"] is None
     assert len(server.requests) == 1
+
+
+@pytest.mark.parametrize("mode", ["tools", "prompt"])
+def test_quota_error_stops_the_play_job_after_one_request(refs, tmp_path, mode):
+    """An exhausted quota is no failed play to retry: the job stops after one request, in both modes."""
+    from heuresis.agents.llm import ProviderFatalError
+
+    quota = {"status": 429, "error": "You exceeded your current quota", "code": "insufficient_quota"}
+    with ScriptedLLMServer([quota] * 10) as server:
+        with pytest.raises(ProviderFatalError, match="quota exhausted"):
+            run_plays("llm_local", _spec(server.url), mode, "antenna_base", SCENARIOS, plays=3, seed=1, max_turns=10,
+                      references=refs, out=tmp_path / "p.parquet", calls_out=tmp_path / "p.calls.parquet",
+                      transcripts_dir=tmp_path / "t")
+    assert len(server.requests) == 1 and not (tmp_path / "p.parquet").exists()

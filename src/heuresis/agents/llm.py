@@ -65,7 +65,7 @@ from heuresis.agents.base import (
     Usage,
     register_agent,
 )
-from heuresis.agents.spend import SpendLedger, request_bound
+from heuresis.agents.spend import SPEND_DIR, SpendLedger, request_bound
 from heuresis.harness.requestlog import RequestLog, request_key
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -508,7 +508,8 @@ class LLMAgent(Agent):
         self._sleep = time.sleep   # tests may replace it
         self._rng = random.Random(f"{os.getpid()}/{time.time_ns()}")   # the backoff's jitter: timing only
         self._log: RequestLog | None = None
-        self._ledger: SpendLedger | None = None
+        # every model-calling job of the workflow runs in its working folder: the run's ledger is there
+        self._ledger = SpendLedger(SPEND_DIR, name, self.max_run_usd) if self.max_run_usd is not None else None
         self._spent_usd = 0.0
         self._spent_tokens = 0
         _warm_up(self._model)   # before the episode's clock starts: the job's start-up is not the agent's time

@@ -35,7 +35,7 @@ import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from heuresis.agents.base import agent_class, agent_origin, make_agent
+from heuresis.agents.base import FatalAgentError, agent_class, agent_origin, make_agent
 from heuresis.agents.llm import repair_arguments
 from heuresis.games.game import Game, GameError
 from heuresis.games.scenario import Scenario
@@ -402,6 +402,8 @@ def _play_prompt(agent, game: Game, max_turns: int):
                 if game.stage == "stage1":
                     termination, error = "bad_answer", f"{tool}: {exc}"
                 break
+    except FatalAgentError:   # a refused key, an exhausted quota or spend limit: the job stops
+        raise
     except Exception as exc:  # a harness error while playing the answer: a recorded failure
         status, error, termination = "failed", f"{type(exc).__name__}: {exc}", "failed"
         requests.append({"turn": turn, "error": traceback.format_exc(limit=8)})

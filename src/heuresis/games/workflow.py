@@ -34,6 +34,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from heuresis.agents.base import FatalAgentError
 from heuresis.agents.spec import result_spec
 from heuresis.config.loading import StrictValidator, agent_errors, config_digest, config_key, format_errors
 from heuresis.failures import FIRST_ATTEMPT, failure_metadata, record_attempt
@@ -297,6 +298,8 @@ def run_plays(agent: str, spec: Mapping, mode: str, scenario: str, folder: str |
             res = run_play(agent, spec, scn, repeat=r, seed=s, threshold=ref["threshold"], optimum=ref["optimum"],
                            max_turns=max_turns, mode=mode)
             row, calls, transcript, requests = res.row, res.calls, res.transcript, res.requests
+        except FatalAgentError:   # a refused key, an exhausted quota or spend limit: the job stops
+            raise
         except Exception as exc:  # the harness itself failed: a recorded failure, the other plays go on
             err = f"{type(exc).__name__}: {exc}"
             row = _failed_row(agent, spec, scn, mode, r, s, ref, err)
