@@ -329,3 +329,15 @@ def test_bad_key_stops_the_workflow_at_start(tiny_run, tmp_path):
     assert proc.returncode != 0 and len(server.requests) == 1
     assert "invalid key" in proc.stdout + proc.stderr and "SCRIPTED_KEY" in proc.stdout + proc.stderr
     assert not (wd / "logs" / "episodes" / "paid").exists()
+
+
+def test_failed_episode_records_hold_no_key_fragment(small):
+    """A provider that echoes the key in its errors: the failed episode's row, transcript (traceback
+    included), requests table and request log hold none of it."""
+    leak = {"status": 500, "error": "upstream refused key sk-proj-LEAKED0123456789 (Bearer sk-proj-LEAKED0123456789)"}
+    with ScriptedLLMServer([leak] * 3) as server:
+        ep, req = _sweep(small, "leaky", _spec(server.url, retries={"max_retries": 2, "base_s": 0.01}))
+    assert list(ep.status) == ["failed"]
+    stored = [Path(ep.transcript.iloc[0]).read_text(), ep.error.iloc[0], req.to_json(),
+              (small["root"] / "transcripts" / "leaky" / "0000.requests.jsonl").read_text()]
+    assert all("LEAKED" not in text for text in stored) and "[redacted]" in stored[0]

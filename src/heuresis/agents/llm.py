@@ -65,6 +65,7 @@ from heuresis.agents.base import (
     Usage,
     register_agent,
 )
+from heuresis.agents.spec import scrub
 from heuresis.agents.spend import SPEND_DIR, SpendLedger, request_bound
 from heuresis.harness.requestlog import RequestLog, request_key
 
@@ -179,21 +180,6 @@ def _warm_up(model: str) -> None:
 
 def _utc() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
-
-
-#: Secrets as they appear in provider error texts: keys (``sk-...``, masked or not), bearer tokens,
-#: ``api_key=...`` assignments.
-_SECRET = re.compile(r"\b(?:sk|pk|rk|ak|key)-[A-Za-z0-9_*.\-]{3,}|\bBearer\s+\S+|"
-                     r"(?i:api[_-]?key)\s*[=:]\s*\S+")
-
-
-def scrub(text: str, secrets: Iterable[str] = ()) -> str:
-    """``text`` with key-like fragments and the given secret values replaced by ``[redacted]``."""
-    out = str(text)
-    for value in secrets:
-        if value and len(value) >= 6:
-            out = out.replace(value, "[redacted]")
-    return _SECRET.sub("[redacted]", out)
 
 
 def _retry_after(exc: Exception) -> float | None:

@@ -24,8 +24,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["RESOURCE_PREFIX", "TRANSPORT_KEYS", "provider_of", "provider_resource", "result_spec", "secret_errors",
-           "transport_of"]
+__all__ = ["RESOURCE_PREFIX", "TRANSPORT_KEYS", "provider_of", "provider_resource", "result_spec", "scrub",
+           "secret_errors", "transport_of"]
 
 #: Keys of an agent entry that change how a model is asked, not what: out of the params and resume keys.
 TRANSPORT_KEYS = frozenset({"timeout_s", "retries", "api_base_env", "api_key_env", "requires_key", "verify_key",
@@ -38,8 +38,25 @@ RESOURCE_PREFIX = "llm_"
 _SECRET_NAME = re.compile(r"(^|_)(api_?key|token|secret|password|passwd|credentials?|auth|authorization)($|_)", re.IGNORECASE)
 # a value shaped like a provider's key: OpenAI/Anthropic/DeepSeek sk-..., Google AIza..., Hugging Face hf_...,
 # Groq gsk_..., xAI xai-..., an HTTP bearer header, AWS access key ids
-_SECRET_VALUE = re.compile(r"^\s*(sk-[A-Za-z0-9_-]{12,}|AIza[A-Za-z0-9_-]{20,}|hf_[A-Za-z0-9]{20,}|gsk_[A-Za-z0-9]{20,}"
-                           r"|xai-[A-Za-z0-9]{20,}|Bearer\s+\S{12,}|AKIA[A-Z0-9]{16})")
+_KEY_SHAPES = (r"sk-[A-Za-z0-9_-]{12,}|AIza[A-Za-z0-9_-]{20,}|hf_[A-Za-z0-9]{20,}|gsk_[A-Za-z0-9]{20,}"
+               r"|xai-[A-Za-z0-9]{20,}|Bearer\s+\S{12,}|AKIA[A-Z0-9]{16}")
+_SECRET_VALUE = re.compile(rf"^\s*({_KEY_SHAPES})")
+# in a provider's error text: a key as above, or echoed masked and short (sk-proj-abc***wxyz), a bearer
+# header, an api_key=... assignment
+_SECRET_FRAGMENT = re.compile(rf"{_KEY_SHAPES}|\b(?:sk|pk|rk)-[A-Za-z0-9_*.\-]{{3,}}|\bBearer\s+\S+"
+                              r"|(?i:api[_-]?key)\s*[=:]\s*\S+")
+
+
+def scrub(text: str, secrets=()) -> str:
+    """``text`` with key-like fragments and the given secret values replaced by ``[redacted]``.
+
+    Applied to every error text the harness stores (provider errors, tracebacks).
+    """
+    out = str(text)
+    for value in secrets:
+        if value and len(value) >= 6:
+            out = out.replace(value, "[redacted]")
+    return _SECRET_FRAGMENT.sub("[redacted]", out)
 
 
 def result_spec(spec: Mapping) -> dict:

@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from heuresis.agents.base import UNREADABLE_TOOL, Agent, AgentReply, EpisodeEnd, FatalAgentError, Observation, Usage
+from heuresis.agents.spec import scrub
 from heuresis.harness.conditions import LAST_TURN_REQUESTS, LAST_TURNS
 from heuresis.harness.parse import echo
 from heuresis.harness.prompts import render
@@ -168,7 +169,7 @@ def single_request(agent: Agent, messages: list[dict], tools: Sequence[dict] = (
         raise
     except Exception as exc:   # recorded by the caller, never dropped
         return Exchange(None, getattr(exc, "usage", None), time.monotonic() - t0, exc,
-                        traceback.format_exc(limit=8))
+                        scrub(traceback.format_exc(limit=8)))
     return Exchange(reply, reply.usage, time.monotonic() - t0)
 
 
@@ -402,9 +403,9 @@ class AgentLoop:
             self.exhausted = end.limit
             self.error = str(end)[:MAX_ERROR]
         except Exception as exc:  # the agent crashed: a recorded failure
-            self.status, self.error = "failed", f"{type(exc).__name__}: {exc}"
+            self.status, self.error = "failed", scrub(f"{type(exc).__name__}: {exc}")
             self.termination = "failed"
-            self.failure = {"turn": self.turn, "error": traceback.format_exc(limit=8)}
+            self.failure = {"turn": self.turn, "error": scrub(traceback.format_exc(limit=8))}
         self.agent.end(copy.deepcopy(self.messages), self.termination or "unsubmitted")
 
     def _turns(self) -> str:
