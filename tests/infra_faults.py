@@ -28,12 +28,12 @@ def install(fail, log, setattr=None) -> None:
     fail, current = set(fail), {}
     run, make = episodes.run_episode, harness.make_agent
 
-    def run_episode(agent_name, spec, cond, inp, settings, seed):
+    def run_episode(agent_name, spec, cond, inp, settings, seed, **records):
         current["id"] = f"{agent_name}/{cond.condition_id}/{inp.instance_id}"
         if log:
             with open(log, "a") as fh:
                 fh.write(current["id"] + "\n")
-        return run(agent_name, spec, cond, inp, settings, seed)
+        return run(agent_name, spec, cond, inp, settings, seed, **records)
 
     def make_agent(*args, **kw):
         agent = make(*args, **kw)
