@@ -273,7 +273,7 @@ class Site:
             s = self.run.scores.get(eid, {})
             f1, pc = number(r.get("f1")), number(r.get("pc_kci_f1"))
             tok = (r.get("tokens_in") or 0) + (r.get("tokens_out") or 0)
-            vals = {**r, "gain_pc": None if f1 is None or pc is None else round(f1 - pc, 6),
+            vals = {**r, "gain_pc": None if f1 is None or pc is None else f1 - pc,
                     "delta_r": number(s.get("delta_r")), "tokens": tok, "f1": f1, "cost": number(r.get("cost"))}
             rows.append([_json_value(vals.get(k)) for k, _, _ in INDEX_COLUMNS] + [f"episodes/{_url(eid)}.html"])
         return {"columns": [{"key": k, "label": lab, "kind": kind} for k, lab, kind in INDEX_COLUMNS], "rows": rows}

@@ -115,5 +115,17 @@
     pager.appendChild(document.createTextNode("page " + (page + 1) + " of " + pages));
     pager.appendChild(next);
   }
+  // filters from the address: index.html#family=lg&f1=>0.5 (a link that opens the table filtered)
+  decodeURIComponent(location.hash.replace(/^#/, "")).split("&").forEach(function (part) {
+    var eq = part.indexOf("=");
+    if (eq < 0) return;
+    var key = part.slice(0, eq), val = part.slice(eq + 1);
+    cols.forEach(function (c, k) {
+      if (c.key !== key) return;
+      filters[k] = val;
+      var input = filt.querySelector('[data-key="' + key + '"]');
+      if (input) input.value = val;
+    });
+  });
   apply();
 })();
