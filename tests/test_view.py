@@ -287,3 +287,24 @@ def test_index_renders_in_a_browser(run, served, tmp_path, where):
     link = re.search(r'<tr class="episode"><td><a href="([^"]+)">open</a>', dom)[1]
     page, _ = _dump_dom(link if "://" in link else base + link, tmp_path)
     assert "Final graph against the truth" in page
+
+
+def test_every_transcript_of_the_run_reads(run):
+    paths = sorted((run / "transcripts").rglob("*.json"))
+    assert len(paths) == len(_episodes(run))
+    for p in paths:
+        tr = read_episode_transcript(p)
+        assert tr.data["transcript_version"] == 1 and tr.calls and tr.messages
+
+
+def test_an_agent_failure_is_shown_with_its_reason(run, tmp_path):
+    results = tmp_path / "results"
+    shutil.copytree(run, results)
+    e = _episodes(results)[0]
+    path = results / "transcripts" / e["agent"] / e["condition_id"] / e["family"] / e["split"] / f"{e['instance']:04d}.json"
+    t = json.loads(path.read_text())
+    t["error"] = {"error": "RuntimeError: the model server went away", "traceback": "Traceback ..."}
+    path.write_text(json.dumps(t))
+    page = Site(results).page(f"episodes/{e['episode_id']}.html").body.decode()
+    assert "agent failure (transcript)" in page and "RuntimeError: the model server went away" in page
+    assert 'id="transcript-problem"' not in page

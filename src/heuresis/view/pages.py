@@ -440,7 +440,7 @@ def _failures(row: Mapping, tr, calls: list[dict]) -> list[dict]:
     if row.get("error"):
         out.append({"what": f"episode {row['status']}", "why": row["error"]})
     if tr is not None and tr.data.get("error"):
-        out.append({"what": "agent failure (transcript)", "why": tr.data["error"]})
+        out.append({"what": "agent failure (transcript)", "why": _pretty(tr.data["error"])})
     for c in calls:
         if not c["ok"]:
             out.append({"what": f"turn {c['turn']}, call {c['index']} ({c['tool']})", "why": c.get("error") or "error",
@@ -451,7 +451,7 @@ def _failures(row: Mapping, tr, calls: list[dict]) -> list[dict]:
         for a in loads(r.get("retry_log"), []):
             out.append({"what": f"request {k} (turn {r.get('turn')}), retried attempt",
                         "why": a.get("error", a) if isinstance(a, dict) else a})
-    return out
+    return [{"anchor": None, **f} for f in out]
 
 
 def _survival_chart(deployments: list[dict], row: Mapping, ref: Mapping | None, w: int = 480, h: int = 160) -> dict:

@@ -54,7 +54,7 @@ EPISODE_TRANSCRIPT_SCHEMA = {
         "messages": {"type": "array", "items": _MESSAGE},
         "calls": {"type": "array", "items": _CALL},
         "requests": {"type": "array", "items": {"type": "object"}},
-        "error": {"type": ["string", "null"]},
+        "error": {"type": ["object", "string", "null"]},   # the agent's failure: its error and traceback
     },
 }
 
@@ -63,7 +63,7 @@ _PLAY_TRANSCRIPT_SCHEMA = {
     "properties": {"play": {"type": "object", "required": ["play_id"]},
                    "messages": {"type": "array", "items": _MESSAGE},
                    "calls": {"type": "array", "items": {"type": "object"}},
-                   "error": {"type": ["string", "null"]}},
+                   "error": {"type": ["object", "string", "null"]}},
 }
 
 
