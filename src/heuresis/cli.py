@@ -230,6 +230,20 @@ def cmd_verify_artifacts(args: argparse.Namespace) -> int:
     return 1
 
 
+def cmd_view(args: argparse.Namespace) -> int:
+    """Serve a run's episodes and game plays on 127.0.0.1, read-only, or export the pages (docs/viewer.md)."""
+    from heuresis.view import export_site, serve
+
+    if args.export:
+        export_site(args.results, args.export)
+        return 0
+    try:
+        serve(args.results, port=args.port, open_browser=not args.no_browser)
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
 def _parse_design(text: str) -> dict:
     """A design typed by a human: JSON (``{"engine": 3}``) or ``engine=3 wing=4 emi_filter=yes``."""
     text = text.strip()
@@ -531,6 +545,14 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--delete", action="store_true",
                     help="remove the outputs holding damaged files so that the next snakemake run rebuilds them")
     sp.set_defaults(func=cmd_verify_artifacts)
+    sp = sub.add_parser("view", help="a local read-only web view of a run's episodes and game plays",
+                        description="Serve the run's episodes and game plays on 127.0.0.1 (read-only, offline) and "
+                                    "print the URL, or with --export write the same pages as files. See docs/viewer.md.")
+    sp.add_argument("results", nargs="?", default="results", help="results folder (default: results)")
+    sp.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one)")
+    sp.add_argument("--no-browser", action="store_true", help="do not open a browser")
+    sp.add_argument("--export", metavar="DIR", help="write the pages to DIR instead of serving them")
+    sp.set_defaults(func=cmd_view)
     sp = sub.add_parser("game-references", help="optimum, trap, standard and threshold of game scenarios")
     sp.add_argument("scenario", nargs="*", help="scenario names (default: every file in the folder)")
     sp.add_argument("--scenarios", default=None, help="scenario folder (default config/games)")

@@ -54,6 +54,10 @@ __all__ = [
     "task_data",
 ]
 
+#: Version of the transcript's JSON layout, recorded in every transcript (``transcript_version``); the
+#: reader of :mod:`heuresis.view.transcripts` names an older or other version instead of misreading it.
+TRANSCRIPT_VERSION = 1
+
 
 @dataclass
 class EpisodeInput:
@@ -266,6 +270,7 @@ def run_episode(agent_name: str, agent_spec: Mapping, cond: Condition, inp: Epis
     keys = {"episode_id": episode_id, "agent": agent_name, "condition_id": cond.condition_id,
             "family": inp.family, "split": inp.split, "instance": inp.instance}
     transcript = {
+        "transcript_version": TRANSCRIPT_VERSION,
         "episode": row, "condition": cond.as_dict(), "budgets": {"limits": ep.budgets.limits(), "used": ep.budgets.used(),
                                                                   "setting": ep.budgets.settings.name},
         "agent_origin": agent_origin(agent_name, agent_spec),   # a plugin's class and distribution (None: built-in)

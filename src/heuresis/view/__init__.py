@@ -1,0 +1,15 @@
+"""A local, read-only web view of a run: every episode and game play, each edge traced to its calls.
+
+``heuresis view [RESULTS]`` serves it on 127.0.0.1 (:func:`serve`); ``heuresis view --export DIR``
+writes the same pages as files (:func:`export_site`). See docs/viewer.md.
+
+* :mod:`heuresis.view.run`: the run's tables, found by schema and read with :func:`heuresis.io.read_table`;
+* :mod:`heuresis.view.transcripts`: the versioned transcript records and their readers;
+* :mod:`heuresis.view.pages`: the pages (Jinja2 templates, one JSON blob and ``static/table.js`` for the index);
+* :mod:`heuresis.view.server`: the loopback server.
+"""
+
+from heuresis.view.pages import Site, export_site
+from heuresis.view.server import make_server, serve
+
+__all__ = ["Site", "export_site", "make_server", "serve"]

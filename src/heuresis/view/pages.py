@@ -1,0 +1,484 @@
+"""The view's pages: one function per page, rendered with Jinja2 from the templates in the package.
+
+Every page has a path (``index.html``, ``episodes/<episode_id>.html``, ``plays/<play_id>.html``,
+``static/...``, ``files/<run file>``); :class:`Site` renders a path to bytes, the same for the
+server (:mod:`heuresis.view.server`) and the static export (:func:`export_site`). Links are
+relative, so an exported folder works from disk and from any web server.
+
+The index carries every episode as one JSON blob that ``static/table.js`` filters, sorts and pages
+in the browser; the episode and play pages are rendered on request (served) or once each (export).
+Agent text is untrusted: the templates escape everything they show, the JSON blob is escaped for
+its ``<script>`` element, and every page forbids scripts other than the package's own.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import mimetypes
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from urllib.parse import quote, unquote
+
+import jinja2
+
+from heuresis.graph import Graph, Relation
+from heuresis.io import atomic_write_bytes
+from heuresis.view.run import Run, loads, number
+from heuresis.view.transcripts import TranscriptProblem, read_episode_transcript, read_play_transcript
+
+__all__ = ["INDEX_COLUMNS", "NotFound", "Site", "edge_table", "export_site"]
+
+#: The condition's factors (the columns of the ``episodes`` table that make up ``condition_id``).
+FACTORS = ["toolbox", "guided", "prompt_level", "target", "budget", "last_turn", "repeat"]
+#: The index's columns: (key, heading, kind); kind ``cat`` filters by value, ``num`` by range.
+INDEX_COLUMNS = [
+    ("agent", "agent", "cat"), *((f, f.replace("_", " "), "cat") for f in FACTORS),
+    ("family", "family", "cat"), ("split", "split", "cat"), ("instance", "instance", "num"),
+    ("status", "status", "cat"), ("termination", "termination", "cat"), ("f1", "F1", "num"),
+    ("gain_pc", "F1 − PC-KCI", "num"), ("delta_r", "F1 − BCA_f", "num"), ("turns", "turns", "num"),
+    ("tokens", "tokens", "num"), ("cost", "cost $", "num"),
+]
+CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; base-uri 'none'; "
+       "form-action 'none'; frame-ancestors 'none'")
+STATIC = ("view.css", "table.js")
+
+
+class NotFound(LookupError):
+    """No page at a path."""
+
+
+def _env() -> jinja2.Environment:
+    env = jinja2.Environment(loader=jinja2.PackageLoader("heuresis.view", "templates"),
+                             autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters["num"] = _fmt
+    env.filters["pretty"] = _pretty
+    env.globals["csp"] = CSP
+    return env
+
+
+def _fmt(v, digits: int = 3) -> str:
+    x = number(v)
+    if x is None:
+        return "–" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v)
+    return f"{int(x):,}" if x == int(x) and abs(x) < 1e15 and not isinstance(v, float) else f"{x:.{digits}f}"
+
+
+def _pretty(text) -> str:
+    """A JSON string indented, else the text as it is."""
+    if isinstance(text, str):
+        try:
+            return json.dumps(json.loads(text), indent=1)
+        except ValueError:
+            return text
+    return json.dumps(text, indent=1, default=str)
+
+
+def _url(ident: str) -> str:
+    """An id (``a/b/c``) as a relative page path: each segment quoted, dot segments refused."""
+    parts = ident.split("/")
+    if any(p in ("", ".", "..") for p in parts):
+        raise ValueError(f"id {ident!r} cannot name a page (empty or dot segment)")
+    return "/".join(quote(p, safe="") for p in parts)
+
+
+# --- the graph against the truth ----------------------------------------------------------------
+_REL = {Relation.NONE: "", Relation.UNDIRECTED: "--", Relation.FORWARD: "->", Relation.BACKWARD: "<-"}
+
+
+def _rel_text(g: Graph | None, i: int, j: int) -> str:
+    if g is None:
+        return "?"
+    rel = g.relation(i, j)
+    a, b = g.names[i], g.names[j]
+    return {Relation.NONE: "none", Relation.UNDIRECTED: f"{a} -- {b}", Relation.FORWARD: f"{a} -> {b}",
+            Relation.BACKWARD: f"{b} -> {a}"}[rel]
+
+
+def edge_table(final: Graph, truth_dag: Graph, truth_cpdag: Graph, deletions: list[dict] | None = None) -> list[dict]:
+    """Every pair adjacent in the final graph or the true DAG, marked against the truth.
+
+    ``mark`` is ``correct`` (adjacent in both), ``missing`` (only in the truth) or ``extra`` (only
+    in the final graph); ``orientation`` says whether the relation equals the true CPDAG's.
+    ``deletion``: for a pair in PC-KCI's deletion log (entries with the hidden ``wrong`` label),
+    ``recovered`` (wrongly deleted, put back), ``harmful`` (rightly deleted, put back),
+    ``wrong, not recovered`` or ``right, kept deleted``.
+    """
+    names = list(final.names)
+    log = {}
+    for d in deletions or []:
+        i, j = sorted((names.index(d["x"]), names.index(d["y"])))
+        log[(i, j)] = d
+    fs, ts = final.skeleton(), truth_dag.skeleton()
+    rows = []
+    for i in range(final.d):
+        for j in range(i + 1, final.d):
+            if not (fs[i, j] or ts[i, j] or (i, j) in log):
+                continue
+            mark = "correct" if fs[i, j] and ts[i, j] else "missing" if ts[i, j] else "extra" if fs[i, j] else ""
+            dele = ""
+            if (i, j) in log:
+                wrong = bool(log[(i, j)].get("wrong"))
+                dele = (("recovered" if wrong else "harmful") if fs[i, j] else
+                        ("wrong, not recovered" if wrong else "right, kept deleted"))
+            rows.append({"i": i, "j": j, "pair": f"{names[i]} – {names[j]}", "mark": mark, "deletion": dele,
+                         "final": _rel_text(final, i, j) if fs[i, j] else "none",
+                         "dag": _rel_text(truth_dag, i, j), "cpdag": _rel_text(truth_cpdag, i, j),
+                         "orientation": (final.relation(i, j) == truth_cpdag.relation(i, j)) if mark == "correct"
+                         else None})
+    return rows
+
+
+def graph_svg(d: int, names: list[str], edges: list[dict], size: int = 320) -> dict:
+    """Positions (a circle) and segments for drawing the pairs of ``edges`` with their marks, as template data."""
+    r, c = size / 2 - 30, size / 2
+    pos = [(c + r * math.sin(2 * math.pi * k / d), c - r * math.cos(2 * math.pi * k / d)) for k in range(d)]
+    segs = []
+    for e in edges:
+        if not e["mark"]:
+            continue
+        (x1, y1), (x2, y2) = pos[e["i"]], pos[e["j"]]
+        shown = e["final"] if e["mark"] != "missing" else e["dag"]
+        if f"{names[e['j']]} -> {names[e['i']]}" == shown:
+            x1, y1, x2, y2 = x2, y2, x1, y1
+        # stop short of the node circles
+        dx, dy = x2 - x1, y2 - y1
+        n = math.hypot(dx, dy) or 1.0
+        k = 16 / n
+        segs.append({"x1": x1 + dx * k, "y1": y1 + dy * k, "x2": x2 - dx * k, "y2": y2 - dy * k,
+                     "arrow": "->" in shown, "mark": e["mark"], "deletion": e["deletion"], "title": e["pair"]})
+    return {"size": size, "nodes": [{"x": x, "y": y, "name": names[k]} for k, (x, y) in enumerate(pos)],
+            "segments": segs}
+
+
+def _graph_of(flat, d: int | None = None) -> Graph:
+    import numpy as np
+
+    g = np.asarray(flat, dtype=np.int8)
+    d = d or int(round(math.sqrt(g.size)))
+    return Graph(g.reshape(d, d))
+
+
+def _evidence(calls: list[dict], names: list[str], i: int, j: int) -> list[dict]:
+    """Calls that bore on pair (i, j): algorithm runs whose output holds it, calls whose arguments name both ends.
+
+    An algorithm run's output is read from its details as the analysis reads it
+    (:func:`heuresis.analysis.scores.algorithm_outputs`).
+    """
+    a, b = names[i], names[j]
+    out = []
+    for c in calls:
+        det = loads(c.get("details"), {})
+        why = ""
+        if c["tool"] == "run_algorithm" and c["ok"] and isinstance(det, dict) and "edges" in det:
+            lines = det.get("edges") or []
+            if any({a, b} == set(_ends(line)) for line in lines):
+                why = f"{det.get('algorithm', '?')} proposes it"
+        if not why:
+            args = loads(c.get("arguments"), {})
+            if _names_pair(args, a, b):
+                why = f"{c['tool']} on it"
+        if why:
+            out.append({"turn": c["turn"], "index": c["index"], "tool": c["tool"], "why": why})
+    return out
+
+
+def _ends(line: str) -> list[str]:
+    for sep in (" -> ", " -- ", " <- "):
+        if sep in line:
+            return [s.strip() for s in line.split(sep, 1)]
+    return []
+
+
+def _names_pair(args, a: str, b: str) -> bool:
+    """Whether JSON arguments name both variables together: as x and y, or in one edge line."""
+    if isinstance(args, dict):
+        if {str(args.get("x")), str(args.get("y"))} == {a, b}:
+            return True
+        return any(_names_pair(v, a, b) for v in args.values())
+    if isinstance(args, list):
+        return any(_names_pair(v, a, b) for v in args)
+    if isinstance(args, str):
+        return set(_ends(args)) == {a, b}
+    return False
+
+
+# --- the site -----------------------------------------------------------------------------------
+@dataclass
+class Page:
+    """A rendered page: its bytes and content type."""
+
+    body: bytes
+    content_type: str
+
+
+class Site:
+    """Every page of a run's view; :meth:`page` renders one path, :meth:`paths` lists them all."""
+
+    def __init__(self, results: str | Path):
+        self.run = Run(Path(results))
+        self.env = _env()
+
+    # --- routing -------------------------------------------------------------------------------
+    def paths(self) -> Iterator[str]:
+        """Every page path of the site (what the export writes)."""
+        yield "index.html"
+        for name in STATIC:
+            yield f"static/{name}"
+        for eid in self.run.episodes:
+            yield f"episodes/{_url(eid)}.html"
+        for pid in self.run.plays:
+            yield f"plays/{_url(pid)}.html"
+        for rel in self.run.run_files:
+            yield f"files/{_url(rel)}"
+
+    def page(self, path: str) -> Page:
+        """Render the page at ``path`` (relative, no leading slash); :class:`NotFound` when there is none."""
+        path = path.lstrip("/") or "index.html"
+        if path == "index.html":
+            return self._html(self.index())
+        if path.startswith("static/") and path[len("static/"):] in STATIC:
+            name = path[len("static/"):]
+            body = resources.files("heuresis.view").joinpath("static", name).read_bytes()
+            return Page(body, mimetypes.guess_type(name)[0] or "application/octet-stream")
+        if path.startswith("episodes/") and path.endswith(".html"):
+            eid = unquote(path[len("episodes/"):-len(".html")])
+            if eid in self.run.episodes:
+                return self._html(self.episode(eid))
+        if path.startswith("plays/") and path.endswith(".html"):
+            pid = unquote(path[len("plays/"):-len(".html")])
+            if pid in self.run.plays:
+                return self._html(self.play(pid))
+        if path.startswith("files/"):
+            rel = unquote(path[len("files/"):])
+            if rel in self.run.run_files:   # only the listed tables and figures, never another file
+                p = self.run.results / rel
+                return Page(p.read_bytes(), mimetypes.guess_type(p.name)[0] or "text/plain; charset=utf-8")
+        raise NotFound(path)
+
+    @staticmethod
+    def _html(text: str) -> Page:
+        return Page(text.encode("utf-8"), "text/html; charset=utf-8")
+
+    def _render(self, template: str, depth: int, **ctx) -> str:
+        return self.env.get_template(template).render(root="../" * depth, **ctx)
+
+    # --- index ---------------------------------------------------------------------------------
+    def index_data(self) -> dict:
+        """The index's JSON blob: columns and one row per episode (values in column order, then the page link)."""
+        rows = []
+        for eid, r in self.run.episodes.items():
+            s = self.run.scores.get(eid, {})
+            f1, pc = number(r.get("f1")), number(r.get("pc_kci_f1"))
+            tok = (r.get("tokens_in") or 0) + (r.get("tokens_out") or 0)
+            vals = {**r, "gain_pc": None if f1 is None or pc is None else f1 - pc,
+                    "delta_r": number(s.get("delta_r")), "tokens": tok, "f1": f1, "cost": number(r.get("cost"))}
+            rows.append([_json_value(vals.get(k)) for k, _, _ in INDEX_COLUMNS] + [f"episodes/{_url(eid)}.html"])
+        return {"columns": [{"key": k, "label": lab, "kind": kind} for k, lab, kind in INDEX_COLUMNS], "rows": rows}
+
+    def summary(self) -> list[dict]:
+        """One row per agent × condition: episodes, failed, mean F1, mean gain over PC-KCI, turns, tokens, cost."""
+        groups: dict[tuple[str, str], list[dict]] = {}
+        for r in self.run.episodes.values():
+            groups.setdefault((r["agent"], r["condition_id"]), []).append(r)
+
+        def mean(xs):
+            xs = [x for x in xs if x is not None]
+            return sum(xs) / len(xs) if xs else None
+
+        out = []
+        for (agent, cond), rs in sorted(groups.items()):
+            costs = [number(r.get("cost")) for r in rs]
+            out.append({"agent": agent, "condition_id": cond, "n": len(rs),
+                        "failed": sum(r["status"] != "ok" for r in rs),
+                        "unsubmitted": sum(not r.get("finished") for r in rs),
+                        "f1": mean([number(r.get("f1")) for r in rs]),
+                        "gain_pc": mean([None if number(r.get("f1")) is None or number(r.get("pc_kci_f1")) is None
+                                         else r["f1"] - r["pc_kci_f1"] for r in rs]),
+                        "turns": mean([number(r.get("turns")) for r in rs]),
+                        "tokens": sum((r.get("tokens_in") or 0) + (r.get("tokens_out") or 0) for r in rs),
+                        "cost": None if any(c is None for c in costs) else sum(costs)})
+        return out
+
+    def index(self) -> str:
+        """The index page."""
+        blob = json.dumps(self.index_data(), separators=(",", ":"), allow_nan=False)
+        blob = blob.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+        plays = [{**p, "url": f"plays/{_url(pid)}.html", "n_judged": len(self.run.judgements.get(pid, []))}
+                 for pid, p in sorted(self.run.plays.items())]
+        return self._render("index.html", 0, blob=blob, n=len(self.run.episodes), summary=self.summary(), plays=plays,
+                            files=[{"name": f, "url": f"files/{_url(f)}"} for f in self.run.run_files],
+                            problems=self.run.problems, results=str(self.run.results))
+
+    # --- episode -------------------------------------------------------------------------------
+    def episode(self, eid: str) -> str:
+        """The page of one episode."""
+        row = self.run.episodes[eid]
+        depth = 1 + eid.count("/")
+        tpath = self.run.transcript_path(row)
+        try:
+            tr = read_episode_transcript(tpath)
+            problem = None
+        except TranscriptProblem as exc:
+            tr, problem = None, str(exc)
+        final = _graph_of(row["graph"])
+        names = list(final.names)
+        truth = self.run.truth(row["family"], row["split"], int(row["instance"]))
+        pc_row = self.run.pc_kci(row["family"], row["split"], int(row["instance"]))
+        deletions = None
+        if pc_row is not None and truth is not None:
+            from heuresis.references import labelled_log
+
+            deletions = labelled_log(pc_row.get("deletions"), truth.dag)
+        calls = tr.calls if tr else []
+        edges = edge_table(final, truth.dag, truth.cpdag, deletions) if truth is not None else []
+        for e in edges:
+            e["evidence"] = _evidence(calls, names, e["i"], e["j"])
+        amap = tr.algorithm_map if tr else loads(row.get("algorithm_map"), {})
+        by_id = {c["call_id"]: c for c in calls if c.get("call_id")}
+        turns = _conversation(tr.messages if tr else [], by_id, calls, amap)
+        failures = _failures(row, tr, calls)
+        counts = {m: sum(e["mark"] == m for e in edges) for m in ("correct", "missing", "extra")}
+        return self._render(
+            "episode.html", depth, row=row, eid=eid, problem=problem, transcript=self.run.artifact(tpath),
+            condition={f: row.get(f) for f in ["condition_id", *FACTORS]},
+            budgets=(tr.data["budgets"] if tr else None), truth=truth is not None, edges=edges, counts=counts,
+            drawing=graph_svg(final.d, names, edges) if edges else None, amap=amap,
+            deletions=deletions, turns=turns, requests=tr.requests if tr else [], failures=failures,
+            scores=self.run.scores.get(eid), file=self.run.artifact(row["_file"]),
+            start_graph=tr.data.get("start_graph") if tr else None)
+
+    # --- game play -----------------------------------------------------------------------------
+    def play(self, pid: str) -> str:
+        """The page of one game play."""
+        row = self.run.plays[pid]
+        depth = 1 + pid.count("/")
+        tpath = self.run.transcript_path(row, "play")
+        try:
+            tr = read_play_transcript(tpath)
+            problem = None
+        except TranscriptProblem as exc:
+            tr, problem = None, str(exc)
+        ref = self.run.game_references.get(row["scenario"])
+        designs = loads(row.get("designs_deployed"), [])
+        counts = loads(row.get("deployment_counts"), [])
+        deployments = []
+        for k, design in enumerate(designs):
+            flown, back = (counts[k] + [None, None])[:2] if k < len(counts) else (None, None)
+            deployments.append({"n": k + 1, "design": design, "flown": flown, "returned": back,
+                                "rate": back / flown if flown else None})
+        chart = _survival_chart(deployments, row, ref)
+        amap: dict = {}
+        calls = tr.calls if tr else []
+        turns = _conversation(tr.messages if tr else [], {c["call_id"]: c for c in calls if c.get("call_id")},
+                              calls, amap)
+        return self._render(
+            "play.html", depth, row=row, pid=pid, problem=problem, transcript=self.run.artifact(tpath), ref=ref,
+            deployments=deployments, chart=chart, judgements=self.run.judgements.get(pid, []), turns=turns,
+            calls=calls, design=loads(row.get("design"), None), file=self.run.artifact(row["_file"]),
+            error=(tr.data.get("error") if tr else None))
+
+
+def _json_value(v):
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    if isinstance(v, (str, int, float, bool)) or v is None:
+        return v
+    return str(v)
+
+
+def _unmask(text: str, amap: Mapping[str, str]) -> list[dict]:
+    """Text split into pieces, each masked algorithm name with its real name beside it."""
+    if not text or not amap:
+        return [{"text": text or ""}]
+    import re
+
+    pat = re.compile("|".join(re.escape(k) for k in sorted(amap, key=len, reverse=True)))
+    out, pos = [], 0
+    for m in pat.finditer(text):
+        out.append({"text": text[pos:m.end()]})
+        out.append({"real": amap[m.group(0)]})
+        pos = m.end()
+    out.append({"text": text[pos:]})
+    return out
+
+
+def _conversation(messages: list[dict], by_id: Mapping[str, dict], calls: list[dict], amap: Mapping) -> list[dict]:
+    """The messages grouped into turns; each tool call with its call record (result as the agent saw it)."""
+    turns: list[dict] = []
+    text_calls = {c["turn"]: c for c in calls if c.get("tool") == "(text)"}
+    for m in messages:
+        meta = m.get("meta") or {}
+        t = int(meta.get("turn", 0) or 0)
+        if not turns or turns[-1]["turn"] != t:
+            turns.append({"turn": t, "items": []})
+        content = m.get("content")
+        if isinstance(content, list):
+            content = "\n".join(str(p.get("text", p)) if isinstance(p, dict) else str(p) for p in content)
+        item = {"role": m.get("role", "?"), "content": _unmask(content or "", amap), "calls": [],
+                "usage": meta.get("usage"), "last_turn": meta.get("last_turn")}
+        for tc in m.get("tool_calls") or []:
+            fn = tc.get("function") or {}
+            rec = by_id.get(tc.get("id") or "")
+            item["calls"].append({"id": tc.get("id"), "name": fn.get("name"),
+                                  "arguments": _unmask(_pretty(fn.get("arguments") or ""), amap), "record": rec,
+                                  "details": _pretty(rec.get("details")) if rec and rec.get("details") not in
+                                  (None, "", "{}") else None})
+        if m.get("role") == "assistant" and t in text_calls and not m.get("tool_calls"):
+            item["text_call"] = text_calls[t]
+        if m.get("role") == "tool":
+            item["result_of"] = m.get("tool_call_id")
+        turns[-1]["items"].append(item)
+    return turns
+
+
+def _failures(row: Mapping, tr, calls: list[dict]) -> list[dict]:
+    """Why anything went wrong: the episode's error, calls answered with an error, failed or retried requests."""
+    out = []
+    if row.get("error"):
+        out.append({"what": f"episode {row['status']}", "why": row["error"]})
+    if tr is not None and tr.data.get("error"):
+        out.append({"what": "agent failure (transcript)", "why": _pretty(tr.data["error"])})
+    for c in calls:
+        if not c["ok"]:
+            out.append({"what": f"turn {c['turn']}, call {c['index']} ({c['tool']})", "why": c.get("error") or "error",
+                        "anchor": f"call-{c['turn']}-{c['index']}"})
+    for k, r in enumerate(tr.requests if tr is not None else []):
+        if r.get("error"):
+            out.append({"what": f"request {k} (turn {r.get('turn')})", "why": r["error"]})
+        for a in loads(r.get("retry_log"), []):
+            out.append({"what": f"request {k} (turn {r.get('turn')}), retried attempt",
+                        "why": a.get("error", a) if isinstance(a, dict) else a})
+    return [{"anchor": None, **f} for f in out]
+
+
+def _survival_chart(deployments: list[dict], row: Mapping, ref: Mapping | None, w: int = 480, h: int = 160) -> dict:
+    """Bars of the observed survival per deployment with the optimum, threshold and final survival as lines."""
+    n = max(len(deployments), 1)
+    bw = (w - 40) / n
+    bars = [{"x": 30 + k * bw + 2, "w": max(bw - 4, 1), "y": h - 20 - (d["rate"] or 0) * (h - 30),
+             "h": (d["rate"] or 0) * (h - 30), "label": d["n"], "rate": d["rate"]} for k, d in enumerate(deployments)]
+
+    def level(v):
+        v = number(v)
+        return None if v is None else h - 20 - v * (h - 30)
+
+    lines = [{"name": name, "y": level(val), "value": number(val)} for name, val in
+             (("optimum", row.get("optimum")), ("threshold", row.get("threshold")),
+              ("submitted", row.get("survival") if row.get("submitted") else None),
+              ("trap", ref.get("trap") if ref else None)) if level(val) is not None]
+    return {"w": w, "h": h, "bars": bars, "lines": lines}
+
+
+def export_site(results: str | Path, out: str | Path, log=print) -> int:
+    """Write every page of a run's view under ``out`` (each file atomically); returns the number of files."""
+    site = Site(results)
+    out = Path(out)
+    n = 0
+    for path in site.paths():
+        atomic_write_bytes(out / unquote(path), site.page(path).body)
+        n += 1
+    log(f"wrote {n} files to {out} (open {out / 'index.html'})")
+    return n
