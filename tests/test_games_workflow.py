@@ -554,3 +554,27 @@ def test_judge_context_overflow_is_a_judgement_it_cannot_make(refs, tmp_path):
                          load_scenario("antenna_base", SCENARIOS))
     assert row["status"] == "unparsed" and row["error"].startswith("context_overflow: ") and row["total"] is None
     assert len(server.requests) == 1
+
+
+def test_llm_players_have_their_own_turn_limit(quick_config):
+    """games.llm_max_turns: the tool-mode turn limit of LLM agents only (the offline players keep
+    games.max_turns); the job's runtime and the spend bound count it; null means games.max_turns."""
+    from heuresis.config.planning import spend_bounds
+    from heuresis.games.workflow import max_turns_of, plays_of, scenario_names
+
+    cfg = copy.deepcopy(quick_config)
+    cfg["agents"]["scripted"] = {"kind": "llm", "model": "openai/scripted-model", "requires_key": False,
+                                 "api_base": "http://127.0.0.1:9/v1", "timeout_s": 10,
+                                 "prices": {"input_per_mtok": 0, "output_per_mtok": 0}}
+    cfg["games"]["agents"] = ["game_random", "scripted"]
+    cfg["games"]["llm_max_turns"] = 7
+    cfg = validate_config(cfg)
+    assert max_turns_of(cfg, "scripted") == 7 and max_turns_of(cfg, "game_random") == cfg["games"]["max_turns"] != 7
+    bound = {(r.agent, r.part): r for r in spend_bounds(cfg)}[("scripted", "games_tools")]
+    assert bound.requests == plays_of(cfg, "scripted") * 7 * len(scenario_names(cfg))
+    cfg["games"]["llm_max_turns"] = None
+    assert max_turns_of(cfg, "scripted") == cfg["games"]["max_turns"]
+    bad = copy.deepcopy(cfg)
+    bad["games"]["llm_max_turns"] = 0
+    with pytest.raises(ConfigError, match="games.llm_max_turns"):
+        validate_config(bad)
