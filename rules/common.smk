@@ -26,6 +26,7 @@ try:
     from heuresis.games.scenario import load_scenario as _load_scenario, scenario_files as _scenario_files
     from heuresis.games.workflow import (
         MODES as GAME_MODES,
+        max_turns_of as _max_turns_of,
         play_jobs as _play_jobs,
         plays_of as _plays_of,
         scenario_folder as _scenario_folder,

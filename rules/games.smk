@@ -49,7 +49,7 @@ rule games_plays:
         folder=GAME_FOLDER,
         plays=game_play_count,
         seed=GAMES["seed"],
-        max_turns=GAMES["max_turns"],
+        max_turns=lambda wildcards: _max_turns_of(config, wildcards.agent),
         transcripts="results/games/transcripts/{agent}/{mode}/{scenario}",
         attempt=attempt_of("results/games/plays/{agent}/{mode}/{scenario}.parquet"),
     threads: 1

@@ -717,3 +717,34 @@ def test_transport_keys_are_llm_settings_and_split_an_entry(paper_config):
     assert {**result_spec(spec), **transport_of(spec)} == spec
     assert set(transport_of(spec)) == {"timeout_s", "retries", "api_key_env"}
     assert result_spec(spec)["thinking"] == {"type": "enabled", "budget_tokens": 1024}
+
+
+# --- check-config reads configs as the workflow does: the base config under the overlays ----------------
+def test_check_config_reads_an_overlay_over_the_base_config(root, tmp_path, monkeypatch, capsys):
+    """``--config config/quick.yaml`` alone: config/config.yaml first, as the Snakefile's configfile."""
+    import yaml
+
+    from heuresis.cli import main
+
+    monkeypatch.chdir(root)
+    quick = yaml.safe_load((root / "config/quick.yaml").read_text())
+    base = yaml.safe_load((root / "config/config.yaml").read_text())
+    assert "seed" not in quick and "seed" in base          # the small config is an overlay
+    assert main(["check-config", "--config", "config/quick.yaml"]) == 0
+    out = capsys.readouterr().out
+    assert "config files merged, in order: config/config.yaml, config/quick.yaml" in out, out
+    i = quick["instances"]
+    assert f"config OK: d={i['d']}, n={i['n']}, {i['n_dev']} dev + {i['n_test']} test" in out, out
+    # the base given first is read once; --no-base reads the overlay alone, which lacks required keys
+    assert main(["check-config", "--config", "config/config.yaml", "--config", "config/quick.yaml"]) == 0
+    assert "in order: config/config.yaml, config/quick.yaml\n" in capsys.readouterr().out
+    assert main(["check-config", "--no-base", "--config", "config/quick.yaml"]) == 2
+    assert "config key seed: missing (required)" in capsys.readouterr().err
+    # without --config: the base alone
+    assert main(["check-config"]) in (0, 1)                  # 1: the paper config's LLM keys are not set
+    assert "config files merged, in order: config/config.yaml\n" in capsys.readouterr().out
+    # outside the workflow's folder the base is not there: a clear error, not the overlay alone
+    monkeypatch.chdir(tmp_path)
+    assert main(["check-config", "--config", str(root / "config/quick.yaml")]) == 2
+    err = capsys.readouterr().err
+    assert "base config config/config.yaml: not found in" in err and "--no-base" in err, err

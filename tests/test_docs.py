@@ -264,14 +264,70 @@ def test_readme_is_short_and_lists_every_doc():
     assert listed == {p.name for p in DOCS.glob("*.md")}
 
 
+def _readme_commands():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("readme_commands", ROOT / ".ci" / "readme_commands.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["readme_commands"] = mod   # its dataclass resolves annotations through sys.modules
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def test_ci_finds_the_two_quick_start_commands():
-    """The README commands as .ci/run extracts them (its own awk function, run here)."""
+    """The README commands as .ci/run extracts them (its own shell function, run here)."""
     script = (ROOT / ".ci/run").read_text()
-    func = re.search(r"^readme_command\(\) \{.*?^\}", script, re.S | re.M).group(0)
+    func = re.search(r"^readme_command\(\) \{.*?\}$", script, re.M).group(0)
     out = [subprocess.run(["bash", "-c", f"{func}\nreadme_command {n}"], cwd=ROOT, capture_output=True,
                           text=True, check=True).stdout.strip() for n in (1, 2)]
-    assert out[0].startswith("python3 -m pip install -e . && snakemake all")
-    assert out[1].startswith("python3 -m pip install -e \".[test]\" && ")
+    assert out[0] == "python3 -m pip install -e . && snakemake all --cores 2 --configfile config/quick.yaml"
+    assert out[1] == 'python3 -m pip install -e ".[test]" && python3 -m pytest'
+    assert "python3 .ci/readme_commands.py run" in script
+
+
+def test_every_readme_command_is_run_by_ci_or_listed_with_its_reason():
+    """Every command the README shows (code blocks, the commands table, commands in prose) is one CI runs:
+    as written, in a fresh venv, with its input, as a dry run for paid keys, or listed with a reason."""
+    rc = _readme_commands()
+    text = README.read_text()
+    found = [c.text for c in rc.readme_commands(text)]
+    # counted by hand from the README's blocks: the locked install, Quick start 1 and 2, the example agent
+    # (2), the local model (2), the paper scale (2), MCP (1); every row of the table; commands in prose
+    blocks = re.findall(r"^```bash\n(.*?)^```", text, re.S | re.M)
+    lines = [ln for b in blocks for ln in re.sub(r"\\\n", " ", b).splitlines() if ln.strip() and not ln.startswith("#")]
+    assert len(blocks) == 6 and len(lines) == 10, lines
+    assert {" ".join(re.sub(r"\s+#\s.*$", "", ln).split()) for ln in lines} <= set(found)
+    table = rc.table_commands(text)
+    assert len(table) == len(re.findall(r"^\| `", text.split("## Other useful commands")[1].split("\n## ")[0], re.M))
+    assert set(table) <= set(found)
+    for span in ("apt-get install bubblewrap", "conda env create -f environment.yml", "bash requirements/compile.sh VENV"):
+        assert span in found, span
+    # the lists name only commands the README shows, each with a reason or an expected output
+    for name in ("NOT_RUN", "FRESH_VENV", "STDIN"):
+        listed = getattr(rc, name)
+        assert set(listed) <= set(found), f"{name} lists commands the README no longer shows: {set(listed) - set(found)}"
+        assert all(v for v in listed.values())
+    assert len(rc.NOT_RUN) <= 5, "keep the list of commands CI does not run short"
+    run = [c for c in rc.readme_commands(text) if c.text not in rc.NOT_RUN and c.number not in rc.CI_STEPS]
+    assert len(run) == len(found) - len(rc.NOT_RUN) - 2 and len(run) >= 18
+
+
+def test_paper_scale_commands_run_as_dry_runs_with_the_paper_agents_keys(monkeypatch):
+    """The paper config's agents (gpt, claude, qwen: OpenAI, Anthropic, DashScope) need paid keys, so its
+    commands run with -n and those three variables set; the small and local configs need none."""
+    rc = _readme_commands()
+    for var in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "DASHSCOPE_API_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    keys = ["ANTHROPIC_API_KEY", "DASHSCOPE_API_KEY", "OPENAI_API_KEY"]
+    paper = "snakemake all --profile workflow/profiles/local --cores 32"
+    assert rc.paid_keys(paper) == keys
+    assert rc.dry_run(paper) == "snakemake -n all --profile workflow/profiles/local --cores 32"
+    assert rc.paid_keys("heuresis check-config") == keys
+    assert rc.paid_keys("snakemake all --cores 2 --configfile config/quick.yaml") == []
+    assert rc.paid_keys("heuresis run-local -- snakemake all --cores 2 --configfile config/quick.yaml config/local.yaml") == []
+    assert rc.paid_keys("heuresis show-instance wild/test/0002") == []   # reads no config
+    assert rc.config_files("snakemake all --configfile config/quick.yaml x.yaml -n") == [
+        "config/config.yaml", "config/quick.yaml", "x.yaml"]
 
 
 # --- cited design sections -------------------------------------------------------------------------

@@ -568,3 +568,27 @@ def test_quota_error_stops_the_play_job_after_one_request(refs, tmp_path, mode):
                       references=refs, out=tmp_path / "p.parquet", calls_out=tmp_path / "p.calls.parquet",
                       transcripts_dir=tmp_path / "t")
     assert len(server.requests) == 1 and not (tmp_path / "p.parquet").exists()
+
+
+def test_llm_players_have_their_own_turn_limit(quick_config):
+    """games.llm_max_turns: the tool-mode turn limit of LLM agents only (the offline players keep
+    games.max_turns); the job's runtime and the spend bound count it; null means games.max_turns."""
+    from heuresis.config.planning import spend_bounds
+    from heuresis.games.workflow import max_turns_of, plays_of, scenario_names
+
+    cfg = copy.deepcopy(quick_config)
+    cfg["agents"]["scripted"] = {"kind": "llm", "model": "openai/scripted-model", "requires_key": False,
+                                 "api_base": "http://127.0.0.1:9/v1", "timeout_s": 10,
+                                 "prices": {"input_per_mtok": 0, "output_per_mtok": 0}}
+    cfg["games"]["agents"] = ["game_random", "scripted"]
+    cfg["games"]["llm_max_turns"] = 7
+    cfg = validate_config(cfg)
+    assert max_turns_of(cfg, "scripted") == 7 and max_turns_of(cfg, "game_random") == cfg["games"]["max_turns"] != 7
+    bound = {(r.agent, r.part): r for r in spend_bounds(cfg)}[("scripted", "games_tools")]
+    assert bound.requests == plays_of(cfg, "scripted") * 7 * len(scenario_names(cfg))
+    cfg["games"]["llm_max_turns"] = None
+    assert max_turns_of(cfg, "scripted") == cfg["games"]["max_turns"]
+    bad = copy.deepcopy(cfg)
+    bad["games"]["llm_max_turns"] = 0
+    with pytest.raises(ConfigError, match="games.llm_max_turns"):
+        validate_config(bad)

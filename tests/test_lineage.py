@@ -24,7 +24,7 @@ def chain(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "tiny.yaml").write_text("instances: {d: 4, n: 100, n_dev: 2, n_test: 1}\n")
     cfgs = [str(ROOT / "config/config.yaml"), str(ROOT / "config/quick.yaml"), "tiny.yaml"]
-    args = ["instances", "--family", "lg", "--split", "dev", "--results", "results"]
+    args = ["instances", "--no-base", "--family", "lg", "--split", "dev", "--results", "results"]
     for c in cfgs:
         args += ["--config", c]
     assert main(args) == 0

@@ -14,13 +14,18 @@ from pathlib import Path
 from heuresis import __version__
 from heuresis.io import ArtifactError
 
-DEFAULT_CONFIG = "config/config.yaml"
+
+def _config_files(args: argparse.Namespace) -> list[str]:
+    """The config files a command reads, in merge order: as the workflow, the base config under the given ones."""
+    from heuresis.config import BASE_CONFIG, config_files
+
+    return config_files(args.config or [], base=None if args.no_base else BASE_CONFIG)
 
 
-def _load(paths: list[str] | None) -> dict:
+def _load(args: argparse.Namespace) -> dict:
     from heuresis.config import load_config
 
-    return load_config(*(paths or [DEFAULT_CONFIG]))
+    return load_config(*_config_files(args))
 
 
 def episode_bill(cfg: dict) -> list[str]:
@@ -86,7 +91,9 @@ def cmd_check_config(args: argparse.Namespace) -> int:
 
     Returns 1 when a credential is missing or the required isolation is unavailable, else 0.
     """
-    cfg = _load(args.config)
+    files = _config_files(args)
+    cfg = _load(args)
+    print(f"config files merged, in order: {', '.join(files)}")
     fams = ", ".join(f"{name} ({', '.join(f['kinds'])})" for name, f in cfg["families"].items())
     print(f"config OK: d={cfg['instances']['d']}, n={cfg['instances']['n']}, "
           f"{cfg['instances']['n_dev']} dev + {cfg['instances']['n_test']} test instances per family")
@@ -138,7 +145,7 @@ def cmd_instances(args: argparse.Namespace) -> int:
     from heuresis.logs import stage_logger
     from heuresis.sealing import require_test_seed
 
-    cfg = _load(args.config)
+    cfg = _load(args)
     families = args.family or list(cfg["families"])
     splits = args.split or list(SPLITS)
     log = stage_logger(None)
@@ -432,7 +439,7 @@ def cmd_serve_play(args: argparse.Namespace) -> int:
     from heuresis.games.workflow import run_plays, scenario_folder
     from heuresis.logs import stage_logger
 
-    cfg = _load(args.config)
+    cfg = _load(args)
     spec = _served_spec(cfg, args)
     _keep_writing_over_stdio(args)
     res = Path(args.results)
@@ -457,7 +464,7 @@ def cmd_serve_episode(args: argparse.Namespace) -> int:
     from heuresis.harness.conditions import Condition
     from heuresis.logs import stage_logger
 
-    cfg = _load(args.config)
+    cfg = _load(args)
     parts = args.instance.split("/")
     if len(parts) != 3 or not parts[2].isdigit():
         raise ValueError(f"instance {args.instance!r}: expected family/split/index, e.g. wild/dev/0003")
@@ -501,7 +508,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     def with_config(sp):
         sp.add_argument("--config", action="append", metavar="YAML",
-                        help=f"config file(s), later ones merged over earlier (default {DEFAULT_CONFIG})")
+                        help="config file(s), merged in order over the workflow's base config/config.yaml, as "
+                             "Snakemake merges --configfile files")
+        sp.add_argument("--no-base", action="store_true",
+                        help="read only the --config files, without config/config.yaml under them")
         return sp
 
     sp = with_config(sub.add_parser("check-config", help="validate a configuration"))

@@ -27,6 +27,7 @@ import yaml
 from jsonschema import Draft202012Validator, validators
 
 __all__ = [
+    "BASE_CONFIG",
     "SPLITS",
     "ConfigError",
     "StrictValidator",
@@ -34,6 +35,7 @@ __all__ = [
     "allowed",
     "check_config_files",
     "config_digest",
+    "config_files",
     "config_key",
     "constants_schema",
     "format_errors",
@@ -51,6 +53,10 @@ __all__ = [
 
 #: The instance splits, in order: ``dev`` (selection, thresholds) and ``test`` (every reported number).
 SPLITS = ("dev", "test")
+
+#: The Snakefile's ``configfile:``: the base under every ``--configfile`` overlay, relative to the
+#: working folder (where Snakemake reads it from).
+BASE_CONFIG = "config/config.yaml"
 
 
 class ConfigError(ValueError):
@@ -353,6 +359,34 @@ def check_config_files(paths) -> None:
     """Re-read config files with the safe loader (the workflow's check of what Snakemake read)."""
     for p in paths:
         read_config_file(p)
+
+
+def config_files(paths, base: str | Path | None = BASE_CONFIG) -> list[str]:
+    """The files a config is read from, in merge order, as the workflow reads them.
+
+    Parameters
+    ----------
+    paths
+        The files given (``--config``), later ones merged over earlier ones.
+    base
+        The base config read first, as the Snakefile's ``configfile:`` is read under every
+        ``--configfile`` overlay (not added again when it is the first file given); ``None``: the
+        given files only.
+
+    Raises
+    ------
+    ConfigError
+        When the base config is not in the working folder, or no file is given at all.
+    """
+    files = [str(p) for p in paths]
+    if base is not None and not (files and Path(files[0]).resolve() == Path(base).resolve()):
+        if not Path(base).is_file():
+            raise ConfigError(f"base config {base}: not found in {Path.cwd()} (the workflow reads it under every "
+                              f"overlay; run from the workflow's folder, or read the given files only: --no-base)")
+        files.insert(0, str(base))
+    if not files:
+        raise ConfigError("no config file given")
+    return files
 
 
 def read_config_files(*paths: str | Path) -> dict:

@@ -203,7 +203,7 @@ def episode_job_runtime(config: Mapping, agent: str, condition_id: str, n_episod
 def play_job_runtime(config: Mapping, agent: str, mode: str, scenario: str) -> int:
     """Minutes of a play job of an LLM agent: its plays' requests at most, each at most ``timeout_s``.
 
-    A play sends at most ``games.max_turns`` requests (tools mode) or the scenario's
+    A play sends at most the agent's turn limit (tools mode) or the scenario's
     ``stage1_deployments + 1`` (prompt mode).  :data:`OFFLINE_RUNTIME_MIN` for an agent that is
     not an LLM agent.
     """
@@ -212,7 +212,7 @@ def play_job_runtime(config: Mapping, agent: str, mode: str, scenario: str) -> i
         return OFFLINE_RUNTIME_MIN
     from heuresis.games.workflow import plays_of
 
-    return _minutes(plays_of(config, agent) * _play_requests(config, mode, scenario) * seconds)
+    return _minutes(plays_of(config, agent) * _play_requests(config, agent, mode, scenario) * seconds)
 
 
 def judgement_job_runtime(config: Mapping, judge: str, agent: str) -> int:
@@ -230,12 +230,13 @@ def leakage_job_runtime(config: Mapping, agent: str) -> int:
     return _minutes(n * (_request_seconds(config["agents"][agent]) or 0.0))
 
 
-def _play_requests(config: Mapping, mode: str, scenario: str) -> int:
-    """Requests of one play at most: ``games.max_turns`` (tools) or ``stage1_deployments + 1`` (prompt)."""
+def _play_requests(config: Mapping, agent: str, mode: str, scenario: str) -> int:
+    """Requests of one play at most: the agent's turn limit (tools) or ``stage1_deployments + 1`` (prompt)."""
+    from heuresis.games.workflow import max_turns_of, scenario_folder
+
     if mode == "tools":
-        return int(config["games"]["max_turns"])
+        return max_turns_of(config, agent)
     from heuresis.games.scenario import load_scenario
-    from heuresis.games.workflow import scenario_folder
 
     return int(load_scenario(scenario, scenario_folder(config)).budgets["stage1_deployments"]) + 1
 
@@ -333,7 +334,7 @@ def _unit_groups(config: Mapping) -> dict[tuple[str, str, int | None], int]:
         if job["agent"] in llm:
             cap = int(llm[job["agent"]].get("max_tokens") or OUTPUT_TOKENS)
             add(job["agent"], f"games_{job['mode']}", cap,
-                plays_of(config, job["agent"]) * _play_requests(config, job["mode"], job["scenario"]))
+                plays_of(config, job["agent"]) * _play_requests(config, job["agent"], job["mode"], job["scenario"]))
     for judge in g["judges"]:
         cap = int(llm[judge].get("max_tokens") or g["judge_max_tokens"])
         add(judge, "judgements", cap, sum(plays_of(config, j["agent"]) for j in play_jobs(config)))
@@ -354,7 +355,8 @@ def spend_bounds(config: Mapping) -> list[SpendBound]:
     """Upper bounds of every LLM agent's requests, tokens and dollars, per part of the run and in total.
 
     * **Requests**: per episode its budget's ``turns`` plus its last turn's requests; per play
-      ``games.max_turns`` (tools mode) or the scenario's ``stage1_deployments + 1`` (prompt mode);
+      the agent's turn limit (tools mode: ``games.llm_max_turns`` or ``games.max_turns``) or the
+      scenario's ``stage1_deployments + 1`` (prompt mode);
       one per judged play (every play of every agent and mode, by each judge); two conditions x
       ``leakage.repeats`` per probed network.  A failed attempt retried (``retries``) is not a
       request here: providers bill replies, and what a failed attempt spent is recorded when it happens.

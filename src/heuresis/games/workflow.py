@@ -93,6 +93,13 @@ def is_llm(config: Mapping, agent: str) -> bool:
     return config.get("agents", {}).get(agent, {}).get("kind") == "llm"
 
 
+def max_turns_of(config: Mapping, agent: str) -> int:
+    """Assistant replies per tool-use play of ``agent``: ``games.llm_max_turns`` (LLM agents) or ``games.max_turns``."""
+    g = config["games"]
+    own = g.get("llm_max_turns") if is_llm(config, agent) else None
+    return int(g["max_turns"] if own is None else own)
+
+
 def plays_of(config: Mapping, agent: str) -> int:
     """Plays per scenario x mode of ``agent``: ``games.baseline_plays`` (the offline game players) or ``games.plays``.
 

@@ -1,0 +1,142 @@
+"""Conversations are sent append-only: every model request of an episode or game play carries the
+previous request's messages unchanged, with the new ones after them (nothing earlier changes between
+turns: no budget line, clock or renumbering inside earlier messages), so a provider's prompt cache,
+which discounts only an unchanged prefix, holds for the whole conversation.
+
+Checked on what a scripted server on 127.0.0.1 (tests/llm_server.py) received, for the LLM agent in
+episodes (guided and unguided, every last-turn setting, OpenAI and Anthropic APIs) and in both game
+modes. The prompt mode is one request per play by design (the player answers one prompt with a
+design), so its property is that a play makes exactly one request.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import small_lg_split
+from llm_server import Conversations, ScriptedLLMServer
+from test_llm import _spec, _sweep
+
+
+@pytest.fixture(scope="module")
+def small(quick_config, tmp_path_factory):
+    return small_lg_split(quick_config, tmp_path_factory.mktemp("append"), 1)
+
+
+@pytest.fixture(autouse=True)
+def _test_key(monkeypatch):
+    monkeypatch.setenv("HEURESIS_TEST_KEY", "sk-test")
+
+
+def _canonical(messages) -> list[str]:
+    return [json.dumps(m, sort_keys=True) for m in messages]
+
+
+def assert_append_only(bodies: list[dict]) -> int:
+    """Each request's messages start with the previous request's, unchanged; returns the requests checked."""
+    assert len(bodies) >= 2, "a conversation of one request proves nothing here"
+    for k in range(1, len(bodies)):
+        prev, cur = _canonical(bodies[k - 1]["messages"]), _canonical(bodies[k]["messages"])
+        assert len(cur) > len(prev), f"request {k} does not extend request {k - 1}"
+        changed = [i for i, (a, b) in enumerate(zip(prev, cur)) if a != b]
+        assert not changed, (f"request {k} changed earlier message(s) {changed}:\n  was {prev[changed[0]][:400]}"
+                             f"\n  now {cur[changed[0]][:400]}")
+        if "system" in bodies[k - 1]:   # Anthropic: the system prompt travels beside the messages
+            assert bodies[k]["system"] == bodies[k - 1]["system"]
+    return len(bodies)
+
+
+# a model that looks and never submits: the turns run out and the last-turn setting decides the end
+NEVER_SUBMITS = [{"tool_calls": [("data_summary", {})], "usage": (500, 20)},
+                 {"tool_calls": [("ci_test", {"x": "X1", "y": "X2", "given": [], "test": "fisherz"})], "usage": (600, 20)},
+                 {"content": "Still thinking.", "usage": (700, 20)},
+                 {"tool_calls": [("view_graph", {})], "usage": (800, 20)}]
+
+
+@pytest.mark.parametrize("guided", ["guided", "unguided"])
+@pytest.mark.parametrize("last_turn", ["none", "once", "retry"])
+@pytest.mark.parametrize("api", ["openai", "anthropic"])
+def test_episode_requests_are_append_only(small, guided, last_turn, api):
+    cond = f"full-{guided}-p1-none-tight-{last_turn}-r0"
+    model = "openai/scripted-model" if api == "openai" else "anthropic/claude-scripted"
+    with ScriptedLLMServer(Conversations(lambda first: NEVER_SUBMITS)) as server:
+        url = server.url + ("/v1" if api == "openai" else "")
+        ep, _, req = _sweep(small, f"append_{api}_{guided}_{last_turn}", _spec(model, url, api_key_env="HEURESIS_TEST_KEY"),
+                            cond=cond)
+    row = ep.iloc[0]
+    assert row.status == "ok", row.error
+    bodies = [r["body"] for r in server.requests]
+    assert len(bodies) == len(req)                       # one request row per request the server saw
+    # the tight budget's 10 turns, then the last turn(s) the setting allows
+    assert len(bodies) >= 10 + (last_turn != "none")
+    assert_append_only(bodies)
+
+
+# --- the games: tool mode is a conversation, prompt mode one prompt per decision ----------------------
+ANTENNA_DESIGNS = [{"engine": 3, "cockpit": 3, "wing": 4, "body": 4, "camera": 3, "gun": 3},
+                   {"engine": 3, "cockpit": 3, "wing": 5, "body": 4, "camera": 2, "gun": 3},
+                   {"engine": 4, "cockpit": 3, "wing": 5, "body": 3, "camera": 2, "gun": 3}]
+
+
+def _game_spec(url):
+    return {"kind": "llm", "model": "openai/scripted-model", "api_base": url + "/v1", "requires_key": False,
+            "timeout_s": 20, "retries": {"max_retries": 0}}
+
+
+def test_tool_mode_play_requests_are_append_only():
+    from test_games_workflow import SCENARIOS
+
+    from heuresis.games import load_scenario
+    from heuresis.games.play import run_play
+
+    scn = load_scenario("antenna_base", SCENARIOS)
+    script = [{"tool_calls": [("get_history", {})], "usage": (1500, 20)},
+              *({"tool_calls": [("deploy", {"design": d, "count": 20})], "usage": (2000, 40)} for d in ANTENNA_DESIGNS),
+              {"content": "Thinking about the wings.", "usage": (3000, 30)},
+              {"tool_calls": [("submit_final_design", {"design": ANTENNA_DESIGNS[1]})], "usage": (3500, 30)},
+              {"tool_calls": [("write_report", {"text": "Wings matter; the antenna draws fire."})], "usage": (3600, 40)}]
+    with ScriptedLLMServer(script) as server:
+        out = run_play("llm_local", _game_spec(server.url), scn, seed=5, threshold=0.8, optimum=0.88, mode="tools")
+    assert out.row["status"] == "ok" and out.row["submitted"], out.row
+    bodies = [r["body"] for r in server.requests]
+    assert assert_append_only(bodies) == len(script) == len(out.requests)
+
+
+def test_prompt_mode_prompts_keep_what_was_observed_unchanged():
+    """Prompt mode has no conversation: each decision is one request of the system prompt and one user
+    prompt holding the rules and everything observed so far. The rule there: the system prompt is the
+    same for every request of a play, and each user prompt repeats the previous one's rules and
+    observations unchanged, the new deployment after them; only the closing status (budget left, what
+    to answer) comes after the observations and changes."""
+    from test_games_workflow import SCENARIOS, _deploy
+
+    from heuresis.games import load_scenario
+    from heuresis.games.play import run_play
+
+    scn = load_scenario("antenna_base", SCENARIOS)
+    script = [*(_deploy(d, 20) for d in ANTENNA_DESIGNS),
+              {"content": json.dumps({"action": "submit", "design": ANTENNA_DESIGNS[1], "report": "Wings matter."})}]
+    with ScriptedLLMServer(script) as server:
+        out = run_play("llm_local", _game_spec(server.url), scn, seed=5, threshold=0.8, optimum=0.88, mode="prompt")
+    assert out.row["submitted"] and out.row["deployments"] == 3, out.row
+    bodies = [r["body"] for r in server.requests]
+    assert len(bodies) == 4 and all(len(b["messages"]) == 2 and "tools" not in b for b in bodies)
+    assert len({b["messages"][0]["content"] for b in bodies}) == 1
+    prompts = [b["messages"][1]["content"] for b in bodies]
+    for k in range(1, len(prompts)):
+        kept = prompts[k - 1].split("\n\nStage-1 budget left:")[0]
+        assert prompts[k].startswith(kept), f"prompt {k} changed what prompt {k - 1} showed before its status"
+        assert f"Your deployment {k}:" in prompts[k][len(kept):] and f"Your deployment {k}:" not in kept
+        assert len(kept) > 0.5 * len(prompts[k - 1])     # the status is the short tail
+
+
+def test_the_check_catches_a_changed_earlier_message():
+    """The checker itself: a budget line rewritten inside an earlier message fails it."""
+    a = {"messages": [{"role": "system", "content": "s"}, {"role": "user", "content": "task; 10 turns left"}]}
+    b = {"messages": [{"role": "system", "content": "s"}, {"role": "user", "content": "task; 9 turns left"},
+                      {"role": "assistant", "content": "x"}]}
+    with pytest.raises(AssertionError, match="changed earlier message"):
+        assert_append_only([a, b])
+    b["messages"][1] = a["messages"][1]
+    assert assert_append_only([a, b]) == 2
