@@ -60,6 +60,10 @@ STDIN = {
         "report engines and wings matter\n", "final: "),
 }
 
+#: Servers: CI starts the command as written, waits for the URL it prints, fetches that page (it must
+#: answer 200), then stops it.
+SERVERS = {"heuresis view"}
+
 #: Commands CI does not run, each with why (keep it short: every other command runs).
 NOT_RUN = {
     "apt-get install bubblewrap": "a system package (needs root): .ci/run installs it with apt-get in its first step",
@@ -210,6 +214,8 @@ def how(command: Command) -> str:
         return "in a fresh virtual environment: " + FRESH_VENV[command.text]
     if command.text in STDIN:
         return f"with its input on stdin, its output must contain {STDIN[command.text][1]!r}"
+    if command.text in SERVERS:
+        return "as a server: started as written, the page at the URL it prints fetched, then stopped"
     keys = paid_keys(command.text)
     if keys:
         dry = "as a dry run (-n)" if command.text.startswith("snakemake") else "as written"
@@ -220,6 +226,34 @@ def how(command: Command) -> str:
 def dry_run(command: str) -> str:
     """A ``snakemake`` command with ``-n`` (dry run) after the program name; other commands unchanged."""
     return re.sub(r"^snakemake ", "snakemake -n ", command)
+
+
+def _serve_once(cmd: str, env: dict, wait_s: float = 120.0) -> bool:
+    """Start a server command, fetch the first http:// URL it prints, stop it; True when it answered 200."""
+    import urllib.request
+
+    proc = subprocess.Popen(["bash", "-c", f"exec {cmd}"], cwd=ROOT, env={**env, "BROWSER": "true"},
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            if not line:
+                return False
+            sys.stdout.write(line)
+            m = re.search(r"http://127\.0\.0\.1:\d+/\S*", line)
+            if m:
+                with urllib.request.urlopen(m.group(0), timeout=30) as resp:
+                    body = resp.read()
+                    print(f"   fetched {m.group(0)}: HTTP {resp.status}, {len(body)} bytes", flush=True)
+                    return resp.status == 200 and len(body) > 0
+        return False
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
 
 
 def run_all(commands: list[Command]) -> int:
@@ -243,6 +277,14 @@ def run_all(commands: list[Command]) -> int:
             cmd = dry_run(c.text) if keys else c.text
         print(f"== README ({c.section}; {how(c)}): {cmd}", flush=True)
         t0 = time.monotonic()
+        if c.text in SERVERS:
+            ok = _serve_once(cmd, env)
+            took = time.monotonic() - t0
+            times.append((took, cmd, ok))
+            if not ok:
+                failed.append(cmd)
+            print(f"== {'ok' if ok else 'FAILED'} in {took:.0f} s: {cmd}", flush=True)
+            continue
         try:
             proc = subprocess.run(["bash", "-euo", "pipefail", "-c", cmd], cwd=ROOT, env=env, input=stdin,
                                   text=True, capture_output=expect is not None, timeout=TIMEOUT_S)
