@@ -360,7 +360,7 @@ def test_readme_quotes_the_paper_configs_bill(paper_config):
     from heuresis.harness.conditions import grid_plan
 
     text = " ".join(README.read_text().split())
-    m = re.search(r"the paper config plans ([\d,]+) LLM episodes and, with the game plays, judgements and leakage "
+    m = re.search(r"the paper config plans ([\d,]+) LLM episodes and, with game plays, judgements and leakage "
                   r"probes, at most ([\d,]+) model requests and \$([\d,]+) \(an upper bound", text)
     assert m, "the README's paper-scale paragraph no longer quotes the bill"
     episodes, requests, dollars = (int(g.replace(",", "")) for g in m.groups())
