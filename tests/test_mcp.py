@@ -94,7 +94,8 @@ def scripted(split, tmp_path_factory):
     return _run(split, "client", {"kind": "mcp_scripted_test", "moves": MOVES}, tmp_path_factory.mktemp("scripted"))
 
 
-VOLATILE = {"wall_s", "call_id", "latency_s", "notes", "agent_kind", "transcript", "index"}
+VOLATILE = {"wall_s", "working_s", "charged_s", "started", "ended", "call_id", "latency_s", "notes", "agent_kind",
+            "transcript", "index"}
 
 
 def _same(a: dict, b: dict) -> None:
@@ -210,8 +211,8 @@ def test_stdio_client_plays_the_scripted_episode(split, scripted, tmp_path):
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "heuresis.cli", "serve-episode", *(a for c in ("config.yaml", "quick.yaml") for a in
-                                                        ("--config", str(ROOT / "config" / c))), "--config",
-              str(overlay), "--agent", "client", "--condition", CONDITION, "--instance", "lg/test/0000",
+                                                        ("--config", str(ROOT / "config" / c))), "--no-base",
+              "--config", str(overlay), "--agent", "client", "--condition", CONDITION, "--instance", "lg/test/0000",
               "--transport", "stdio", "--results", str(split["root"]), "--idle-timeout", "60"],
         env={k: v for k, v in os.environ.items() if k in ("PATH", "PYTHONPATH", "LITELLM_LOCAL_MODEL_COST_MAP")},
         cwd=str(tmp_path))
@@ -352,7 +353,7 @@ def test_raw_client_sends_what_the_sdk_would_refuse_then_leaves(split, tmp_path)
     overlay.write_text(f"instances: {{d: 5, n: 200}}\nepisodes:\n  budgets: {{mcp: {json.dumps(BUDGET)}}}\n"
                        "  code_tool: {isolation: best_effort}\n")
     cmd = [sys.executable, "-m", "heuresis.cli", "serve-episode",
-           *(a for c in ("config.yaml", "quick.yaml") for a in ("--config", str(ROOT / "config" / c))),
+           *(a for c in ("config.yaml", "quick.yaml") for a in ("--config", str(ROOT / "config" / c))), "--no-base",
            "--config", str(overlay), "--agent", "raw", "--condition", CONDITION, "--instance", "lg/test/0000",
            "--results", str(split["root"]), "--idle-timeout", "60"]
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path)
@@ -633,7 +634,7 @@ def test_cli_serves_over_loopback_http(split, tmp_path):
     overlay.write_text(f"instances: {{d: 5, n: 200}}\nepisodes:\n  budgets: {{mcp: {json.dumps(BUDGET)}}}\n"
                        "  code_tool: {isolation: best_effort}\n")
     cmd = [sys.executable, "-m", "heuresis.cli", "serve-episode",
-           *(a for c in ("config.yaml", "quick.yaml") for a in ("--config", str(ROOT / "config" / c))),
+           *(a for c in ("config.yaml", "quick.yaml") for a in ("--config", str(ROOT / "config" / c))), "--no-base",
            "--config", str(overlay), "--agent", "http_client", "--condition", CONDITION, "--instance", "lg/test/0000",
            "--transport", "http", "--port", str(port), "--results", str(split["root"]), "--idle-timeout", "60"]
     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path)
@@ -682,7 +683,7 @@ def test_cli_serves_a_game_play_over_stdio(tmp_path):
                    tmp_path / "games" / "references" / "weather_base.parquet")
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "heuresis.cli", "serve-play", "weather_base", "--config", str(ROOT / "config" / "config.yaml"),
+        args=["-m", "heuresis.cli", "serve-play", "weather_base", "--no-base", "--config", str(ROOT / "config" / "config.yaml"),
               "--config", str(ROOT / "config" / "quick.yaml"), "--agent", "player", "--results", str(tmp_path),
               "--idle-timeout", "60"],
         env={k: v for k, v in os.environ.items() if k in ("PATH", "PYTHONPATH", "LITELLM_LOCAL_MODEL_COST_MAP")},
