@@ -188,14 +188,16 @@ class Conversations:
     ``seed`` and the request's content and attempt number (an attempt repeated is a new draw,
     the same attempt in another run the same draw; the budgets line's clock is left out of a
     request's identity); a 429 carries ``Retry-After: retry_after``.  ``latency`` is a (low, high)
-    range of seconds each failed attempt waits before its error.  ``counts`` holds the number
+    range of seconds each failed attempt waits before its error, ``reply_latency`` the seconds each
+    reply waits (so that the requests of parallel jobs overlap).  ``counts`` holds the number
     of attempts per distinct request body, so a test tells a replayed request from a resent one.
     """
 
     def __init__(self, script: Callable[[str], Sequence[dict]], faults: dict | None = None, seed: int = 0,
-                 retry_after: float = 0.05, latency: tuple[float, float] = (0.0, 0.0)) -> None:
+                 retry_after: float = 0.05, latency: tuple[float, float] = (0.0, 0.0),
+                 reply_latency: float = 0.0) -> None:
         self.script, self.faults, self.seed = script, dict(faults or {}), seed
-        self.retry_after, self.latency = retry_after, latency
+        self.retry_after, self.latency, self.reply_latency = retry_after, latency, reply_latency
         self.counts: dict[str, int] = {}
         self.faulted = 0
 
@@ -223,4 +225,7 @@ class Conversations:
                 headers = {"Retry-After": str(self.retry_after)} if status == 429 else {}
                 return {"status": status, "error": f"scripted {status}", "headers": headers, "sleep": wait}
         steps = list(self.script(first))
-        return dict(steps[min(k, len(steps) - 1)])
+        step = dict(steps[min(k, len(steps) - 1)])
+        if self.reply_latency:
+            step["sleep"] = self.reply_latency
+        return step
