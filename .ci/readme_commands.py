@@ -71,6 +71,9 @@ NOT_RUN = {
     "bash requirements/compile.sh VENV": "VENV is a placeholder, and the script rewrites requirements/lock.txt, "
                                          "a tracked file, from an environment the tests passed in",
     "heuresis serve-episode": "the command's name in prose; the full command is in the MCP block, which runs",
+    "heuresis run-local -- snakemake all --cores 2 --configfile config/quick.yaml config/local.yaml":
+        "the local model's full run takes over 20 minutes on 2 cores, past CI's time; tests/test_local_llm.py "
+        "runs the same server and model through the workflow's episode, leakage and judgement jobs",
 }
 
 #: Quick start commands .ci/run runs itself (install, workflow, tests), each in its own environment.
