@@ -292,6 +292,10 @@ class AgentLoop:
     def on_result(self, result: ToolResult) -> None:
         """A tool call returned ``result`` (after it was answered)."""
 
+    def before_turn(self) -> None:
+        """Called before every turn's request, after the turn is counted (the games' agentic mode appends
+        its ReAct instruction here); by default nothing."""
+
     # --- messages -----------------------------------------------------------------------------------
     def add(self, msg: dict, **meta) -> None:
         """Append a message and its record (turn and ``meta``)."""
@@ -416,6 +420,7 @@ class AgentLoop:
             if reason:
                 break
             self.turn += 1
+            self.before_turn()
             msg, usage = self._ask(self.specs)
             within = self.limits.record_turn(int(usage.tokens_out or 0))
             tcs = msg.get("tool_calls") or []
