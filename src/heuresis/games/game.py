@@ -16,9 +16,10 @@ least one deployment where the exploration guard applies (``guard``: the agentic
 report is committed once, with or before the submission and never after it, so no report is
 written once the Stage-2 outcome is known.  A refused action raises :class:`GameError` and
 changes nothing.  The measurement query (:meth:`Game.measure`) reports a scenario's declared
-hidden variables (``measurable``) for the drones of a flight whose rows the agent sees.  Every draw derives from ``(scenario seed, play seed)``
-through :func:`~heuresis.games.references.seed_of`; the free history depends on the scenario
-only, so every agent sees the same history.
+hidden variables (``measurable``) for the drones of a flight whose rows the agent sees (exact
+values, no draw).  Every draw derives from ``(scenario seed, play seed)`` through
+:func:`~heuresis.games.references.seed_of`; the free history depends on the scenario only, so
+every agent sees the same history.
 """
 
 from __future__ import annotations
@@ -186,7 +187,8 @@ class Game:
         measures = {}
         for var in self.scn.measurable_variables():
             vals = latent[names[var]]
-            measures[var] = [v if isinstance(v := vals[r["drone"] - 1], str) else round(float(v), 3) for r in rows]
+            shown = [vals[r["drone"] - 1] for r in rows]
+            measures[var] = [v if isinstance(v, str) else round(float(v), 3) for v in shown]
         return Deployment(index, source, design, count, n_ret, count - n_ret, rows, survived, measures)
 
     def validate_design(self, design) -> dict:
@@ -218,7 +220,7 @@ class Game:
         return dep
 
     def submit(self, design, report: str | None = None) -> Stage2:
-        """Submit the final design once, with the report (given here or committed before); a Stage-2 fleet is flown and scored."""
+        """Submit the final design once, with the report (here or committed before); a Stage-2 fleet is flown and scored."""
         if self.stage2 is not None:
             raise GameError("the final design was already submitted; the submission is irreversible")
         if self.guard and not self.deployments:

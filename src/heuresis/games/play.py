@@ -111,8 +111,11 @@ def _example(game: Game) -> str:
 
 
 def task_prompt(game: Game, *, variant: str = "standard", interaction: str = "") -> str:
-    """The task: flow, budgets, design space, victory condition and the loop's questions; then
-    ``interaction`` (the mode's tools or answer format).  ``hints`` adds the mechanism facts."""
+    """The task: flow, budgets, design space, victory condition and the loop's questions.
+
+    Then ``interaction`` (the mode's tools or answer format); the ``hints`` variant adds the
+    mechanism facts (``game_hints.txt``).
+    """
     if variant not in TASK_VARIANTS:
         raise ValueError(f"unknown task variant {variant!r}; known: {list(TASK_VARIANTS)}")
     scn, b = game.scn, game.scn.budgets
@@ -163,53 +166,6 @@ def path_stats(game: Game) -> dict:
         out["lock_in_component"] = game.space.components[k]
         out["lock_in_share"] = float(tot[k] / tot.sum())
     return out
-
-
-def run_play(agent_name: str, agent_spec: Mapping, scn: Scenario, *, repeat: int = 0, seed: int = 0,
-             threshold: float | None = None, optimum: float | None = None,
-             max_turns: int = DEFAULT_MAX_TURNS, mode: str = "tools") -> PlayOutcome:
-    """Agent ``agent_name`` (config entry ``agent_spec``) plays ``scn`` once in ``mode``."""
-    import heuresis.games.agents  # noqa: F401  (registers the offline game agents)
-
-    if mode not in ("tools", "prompt"):
-        raise ValueError(f"unknown play mode {mode!r}; known: tools, prompt")
-    t0 = time.monotonic()
-    spec = dict(agent_spec)
-    cls = agent_class(agent_name, spec)
-    if getattr(cls, "takes_seed", False):   # offline game agents (and plugins that ask) draw from the play seed
-        if mode != "tools":
-            raise ValueError(f"agent {agent_name!r} (kind {spec.get('kind')!r}) plays the tools mode only; "
-                             f"single-turn prompting is for LLM agents")
-        spec.setdefault("seed", int(seed))
-    if getattr(cls, "takes_family", False):  # the mechanism-aware offline agent: the family's
-        spec.setdefault("family", scn.family)  # name (its structure), no parameter
-    agent = make_agent(agent_name, spec)
-    agent.bind({"output_tokens_per_turn": OUTPUT_TOKENS})
-    game = Game(scn, seed=seed, threshold=threshold)
-    play = _play_tools if mode == "tools" else _play_prompt
-    calls, transcript, turn, status, error, termination, spend = play(agent, game, max_turns)
-    s2 = game.stage2
-    survival = s2.survival if s2 else 0.0
-    play_id = f"{agent_name}/{mode}/{scn.name}/r{repeat}"
-    row = {
-        "play_id": play_id, "agent": agent_name, "agent_kind": agent.kind, "model": agent.model, "mode": mode,
-        "scenario": scn.name, "family": scn.family, "variant": scn.spec["variant"], "bias": scn.spec["bias"],
-        "repeat": int(repeat), "seed": int(seed), "status": status, "error": error, "termination": termination,
-        "submitted": s2 is not None, "design": json.dumps(s2.design if s2 else None),
-        "survival": float(survival), "threshold": threshold, "won": bool(s2 is not None and threshold is not None
-                                                                          and survival >= threshold),
-        "optimum": optimum, "gap": (optimum - survival) if optimum is not None else None,
-        "deployments": len(game.deployments), "drones_used": game.drones_used,
-        **path_stats(game), "report": game.report or "", "turns": turn, "n_calls": len(calls),
-        "n_errors": sum(not c["ok"] for c in calls), "tokens_in": spend.tokens_in, "tokens_out": spend.tokens_out,
-        "cost": spend.cost, "retries": spend.retries, "warnings": json.dumps(spend.warnings),
-        "wall_s": round(time.monotonic() - t0, 3),
-    }
-    transcript = {"play": row, "agent_origin": agent_origin(agent_name, agent_spec), "scenario": scn.spec,
-                  **transcript, "calls": calls}   # agent_origin: a plugin's class and distribution (None: built-in)
-    keys = {"play_id": play_id, "agent": agent_name, "mode": mode, "scenario": scn.name, "repeat": int(repeat)}
-    requests = [{**keys, "index": k, **r.row()} for k, r in enumerate(spend.requests)]
-    return PlayOutcome(row, [{**keys, **c} for c in calls], transcript, requests)
 
 
 def run_play(agent_name: str, agent_spec: Mapping, scn: Scenario, *, repeat: int = 0, seed: int = 0,
@@ -292,8 +248,11 @@ def _call_row(turn: int, tool: str, args: str, result: str, ok: bool, error: str
 
 # --- the agentic mode -------------------------------------------------------------------------------
 class _Agentic(AgentLoop):
-    """The agent loop with the game's and the analysis tools, the ReAct instruction before every turn,
-    the per-turn tool-call limit and a turn limit (no budgets line, no last turn)."""
+    """The agent loop of the agentic mode.
+
+    The game's and the analysis tools, the ReAct instruction before every turn, the per-turn
+    tool-call limit and a turn limit (no budgets line, no last turn).
+    """
 
     ended_text = "not executed: the submission, made by an earlier call of this turn, ended the play"
 

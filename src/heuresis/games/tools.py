@@ -62,8 +62,11 @@ def rows_csv(rows: list[dict]) -> str:
 
 
 def flight_files(game: Game) -> dict[str, str]:
-    """The code tool's data files: ``deployments.csv`` (one row per observed flight group, design columns
-    included) and ``drones.csv`` (every per-drone row the agent sees, keyed by source and deployment)."""
+    """The code tool's data files of every observed flight.
+
+    ``deployments.csv``: one row per flight group (source, deployment, counts, survival rate and
+    the design); ``drones.csv``: every per-drone row the agent sees, with source and deployment.
+    """
     space = game.space
     deps, drones = [], []
     for d in game.observed():
@@ -93,9 +96,14 @@ def _result(text: dict, data: dict | None = None, **kw) -> ToolResult:
 
 
 def game_tools(game: Game, *, analysis: bool = False, code_isolation: str = "off",
-               code_limits: SandboxLimits = SandboxLimits()) -> dict[str, Tool]:
-    """The game tools bound to ``game``; with ``analysis`` (the agentic mode) also ``measure`` and,
-    unless ``code_isolation`` is ``off``, ``run_code`` in that isolation (``bwrap`` or ``none``)."""
+               code_limits: SandboxLimits | None = None) -> dict[str, Tool]:
+    """The game tools bound to ``game``.
+
+    With ``analysis`` (the agentic mode) also ``measure``, the analysis prompt after every
+    deployment and, unless ``code_isolation`` is ``off``, ``run_code`` in that isolation
+    (``bwrap`` or ``none``) under ``code_limits`` (default the schema's).
+    """
+    code_limits = code_limits or SandboxLimits()
     design = design_schema(game)
     b = game.scn.budgets
 
