@@ -6,8 +6,8 @@ LLM server on 127.0.0.1 (tests/llm_server.py) received and answered.
 * the agentic mode's code tool computes over every observed flight in the sandbox (checked against
   the numbers recomputed from the game), and its measurement query reports the hidden variable
   (checked against the SCM's own draws);
-* the ReAct instruction is the last message of every request, the analysis prompt ends every
-  deployment's result and nothing else;
+* the ReAct instruction is the last message of every request, the analysis prompt follows every
+  deployment's result (after the turn's results) and nothing else;
 * the per-turn tool-call limit, the exploration guard (agentic only) and the report: committed with
   or before the submission, never after the outcome is shown.
 """
@@ -158,19 +158,22 @@ def test_agentic_injections_the_per_turn_limit_and_the_guard():
     answered = [m["tool_call_id"] for m in msgs if m["role"] == "tool"]
     assert sorted(asked) == sorted(answered) and len(asked) == 7              # every call answered exactly once
     # the exploration guard holds in the agentic mode
-    guard = [c for c in out.calls if c["turn"] == 2][0]
+    guard = next(c for c in out.calls if c["turn"] == 2)
     assert not guard["ok"] and "deploy at least once" in guard["error"]
-    # the analysis prompt ends every deployment's result, and no other result
-    tool_msgs = [m for m in out.transcript["messages"] if m["role"] == "tool"]
-    deploy_ids = {c["call_id"] for c in out.calls if c["tool"] == "deploy"}
-    deploys = [m for m in tool_msgs if m["tool_call_id"] in deploy_ids]
-    assert len(deploys) == 2
-    for k, (m, c) in enumerate(zip(deploys, [c for c in out.calls if c["tool"] == "deploy"]), start=1):
-        res = json.loads(m["content"].split("\n\nAnalysis of deployment")[0])
-        tail = m["content"].split("\n\n")[-1]
-        assert tail.startswith(f"Analysis of deployment {k}: {res['returned']} of {res['count']} drones returned")
-        assert "expected" in tail and "test next" in tail and c["ok"]
-    assert sum("Analysis of deployment" in m["content"] for m in tool_msgs) == 2
+    # the analysis prompt follows every deployment's result, as a user message after the turn's results
+    msgs = out.transcript["messages"]
+    deploys = [c for c in out.calls if c["tool"] == "deploy"]
+    analyses = [k for k, m in enumerate(msgs) if m["meta"].get("injected") == "analysis"]
+    assert len(deploys) == len(analyses) == 2
+    for n, (c, k) in enumerate(zip(deploys, analyses), start=1):
+        res = json.loads(c["result"])                                          # the result itself stays JSON
+        m = msgs[k]
+        assert m["role"] == "user" and m["meta"]["turn"] == c["turn"]
+        assert m["content"].startswith(f"Analysis of deployment {n}: {res['returned']} of {res['count']} drones returned")
+        assert "expected" in m["content"] and "test next" in m["content"]
+        turn_msgs = [j for j, x in enumerate(msgs) if x["meta"]["turn"] == c["turn"] and x["role"] == "tool"]
+        assert k > max(turn_msgs)                                              # after every result of its turn
+        assert msgs[k + 1]["meta"].get("injected") in ("analysis", "react")    # then the next turn's ReAct
     # the text-only reply was nudged, then the turn's ReAct instruction followed
     after_text = bodies[4]["messages"]
     assert after_text[-2]["content"].startswith("No tool call in your reply.") and after_text[-1]["content"].startswith("Turn 5")

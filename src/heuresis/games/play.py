@@ -6,8 +6,9 @@ tool (the observational track's sandbox, every observed flight as data files) an
 measurement query of the scenario's declared hidden variables — and a turn limit
 (:func:`heuresis.games.workflow.max_turns_of`).  Before every turn a ReAct instruction is appended
 (``game_react.txt``: observation, hypothesis, why this action; the thought before the tool
-call); every deployment's result carries the analysis prompt (``game_analysis.txt``: survival
-against expectation, what it says, what to test next).  A reply with more than
+call); every deployment's result is followed by the analysis prompt (``game_analysis.txt``, a user
+message after the turn's tool results: survival against expectation, what it says, what to test
+next).  A reply with more than
 ``max_tool_calls`` tool calls has the first ``max_tool_calls`` executed and the rest answered as
 not executed.  The exploration guard applies: a submission needs at least one deployment.  Every
 tool call is answered exactly once (result or error) and recorded with its arguments, result,
@@ -261,6 +262,7 @@ class _Agentic(AgentLoop):
         super().__init__(agent, game_tools(game, analysis=True, code_isolation=isolation, code_limits=limits),
                          None, TurnLimit(max_turns))
         self.game, self.max_turns, self.max_calls = game, int(max_turns), int(max_calls)
+        self._analyses: list[str] = []   # analysis prompts of the turn's deployments, sent after its results
 
     def before_turn(self) -> None:
         """The ReAct instruction, appended as a user message before the turn's request."""
@@ -275,13 +277,27 @@ class _Agentic(AgentLoop):
         """The game's stage after the call."""
         return {"stage": self.game.stage}
 
+    def on_result(self, result) -> None:
+        """A deployment's result: its analysis prompt is queued for the end of the turn's results."""
+        d = result.data or {}
+        if d.get("source") == "stage1" and "drones_left" in d:
+            self._analyses.append(render("game_analysis", deployment=d["deployment"], returned=d["returned"],
+                                         count=d["count"], rate=f"{d['returned'] / d['count']:.1%}"))
+
     def _calls_of_turn(self, tcs, usage, *, allowed, last_turn):
-        """The first ``max_calls`` calls of the reply run; the others are answered as not executed."""
+        """Run the reply's first ``max_calls`` calls and answer the others as not executed.
+
+        Then one analysis prompt per deployment of the turn, a user message after the turn's results.
+        """
         error = super()._calls_of_turn(tcs[:self.max_calls], usage, allowed=allowed, last_turn=last_turn)
         why = f"not executed: at most {self.max_calls} tool calls per turn"
         for k, tc in enumerate(tcs[self.max_calls:], start=self.max_calls):
             self._refuse(tc, why, index=k, usage=usage, last_turn=last_turn)
             error = error or why
+        if not self.ended:
+            for text in self._analyses:
+                self.add({"role": "user", "content": text}, injected="analysis")
+        self._analyses.clear()
         return error
 
     def call_rows(self) -> list[dict]:

@@ -15,8 +15,7 @@ data (:attr:`~heuresis.harness.tools.ToolResult.data`) is the same JSON object w
 per-drone rows as a list of records (``drones``) instead of CSV text (``drones_csv``).
 
 The report is committed with the submission (its ``report`` argument) or before it
-(``write_report``); in the agentic mode a deployment's result ends with the analysis prompt
-(``game_analysis.txt``).  The submission's result — the Stage-2 outcome — ends the play, so no report
+(``write_report``).  The submission's result — the Stage-2 outcome — ends the play, so no report
 is written once the outcome is shown.
 """
 
@@ -27,7 +26,6 @@ import io
 import json
 
 from heuresis.games.game import Deployment, Game, GameError
-from heuresis.harness.prompts import render
 from heuresis.harness.sandbox import SandboxLimits, run_code
 from heuresis.harness.tools import Tool, ToolError, ToolResult
 
@@ -99,9 +97,9 @@ def game_tools(game: Game, *, analysis: bool = False, code_isolation: str = "off
                code_limits: SandboxLimits | None = None) -> dict[str, Tool]:
     """The game tools bound to ``game``.
 
-    With ``analysis`` (the agentic mode) also ``measure``, the analysis prompt after every
-    deployment and, unless ``code_isolation`` is ``off``, ``run_code`` in that isolation
-    (``bwrap`` or ``none``) under ``code_limits`` (default the schema's).
+    With ``analysis`` (the agentic mode) also ``measure`` and, unless ``code_isolation`` is
+    ``off``, ``run_code`` in that isolation (``bwrap`` or ``none``) under ``code_limits``
+    (default the schema's).
     """
     code_limits = code_limits or SandboxLimits()
     design = design_schema(game)
@@ -127,12 +125,8 @@ def game_tools(game: Game, *, analysis: bool = False, code_isolation: str = "off
     def deploy(args):
         d = game.deploy(args["design"], args["count"])
         left = {"drones_left": game.drones_left, "deployments_left": game.deployments_left}
-        out = _result({**_deployment_json(d), **left}, {**_deployment_data(d), **left},
-                      details={"survived": d.survived.astype(int).tolist()})
-        if analysis:   # the analysis prompt, after the deployment's result
-            out.text += "\n\n" + render("game_analysis", deployment=d.index, returned=d.returned, count=d.count,
-                                          rate=f"{d.returned / d.count:.1%}")
-        return out
+        return _result({**_deployment_json(d), **left}, {**_deployment_data(d), **left},
+                       details={"survived": d.survived.astype(int).tolist()})
 
     def report(args):
         game.write_report(args["text"])
