@@ -216,3 +216,16 @@ def test_no_report_once_the_outcome_is_shown():
 def test_task_prompt_of_an_unknown_variant_is_refused():
     with pytest.raises(ValueError, match="unknown task variant 'spoilers'"):
         task_prompt(Game(load_scenario("zone_base", SCENARIOS)), variant="spoilers")
+
+
+def test_the_sandbox_takes_named_data_files_only():
+    """The code tool's data files: plain names only, never one of the sandbox's own files; no data matrix
+    is written when none is given."""
+    from heuresis.harness.sandbox import run_code
+
+    res = run_code("import os; print(sorted(os.listdir('.')))", None, files={"drones.csv": "a,b\n1,2\n"},
+                   isolation="bwrap")
+    assert res.returncode == 0 and res.stdout.strip() == "['drones.csv', 'script.py']", res.stderr
+    for bad in ("script.py", "data.csv", "../escape.csv", "sub/dir.csv", ""):
+        with pytest.raises(ValueError, match="reserved or not a plain file name"):
+            run_code("print(1)", None, files={bad: "x"}, isolation="none")
