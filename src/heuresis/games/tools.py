@@ -191,9 +191,9 @@ def game_tools(game: Game, *, analysis: bool = False, code_isolation: str = "off
     names = game.scn.measurable_variables()
     if names:
         n_hist = len(game.history)
-        out["measure"] = tool("measure", "Measure a hidden environment variable on the drones of one observed "
-                              "flight group whose rows you see (the history or one of your deployments); "
-                              "free of charge.",
+        out["measure"] = tool("measure", f"Measure a hidden environment variable ({', '.join(names)}) on the "
+                              "drones of one observed flight group whose rows you see (the history or one of "
+                              "your deployments); free of charge.",
                               {"properties": {"variable": {"type": "string", "enum": names},
                                               "source": {"type": "string", "enum": ["history", "stage1"],
                                                          "default": "stage1",
