@@ -106,8 +106,10 @@ onstart:
     except ProviderFatalError as exc:
         raise WorkflowError(str(exc))
     # The code tool's isolation (episodes.code_tool.isolation): 'required' without a working
-    # bubblewrap stops the run here, before any job, when an episode job is about to run.
-    if any(_job.rule.name == "episodes" for _job in workflow.dag.needrun_jobs()):
+    # bubblewrap stops the run here, before any job, when an episode job or an agentic game play (whose
+    # code tool is the same sandbox) is about to run.
+    if any(_job.rule.name == "episodes" or (_job.rule.name == "games_plays" and _job.wildcards_dict["mode"] == "agentic")
+           for _job in workflow.dag.needrun_jobs()):
         try:
             check_isolation(config)
         except IsolationUnavailable as exc:

@@ -50,6 +50,9 @@ rule games_plays:
         plays=game_play_count,
         seed=GAMES["seed"],
         max_turns=lambda wildcards: _max_turns_of(config, wildcards.agent),
+        task_variant=GAMES["task_variant"],
+        max_tool_calls=GAMES["max_tool_calls_per_turn"],
+        code_tool=config["episodes"]["code_tool"],
         transcripts="results/games/transcripts/{agent}/{mode}/{scenario}",
         attempt=attempt_of("results/games/plays/{agent}/{mode}/{scenario}.parquet"),
     threads: 1

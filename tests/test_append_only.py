@@ -5,8 +5,7 @@ which discounts only an unchanged prefix, holds for the whole conversation.
 
 Checked on what a scripted server on 127.0.0.1 (tests/llm_server.py) received, for the LLM agent in
 episodes (guided and unguided, every last-turn setting, OpenAI and Anthropic APIs) and in both game
-modes. The prompt mode is one request per play by design (the player answers one prompt with a
-design), so its property is that a play makes exactly one request.
+modes (agentic and prompting).
 """
 
 from __future__ import annotations
@@ -73,7 +72,7 @@ def test_episode_requests_are_append_only(small, guided, last_turn, api):
     assert_append_only(bodies)
 
 
-# --- the games: tool mode is a conversation, prompt mode one prompt per decision ----------------------
+# --- the games: both modes are conversations ------------------------------------------------------------
 ANTENNA_DESIGNS = [{"engine": 3, "cockpit": 3, "wing": 4, "body": 4, "camera": 3, "gun": 3},
                    {"engine": 3, "cockpit": 3, "wing": 5, "body": 4, "camera": 2, "gun": 3},
                    {"engine": 4, "cockpit": 3, "wing": 5, "body": 3, "camera": 2, "gun": 3}]
@@ -84,51 +83,50 @@ def _game_spec(url):
             "timeout_s": 20, "retries": {"max_retries": 0}}
 
 
-def test_tool_mode_play_requests_are_append_only():
+def test_agentic_play_requests_are_append_only():
+    """The ReAct instruction before every turn, the analysis prompt in every deployment's result, the code
+    tool, the measurement query, a refused call and a nudge: each only adds messages."""
     from test_games_workflow import SCENARIOS
 
     from heuresis.games import load_scenario
     from heuresis.games.play import run_play
 
     scn = load_scenario("antenna_base", SCENARIOS)
-    script = [{"tool_calls": [("get_history", {})], "usage": (1500, 20)},
+    script = [{"tool_calls": [("get_history", {}), ("run_code", {"code": "print(open('drones.csv').read()[:80])"})],
+               "usage": (1500, 20)},
               *({"tool_calls": [("deploy", {"design": d, "count": 20})], "usage": (2000, 40)} for d in ANTENNA_DESIGNS),
+              {"tool_calls": [("measure", {"variable": "storm_intensity", "deployment": 2})], "usage": (2500, 30)},
               {"content": "Thinking about the wings.", "usage": (3000, 30)},
-              {"tool_calls": [("submit_final_design", {"design": ANTENNA_DESIGNS[1]})], "usage": (3500, 30)},
-              {"tool_calls": [("write_report", {"text": "Wings matter; the antenna draws fire."})], "usage": (3600, 40)}]
+              {"tool_calls": [("submit_final_design", {"design": {"engine": 9}})], "usage": (3100, 30)},
+              {"tool_calls": [("submit_final_design", {"design": ANTENNA_DESIGNS[1],
+                                                       "report": "Wings matter; the antenna draws fire."})],
+               "usage": (3500, 30)}]
     with ScriptedLLMServer(script) as server:
-        out = run_play("llm_local", _game_spec(server.url), scn, seed=5, threshold=0.8, optimum=0.88, mode="tools")
+        out = run_play("llm_local", _game_spec(server.url), scn, seed=5, threshold=0.8, optimum=0.88, mode="agentic")
     assert out.row["status"] == "ok" and out.row["submitted"], out.row
+    assert out.row["n_errors"] == 1                                           # the design over a cap
     bodies = [r["body"] for r in server.requests]
     assert assert_append_only(bodies) == len(script) == len(out.requests)
 
 
-def test_prompt_mode_prompts_keep_what_was_observed_unchanged():
-    """Prompt mode has no conversation: each decision is one request of the system prompt and one user
-    prompt holding the rules and everything observed so far. The rule there: the system prompt is the
-    same for every request of a play, and each user prompt repeats the previous one's rules and
-    observations unchanged, the new deployment after them; only the closing status (budget left, what
-    to answer) comes after the observations and changes."""
+def test_prompting_play_requests_are_append_only():
+    """The prompting mode is a conversation in text: each deployment's result, a retry after an unreadable
+    answer and the budget left (in the newest message only) are appended; nothing earlier changes."""
     from test_games_workflow import SCENARIOS, _deploy
 
     from heuresis.games import load_scenario
     from heuresis.games.play import run_play
 
     scn = load_scenario("antenna_base", SCENARIOS)
-    script = [*(_deploy(d, 20) for d in ANTENNA_DESIGNS),
+    script = [_deploy(ANTENNA_DESIGNS[0], 20), {"content": "I cannot decide."},
+              *(_deploy(d, 20) for d in ANTENNA_DESIGNS[1:]),
               {"content": json.dumps({"action": "submit", "design": ANTENNA_DESIGNS[1], "report": "Wings matter."})}]
     with ScriptedLLMServer(script) as server:
-        out = run_play("llm_local", _game_spec(server.url), scn, seed=5, threshold=0.8, optimum=0.88, mode="prompt")
+        out = run_play("llm_local", _game_spec(server.url), scn, seed=5, threshold=0.8, optimum=0.88, mode="prompting")
     assert out.row["submitted"] and out.row["deployments"] == 3, out.row
     bodies = [r["body"] for r in server.requests]
-    assert len(bodies) == 4 and all(len(b["messages"]) == 2 and "tools" not in b for b in bodies)
-    assert len({b["messages"][0]["content"] for b in bodies}) == 1
-    prompts = [b["messages"][1]["content"] for b in bodies]
-    for k in range(1, len(prompts)):
-        kept = prompts[k - 1].split("\n\nStage-1 budget left:")[0]
-        assert prompts[k].startswith(kept), f"prompt {k} changed what prompt {k - 1} showed before its status"
-        assert f"Your deployment {k}:" in prompts[k][len(kept):] and f"Your deployment {k}:" not in kept
-        assert len(kept) > 0.5 * len(prompts[k - 1])     # the status is the short tail
+    assert all("tools" not in b for b in bodies)
+    assert assert_append_only(bodies) == len(script) == len(out.requests)
 
 
 def test_the_check_catches_a_changed_earlier_message():

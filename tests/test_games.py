@@ -221,13 +221,18 @@ def test_budget_refusals_leave_state_unchanged(scenarios):
     with pytest.raises(ToolError, match="'total DEF'.*budget of 20"):                # over the budget
         t3["submit_final_design"].call(None, {"design": {"engine": 8, "wing": 8, "body": 8}})
     assert _state(game3) == before
-    out = json.loads(t3["submit_final_design"].call(None, {"design": design}).text)
-    assert out["fleet"] == 1000 and 0 < out["survival_rate"] < 1
+    with pytest.raises(ToolError, match="commit the report with or before the submission"):   # no report
+        t3["submit_final_design"].call(None, {"design": design})
+    assert _state(game3) == before
+    out = json.loads(t3["submit_final_design"].call(None, {"design": design, "report": "r"}).text)
+    assert out["fleet"] == 1000 and 0 < out["survival_rate"] < 1 and game3.report == "r"
     after = _state(game3)
     with pytest.raises(ToolError, match="already submitted"):                        # a second submission
         t3["submit_final_design"].call(None, {"design": scn.spec["trap_design"]})
     with pytest.raises(ToolError, match="Stage 1 is over"):
         t3["deploy"].call(None, {"design": design, "count": 1})
+    with pytest.raises(ToolError, match="outcome shown: the report was due with or before"):   # after the outcome
+        t3["write_report"].call(None, {"text": "fitted to the outcome"})
     assert _state(game3) == after
 
 
@@ -244,7 +249,7 @@ def test_201st_drone_refused():
 
 def test_tool_schemas_are_function_calling_specs(scenarios):
     tools = game_tools(Game(scenarios["zone_base"], seed=0))
-    assert list(tools) == ["get_status", "get_history", "deploy", "submit_final_design", "write_report"]
+    assert list(tools) == ["get_status", "get_history", "deploy", "write_report", "submit_final_design"]
     spec = tools["deploy"].spec()
     assert spec["type"] == "function" and spec["function"]["name"] == "deploy"
     props = spec["function"]["parameters"]["properties"]["design"]["properties"]
@@ -258,10 +263,11 @@ def test_offline_agents_play_through_the_interface(scenarios, kind):
     g = GOLDEN["antenna_base"]
     out = run_play(kind, {"kind": kind}, scn, repeat=0, seed=3, threshold=g["threshold"], optimum=g["optimum"])
     row = out.row
-    assert row["status"] == "ok" and row["termination"] == "reported" and row["submitted"]
+    assert row["status"] == "ok" and row["termination"] == "submitted" and row["submitted"]
     assert row["drones_used"] <= 200 and row["deployments"] <= 10 and row["n_errors"] == 0
     assert [c["tool"] for c in out.calls][:2] == ["get_status", "get_history"]
-    assert out.calls[-1]["tool"] == "write_report" and row["report"]
+    assert out.calls[-1]["tool"] == "submit_final_design" and row["report"]      # committed with the submission
+    assert (row["mode"], row["task_variant"], row["code_isolation"]) == ("agentic", "standard", "bwrap")
     assert row["gap"] == pytest.approx(g["optimum"] - row["survival"])
     if kind == "game_trap_follower":
         assert row["survival"] < g["threshold"] and not row["won"]
@@ -273,9 +279,10 @@ def test_bad_calls_are_answered_and_recorded(scenarios):
     from heuresis.agents.base import Agent, AgentReply, register_agent, tool_call
 
     script = [("fly", {}), ("deploy", "{not json"), ("deploy", {"design": {"engine": 1}, "count": 0}),
-              ("submit_final_design", {"design": {"engine": 1}}), ("deploy", {"design": {"engine": 1}, "count": 5}),
-              ("submit_final_design", {"design": {"engine": 2}}), ("submit_final_design", {"design": {"engine": 3}}),
-              ("write_report", {"text": "done"})]
+              ("submit_final_design", {"design": {"engine": 1}, "report": "r"}),
+              ("deploy", {"design": {"engine": 1}, "count": 5}),
+              ("submit_final_design", {"design": {"engine": 2}}), ("write_report", {"text": "done"}),
+              ("write_report", {"text": "again"}), ("submit_final_design", {"design": {"engine": 2}})]
 
     @register_agent("scripted_game_test")
     class Scripted(Agent):
@@ -289,23 +296,25 @@ def test_bad_calls_are_answered_and_recorded(scenarios):
 
     out = run_play("scripted", {"kind": "scripted_game_test"}, scenarios["weather_base"], seed=0)
     oks = [c["ok"] for c in out.calls]
-    assert oks == [False, False, False, False, True, True, False, True]
+    assert oks == [False, False, False, False, True, False, True, False, True]
     assert "unknown tool" in out.calls[0]["error"] and "valid JSON" in out.calls[1]["error"]
-    assert "already submitted" in out.calls[6]["error"]
-    assert out.row["termination"] == "reported" and json.loads(out.row["design"])["engine"] == 2
+    assert "deploy at least once" in out.calls[3]["error"] and "commit the report" in out.calls[5]["error"]
+    assert "already committed" in out.calls[7]["error"]
+    assert out.row["termination"] == "submitted" and json.loads(out.row["design"])["engine"] == 2
+    assert out.row["report"] == "done" and out.row["turns"] == len(script)
 
 
 def test_cli_play_by_hand(capsys):
     from heuresis.cli import build_parser, cmd_play
 
     args = build_parser().parse_args(["play", "antenna_base", "--scenarios", str(SCENARIOS), "--rows", "2"])
-    lines = iter(["history", "deploy 20 engine=3 wing=4 camera=2", "deploy 10 antenna=9",
-                  "submit {\"engine\": 4, \"wing\": 5, \"body\": 3, \"gun\": 4}", "submit engine=1", "report ok"])
+    final = "submit {\"engine\": 4, \"wing\": 5, \"body\": 3, \"gun\": 4}"
+    lines = iter(["history", "deploy 20 engine=3 wing=4 camera=2", "deploy 10 antenna=9", final, "report ok", final])
     printed: list[str] = []
     assert cmd_play(args, inp=lambda prompt: next(lines), out=printed.append) == 0
     text = "\n".join(map(str, printed))
     assert "deployment 1 (history)" in text and "deployment 1 (stage1)" in text
-    assert "refused" in text and "maximum of 8" in text and "already submitted" in text
+    assert "refused" in text and "maximum of 8" in text and "commit the report" in text
     assert "final:" in text
 
 

@@ -1,4 +1,4 @@
-"""The games track in the workflow: single-turn prompting and the judges through a scripted
+"""The games track in the workflow: the prompting mode and the judges through a scripted
 LLM server on 127.0.0.1, ICC against Shrout & Fleiss (1979), the play jobs (checkpoint, recorded
 failures), scoring against independent computations, the config checks at start, and the rules
 run by Snakemake on two scenarios."""
@@ -101,13 +101,13 @@ def test_parse_answer_tolerant_and_strict():
             parse_answer(bad, space)
 
 
-# --- single-turn prompting via the local server ---------------------------------------------------------
+# --- the prompting mode via the local server ---------------------------------------------------------
 def _deploy(design, count, prose="Let me test this."):
     return {"content": f"{prose}\n```json\n{json.dumps({'action': 'deploy', 'design': design, 'count': count})}\n```",
             "usage": (2000, 60)}
 
 
-def test_prompt_mode_plays_through_the_local_server():
+def test_prompting_mode_plays_through_the_local_server():
     scn = load_scenario("antenna_base", SCENARIOS)
     d1 = {"engine": 3, "cockpit": 3, "wing": 4, "body": 4, "camera": 3, "gun": 3}
     d2 = {"engine": 3, "cockpit": 3, "wing": 5, "body": 4, "camera": 2, "gun": 3}
@@ -117,13 +117,14 @@ def test_prompt_mode_plays_through_the_local_server():
                                       "report": "Leave the antenna bare: it emits and draws fire."}),
                "usage": (4000, 90)}]
     with ScriptedLLMServer(script) as server:
-        out = run_play("llm_local", _spec(server.url), scn, seed=5, threshold=0.8, optimum=0.88, mode="prompt")
+        out = run_play("llm_local", _spec(server.url), scn, seed=5, threshold=0.8, optimum=0.88, mode="prompting")
     row = out.row
-    assert (row["termination"], row["status"], row["submitted"], row["deployments"]) == ("reported", "ok", True, 2)
+    assert (row["termination"], row["status"], row["submitted"], row["deployments"]) == ("submitted", "ok", True, 2)
+    assert (row["mode"], row["task_variant"], row["code_isolation"]) == ("prompting", "standard", "off")
     # the same decisions replayed on the engine directly give the same numbers
-    g = Game(scn, seed=5, threshold=0.8)
+    g = Game(scn, seed=5, threshold=0.8, guard=False)
     dep = [g.deploy(d1, 30), g.deploy(d2, 40)]
-    s2 = g.submit(final)
+    s2 = g.submit(final, "Leave the antenna bare: it emits and draws fire.")
     assert row["survival"] == s2.survival and row["won"] == (s2.survival >= 0.8)
     assert row["gap"] == pytest.approx(0.88 - s2.survival)
     assert json.loads(row["deployment_counts"]) == [[d.count, d.returned] for d in dep]
@@ -134,36 +135,67 @@ def test_prompt_mode_plays_through_the_local_server():
     assert [(q["tokens_in"], q["tokens_out"]) for q in out.requests] == [(2000, 60), (2000, 60), (4000, 90)]
     assert [q["response_id"] for q in out.requests] == [r["reply"]["id"] for r in sent]
     assert [q["index"] for q in out.requests] == [0, 1, 2] and {q["play_id"] for q in out.requests} == {row["play_id"]}
-    assert [c["tool"] for c in out.calls] == ["deploy", "deploy", "submit_final_design", "write_report"]
-    # single-turn: no tools, two messages per request, the whole history so far in the one prompt
-    assert len(server.requests) == 3
+    assert [c["tool"] for c in out.calls] == ["deploy", "deploy", "submit_final_design"]
+    # a conversation in text: no tools; request k holds the task, then every earlier answer and its result
     bodies = [r["body"] for r in server.requests]
-    assert all("tools" not in b and len(b["messages"]) == 2 for b in bodies)
-    prompts = [b["messages"][1]["content"] for b in bodies]
-    assert "Free history, flight group 1" in prompts[0] and "Your deployment" not in prompts[0]
-    assert "Your deployment 1" in prompts[1] and "Your deployment 2" in prompts[2]
-    assert f"{200 - 70} of 200 drones" in prompts[2]
-    assert prompts[2].count("\n") > prompts[0].count("\n") + dep[0].returned   # the per-drone rows came along
+    assert len(bodies) == 3 and all("tools" not in b for b in bodies)
+    assert [len(b["messages"]) for b in bodies] == [2, 4, 6]
+    assert [m["role"] for m in bodies[2]["messages"]] == ["system", "user", "assistant", "user", "assistant", "user"]
+    assert bodies[2]["messages"][2]["content"] == script[0]["content"]      # the model sees its earlier turns
+    task = bodies[0]["messages"][1]["content"]
+    assert "Free history, flight group 1" in task and "Your deployment" not in task
+    results = [bodies[2]["messages"][3]["content"], bodies[2]["messages"][5]["content"]]
+    assert results[0].startswith("Your deployment 1:") and results[1].startswith("Your deployment 2:")
+    assert f"{200 - 70} of 200 drones" in results[1]
+    assert results[0].count("\n") > dep[0].returned                        # the per-drone rows came along
+    # the prompts used are recorded, by role and file
+    assert {r: v["file"] for r, v in out.transcript["prompts"].items()} == {
+        "system": "game_prompting_system.txt", "task": "game_task.txt", "hints": "game_hints.txt",
+        "format": "game_prompting_format.txt", "result": "game_prompting_result.txt",
+        "retry": "game_prompting_retry.txt"}
+    assert [m["role"] for m in out.transcript["messages"]] == [m["role"] for m in bodies[2]["messages"]] + ["assistant"]
 
 
-@pytest.mark.parametrize("answers, why", [
-    (["I am not sure what to do."], "no JSON"),
-    ([json.dumps({"action": "deploy", "design": {"antenna": 9}, "count": 10})], "exceeds the cap of 8"),
-    ([json.dumps({"action": "submit", "design": {"engine": 3}, "report": "x"})], "deploy at least once"),
-])
-def test_prompt_mode_bad_answer_is_a_recorded_unsubmitted_play(answers, why):
+def test_prompting_mode_answers_an_unreadable_or_refused_answer_with_a_retry():
+    """Each bad answer (unreadable, over a cap, a submission without a report) is answered with the retry
+    message naming the problem, as the next user message; the play goes on within its turn limit."""
     scn = load_scenario("antenna_base", SCENARIOS)
+    good = {"engine": 3, "cockpit": 3, "wing": 4, "body": 4, "camera": 3, "gun": 3}
+    answers = ["I am not sure what to do.",
+               json.dumps({"action": "deploy", "design": {"antenna": 9}, "count": 10}),
+               json.dumps({"action": "submit", "design": good}),
+               json.dumps({"action": "submit", "design": good, "report": "Camera and gun lower the enemy's fire."})]
     with ScriptedLLMServer([{"content": a} for a in answers]) as server:
-        row = run_play("llm_local", _spec(server.url), scn, seed=1, threshold=0.8, optimum=0.88, mode="prompt")
-    r = row.row
-    assert (r["termination"], r["submitted"], r["survival"], r["won"]) == ("bad_answer", False, 0.0, False)
-    assert why in r["error"] and len(server.requests) == 1
-    assert row.calls[-1]["ok"] is False and why in row.calls[-1]["error"]
+        out = run_play("llm_local", _spec(server.url), scn, seed=1, threshold=0.8, optimum=0.88, mode="prompting",
+                       max_turns=6)
+    r = out.row
+    # no exploration guard in the prompting mode: a submission without any deployment is played
+    assert (r["termination"], r["submitted"], r["deployments"], r["turns"]) == ("submitted", True, 0, 4)
+    assert r["report"].startswith("Camera and gun") and r["survival"] > 0
+    bodies = [q["body"] for q in server.requests]
+    assert len(bodies) == 4
+    for k, why in enumerate(["no JSON", "exceeds the cap of 8", "commit the report"], start=1):
+        last = bodies[k]["messages"][-1]
+        assert last["role"] == "user" and last["content"].startswith("Your answer could not be played:"), last
+        assert why in last["content"] and f"({6 - k} turns left)" in last["content"]
+        assert not out.calls[k - 1]["ok"] and why in out.calls[k - 1]["error"]
+    assert out.calls[-1]["ok"] and out.calls[-1]["tool"] == "submit_final_design"
 
 
-def test_offline_agents_refuse_prompt_mode():
-    with pytest.raises(ValueError, match="tools mode only"):
-        run_play("game_random", {"kind": "game_random"}, load_scenario("zone_base", SCENARIOS), mode="prompt")
+def test_prompting_mode_ends_unsubmitted_at_the_turn_limit():
+    scn = load_scenario("zone_base", SCENARIOS)
+    with ScriptedLLMServer([{"content": "Hmm."}] * 3) as server:
+        out = run_play("llm_local", _spec(server.url), scn, seed=1, threshold=0.8, optimum=0.88, mode="prompting",
+                       max_turns=3)
+    r = out.row
+    assert (r["termination"], r["submitted"], r["survival"], r["won"], r["turns"]) == ("unsubmitted", False, 0.0,
+                                                                                       False, 3)
+    assert len(server.requests) == 3 and all(not c["ok"] for c in out.calls)
+
+
+def test_offline_agents_refuse_prompting_mode():
+    with pytest.raises(ValueError, match="agentic mode only"):
+        run_play("game_random", {"kind": "game_random"}, load_scenario("zone_base", SCENARIOS), mode="prompting")
 
 
 # --- jobs: references, plays (checkpoint, failures), judgements ------------------------------------------
@@ -187,25 +219,26 @@ def test_plays_job_resumes_from_checkpoint_and_records_a_crash(refs, tmp_path):
 
     out, calls = tmp_path / "plays.parquet", tmp_path / "plays.calls.parquet"
     kw = dict(plays=3, seed=9, max_turns=40, references=refs, out=out, calls_out=calls, transcripts_dir=tmp_path / "t")
-    run_plays("game_random", {"kind": "game_random"}, "tools", "antenna_base", SCENARIOS, **kw)
+    run_plays("game_random", {"kind": "game_random"}, "agentic", "antenna_base", SCENARIOS, **kw)
     first = read_table(out, GAME_PLAYS).to_pandas()
     assert list(first.seed) == [play_seed(9, "antenna_base", r) for r in range(3)]
     assert all((tmp_path / "t" / f"r{r}.json").exists() for r in range(3))
     # a killed job: play 1 is in the checkpoint (marked), the rerun keeps it and redoes only the others
     ref = read_table(refs, GAME_REFERENCES).to_pylist()[0]
-    key = config_digest({"agent": "game_random", "spec": {"kind": "game_random"}, "mode": "tools",
+    key = config_digest({"agent": "game_random", "spec": {"kind": "game_random"}, "mode": "agentic",
                          "scenario": load_scenario("antenna_base", SCENARIOS).spec, "plays": 3, "seed": 9,
-                         "max_turns": 40, "threshold": ref["threshold"], "optimum": ref["optimum"]})
+                         "max_turns": 40, "threshold": ref["threshold"], "optimum": ref["optimum"],
+                         "task_variant": "standard", "max_tool_calls": None, "code_tool": {}})
     marked = first.iloc[1].to_dict()
     marked["report"] = "FROM CHECKPOINT"
     Checkpoint(out, key).save(1, {"row": marked, "calls": []})
-    run_plays("game_random", {"kind": "game_random"}, "tools", "antenna_base", SCENARIOS, **kw)
+    run_plays("game_random", {"kind": "game_random"}, "agentic", "antenna_base", SCENARIOS, **kw)
     again = read_table(out, GAME_PLAYS).to_pandas()
     assert list(again.report)[1] == "FROM CHECKPOINT" and list(again.survival) == list(first.survival)
     assert not (tmp_path / "plays.parquet.parts").exists()
     # an LLM whose server refuses: every play recorded failed, none dropped
     with ScriptedLLMServer([{"status": 400, "error": "bad request"}] * 2) as server:
-        run_plays("llm_local", _spec(server.url), "tools", "antenna_base", SCENARIOS,
+        run_plays("llm_local", _spec(server.url), "agentic", "antenna_base", SCENARIOS,
                   **{**kw, "plays": 2, "out": tmp_path / "f.parquet", "calls_out": tmp_path / "f.calls.parquet"})
     failed = read_table(tmp_path / "f.parquet", GAME_PLAYS).to_pandas()
     assert list(failed.status) == ["failed", "failed"] and (failed.survival == 0).all() and (~failed.won).all()
@@ -215,7 +248,7 @@ def test_plays_job_resumes_from_checkpoint_and_records_a_crash(refs, tmp_path):
 
 def test_judge_job_through_the_local_server(refs, tmp_path):
     kw = dict(plays=3, seed=4, max_turns=40, references=refs, transcripts_dir=tmp_path / "t")
-    run_plays("game_trap_follower", {"kind": "game_trap_follower"}, "tools", "antenna_base", SCENARIOS,
+    run_plays("game_trap_follower", {"kind": "game_trap_follower"}, "agentic", "antenna_base", SCENARIOS,
               out=tmp_path / "p.parquet", calls_out=tmp_path / "p.calls.parquet", **kw)
     plays = read_table(tmp_path / "p.parquet", GAME_PLAYS).to_pandas()
     # play 2 lost its report: scored 0 without a request
@@ -229,7 +262,7 @@ def test_judge_job_through_the_local_server(refs, tmp_path):
                            '"rationale": "follows the correlation"}', "usage": (1500, 40)},
                {"content": "A fine report, 9 out of 10.", "usage": (1500, 10)}]
     with ScriptedLLMServer(answers) as server:
-        run_judgements("judge_local", _spec(server.url), "game_trap_follower", "tools", [tmp_path / "p.parquet"],
+        run_judgements("judge_local", _spec(server.url), "game_trap_follower", "agentic", [tmp_path / "p.parquet"],
                        [refs], SCENARIOS, tmp_path / "j.parquet", max_tokens=700, requests_out=tmp_path / "jr.parquet")
     j = read_table(tmp_path / "j.parquet", GAME_JUDGEMENTS).to_pandas()
     jr = read_table(tmp_path / "jr.parquet", GAME_JUDGEMENT_REQUESTS).to_pandas()
@@ -251,7 +284,7 @@ def test_judgements_are_checkpointed_per_play(refs, tmp_path):
     the job's output before rerunning it); a transport change (timeout, retries) re-buys nothing."""
     from heuresis.io import write_table
 
-    run_plays("game_trap_follower", {"kind": "game_trap_follower"}, "tools", "antenna_base", SCENARIOS,
+    run_plays("game_trap_follower", {"kind": "game_trap_follower"}, "agentic", "antenna_base", SCENARIOS,
               plays=3, seed=4, max_turns=40, references=refs, out=tmp_path / "p.parquet",
               calls_out=tmp_path / "p.calls.parquet", transcripts_dir=tmp_path / "t")
     played = read_table(tmp_path / "p.parquet", GAME_PLAYS).to_pylist()
@@ -267,21 +300,21 @@ def test_judgements_are_checkpointed_per_play(refs, tmp_path):
     out = tmp_path / "j.parquet"
     with ScriptedLLMServer([answer] * 4) as server:
         write(failed)
-        run_judgements("judge_local", _spec(server.url), "game_trap_follower", "tools", [tmp_path / "p.parquet"],
+        run_judgements("judge_local", _spec(server.url), "game_trap_follower", "agentic", [tmp_path / "p.parquet"],
                        [refs], SCENARIOS, out)
         assert list(read_table(out, GAME_JUDGEMENTS).to_pandas().status) == ["ok", "play_failed", "ok"]
         assert len(server.requests) == 2
         write(played)        # the failed play, played again
         out.unlink()         # as Snakemake does before it reruns the job
         run_judgements("judge_local", _spec(server.url, timeout_s=99, retries={"max_retries": 4}), "game_trap_follower",
-                       "tools", [tmp_path / "p.parquet"], [refs], SCENARIOS, out)
+                       "agentic", [tmp_path / "p.parquet"], [refs], SCENARIOS, out)
         assert len(server.requests) == 3                  # only play 1 asked again
         assert played[1]["report"] in server.requests[2]["body"]["messages"][1]["content"]
         j = read_table(out, GAME_JUDGEMENTS).to_pandas()
         assert list(j.status) == ["ok", "ok", "ok"] and list(j.play_id) == [r["play_id"] for r in played]
         assert len(list((tmp_path / "j.parquet.parts").glob("*.json"))) == 3   # pruned to this job's plays
         out.unlink()
-        run_judgements("judge_local", _spec(server.url), "game_trap_follower", "tools", [tmp_path / "p.parquet"],
+        run_judgements("judge_local", _spec(server.url), "game_trap_follower", "agentic", [tmp_path / "p.parquet"],
                        [refs], SCENARIOS, out)
         assert len(server.requests) == 3                  # nothing changed: nothing bought
         assert read_table(out, GAME_JUDGEMENTS).to_pandas().total.tolist() == j.total.tolist()
@@ -296,7 +329,7 @@ def _fake_plays():
             for agent in ("a1", "a2"):
                 for r in range(4):
                     s = float(rng.uniform(0.5, 0.9))
-                    rows.append({"play_id": f"{agent}/tools/{scn}/r{r}", "agent": agent, "mode": "tools",
+                    rows.append({"play_id": f"{agent}/agentic/{scn}/r{r}", "agent": agent, "mode": "agentic",
                                  "family": fam, "scenario": scn, "status": "ok", "submitted": True,
                                  "survival": s, "won": s >= 0.75, "gap": 0.88 - s})
     return pd.DataFrame(rows)
@@ -346,7 +379,7 @@ def test_rubric_and_icc_from_judgements():
 
 
 def test_path_summary_distance_to_optimum():
-    plays = pd.DataFrame([{"agent": "a", "mode": "tools", "scenario": "s", "submitted": True,
+    plays = pd.DataFrame([{"agent": "a", "mode": "agentic", "scenario": "s", "submitted": True,
                            "designs_deployed": json.dumps([{"x": 1, "y": 0}, {"x": 3, "y": 1}]),
                            "distinct_designs": 2, "lock_in_share": 0.8, "drift_from_best": 0.0,
                            "submitted_is_best_observed": True}])
@@ -394,7 +427,7 @@ def test_games_agents_and_judges_need_credentials(paper_config, quick_config):
     cfg["leakage"]["agents"], cfg["episodes"]["run"] = [], []
     cfg["games"]["judges"] = ["judge_qwen"]
     assert set(llm_agents_in_use(cfg)) == {"judge_qwen"}
-    assert paper_config["games"]["modes"] == ["tools", "prompt"] and len(paper_config["games"]["judges"]) == 3
+    assert paper_config["games"]["modes"] == ["agentic", "prompting"] and len(paper_config["games"]["judges"]) == 3
 
 
 # --- the rules, run by Snakemake on two scenarios ----------------------------------------------------------
@@ -425,7 +458,7 @@ def test_games_rules_on_two_scenarios(tmp_path):
         run_snakemake(wd, *targets, "--cores", "2", "--configfile", "config/quick.yaml", "config/games_test.yaml",
                       timeout=300)
     res = wd / "results"
-    plays = pd.concat([read_table(res / f"games/plays/game_trap_follower/tools/{s}.parquet", GAME_PLAYS).to_pandas()
+    plays = pd.concat([read_table(res / f"games/plays/game_trap_follower/agentic/{s}.parquet", GAME_PLAYS).to_pandas()
                        for s in ("antenna_base", "zone_base")])
     assert len(plays) == 4 and (plays.status == "ok").all() and len(server.requests) == 8
     table = pd.read_parquet(res / "tables/games_antenna.parquet")
@@ -452,12 +485,12 @@ def test_baselines_have_their_own_play_count_and_a_table_row(refs, tmp_path, pap
     assert "game_mechanism" in g["agents"] and g["baseline_plays"] != g["plays"]
     assert plays_of(paper_config, "game_mechanism") == plays_of(paper_config, "game_random") == g["baseline_plays"]
     assert plays_of(paper_config, "gpt") == g["plays"]
-    assert {j["mode"] for j in play_jobs(paper_config) if j["agent"] == "game_mechanism"} == {"tools"}
+    assert {j["mode"] for j in play_jobs(paper_config) if j["agent"] == "game_mechanism"} == {"agentic"}
     cfg = copy.deepcopy(paper_config)
     cfg["games"]["baseline_plays"] = 6
     n = plays_of(cfg, "game_mechanism")
     out = tmp_path / "m.parquet"
-    run_plays("game_mechanism", {"kind": "game_mechanism"}, "tools", "antenna_base", SCENARIOS, plays=n, seed=2024,
+    run_plays("game_mechanism", {"kind": "game_mechanism"}, "agentic", "antenna_base", SCENARIOS, plays=n, seed=2024,
               max_turns=40, references=refs, out=out, calls_out=tmp_path / "m.calls.parquet",
               transcripts_dir=tmp_path / "t")
     plays = read_table(out, GAME_PLAYS).to_pandas()
@@ -489,7 +522,7 @@ def test_failed_plays_are_written_counted_and_retried_alone(refs, tmp_path, monk
     kw = dict(plays=3, seed=9, max_turns=40, references=refs, out=out, calls_out=tmp_path / "p.calls.parquet",
               transcripts_dir=tmp_path / "t")
     monkeypatch.setattr(play_mod, "run_play", flaky)
-    run_plays("game_random", {"kind": "game_random"}, "tools", "antenna_base", SCENARIOS, **kw,
+    run_plays("game_random", {"kind": "game_random"}, "agentic", "antenna_base", SCENARIOS, **kw,
               attempt=attempt_param(out))
     first = read_table(out, GAME_PLAYS).to_pandas()
     assert list(first.status) == ["ok", "failed", "ok"] and ran == [0, 1, 2]
@@ -513,7 +546,7 @@ def test_failed_plays_are_written_counted_and_retried_alone(refs, tmp_path, monk
         return real(*args, repeat=repeat, **kw)
 
     monkeypatch.setattr(play_mod, "run_play", counted)
-    run_plays("game_random", {"kind": "game_random"}, "tools", "antenna_base", SCENARIOS, **kw,
+    run_plays("game_random", {"kind": "game_random"}, "agentic", "antenna_base", SCENARIOS, **kw,
               attempt=attempt_param(out))
     again = read_table(out, GAME_PLAYS).to_pandas()
     assert ran == [1] and (again.status == "ok").all() and n_failed(out) == 0
@@ -524,12 +557,12 @@ def test_failed_plays_are_written_counted_and_retried_alone(refs, tmp_path, monk
 OVERFLOW = {"status": 400, "error": "the request exceeds the available context size, try increasing it"}
 
 
-@pytest.mark.parametrize("mode", ["tools", "prompt"])
+@pytest.mark.parametrize("mode", ["agentic", "prompting"])
 def test_context_overflow_ends_a_play_with_its_reason(mode):
     """A full context ends the play ``ok`` as ``context_overflow`` (survival 0: nothing submitted)."""
     scn = load_scenario("antenna_base", SCENARIOS)
     design = {"engine": 3, "cockpit": 3, "wing": 4, "body": 4, "camera": 3, "gun": 3}
-    first = ({"tool_calls": [("deploy", {"design": design, "count": 10})], "usage": (2000, 60)} if mode == "tools"
+    first = ({"tool_calls": [("deploy", {"design": design, "count": 10})], "usage": (2000, 60)} if mode == "agentic"
              else _deploy(design, 10))
     with ScriptedLLMServer([first, OVERFLOW]) as server:
         out = run_play("llm_local", _spec(server.url), scn, seed=5, threshold=0.8, optimum=0.88, mode=mode)
@@ -544,7 +577,7 @@ def test_judge_context_overflow_is_a_judgement_it_cannot_make(refs, tmp_path):
     from heuresis.agents.base import make_agent
     from heuresis.games.judge import judge_play
 
-    run_plays("game_trap_follower", {"kind": "game_trap_follower"}, "tools", "antenna_base", SCENARIOS,
+    run_plays("game_trap_follower", {"kind": "game_trap_follower"}, "agentic", "antenna_base", SCENARIOS,
               out=tmp_path / "p.parquet", calls_out=tmp_path / "p.calls.parquet", plays=1, seed=4, max_turns=40,
               references=refs, transcripts_dir=tmp_path / "t")
     play = read_table(tmp_path / "p.parquet", GAME_PLAYS).to_pylist()[0]
@@ -556,7 +589,7 @@ def test_judge_context_overflow_is_a_judgement_it_cannot_make(refs, tmp_path):
     assert len(server.requests) == 1
 
 
-@pytest.mark.parametrize("mode", ["tools", "prompt"])
+@pytest.mark.parametrize("mode", ["agentic", "prompting"])
 def test_quota_error_stops_the_play_job_after_one_request(refs, tmp_path, mode):
     """An exhausted quota is no failed play to retry: the job stops after one request, in both modes."""
     from heuresis.agents.llm import ProviderFatalError
@@ -571,7 +604,7 @@ def test_quota_error_stops_the_play_job_after_one_request(refs, tmp_path, mode):
 
 
 def test_llm_players_have_their_own_turn_limit(quick_config):
-    """games.llm_max_turns: the tool-mode turn limit of LLM agents only (the offline players keep
+    """games.llm_max_turns: the turn limit of LLM agents only (the offline players keep
     games.max_turns); the job's runtime and the spend bound count it; null means games.max_turns."""
     from heuresis.config.planning import spend_bounds
     from heuresis.games.workflow import max_turns_of, plays_of, scenario_names
@@ -584,7 +617,7 @@ def test_llm_players_have_their_own_turn_limit(quick_config):
     cfg["games"]["llm_max_turns"] = 7
     cfg = validate_config(cfg)
     assert max_turns_of(cfg, "scripted") == 7 and max_turns_of(cfg, "game_random") == cfg["games"]["max_turns"] != 7
-    bound = {(r.agent, r.part): r for r in spend_bounds(cfg)}[("scripted", "games_tools")]
+    bound = {(r.agent, r.part): r for r in spend_bounds(cfg)}[("scripted", "games_agentic")]
     assert bound.requests == plays_of(cfg, "scripted") * 7 * len(scenario_names(cfg))
     cfg["games"]["llm_max_turns"] = None
     assert max_turns_of(cfg, "scripted") == cfg["games"]["max_turns"]

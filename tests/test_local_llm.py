@@ -171,7 +171,7 @@ def test_overlay_agents_need_the_address(monkeypatch, quick_config):
     assert plain._kwargs(history, [tool])["messages"][2] == history[2]
     # the local agents are in an episode grid (guided and unguided), the leakage probe, both game modes, the judges
     assert {"local"} <= set(cfg["leakage"]["agents"]) and "local" in cfg["games"]["agents"]
-    assert set(cfg["games"]["modes"]) == {"tools", "prompt"} and cfg["games"]["judges"] == ["judge_local"]
+    assert set(cfg["games"]["modes"]) == {"agentic", "prompting"} and cfg["games"]["judges"] == ["judge_local"]
     grid = cfg["episodes"]["grids"]["local"]
     assert grid["agents"] == ["local"] and set(grid["guided"]) == {True, False} and "local" in cfg["episodes"]["run"]
     for a in ("local", "judge_local"):
@@ -320,19 +320,19 @@ def _scenario():
 
 
 @needs_extra
-@pytest.mark.parametrize("mode", ["tools", "prompt"])
+@pytest.mark.parametrize("mode", ["agentic", "prompting"])
 def test_real_model_game_play(server, mode):
     from heuresis.games.play import run_play
 
     scn, seed = _scenario()
     out = run_play("local", LOCAL["agents"]["local"], scn, seed=seed, max_turns=4, mode=mode)
     row, t = out.row, out.transcript
-    assert row["termination"] in ("reported", "no_report", "unsubmitted", "bad_answer", "failed")
+    assert row["termination"] in ("submitted", "unsubmitted", "context_overflow", "failed")
     assert (row["status"] == "failed") == (row["termination"] == "failed")
-    if row["status"] == "failed" or row["termination"] == "bad_answer":
+    if row["status"] == "failed":
         assert row["error"], row
     assert row["cost"] == 0.0 and row["tokens_in"] > 0 and row["tokens_out"] > 0
-    if mode == "tools":
+    if mode == "agentic":
         _answered_once([{k: v for k, v in m.items() if k != "meta"} for m in t["messages"]])
         usages = [m["meta"]["usage"] for m in t["messages"] if m["role"] == "assistant"]
         assert len(usages) == row["turns"] - (row["status"] == "failed")
@@ -340,8 +340,8 @@ def test_real_model_game_play(server, mode):
         assert sorted(sent) == sorted(c["call_id"] for c in out.calls)
     else:
         usages = [r["usage"] for r in t["requests"] if "usage" in r]
-        assert 1 <= len(usages) <= scn.budgets["stage1_deployments"] + 1
-        assert len(out.calls) >= len(usages) - (row["termination"] != "bad_answer")
+        assert 1 <= len(usages) <= 4                                          # the turn limit, retries included
+        assert len(out.calls) == len(usages) or row["status"] == "failed"    # one action per answer
     for k, u in enumerate(usages):
         _check_usage(u, f"{mode} request {k}")
     assert sum(u["tokens_in"] for u in usages) == row["tokens_in"]

@@ -163,7 +163,7 @@ def test_game_agents_read_the_data_not_the_text(monkeypatch):
     for agent, before in plain.items():
         after = run_play(agent, {"kind": agent}, scn, seed=2)
         assert all(c["result"] == "(reworded)" for c in after.calls)
-        assert before.row["status"] == "ok" and before.row["termination"] == "reported"
+        assert before.row["status"] == "ok" and before.row["termination"] == "submitted"
         for key in ("design", "survival", "designs_deployed", "deployment_counts", "report"):
             assert after.row[key] == before.row[key]
         assert [c["arguments"] for c in after.calls] == [c["arguments"] for c in before.calls]

@@ -471,7 +471,7 @@ def test_external_command_that_exits_early_is_client_left(split, tmp_path):
 # --- games --------------------------------------------------------------------------------------
 GAME_MOVES = [("get_status", {}), ("deploy", {"design": {"engine": 1}, "count": 0}),
               ("deploy", {"design": {"engine": 1}, "count": 5}), ("fly", {}),
-              ("submit_final_design", {"design": {"engine": 2}}), ("write_report", {"text": "engines matter"})]
+              ("write_report", {"text": "engines matter"}), ("submit_final_design", {"design": {"engine": 2}})]
 GAME_CLIENT = '''
 import asyncio, json, os, sys
 from mcp import Client
@@ -488,7 +488,7 @@ asyncio.run(main())
 
 
 def test_external_command_plays_a_game_like_the_scripted_agent(tmp_path):
-    """The games' tool mode through the same bridge: the same calls, stages and outcome as the built-in loop."""
+    """The games' agentic mode through the same bridge: the same calls, stages and outcome as the built-in loop."""
     from heuresis.games import load_scenarios
     from heuresis.games.play import run_play
 
@@ -498,7 +498,7 @@ def test_external_command_plays_a_game_like_the_scripted_agent(tmp_path):
                                                              json.dumps(GAME_MOVES)],
                               "isolation": "none", "idle_timeout_s": 60}, scn, seed=0)
     ref = run_play("player", {"kind": "mcp_scripted_test", "moves": GAME_MOVES}, scn, seed=0)
-    assert ext.row["termination"] == "reported" and ext.row["agent_kind"] == "external"
+    assert ext.row["termination"] == "submitted" and ext.row["agent_kind"] == "external"
     assert [c["ok"] for c in ext.calls] == [True, False, True, False, True, True]
     assert len(ext.calls) == len(ref.calls)
     for c, w in zip(ext.calls, ref.calls):
@@ -695,13 +695,14 @@ def test_cli_serves_a_game_play_over_stdio(tmp_path):
             return tools, [await client.call_tool(n, a) for n, a in GAME_MOVES]
 
     tools, results = anyio.run(play)
-    assert tools == {"get_status", "get_history", "deploy", "submit_final_design", "write_report"}
+    assert tools == {"get_status", "get_history", "deploy", "submit_final_design", "write_report", "run_code",
+                     "measure"}
     assert [r.is_error for r in results] == [False, True, False, True, False, False]
-    out = tmp_path / "games" / "plays" / "player" / "tools" / "served-weather_base.parquet"
+    out = tmp_path / "games" / "plays" / "player" / "agentic" / "served-weather_base.parquet"
     for _ in range(200):
         if out.exists():
             break
         anyio.run(anyio.sleep, 0.05)
     row = read_table(out, GAME_PLAYS).to_pylist()[0]
-    assert (row["agent_kind"], row["termination"], row["submitted"]) == ("external", "reported", True)
+    assert (row["agent_kind"], row["termination"], row["submitted"]) == ("external", "submitted", True)
     assert len(read_table(out.with_suffix(".calls.parquet"), GAME_CALLS)) == len(GAME_MOVES)

@@ -128,7 +128,7 @@ def test_the_example_overlay_validates_and_adds_the_agents(on_path):
     assert cfg["games"]["agents"] == [*quick["games"]["agents"], "example_player"]
     assert {j["agent"] for j in episode_jobs(cfg)} == {*{j["agent"] for j in episode_jobs(quick)}, "example"}
     modes = {j["mode"] for j in play_jobs(cfg) if j["agent"] == "example_player"}
-    assert modes == {"tools"}                                      # the prompt mode is for LLM agents
+    assert modes == {"agentic"}                                    # the prompting mode is for LLM agents
     assert plays_of(cfg, "example_player") == cfg["games"]["plays"] != cfg["games"]["baseline_plays"]
 
 
@@ -294,13 +294,12 @@ def test_the_example_runs_an_episode_and_a_play_through_the_workflow(site, tmp_p
     assert f"{ENTRY_POINTS['example_one_algorithm']} ({DIST} {VERSION})" in (res / "tables/table12.md").read_text()
 
     # games: the play is recorded with its kind and class; it submitted the better of its two deployments
-    plays_path = res / "games/plays/example_player/tools/antenna_base.parquet"
+    plays_path = res / "games/plays/example_player/agentic/antenna_base.parquet"
     play = read_table(plays_path, GAME_PLAYS).to_pandas().iloc[0]
     assert (play.agent, play.agent_kind, play.status, play.termination, play.deployments) == (
-        "example_player", "python", "ok", "reported", 2)
+        "example_player", "python", "ok", "submitted", 2)
     gcalls = read_table(str(plays_path).replace(".parquet", ".calls.parquet"), GAME_CALLS).to_pandas()
-    assert list(gcalls.tool) == ["get_status", "get_history", "deploy", "deploy", "submit_final_design",
-                                 "write_report"]
+    assert list(gcalls.tool) == ["get_status", "get_history", "deploy", "deploy", "submit_final_design"]
     deploys = gcalls[gcalls.tool == "deploy"]
     rates = [json.loads(r)["returned"] / json.loads(r)["count"] for r in deploys.result]
     best = json.loads(deploys.arguments.iloc[max(range(2), key=lambda k: rates[k])])["design"]

@@ -201,8 +201,8 @@ def test_game_tools_reveal_no_hidden_parameters_or_stage2_draw(name):
         assert not keys & (hidden | {"hp", "target_weight", "critical", "seed"}), (keys & hidden)
     assert str(scn.spec["seed"]) not in "".join(texts)
     assert game.stage2 is None and "stage2_survival" not in "".join(texts)   # nothing of Stage 2 is drawn yet
-    s = tools["submit_final_design"].call(None, {"design": design}).text
-    assert set(json.loads(s)) <= {"submitted", "fleet", "returned", "survival_rate", "threshold", "won", "next"}
+    s = tools["submit_final_design"].call(None, {"design": design, "report": "r"}).text
+    assert set(json.loads(s)) <= {"submitted", "report", "fleet", "returned", "survival_rate", "threshold", "won"}
 
 
 def test_required_without_namespaces_stops_the_workflow_at_start(fake_bwrap, tmp_path):

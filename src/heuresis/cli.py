@@ -270,8 +270,8 @@ _PLAY_HELP = """commands:
   status                          design space and budgets left
   history                         every observed flight (free history and your deployments)
   deploy COUNT DESIGN             fly COUNT drones, e.g.  deploy 20 engine=3 wing=4 camera=2
+  report TEXT                     commit your report (once, before submitting)
   submit DESIGN                   the final design (once, irreversible), e.g. submit {"engine": 4, "wing": 5}
-  report TEXT                     your report (after submitting)
   help | quit"""
 
 
@@ -434,7 +434,7 @@ def _keep_writing_over_stdio(args: argparse.Namespace) -> None:
 
 
 def cmd_serve_play(args: argparse.Namespace) -> int:
-    """Serve one game play (the tool mode) over MCP and write it to the games' plays tables (docs/mcp.md)."""
+    """Serve one game play (the agentic mode) over MCP and write it to the games' plays tables (docs/mcp.md)."""
     from heuresis.agents.external import wait_for_clients
     from heuresis.games.workflow import run_plays, scenario_folder
     from heuresis.logs import stage_logger
@@ -448,11 +448,12 @@ def cmd_serve_play(args: argparse.Namespace) -> int:
         raise FileNotFoundError(f"no references of scenario {args.scenario!r} at {refs} (run the workflow's games "
                                 "references stage first)")
     g = cfg["games"]
-    out = res / "games" / "plays" / args.agent / "tools" / f"served-{args.scenario}.parquet"
-    run_plays(args.agent, spec, "tools", args.scenario, scenario_folder(cfg), plays=1, seed=g["seed"],
+    out = res / "games" / "plays" / args.agent / "agentic" / f"served-{args.scenario}.parquet"
+    run_plays(args.agent, spec, "agentic", args.scenario, scenario_folder(cfg), plays=1, seed=g["seed"],
               max_turns=g["max_turns"], references=refs, out=out, calls_out=out.with_suffix(".calls.parquet"),
-              transcripts_dir=res / "games" / "transcripts" / args.agent / "tools" / args.scenario,
-              log=stage_logger(None))
+              transcripts_dir=res / "games" / "transcripts" / args.agent / "agentic" / args.scenario,
+              log=stage_logger(None), task_variant=g["task_variant"], max_tool_calls=g["max_tool_calls_per_turn"],
+              code_tool=cfg["episodes"]["code_tool"])
     print(f"play written to {out}", file=sys.stderr)
     wait_for_clients()
     return 0
@@ -631,10 +632,10 @@ def build_parser() -> argparse.ArgumentParser:
     sp.set_defaults(func=cmd_serve_episode)
 
     sp = with_config(sub.add_parser(
-        "serve-play", help="serve one game play (tool mode) over MCP to an outside agent",
+        "serve-play", help="serve one game play (agentic mode) over MCP to an outside agent",
         description="Serve the game tools of one play of a scenario (play 0, the workflow's seed) to an MCP "
                     "client, with the same turn limit and recording as the workflow's plays; written to "
-                    "results/games/plays/AGENT/tools/served-SCENARIO.parquet. See docs/mcp.md."))
+                    "results/games/plays/AGENT/agentic/served-SCENARIO.parquet. See docs/mcp.md."))
     sp.add_argument("scenario", help="scenario name (config/games/NAME.yaml)")
     with_serving(sp)
     sp.set_defaults(func=cmd_serve_play)

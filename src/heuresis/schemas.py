@@ -386,10 +386,10 @@ REQUESTS = _schema("requests", 2, [
     *REQUEST_COLUMNS,
 ])
 
-GAME_PLAY_REQUESTS = _schema("game_play_requests", 1, [
+GAME_PLAY_REQUESTS = _schema("game_play_requests", 2, [
     ("play_id", pa.string(), "play of the request"),
     ("agent", pa.string(), "agent name"),
-    ("mode", pa.string(), "tools or prompt"),
+    ("mode", pa.string(), "agentic or prompting"),
     ("scenario", pa.string(), "scenario name"),
     ("repeat", pa.int32(), "play number"),
     *REQUEST_COLUMNS,
@@ -519,12 +519,18 @@ GAME_REFERENCES = _schema("game_references", 1, [
     ("runtime_s", pa.float64(), "wall time of the search and verification in seconds"),
 ])
 
-GAME_PLAYS = _schema("game_plays", 1, [
+GAME_PLAYS = _schema("game_plays", 2, [
     ("play_id", pa.string(), "agent/mode/scenario/r<repeat>"),
     ("agent", pa.string(), "agent name (config agents)"),
     ("agent_kind", pa.string(), "agent kind: game_random, game_greedy, game_bandit, game_trap_follower, llm"),
     ("model", pa.string(), "model string (LLM agents; null offline)"),
-    ("mode", pa.string(), "tools (multi-turn tool use) or prompt (single-turn prompting)"),
+    ("mode", pa.string(), "agentic (game and analysis tools) or prompting (a conversation in text, one action "
+                          "per turn)"),
+    ("task_variant", pa.string(), "the task the agent was given: standard (no mechanism fact) or hints (games."
+                                  "task_variant: the ablation that states which parts are critical and that DEF "
+                                  "costs agility)"),
+    ("code_isolation", pa.string(), "isolation of the code tool in this play: bwrap, none (best_effort without "
+                                    "bubblewrap) or off (not offered; always off in the prompting mode)"),
     ("scenario", pa.string(), "scenario name"),
     ("family", pa.string(), "scenario family"),
     ("variant", pa.string(), "scenario variant"),
@@ -532,8 +538,9 @@ GAME_PLAYS = _schema("game_plays", 1, [
     ("repeat", pa.int32(), "play index r"),
     ("seed", pa.int64(), "play seed (games.seed, scenario, r): the same for every agent"),
     ("status", pa.string(), "ok, or failed (the agent or the harness crashed; error says why)"),
-    ("error", pa.string(), "error of a failed play, or the problem of a bad answer (prompt mode)"),
-    ("termination", pa.string(), "reported, no_report, unsubmitted, bad_answer, context_overflow or failed"),
+    ("error", pa.string(), "error of a failed play, or why an agent could not go on (context_overflow)"),
+    ("termination", pa.string(), "submitted (with the report), unsubmitted (turn limit), context_overflow or "
+                                 "failed"),
     ("submitted", pa.bool_(), "a final design was submitted (else survival 0, not won)"),
     ("design", pa.string(), "JSON submitted design (null when unsubmitted)"),
     ("survival", pa.float64(), "Stage-2 survival rate (0 when unsubmitted)"),
@@ -554,8 +561,8 @@ GAME_PLAYS = _schema("game_plays", 1, [
     ("drift_from_best", pa.float64(), "L1 distance (DEF points, equipment 1) of the submission from the best "
                                       "observed design"),
     ("report", pa.string(), "the agent's report"),
-    ("turns", pa.int32(), "assistant replies (prompt mode: single-turn requests)"),
-    ("n_calls", pa.int32(), "tool calls (prompt mode: answers)"),
+    ("turns", pa.int32(), "assistant replies (prompting mode: answers, retries included)"),
+    ("n_calls", pa.int32(), "tool calls (prompting mode: answers)"),
     ("n_errors", pa.int32(), "calls answered with an error"),
     ("tokens_in", pa.int64(), "prompt tokens over all replies"),
     ("tokens_out", pa.int64(), "completion tokens over all replies"),
@@ -566,21 +573,21 @@ GAME_PLAYS = _schema("game_plays", 1, [
     ("transcript", pa.string(), "path of the JSON transcript"),
 ])
 
-GAME_CALLS = _schema("game_calls", 1, [
+GAME_CALLS = _schema("game_calls", 2, [
     ("play_id", pa.string(), "play of the call"),
     ("agent", pa.string(), "agent name"),
-    ("mode", pa.string(), "tools or prompt"),
+    ("mode", pa.string(), "agentic or prompting"),
     ("scenario", pa.string(), "scenario name"),
     ("repeat", pa.int32(), "play index"),
-    ("turn", pa.int32(), "reply (prompt mode: request) that made the call, 1-based"),
+    ("turn", pa.int32(), "reply (prompting mode: answer) that made the call, 1-based"),
     ("index", pa.int32(), "position of the call within its reply"),
-    ("call_id", pa.string(), "tool-call id ('' for a prompt-mode answer)"),
-    ("tool", pa.string(), "tool name (prompt mode: the answer's action, or 'answer' when unreadable)"),
-    ("arguments", pa.string(), "arguments as sent (prompt mode: the parsed answer, JSON)"),
+    ("call_id", pa.string(), "tool-call id ('' for a prompting-mode answer)"),
+    ("tool", pa.string(), "tool name (prompting mode: the answer's action, or 'answer' when unreadable)"),
+    ("arguments", pa.string(), "arguments as sent (prompting mode: the parsed answer, JSON)"),
     ("result", pa.string(), "what the game answered"),
     ("ok", pa.bool_(), "False when refused or unreadable"),
     ("error", pa.string(), "error message"),
-    ("stage", pa.string(), "game stage after the call: stage1, report, done"),
+    ("stage", pa.string(), "game stage after the call: stage1, or done (submitted with the report)"),
     ("wall_s", pa.float64(), "wall time of the call"),
     ("details", pa.string(), "JSON not shown to the agent (per-drone survival of a deployment)"),
 ])

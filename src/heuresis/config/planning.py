@@ -203,9 +203,8 @@ def episode_job_runtime(config: Mapping, agent: str, condition_id: str, n_episod
 def play_job_runtime(config: Mapping, agent: str, mode: str, scenario: str) -> int:
     """Minutes of a play job of an LLM agent: its plays' requests at most, each at most ``timeout_s``.
 
-    A play sends at most the agent's turn limit (tools mode) or the scenario's
-    ``stage1_deployments + 1`` (prompt mode).  :data:`OFFLINE_RUNTIME_MIN` for an agent that is
-    not an LLM agent.
+    A play sends at most the agent's turn limit (either mode).  :data:`OFFLINE_RUNTIME_MIN` for
+    an agent that is not an LLM agent.
     """
     seconds = _request_seconds(config["agents"][agent])
     if seconds is None:
@@ -231,19 +230,15 @@ def leakage_job_runtime(config: Mapping, agent: str) -> int:
 
 
 def _play_requests(config: Mapping, agent: str, mode: str, scenario: str) -> int:
-    """Requests of one play at most: the agent's turn limit (tools) or ``stage1_deployments + 1`` (prompt)."""
-    from heuresis.games.workflow import max_turns_of, scenario_folder
+    """Requests of one play at most: the agent's turn limit, in either mode (a prompting retry is a turn)."""
+    from heuresis.games.workflow import max_turns_of
 
-    if mode == "tools":
-        return max_turns_of(config, agent)
-    from heuresis.games.scenario import load_scenario
-
-    return int(load_scenario(scenario, scenario_folder(config)).budgets["stage1_deployments"]) + 1
+    return max_turns_of(config, agent)
 
 
 # --- what the config may spend --------------------------------------------------------------------
 #: The parts of a run that call models, in the order :func:`spend_bounds` lists them.
-SPEND_PARTS = ("episodes", "games_tools", "games_prompt", "judgements", "leakage")
+SPEND_PARTS = ("episodes", "games_agentic", "games_prompting", "judgements", "leakage")
 
 
 @dataclass(frozen=True)
@@ -355,8 +350,7 @@ def spend_bounds(config: Mapping) -> list[SpendBound]:
     """Upper bounds of every LLM agent's requests, tokens and dollars, per part of the run and in total.
 
     * **Requests**: per episode its budget's ``turns`` plus its last turn's requests; per play
-      the agent's turn limit (tools mode: ``games.llm_max_turns`` or ``games.max_turns``) or the
-      scenario's ``stage1_deployments + 1`` (prompt mode);
+      the agent's turn limit (``games.llm_max_turns`` or ``games.max_turns``, either mode);
       one per judged play (every play of every agent and mode, by each judge); two conditions x
       ``leakage.repeats`` per probed network.  A failed attempt retried (``retries``) is not a
       request here: providers bill replies, and what a failed attempt spent is recorded when it happens.

@@ -138,9 +138,8 @@ class GameAgent(Agent):
         return [s for s in sizes if s > 0]
 
     def finish(self, design: dict, report: str) -> Generator[tuple[str, dict], str, None]:
-        """Submit ``design`` and write ``report``."""
-        yield ("submit_final_design", {"design": design})
-        yield ("write_report", {"text": report})
+        """Submit ``design`` with ``report`` (committed with the submission, before its outcome is shown)."""
+        yield ("submit_final_design", {"design": design, "report": report})
 
 
 @register_agent("game_random")

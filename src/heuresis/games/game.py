@@ -11,11 +11,15 @@ Observation rules (what :meth:`Game.deploy` and :attr:`Game.history` show):
 * latent variables, HP, detection and EMI are never shown.
 
 Budgets are enforced here, server-side: Stage 1 allows ``stage1_deployments`` deployments of
-1..``max_per_deployment`` drones and ``stage1_drones`` drones in all; one submission, only
-after at least one deployment; a report only after the submission.  A refused action raises
-:class:`GameError` and changes nothing.  Every draw derives from ``(scenario seed, play seed)``
-through :func:`~heuresis.games.references.seed_of`; the free history depends on the scenario
-only, so every agent sees the same history.
+1..``max_per_deployment`` drones and ``stage1_drones`` drones in all; one submission, after at
+least one deployment where the exploration guard applies (``guard``: the agentic mode); the
+report is committed once, with or before the submission and never after it, so no report is
+written once the Stage-2 outcome is known.  A refused action raises :class:`GameError` and
+changes nothing.  The measurement query (:meth:`Game.measure`) reports a scenario's declared
+hidden variables (``measurable``) for the drones of a flight whose rows the agent sees (exact
+values, no draw).  Every draw derives from ``(scenario seed, play seed)`` through
+:func:`~heuresis.games.references.seed_of`; the free history depends on the scenario only, so
+every agent sees the same history.
 """
 
 from __future__ import annotations
@@ -50,6 +54,7 @@ class Deployment:
     destroyed: int
     rows: list[dict]
     survived: np.ndarray = field(repr=False)
+    measures: dict[str, list] = field(repr=False, default_factory=dict)   # per shown row, on request only
 
     def summary(self) -> dict:
         """Return the deployment without its per-drone rows: design, counts and survival rate."""
@@ -114,10 +119,11 @@ def observe_rows(scn: Scenario, draws, survived: np.ndarray, hits: np.ndarray, f
 class Game:
     """State of one play: history, Stage-1 deployments, the submission, the report."""
 
-    def __init__(self, scn: Scenario, seed: int = 0, threshold: float | None = None) -> None:
+    def __init__(self, scn: Scenario, seed: int = 0, threshold: float | None = None, *, guard: bool = True) -> None:
         self.scn = scn
         self.seed = int(seed)
         self.threshold = threshold
+        self.guard = bool(guard)
         self.space = scn.space
         self.history: list[Deployment] = []
         for k, group in enumerate(scn.spec["history"]["groups"]):
@@ -146,10 +152,8 @@ class Game:
 
     @property
     def stage(self) -> str:
-        """Phase of the play: ``stage1`` until the submission, then ``report``, then ``done``."""
-        if self.stage2 is None:
-            return "stage1"
-        return "report" if self.report is None else "done"
+        """Phase of the play: ``stage1`` until the submission (the report committed with or before it), then ``done``."""
+        return "stage1" if self.stage2 is None else "done"
 
     def status(self) -> dict:
         """Return the play's state as the agent may see it: design space, visible variables, budgets left, designs flown."""
@@ -158,6 +162,8 @@ class Game:
             "scenario": self.scn.name, "stage": self.stage,
             "design_space": self.space.describe(),
             "visible_variables": self.scn.visible_variables(),
+            "measurable_variables": self.scn.measurable_variables(),
+            "report_committed": self.report is not None,
             "per_drone_details": ("returned drones only" if self.scn.spec["selection_bias"]
                                   else "every drone, with its status"),
             "history_flights": sum(h.count for h in self.history),
@@ -177,7 +183,13 @@ class Game:
         survived, hits = flight.survived[0], flight.hits[0]
         rows = observe_rows(self.scn, draws, survived, hits)
         n_ret = int(survived.sum())
-        return Deployment(index, source, design, count, n_ret, count - n_ret, rows, survived)
+        latent, names = draws.env.latent, FAMILIES.lookup(self.scn.family).measurable
+        measures = {}
+        for var in self.scn.measurable_variables():
+            vals = latent[names[var]]
+            shown = [vals[r["drone"] - 1] for r in rows]
+            measures[var] = [v if isinstance(v, str) else round(float(v), 3) for v in shown]
+        return Deployment(index, source, design, count, n_ret, count - n_ret, rows, survived, measures)
 
     def validate_design(self, design) -> dict:
         """Return ``design`` validated against the scenario's design space; a :class:`GameError` if it is invalid."""
@@ -207,13 +219,20 @@ class Game:
         self.deployments.append(dep)
         return dep
 
-    def submit(self, design) -> Stage2:
-        """Submit the final design once; a Stage-2 fleet is flown and scored."""
+    def submit(self, design, report: str | None = None) -> Stage2:
+        """Submit the final design once, with the report (here or committed before); a Stage-2 fleet is flown and scored."""
         if self.stage2 is not None:
             raise GameError("the final design was already submitted; the submission is irreversible")
-        if not self.deployments:
+        if self.guard and not self.deployments:
             raise GameError("deploy at least once in Stage 1 before submitting the final design")
         design = self.validate_design(design)
+        if report is not None and self.report is not None:
+            raise GameError("the report was already committed; submit the design without a report")
+        if report is None and self.report is None:
+            raise GameError("commit the report with or before the submission (it cannot be written after the "
+                            "Stage-2 outcome is shown)")
+        if report is not None:
+            self.write_report(report)
         n = int(self.scn.budgets["stage2_fleet"])
         draws = draw(self.scn, seed_of(self.scn["seed"], self.scn.name, "play", self.seed, "stage2"), n, stage=2)
         surv = int(simulate(self.scn, draws, self.space.vector(design)[None]).survived[0].sum())
@@ -223,16 +242,35 @@ class Game:
         return self.stage2
 
     def write_report(self, text) -> None:
-        """Record the final report (once, after the submission, non-empty, at most :data:`REPORT_MAX_CHARS`)."""
-        if self.stage2 is None:
-            raise GameError("the report comes after the final design is submitted")
+        """Commit the report (once, before the Stage-2 outcome is shown, non-empty, at most :data:`REPORT_MAX_CHARS`)."""
+        if self.stage2 is not None:
+            raise GameError("the final design is submitted and its outcome shown: the report was due with or before "
+                            "the submission")
         if self.report is not None:
-            raise GameError("the report was already written")
+            raise GameError("the report was already committed")
         if not isinstance(text, str) or not text.strip():
             raise GameError("the report must be non-empty text")
         if len(text) > REPORT_MAX_CHARS:
             raise GameError(f"the report has {len(text)} characters; at most {REPORT_MAX_CHARS}")
         self.report = text
+
+    def flight(self, source: str, index: int) -> Deployment:
+        """The observed flight group ``index`` (1-based) of ``source`` (``history`` or ``stage1``)."""
+        groups = {"history": self.history, "stage1": self.deployments}.get(source)
+        if groups is None:
+            raise GameError(f"source must be 'history' or 'stage1', got {source!r}")
+        if isinstance(index, bool) or not isinstance(index, int) or not 1 <= index <= len(groups):
+            raise GameError(f"no {source} flight group {index!r}; there are {len(groups)} (numbered from 1)")
+        return groups[index - 1]
+
+    def measure(self, variable: str, source: str, index: int) -> dict:
+        """The hidden ``variable`` measured on the drones of one flight group whose rows the agent sees."""
+        known = self.scn.measurable_variables()
+        if variable not in known:
+            raise GameError(f"variable {variable!r} cannot be measured in this scenario; measurable: {known}")
+        d = self.flight(source, index)
+        return {"variable": variable, "source": source, "deployment": d.index,
+                "drones": [r["drone"] for r in d.rows], "values": list(d.measures[variable])}
 
     # --- what an agent has seen ------------------------------------------------------------------------
     def observed(self) -> list[Deployment]:

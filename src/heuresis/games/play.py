@@ -1,26 +1,38 @@
 """One play of a scenario by an agent (docs/games.md §4), recorded call by call, in one of two modes.
 
-**tools** (multi-turn tool use).  The agent loop of the observational harness
-(:class:`heuresis.harness.loop.AgentLoop`) with the game's tools and a turn limit: a system and a
-task prompt, then turns of ``agent.respond(messages, tools)``; every tool call is executed and
-answered exactly once (result or error) and recorded with its arguments, result, the game's stage
-after it and its wall time.  A text-only reply is nudged.  The play ends when the report is
-written, or at the turn limit (then the play is ``unsubmitted`` — survival 0, not won — or
-``no_report``).  An exception of the agent ends the play as ``failed``; an exception inside a tool
-is answered as an error.  An agent that cannot go on (its context window is full:
-:class:`~heuresis.agents.base.EpisodeEnd`) ends the play before the report with that reason as
-its termination (``context_overflow``), scored by the stage it reached, in both modes.
+**agentic** (every agent).  The agent loop of the observational harness
+(:class:`heuresis.harness.loop.AgentLoop`) with the game's tools and the analysis tools — the code
+tool (the observational track's sandbox, every observed flight as data files) and the
+measurement query of the scenario's declared hidden variables — and a turn limit
+(:func:`heuresis.games.workflow.max_turns_of`).  Before every turn a ReAct instruction is appended
+(``game_react.txt``: observation, hypothesis, why this action; the thought before the tool
+call); every deployment's result is followed by the analysis prompt (``game_analysis.txt``, a user
+message after the turn's tool results: survival against expectation, what it says, what to test
+next).  A reply with more than
+``max_tool_calls`` tool calls has the first ``max_tool_calls`` executed and the rest answered as
+not executed.  The exploration guard applies: a submission needs at least one deployment.  Every
+tool call is answered exactly once (result or error) and recorded with its arguments, result,
+the game's stage after it and its wall time; a text-only reply is nudged (``game_nudge.txt``).
 
-**prompt** (single-turn prompting, LLM agents).  No tools and no conversation memory: every
-decision is one request whose single prompt holds the rules, the budget left and the *whole*
-history observed so far (free history and the agent's own deployments, per-drone rows as CSV),
-and whose answer is one JSON object — ``{"action": "deploy", "design": .., "count": n}`` or
-``{"action": "submit", "design": .., "report": ".."}``.  The answer is read tolerantly
-(:func:`parse_answer`: reasoning blocks, code fences, prose around the object, Python literals,
-trailing commas, numbers as strings, case of component names); an answer that still cannot be
-read, or that the game refuses (a design over a cap, a deployment beyond the budget), ends the
-play as ``bad_answer`` — unsubmitted, survival 0 — with the problem recorded.  At most
-``stage1_deployments + 1`` requests are made.
+**prompting** (LLM agents).  A multi-turn conversation in text, no tools: the task with the free
+history, then per turn one answer holding one action as a JSON object —
+``{"action": "deploy", "design": .., "count": n}`` or ``{"action": "submit", "design": ..,
+"report": ".."}`` — answered by the deployment's result (``game_prompting_result.txt``).  The
+answer is read tolerantly (:func:`parse_answer`: reasoning blocks, code fences, prose around the
+object, Python literals, trailing commas, numbers as strings, case of component names); an answer
+that cannot be read, or that the game refuses, is answered with a retry message
+(``game_prompting_retry.txt``) and the play goes on within its turn limit.  No exploration guard.
+
+In both modes the report is committed with (or before) the submission, and the submission's
+result — the Stage-2 outcome — ends the play: no report is written after the outcome is shown.
+Conversations are append-only: nothing sent earlier changes between turns.  The task is the
+``standard`` one (flow, budgets, design space, tools, victory condition and the questions of the
+OBSERVE → DISCOVER → ANALYZE → HYPOTHESIZE → TEST loop, no mechanism fact) or, as a recorded
+ablation, ``hints`` (``game_hints.txt`` added: which components are critical, that DEF costs
+agility).  Every prompt file a mode uses is recorded in the transcript (``prompts``).  The play
+ends at the submission, at the turn limit (``unsubmitted``: survival 0, not won), or when the
+agent cannot go on (its context window is full: :class:`~heuresis.agents.base.EpisodeEnd`, then
+``context_overflow``); an exception of the agent ends it as ``failed``.
 
 :func:`run_play` returns a :class:`PlayOutcome`: the ``game_plays`` row (survival, win, gap to
 the optimum, configuration path), the ``game_calls`` rows and the JSON transcript.
@@ -37,21 +49,25 @@ from dataclasses import dataclass, field
 
 from heuresis.agents.base import FatalAgentError, agent_class, agent_origin, make_agent
 from heuresis.agents.llm import repair_arguments
+from heuresis.config.loading import schema_default
 from heuresis.games.game import Game, GameError
 from heuresis.games.scenario import Scenario
 from heuresis.games.tools import game_tools, rows_csv
 from heuresis.harness.loop import AgentLoop, TurnLimit, UsageTotals, single_request
-from heuresis.harness.prompts import render
+from heuresis.harness.prompts import render, template
+from heuresis.harness.sandbox import SandboxLimits, isolation_for
 
 __all__ = [
     "DEFAULT_MAX_TURNS",
+    "MODES",
+    "MODE_PROMPTS",
     "OUTPUT_TOKENS",
+    "TASK_VARIANTS",
     "AnswerError",
     "PlayOutcome",
     "json_objects",
     "parse_answer",
     "path_stats",
-    "prompt_request",
     "run_play",
     "task_prompt",
 ]
@@ -59,7 +75,19 @@ __all__ = [
 DEFAULT_MAX_TURNS = 40
 #: Output tokens per reply of an LLM agent whose config entry sets no max_tokens.
 OUTPUT_TOKENS = 4000
-NUDGE = "Act through the tools: deploy, submit_final_design, then write_report."
+#: The play modes (config ``games.modes``): ``agentic`` (every agent) and ``prompting`` (LLM agents).
+MODES = ("agentic", "prompting")
+#: The task variants (config ``games.task_variant``): ``standard``, and ``hints`` (mechanism facts told).
+TASK_VARIANTS = ("standard", "hints")
+#: The prompt files (``data/prompts/<name>.txt``) of each mode, by role; recorded in every transcript.
+MODE_PROMPTS = {
+    "agentic": {"system": "game_agentic_system", "task": "game_task", "hints": "game_hints",
+                "tools": "game_agentic_tools", "react": "game_react", "analysis": "game_analysis",
+                "nudge": "game_nudge"},
+    "prompting": {"system": "game_prompting_system", "task": "game_task", "hints": "game_hints",
+                  "format": "game_prompting_format", "result": "game_prompting_result",
+                  "retry": "game_prompting_retry"},
+}
 
 
 @dataclass
@@ -72,22 +100,45 @@ class PlayOutcome:
     requests: list[dict] = field(default_factory=list)   # one row per model request (GAME_PLAY_REQUESTS)
 
 
-def task_prompt(game: Game) -> str:
-    """The task prompt of the tools mode: rules, design space, budgets, free history."""
-    scn, space, b = game.scn, game.space, game.scn.budgets
+def _space_text(game: Game) -> tuple[str, str]:
+    space = game.space
     comps = ", ".join(f"{c} (cap {k})" for c, k in zip(space.components, space.caps))
     eq = "".join(f" Equipment: {e} (costs {k} DEF points)." for e, k in zip(space.equipment, space.costs))
+    return comps, eq
+
+
+def _example(game: Game) -> str:
+    return json.dumps(dict.fromkeys(game.space.components[:3], 1))
+
+
+def task_prompt(game: Game, *, variant: str = "standard", interaction: str = "") -> str:
+    """The task: flow, budgets, design space, victory condition and the loop's questions.
+
+    Then ``interaction`` (the mode's tools or answer format); the ``hints`` variant adds the
+    mechanism facts (``game_hints.txt``).
+    """
+    if variant not in TASK_VARIANTS:
+        raise ValueError(f"unknown task variant {variant!r}; known: {list(TASK_VARIANTS)}")
+    scn, b = game.scn, game.scn.budgets
+    comps, eq = _space_text(game)
     n_hist = sum(h.count for h in game.history)
-    history = (f"\nA free history of {n_hist} earlier flights (flown before you arrived, with designs you can see in "
-               f"get_history) is available at no cost." if n_hist else "\nThere is no earlier flight history.")
+    history = (f"\nA free history of {n_hist} earlier flights (flown before you arrived, with designs you can "
+               f"see) is available at no cost." if n_hist else "\nThere is no earlier flight history.")
     details = ("per-drone rows are shown for returned drones only" if scn.spec["selection_bias"]
                else "per-drone rows are shown for every drone, with its status")
     thr = f"; you win at or above {game.threshold:.1%}" if game.threshold is not None else ""
-    example = json.dumps(dict.fromkeys(space.components[:3], 1))
-    return render("game_task", budget=space.budget, components=comps, equipment=eq, visible=", ".join(
-        scn.visible_variables()), details=details, history=history, stage1_drones=b["stage1_drones"],
-        stage1_deployments=b["stage1_deployments"], max_per_deployment=b["max_per_deployment"],
-        fleet=b["stage2_fleet"], threshold_text=thr, example=example)
+    guard = " (after at least one deployment)" if game.guard else ""
+    return render("game_task", budget=game.space.budget, components=comps, equipment=eq,
+                  visible=", ".join(scn.visible_variables()), details=details, history=history,
+                  stage1_drones=b["stage1_drones"], stage1_deployments=b["stage1_deployments"],
+                  max_per_deployment=b["max_per_deployment"], fleet=b["stage2_fleet"], threshold_text=thr,
+                  guard=guard, hints=render("game_hints") if variant == "hints" else "", interaction=interaction)
+
+
+def _prompt_record(mode: str) -> dict:
+    """The prompt files of ``mode``: role -> {file, template text}."""
+    return {role: {"file": f"{name}.txt", "template": template(name).template}
+            for role, name in MODE_PROMPTS[mode].items()}
 
 
 def path_stats(game: Game) -> dict:
@@ -120,32 +171,50 @@ def path_stats(game: Game) -> dict:
 
 def run_play(agent_name: str, agent_spec: Mapping, scn: Scenario, *, repeat: int = 0, seed: int = 0,
              threshold: float | None = None, optimum: float | None = None,
-             max_turns: int = DEFAULT_MAX_TURNS, mode: str = "tools") -> PlayOutcome:
-    """Agent ``agent_name`` (config entry ``agent_spec``) plays ``scn`` once in ``mode``."""
+             max_turns: int = DEFAULT_MAX_TURNS, mode: str = "agentic", task_variant: str = "standard",
+             max_tool_calls: int | None = None, code_tool: Mapping | None = None) -> PlayOutcome:
+    """Agent ``agent_name`` (config entry ``agent_spec``) plays ``scn`` once in ``mode``.
+
+    ``max_tool_calls``: tool calls executed per turn in the agentic mode (default
+    ``games.max_tool_calls_per_turn``'s); ``code_tool``: the code tool's settings (config
+    ``episodes.code_tool``: isolation and limits; default the schema's).
+    """
     import heuresis.games.agents  # noqa: F401  (registers the offline game agents)
 
-    if mode not in ("tools", "prompt"):
-        raise ValueError(f"unknown play mode {mode!r}; known: tools, prompt")
+    if mode not in MODES:
+        raise ValueError(f"unknown play mode {mode!r}; known: {', '.join(MODES)}")
+    if task_variant not in TASK_VARIANTS:
+        raise ValueError(f"unknown task variant {task_variant!r}; known: {', '.join(TASK_VARIANTS)}")
     t0 = time.monotonic()
     spec = dict(agent_spec)
     cls = agent_class(agent_name, spec)
     if getattr(cls, "takes_seed", False):   # offline game agents (and plugins that ask) draw from the play seed
-        if mode != "tools":
-            raise ValueError(f"agent {agent_name!r} (kind {spec.get('kind')!r}) plays the tools mode only; "
-                             f"single-turn prompting is for LLM agents")
+        if mode != "agentic":
+            raise ValueError(f"agent {agent_name!r} (kind {spec.get('kind')!r}) plays the agentic mode only; "
+                             f"the prompting mode is for LLM agents")
         spec.setdefault("seed", int(seed))
     if getattr(cls, "takes_family", False):  # the mechanism-aware offline agent: the family's
         spec.setdefault("family", scn.family)  # name (its structure), no parameter
     agent = make_agent(agent_name, spec)
     agent.bind({"output_tokens_per_turn": OUTPUT_TOKENS})
-    game = Game(scn, seed=seed, threshold=threshold)
-    play = _play_tools if mode == "tools" else _play_prompt
-    calls, transcript, turn, status, error, termination, spend = play(agent, game, max_turns)
+    game = Game(scn, seed=seed, threshold=threshold, guard=mode == "agentic")
+    if mode == "agentic":
+        calls_cap = int(schema_default("games", "max_tool_calls_per_turn") if max_tool_calls is None
+                        else max_tool_calls)
+        code = dict(code_tool or {})
+        isolation = isolation_for(code.pop("isolation", schema_default("episodes", "code_tool", "isolation")))
+        limits = SandboxLimits(**{k: v for k, v in code.items() if k in SandboxLimits.__dataclass_fields__})
+        result = _play_agentic(agent, game, max_turns, task_variant, calls_cap, isolation, limits)
+    else:
+        isolation = "off"
+        result = _play_prompting(agent, game, max_turns, task_variant)
+    calls, transcript, turn, status, error, termination, spend = result
     s2 = game.stage2
     survival = s2.survival if s2 else 0.0
     play_id = f"{agent_name}/{mode}/{scn.name}/r{repeat}"
     row = {
         "play_id": play_id, "agent": agent_name, "agent_kind": agent.kind, "model": agent.model, "mode": mode,
+        "task_variant": task_variant, "code_isolation": isolation,
         "scenario": scn.name, "family": scn.family, "variant": scn.spec["variant"], "bias": scn.spec["bias"],
         "repeat": int(repeat), "seed": int(seed), "status": status, "error": error, "termination": termination,
         "submitted": s2 is not None, "design": json.dumps(s2.design if s2 else None),
@@ -159,35 +228,77 @@ def run_play(agent_name: str, agent_spec: Mapping, scn: Scenario, *, repeat: int
         "wall_s": round(time.monotonic() - t0, 3),
     }
     transcript = {"play": row, "agent_origin": agent_origin(agent_name, agent_spec), "scenario": scn.spec,
-                  **transcript, "calls": calls}   # agent_origin: a plugin's class and distribution (None: built-in)
+                  "prompts": _prompt_record(mode), **transcript, "calls": calls}
     keys = {"play_id": play_id, "agent": agent_name, "mode": mode, "scenario": scn.name, "repeat": int(repeat)}
     requests = [{**keys, "index": k, **r.row()} for k, r in enumerate(spend.requests)]
     return PlayOutcome(row, [{**keys, **c} for c in calls], transcript, requests)
 
 
 def _termination(game: Game, ended: str = "") -> str:
-    """The play's termination from its stage; an agent's ending (``ended``) before the report replaces it."""
+    """The play's termination from its stage; an agent's ending (``ended``) before the submission replaces it."""
     if ended and game.stage != "done":
         return ended
-    return {"done": "reported", "report": "no_report", "stage1": "unsubmitted"}[game.stage]
+    return {"done": "submitted", "stage1": "unsubmitted"}[game.stage]
 
 
-class _Play(AgentLoop):
-    """The agent loop with the game's tools and a turn limit (no budgets line, no last turn)."""
+def _call_row(turn: int, tool: str, args: str, result: str, ok: bool, error: str, stage: str, wall: float,
+              details: str = "{}") -> dict:
+    return {"turn": turn, "index": 0, "call_id": "", "tool": tool, "arguments": args, "result": result, "ok": ok,
+            "error": error, "stage": stage, "wall_s": round(wall, 4), "details": details}
 
-    ended_text = "not executed: the report, written by an earlier call of this turn, ended the play"
 
-    def __init__(self, agent, game: Game, max_turns: int) -> None:
-        super().__init__(agent, game_tools(game), None, TurnLimit(max_turns))
-        self.game = game
+# --- the agentic mode -------------------------------------------------------------------------------
+class _Agentic(AgentLoop):
+    """The agent loop of the agentic mode.
+
+    The game's and the analysis tools, the ReAct instruction before every turn, the per-turn
+    tool-call limit and a turn limit (no budgets line, no last turn).
+    """
+
+    ended_text = "not executed: the submission, made by an earlier call of this turn, ended the play"
+
+    def __init__(self, agent, game: Game, max_turns: int, max_calls: int, isolation: str,
+                 limits: SandboxLimits) -> None:
+        super().__init__(agent, game_tools(game, analysis=True, code_isolation=isolation, code_limits=limits),
+                         None, TurnLimit(max_turns))
+        self.game, self.max_turns, self.max_calls = game, int(max_turns), int(max_calls)
+        self._analyses: list[str] = []   # analysis prompts of the turn's deployments, sent after its results
+
+    def before_turn(self) -> None:
+        """The ReAct instruction, appended as a user message before the turn's request."""
+        self.add({"role": "user", "content": render("game_react", turn=self.turn, max_turns=self.max_turns,
+                                                    max_calls=self.max_calls)}, injected="react")
 
     def nudge(self) -> str:
         """Act through the tools."""
-        return NUDGE
+        return render("game_nudge")
 
     def call_extra(self) -> dict:
         """The game's stage after the call."""
         return {"stage": self.game.stage}
+
+    def on_result(self, result) -> None:
+        """A deployment's result: its analysis prompt is queued for the end of the turn's results."""
+        d = result.data or {}
+        if d.get("source") == "stage1" and "drones_left" in d:
+            self._analyses.append(render("game_analysis", deployment=d["deployment"], returned=d["returned"],
+                                         count=d["count"], rate=f"{d['returned'] / d['count']:.1%}"))
+
+    def _calls_of_turn(self, tcs, usage, *, allowed, last_turn):
+        """Run the reply's first ``max_calls`` calls and answer the others as not executed.
+
+        Then one analysis prompt per deployment of the turn, a user message after the turn's results.
+        """
+        error = super()._calls_of_turn(tcs[:self.max_calls], usage, allowed=allowed, last_turn=last_turn)
+        why = f"not executed: at most {self.max_calls} tool calls per turn"
+        for k, tc in enumerate(tcs[self.max_calls:], start=self.max_calls):
+            self._refuse(tc, why, index=k, usage=usage, last_turn=last_turn)
+            error = error or why
+        if not self.ended:
+            for text in self._analyses:
+                self.add({"role": "user", "content": text}, injected="analysis")
+        self._analyses.clear()
+        return error
 
     def call_rows(self) -> list[dict]:
         """The calls as rows of the ``game_calls`` table (without the play's keys)."""
@@ -196,10 +307,13 @@ class _Play(AgentLoop):
                  "details": c.details} for c in self.calls]
 
 
-def _play_tools(agent, game: Game, max_turns: int):
-    """Multi-turn tool use: (calls, transcript part, turns, status, error, termination, usage totals)."""
-    loop = _Play(agent, game, max_turns)
-    loop.run(render("game_system"), task_prompt(game))
+def _play_agentic(agent, game: Game, max_turns: int, variant: str, max_calls: int, isolation: str,
+                  limits: SandboxLimits):
+    """The agentic mode: (calls, transcript part, turns, status, error, termination, usage totals)."""
+    loop = _Agentic(agent, game, max_turns, max_calls, isolation, limits)
+    listing = "\n".join(f"- {s['function']['name']}: {s['function']['description']}" for s in loop.specs)
+    interaction = render("game_agentic_tools", max_calls=max_calls, tools=listing, example=_example(game))
+    loop.run(render("game_agentic_system"), task_prompt(game, variant=variant, interaction=interaction))
     termination = loop.status if loop.status == "failed" else _termination(game, loop.ending)
     part = {"tools": loop.specs, "messages": loop.transcript_messages()}
     if agent.record() is not None:   # an external agent's command: its exit status and output
@@ -207,9 +321,9 @@ def _play_tools(agent, game: Game, max_turns: int):
     return loop.call_rows(), part, loop.turn, loop.status, loop.error, termination, loop.totals
 
 
-# --- single-turn prompting ------------------------------------------------------------------------
+# --- the prompting mode: reading an answer ---------------------------------------------------------
 class AnswerError(ValueError):
-    """A prompt-mode answer that cannot be read as a decision."""
+    """A prompting-mode answer that cannot be read as an action."""
 
 
 _THINK = re.compile(r"<think>.*?</think>", re.S | re.I)
@@ -277,7 +391,7 @@ def _design(obj: Mapping, space) -> dict:
 
 
 def parse_answer(text: str | None, space) -> dict:
-    """The decision in a prompt-mode answer: ``{action, design, count?, report?}``, else :class:`AnswerError`."""
+    """The action in a prompting-mode answer: ``{action, design, count?, report?}``, else :class:`AnswerError`."""
     body = _THINK.sub("", text or "").strip()
     if not body:
         raise AnswerError("empty answer")
@@ -314,49 +428,38 @@ def parse_answer(text: str | None, space) -> dict:
     return out
 
 
-def _history_text(game: Game) -> str:
-    parts = []
-    for d in game.observed():
-        label = (f"Free history, flight group {d.index}" if d.source == "history" else f"Your deployment {d.index}")
-        parts.append(f"{label}: design {json.dumps(d.design, sort_keys=True)}; {d.count} flown, {d.returned} "
-                     f"returned, {d.destroyed} destroyed. Per-drone rows ({len(d.rows)} shown):\n{rows_csv(d.rows)}")
-    return "\n".join(parts) if parts else "(none yet)"
+def _flight_text(d) -> str:
+    label = f"Free history, flight group {d.index}" if d.source == "history" else f"Your deployment {d.index}"
+    return (f"{label}: design {json.dumps(d.design, sort_keys=True)}; {d.count} flown, {d.returned} returned, "
+            f"{d.destroyed} destroyed. Per-drone rows ({len(d.rows)} shown):\n{rows_csv(d.rows)}").rstrip()
 
 
-def prompt_request(game: Game) -> str:
-    """The single prompt of the next prompt-mode decision: rules, budget left, whole history."""
-    space, b = game.space, game.scn.budgets
-    comps = ", ".join(f"{c} (cap {k})" for c, k in zip(space.components, space.caps))
-    eq = "".join(f" Equipment: {e} (costs {k} DEF points)." for e, k in zip(space.equipment, space.costs))
-    details = ("per-drone rows are shown for returned drones only" if game.scn.spec["selection_bias"]
-               else "per-drone rows are shown for every drone, with its status")
-    thr = f"; you win at or above {game.threshold:.1%}" if game.threshold is not None else ""
-    if not game.deployments:
-        ask = "No deployment yet: your answer must deploy."
-    elif game.deployments_left <= 0 or game.drones_left <= 0:
-        ask = "The Stage-1 budget is spent: your answer must submit the final design with your report."
-    else:
-        ask = "Deploy again, or submit the final design with your report."
-    return render("game_prompt", budget=space.budget, components=comps, equipment=eq,
-                  visible=", ".join(game.scn.visible_variables()), details=details, stage1_drones=b["stage1_drones"],
-                  stage1_deployments=b["stage1_deployments"], max_per_deployment=b["max_per_deployment"],
-                  fleet=b["stage2_fleet"], threshold_text=thr, drones_left=game.drones_left,
-                  deployments_left=game.deployments_left, history=_history_text(game), ask=ask,
-                  example=json.dumps(dict.fromkeys(space.components[:3], 1)))
+def _ask_text(game: Game) -> str:
+    if game.deployments_left <= 0 or game.drones_left <= 0:
+        return "The Stage-1 budget is spent: your next answer must submit the final design with your report."
+    return "Deploy again, or submit the final design with your report."
 
 
-def _play_prompt(agent, game: Game, max_turns: int):
-    """Single-turn prompting: (calls, transcript part, requests, status, error, termination, usage totals)."""
+def _play_prompting(agent, game: Game, max_turns: int, variant: str):
+    """The prompting mode: (calls, transcript part, turns, status, error, termination, usage totals)."""
     totals = UsageTotals()
     requests: list[dict] = []
     calls: list[dict] = []
+    b = game.scn.budgets
     turn, status, error, termination = 0, "ok", "", ""
-    limit = int(game.scn.budgets["stage1_deployments"]) + 1
-    system = render("game_prompt_system")
+    observed = "\n".join(_flight_text(d) for d in game.history) or "(none yet)"
+    fmt = render("game_prompting_format", example=_example(game), max_turns=max_turns, observed=observed)
+    messages = [{"role": "system", "content": render("game_prompting_system")},
+                {"role": "user", "content": task_prompt(game, variant=variant, interaction=fmt)}]
+    meta: list[dict] = [{"turn": 0}, {"turn": 0}]
+
+    def say(text: str, **kw) -> None:
+        messages.append({"role": "user", "content": text})
+        meta.append({"turn": turn, **kw})
+
     try:
-        while game.stage == "stage1" and turn < limit:
+        while game.stage == "stage1" and turn < max_turns:
             turn += 1
-            messages = [{"role": "system", "content": system}, {"role": "user", "content": prompt_request(game)}]
             ex = single_request(agent, messages)
             totals.add(ex.usage, turn=turn, wall_s=ex.wall_s)
             if ex.ending:   # the agent cannot go on (e.g. its context is full): an ending, not a failure
@@ -368,10 +471,12 @@ def _play_prompt(agent, game: Game, max_turns: int):
                 requests.append({"turn": turn, "error": ex.failure})
                 break
             answer = ex.reply.message.get("content") or ""
-            requests.append({"turn": turn, "messages": messages, "answer": answer, "usage": ex.usage.as_dict(),
+            messages.append({"role": "assistant", "content": answer})
+            meta.append({"turn": turn, "usage": ex.usage.as_dict(), "wall_s": round(ex.wall_s, 4)})
+            requests.append({"turn": turn, "answer": answer, "usage": ex.usage.as_dict(),
                              "wall_s": round(ex.wall_s, 4)})
             t2 = time.monotonic()
-            tool, args, details = "answer", "", {}
+            tool, args = "answer", ""
             try:
                 dec = parse_answer(answer, game.space)
                 args = json.dumps(dec)
@@ -379,33 +484,29 @@ def _play_prompt(agent, game: Game, max_turns: int):
                     tool = "deploy"
                     d = game.deploy(dec["design"], dec["count"])
                     result = json.dumps({**d.summary(), "drones_shown": len(d.rows)})
-                    details = {"survived": d.survived.astype(int).tolist()}
+                    calls.append(_call_row(turn, tool, args, result, True, "", game.stage, time.monotonic() - t2,
+                                           json.dumps({"survived": d.survived.astype(int).tolist()})))
+                    say(render("game_prompting_result", flight=_flight_text(d), drones_left=game.drones_left,
+                               stage1_drones=b["stage1_drones"], deployments_left=game.deployments_left,
+                               stage1_deployments=b["stage1_deployments"], ask=_ask_text(game)))
                 else:
                     tool = "submit_final_design"
-                    s2 = game.submit(dec["design"])
-                    result = json.dumps({"submitted": s2.design, "survival_rate": round(s2.survival, 4),
-                                         "won": s2.won})
-                    if dec["report"].strip():
-                        calls.append({"turn": turn, "index": 0, "call_id": "", "tool": tool, "arguments": args,
-                                      "result": result, "ok": True, "error": "", "stage": game.stage,
-                                      "wall_s": round(time.monotonic() - t2, 4), "details": "{}"})
-                        tool, t2 = "write_report", time.monotonic()
-                        game.write_report(dec["report"])
-                        result = json.dumps({"report": "recorded", "characters": len(dec["report"])})
-                calls.append({"turn": turn, "index": 0, "call_id": "", "tool": tool, "arguments": args,
-                              "result": result, "ok": True, "error": "", "stage": game.stage,
-                              "wall_s": round(time.monotonic() - t2, 4), "details": json.dumps(details)})
-            except (AnswerError, GameError) as exc:   # a bad answer ends the play, recorded
-                calls.append({"turn": turn, "index": 0, "call_id": "", "tool": tool, "arguments": args,
-                              "result": f"ERROR: {exc}", "ok": False, "error": str(exc), "stage": game.stage,
-                              "wall_s": round(time.monotonic() - t2, 4), "details": "{}"})
-                if game.stage == "stage1":
-                    termination, error = "bad_answer", f"{tool}: {exc}"
-                break
+                    report = dec["report"] if dec["report"].strip() else None
+                    s2 = game.submit(dec["design"], report)   # the report is committed with the submission
+                    result = json.dumps({"submitted": s2.design, "report": "committed",
+                                         "survival_rate": round(s2.survival, 4), "won": s2.won})
+                    calls.append(_call_row(turn, tool, args, result, True, "", game.stage, time.monotonic() - t2))
+            except (AnswerError, GameError) as exc:   # answered with a retry message; the play goes on
+                problem = str(exc)
+                calls.append(_call_row(turn, tool, args, f"ERROR: {problem}", False, problem, game.stage,
+                                       time.monotonic() - t2))
+                if turn < max_turns:
+                    say(render("game_prompting_retry", error=problem, turns_left=max_turns - turn), injected="retry")
     except FatalAgentError:   # a refused key, an exhausted quota or spend limit: the job stops
         raise
     except Exception as exc:  # a harness error while playing the answer: a recorded failure
         status, error, termination = "failed", f"{type(exc).__name__}: {exc}", "failed"
         requests.append({"turn": turn, "error": traceback.format_exc(limit=8)})
     termination = termination or _termination(game)
-    return calls, {"requests": requests}, turn, status, error, termination, totals
+    part = {"messages": [{**m, "meta": mt} for m, mt in zip(messages, meta)], "requests": requests}
+    return calls, part, turn, status, error, termination, totals

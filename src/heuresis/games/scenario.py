@@ -221,6 +221,12 @@ class Scenario:
         """Distance below the verified optimum at which the win threshold is set."""
         return float(self.spec["threshold_margin"])
 
+    def measurable_variables(self) -> list[str]:
+        """List the hidden variables the measurement query reports: ``measurable``, else the family's default."""
+        from heuresis.games.scm import FAMILIES
+        own = self.spec.get("measurable")
+        return list(FAMILIES.lookup(self.family).default_measurable if own is None else own)
+
     def visible_variables(self) -> list[str]:
         """List the environment variables the scenario shows per drone (its family decides which)."""
         from heuresis.games.scm import FAMILIES
@@ -295,6 +301,11 @@ def _semantic_errors(name: str, spec: dict) -> list[str]:
         msgs.append(f"{pre} budgets.max_per_deployment: {b['max_per_deployment']} exceeds stage1_drones "
                     f"{b['stage1_drones']}")
     msgs.extend(f"{pre} environment.{m}" for m in FAMILIES.lookup(spec["family"]).check(spec))
+    known = FAMILIES.lookup(spec["family"]).measurable
+    for k, v in enumerate(spec.get("measurable") or []):
+        if v not in known:
+            msgs.append(f"{pre} measurable.{k}: {v!r} is not measurable in the {spec['family']} family; "
+                        f"known: {sorted(known)}")
     scen = Scenario(name, spec)
     designs = [("trap_design", spec["trap_design"]), ("standard_design", spec["standard_design"])]
     designs += [(f"history.groups.{k}.design", g["design"]) for k, g in enumerate(spec["history"]["groups"])]

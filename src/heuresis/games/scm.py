@@ -84,9 +84,16 @@ class Flight:
 
 # --- families --------------------------------------------------------------------------------------
 class Family:
-    """How one family draws the environment and corrupts the observations."""
+    """How one family draws the environment and corrupts the observations.
+
+    ``measurable`` names the hidden environment variables a scenario of the family may expose to
+    the agentic mode's measurement query (name shown to the agent -> key of :attr:`Env.latent`);
+    ``default_measurable`` those a scenario exposes when its file declares no ``measurable`` list.
+    """
 
     name = ""
+    measurable: dict[str, str] = {}
+    default_measurable: tuple[str, ...] = ()
 
     def visible(self, spec: Mapping) -> list[str]:
         """List the visible environment variables of a scenario of this family, in display order."""
@@ -175,6 +182,9 @@ def _visible_linear(spec: Mapping, storm: np.ndarray, rng: np.random.Generator) 
 class AntennaFamily(Family):
     """Latent storm intensity ~ Beta(a, b) drives wind, humidity, damage, detection and combat."""
 
+    measurable = {"storm_intensity": "storm"}
+    default_measurable = ("storm_intensity",)
+
     def visible(self, spec):
         """List the variables of ``environment.visible``, each linear in the storm intensity plus noise."""
         return list(spec["environment"]["visible"])
@@ -204,6 +214,9 @@ class AntennaFamily(Family):
 @_family("zone")
 class ZoneFamily(Family):
     """A hidden deployment zone sets EMI, altitude and wind; temperature falls with altitude."""
+
+    measurable = {"emi_level": "emi", "deployment_zone": "zone", "storm_intensity": "storm"}
+    default_measurable = ("emi_level",)
 
     def visible(self, spec):
         """List temperature, altitude and wind, plus the (possibly mislabelled) terrain when ``categorical``."""
@@ -272,6 +285,9 @@ class ZoneFamily(Family):
 class WeatherFamily(Family):
     """Calm or storm weather (storm frequency per stage); observations are noisier in storms."""
 
+    measurable = {"weather": "weather", "storm_intensity": "storm"}
+    default_measurable = ("weather",)
+
     def visible(self, spec):
         """List the variables of ``environment.visible``, each linear in the storm intensity plus noise."""
         return list(spec["environment"]["visible"])
@@ -306,7 +322,8 @@ class WeatherFamily(Family):
         lo_s, hi_s = env["storm_intensity"]
         u = rng.random(n)
         storm = np.where(stormy, lo_s + (hi_s - lo_s) * u, lo_c + (hi_c - lo_c) * u)
-        return Env(storm, np.zeros(n), _visible_linear(spec, storm, rng), {"storm": storm, "stormy": stormy},
+        return Env(storm, np.zeros(n), _visible_linear(spec, storm, rng),
+                   {"storm": storm, "stormy": stormy, "weather": np.where(stormy, "storm", "calm").astype(object)},
                    stormy.astype(float))
 
     def observe(self, spec, env, hits, survived, rng):

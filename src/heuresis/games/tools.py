@@ -1,16 +1,22 @@
 """The game's tools through the agent interface of the observational harness (docs/games.md §4).
 
-``get_status``, ``get_history``, ``deploy(design, count)``, ``submit_final_design(design)`` and
-``write_report(text)`` are :class:`heuresis.harness.tools.Tool` objects — OpenAI
-function-calling schemas whose arguments are validated (JSON schema first, with the scenario's
-components, caps and equipment spelt out, then the game's own checks such as the total DEF
-budget) — built per game by :func:`game_tools`.  Budgets are enforced by the
-:class:`~heuresis.games.game.Game` (server-side); a refused call raises
-:class:`~heuresis.harness.tools.ToolError`, is answered to the agent as an error, and changes
-nothing.  Results are JSON; per-drone rows are CSV text inside the JSON.  Each result's data
-(:attr:`~heuresis.harness.tools.ToolResult.data`) is the same JSON object with the per-drone rows
-as a list of records (``drones``) instead of CSV text (``drones_csv``); ``write_report`` ends
-the play.
+``get_status``, ``get_history``, ``deploy(design, count)``, ``write_report(text)`` and
+``submit_final_design(design, report)`` are :class:`heuresis.harness.tools.Tool` objects —
+OpenAI function-calling schemas whose arguments are validated (JSON schema first, with the
+scenario's components, caps and equipment spelt out, then the game's own checks such as the
+total DEF budget) — built per game by :func:`game_tools`.  The agentic mode adds the analysis
+tools: ``run_code(code)``, the observational track's sandbox (:func:`heuresis.harness.sandbox.run_code`)
+with every observed flight as data files (:func:`flight_files`), and ``measure(variable,
+source, deployment)``, the measurement query of the hidden variables the scenario declares.
+Budgets are enforced by the :class:`~heuresis.games.game.Game` (server-side); a refused call
+raises :class:`~heuresis.harness.tools.ToolError`, is answered to the agent as an error, and
+changes nothing.  Results are JSON; per-drone rows are CSV text inside the JSON.  Each result's
+data (:attr:`~heuresis.harness.tools.ToolResult.data`) is the same JSON object with the
+per-drone rows as a list of records (``drones``) instead of CSV text (``drones_csv``).
+
+The report is committed with the submission (its ``report`` argument) or before it
+(``write_report``).  The submission's result — the Stage-2 outcome — ends the play, so no report
+is written once the outcome is shown.
 """
 
 from __future__ import annotations
@@ -20,11 +26,14 @@ import io
 import json
 
 from heuresis.games.game import Deployment, Game, GameError
+from heuresis.harness.sandbox import SandboxLimits, run_code
 from heuresis.harness.tools import Tool, ToolError, ToolResult
 
-__all__ = ["GAME_TOOL_NAMES", "design_schema", "game_tools", "rows_csv"]
+__all__ = ["ANALYSIS_TOOL_NAMES", "GAME_TOOL_NAMES", "design_schema", "flight_files", "game_tools", "rows_csv"]
 
-GAME_TOOL_NAMES = ("get_status", "get_history", "deploy", "submit_final_design", "write_report")
+GAME_TOOL_NAMES = ("get_status", "get_history", "deploy", "write_report", "submit_final_design")
+#: The agentic mode's analysis tools (the code tool only where the code tool's isolation is not ``off``).
+ANALYSIS_TOOL_NAMES = ("run_code", "measure")
 
 
 def design_schema(game: Game) -> dict:
@@ -50,6 +59,23 @@ def rows_csv(rows: list[dict]) -> str:
     return buf.getvalue()
 
 
+def flight_files(game: Game) -> dict[str, str]:
+    """The code tool's data files of every observed flight.
+
+    ``deployments.csv``: one row per flight group (source, deployment, counts, survival rate and
+    the design); ``drones.csv``: every per-drone row the agent sees, with source and deployment.
+    """
+    space = game.space
+    deps, drones = [], []
+    for d in game.observed():
+        deps.append({"source": d.source, "deployment": d.index, "count": d.count, "returned": d.returned,
+                     "destroyed": d.destroyed, "survival_rate": round(d.returned / d.count, 4),
+                     **{c: d.design[c] for c in space.components},
+                     **{e: int(bool(d.design[e])) for e in space.equipment}})
+        drones += [{"source": d.source, "deployment": d.index, **r} for r in d.rows]
+    return {"deployments.csv": rows_csv(deps), "drones.csv": rows_csv(drones)}
+
+
 def _deployment_json(d: Deployment) -> dict:
     return {**d.summary(), "drones_shown": len(d.rows), "drones_csv": rows_csv(d.rows)}
 
@@ -67,8 +93,15 @@ def _result(text: dict, data: dict | None = None, **kw) -> ToolResult:
     return ToolResult(_obj(text), json.loads(json.dumps(text if data is None else data)), **kw)
 
 
-def game_tools(game: Game) -> dict[str, Tool]:
-    """The five game tools bound to ``game``."""
+def game_tools(game: Game, *, analysis: bool = False, code_isolation: str = "off",
+               code_limits: SandboxLimits | None = None) -> dict[str, Tool]:
+    """The game tools bound to ``game``.
+
+    With ``analysis`` (the agentic mode) also ``measure`` and, unless ``code_isolation`` is
+    ``off``, ``run_code`` in that isolation (``bwrap`` or ``none``) under ``code_limits``
+    (default the schema's).
+    """
+    code_limits = code_limits or SandboxLimits()
     design = design_schema(game)
     b = game.scn.budgets
 
@@ -95,22 +128,33 @@ def game_tools(game: Game) -> dict[str, Tool]:
         return _result({**_deployment_json(d), **left}, {**_deployment_data(d), **left},
                        details={"survived": d.survived.astype(int).tolist()})
 
-    def submit(args):
-        s = game.submit(args["design"])
-        out = {"submitted": s.design, "fleet": s.fleet, "returned": s.survived, "survival_rate": round(s.survival, 4)}
-        if s.threshold is not None:
-            out.update({"threshold": round(s.threshold, 4), "won": s.won})
-        out["next"] = "write_report(text)"
-        return _result(out)
-
     def report(args):
         game.write_report(args["text"])
-        return _result({"report": "recorded", "characters": len(args["text"])}, ends=True)
+        return _result({"report": "committed", "characters": len(args["text"]),
+                        "next": "submit_final_design(design)"})
+
+    def submit(args):
+        s = game.submit(args["design"], args.get("report"))
+        out = {"submitted": s.design, "report": "committed", "fleet": s.fleet, "returned": s.survived,
+               "survival_rate": round(s.survival, 4)}
+        if s.threshold is not None:
+            out.update({"threshold": round(s.threshold, 4), "won": s.won})
+        return _result(out, ends=True)
+
+    def code(args):
+        res = run_code(args["code"], None, code_limits, isolation=code_isolation, files=flight_files(game))
+        return ToolResult(res.render(), res.shown(),
+                          details={k: v for k, v in res.as_dict().items() if k not in ("stdout", "stderr")})
+
+    def measure(args):
+        return _result(game.measure(args["variable"], args.get("source", "stage1"), args["deployment"]))
 
     def tool(name, description, params, fn):
         return Tool(name, description, {"type": "object", "additionalProperties": False, **params}, guard(fn))
 
-    return {
+    report_text = {"type": "string", "minLength": 1, "description": "what drives survival, why drones failed, "
+                   "which observed patterns were misleading and why"}
+    out = {
         "get_status": tool("get_status", "The design space (components, caps, equipment, DEF budget), the visible "
                            "variables and the budgets left.", {"properties": {}}, status),
         "get_history": tool("get_history", "Every observed flight: the free history and your Stage-1 deployments, "
@@ -121,10 +165,41 @@ def game_tools(game: Game) -> dict[str, Tool]:
                                        "count": {"type": "integer", "minimum": 1,
                                                  "maximum": int(b["max_per_deployment"])}},
                         "required": ["design", "count"]}, deploy),
+        "write_report": tool("write_report", "Commit your report, once, before the submission: what drives "
+                             "survival, why drones failed, which observed patterns were misleading and why. "
+                             "It cannot be written after the Stage-2 outcome is shown.",
+                             {"properties": {"text": report_text}, "required": ["text"]}, report),
         "submit_final_design": tool("submit_final_design", f"Stage 2: submit the final design, once and "
-                                    f"irreversibly; a fleet of {b['stage2_fleet']} drones is flown and scored.",
-                                    {"properties": {"design": design}, "required": ["design"]}, submit),
-        "write_report": tool("write_report", "After submitting: a short report on what drives survival, why drones "
-                             "failed, and which observed patterns were misleading and why.",
-                             {"properties": {"text": {"type": "string"}}, "required": ["text"]}, report),
+                                    f"irreversibly, with your report (`report`, unless committed before with "
+                                    f"write_report); a fleet of {b['stage2_fleet']} drones is flown and scored, "
+                                    f"and the play ends.",
+                                    {"properties": {"design": design, "report": report_text},
+                                     "required": ["design"]}, submit),
     }
+    if not analysis:
+        return out
+    if code_isolation != "off":
+        where = ("in a sandbox (no network, no other files; CPU, memory, processes, output and time limited)"
+                 if code_isolation == "bwrap" else "(CPU, memory, output and time limited)")
+        out["run_code"] = tool("run_code", f"Run a short Python program (numpy and scipy available) {where} on "
+                               "every observed flight: the working folder holds deployments.csv (one row per "
+                               "flight group: source, deployment, counts, survival rate, the design) and "
+                               "drones.csv (every per-drone row you see, with source and deployment). Returns "
+                               "stdout (truncated).",
+                               {"properties": {"code": {"type": "string", "minLength": 1}}, "required": ["code"]},
+                               code)
+    names = game.scn.measurable_variables()
+    if names:
+        n_hist = len(game.history)
+        out["measure"] = tool("measure", f"Measure a hidden environment variable ({', '.join(names)}) on the "
+                              "drones of one observed flight group whose rows you see (the history or one of "
+                              "your deployments); free of charge.",
+                              {"properties": {"variable": {"type": "string", "enum": names},
+                                              "source": {"type": "string", "enum": ["history", "stage1"],
+                                                         "default": "stage1",
+                                                         "description": f"history ({n_hist} flight groups) or "
+                                                                        f"stage1 (your deployments)"},
+                                              "deployment": {"type": "integer", "minimum": 1,
+                                                             "description": "flight group number (from 1)"}},
+                               "required": ["variable", "deployment"]}, measure)
+    return out

@@ -4,7 +4,7 @@
   loads (errors name the scenario and the key), agents and judges exist with the right kinds,
   and a scenario with a fixed ``threshold`` above its optimum is unwinnable
   (:func:`~heuresis.games.references.winnability_errors`);
-* :func:`play_jobs` — one job per agent x mode x scenario (offline agents play the tool-use
+* :func:`play_jobs` — one job per agent x mode x scenario (offline agents play the agentic
   mode only; LLM agents every configured mode);
 * :func:`run_references` — the references of one scenario into :data:`GAME_REFERENCES`;
 * :func:`plays_of` — plays per job: ``games.plays`` for an LLM agent, ``games.baseline_plays``
@@ -38,6 +38,7 @@ from heuresis.agents.base import FatalAgentError
 from heuresis.agents.spec import result_spec
 from heuresis.config.loading import StrictValidator, agent_errors, config_digest, config_key, format_errors
 from heuresis.failures import FIRST_ATTEMPT, failure_metadata, record_attempt
+from heuresis.games.play import MODES
 from heuresis.games.references import check_references, compute_references, seed_of, winnability_errors
 from heuresis.games.scenario import Scenario, ScenarioError, load_scenario, scenario_schema
 from heuresis.io import Checkpoint, atomic_write_text, read_table, write_table
@@ -71,8 +72,6 @@ __all__ = [
     "search_errors",
 ]
 
-#: Play modes: ``tools`` (multi-turn tool use, every agent) and ``prompt`` (single-turn, LLM agents only).
-MODES = ("tools", "prompt")
 _Log = Callable[[str], None]
 
 
@@ -89,12 +88,12 @@ def game_agent_kinds() -> set[str]:
 
 
 def is_llm(config: Mapping, agent: str) -> bool:
-    """Whether ``agent`` is configured with kind ``llm`` (LLM agents get more plays and the prompt mode)."""
+    """Whether ``agent`` is configured with kind ``llm`` (LLM agents get more plays and the prompting mode)."""
     return config.get("agents", {}).get(agent, {}).get("kind") == "llm"
 
 
 def max_turns_of(config: Mapping, agent: str) -> int:
-    """Assistant replies per tool-use play of ``agent``: ``games.llm_max_turns`` (LLM agents) or ``games.max_turns``."""
+    """Assistant replies per play of ``agent`` (either mode): ``games.llm_max_turns`` (LLM agents) or ``games.max_turns``."""
     g = config["games"]
     own = g.get("llm_max_turns") if is_llm(config, agent) else None
     return int(g["max_turns"] if own is None else own)
@@ -133,7 +132,7 @@ def play_jobs(config: Mapping) -> list[dict]:
     g = config["games"]
     out = []
     for agent in g["agents"]:
-        modes = [m for m in g["modes"] if m == "tools" or is_llm(config, agent)]
+        modes = [m for m in g["modes"] if m == "agentic" or is_llm(config, agent)]
         for mode in modes:
             for scn in scenario_names(config):
                 out.append({"agent": agent, "mode": mode, "scenario": scn})
@@ -257,11 +256,12 @@ def load_references(paths: Sequence[str | Path]) -> dict[str, dict]:
 
 # --- plays -----------------------------------------------------------------------------------------
 def _failed_row(agent: str, spec: Mapping, scn: Scenario, mode: str, repeat: int, seed: int, ref: Mapping,
-                error: str) -> dict:
+                error: str, task_variant: str = "standard") -> dict:
     """The record of a play that crashed outside the agent loop (every column present)."""
     row = dict.fromkeys(GAME_PLAYS.schema.names)
     row.update(play_id=f"{agent}/{mode}/{scn.name}/r{repeat}", agent=agent, agent_kind=str(spec.get("kind")),
-               model=spec.get("model"), mode=mode, scenario=scn.name, family=scn.family, variant=scn.spec["variant"],
+               model=spec.get("model"), mode=mode, task_variant=task_variant, scenario=scn.name,
+               family=scn.family, variant=scn.spec["variant"],
                bias=scn.spec["bias"], repeat=repeat, seed=seed, status="failed", error=error, termination="failed",
                submitted=False, design="null", survival=0.0, threshold=ref["threshold"], won=False,
                optimum=ref["optimum"], gap=ref["optimum"], deployments=0, drones_used=0, designs_deployed="[]",
@@ -274,10 +274,13 @@ def _failed_row(agent: str, spec: Mapping, scn: Scenario, mode: str, repeat: int
 def run_plays(agent: str, spec: Mapping, mode: str, scenario: str, folder: str | Path, *, plays: int, seed: int,
               max_turns: int, references: str | Path, out: str | Path, calls_out: str | Path,
               transcripts_dir: str | Path, log: _Log = _quiet, attempt: str = FIRST_ATTEMPT,
-              requests_out: str | Path | None = None) -> Path:
+              requests_out: str | Path | None = None, task_variant: str = "standard",
+              max_tool_calls: int | None = None, code_tool: Mapping | None = None) -> Path:
     """``plays`` plays of ``scenario`` by ``agent`` in ``mode``; checkpointed per play.
 
-    ``requests_out``: the plays' model requests (:data:`~heuresis.schemas.GAME_PLAY_REQUESTS`).
+    ``requests_out``: the plays' model requests (:data:`~heuresis.schemas.GAME_PLAY_REQUESTS`);
+    ``task_variant``, ``max_tool_calls`` and ``code_tool``: config ``games.task_variant``,
+    ``games.max_tool_calls_per_turn`` and ``episodes.code_tool`` (see :func:`heuresis.games.play.run_play`).
     """
     from heuresis.agents.base import agent_origin, origin_packages
     from heuresis.games.play import run_play
@@ -287,7 +290,9 @@ def run_plays(agent: str, spec: Mapping, mode: str, scenario: str, folder: str |
     ref = load_references([references])[scenario]
     cfg_slice = {"agent": agent, "spec": result_spec(spec), "mode": mode, "scenario": scn.spec, "plays": int(plays),
                  "seed": int(seed), "max_turns": int(max_turns), "threshold": ref["threshold"],
-                 "optimum": ref["optimum"]}
+                 "optimum": ref["optimum"], "task_variant": task_variant,
+                 "max_tool_calls": None if max_tool_calls is None else int(max_tool_calls),
+                 "code_tool": dict(code_tool or {})}
     origin = agent_origin(agent, spec)
     if origin is not None:   # a plugin's class and distribution version: in the provenance and the resume key
         cfg_slice["agent_origin"] = origin
@@ -303,13 +308,14 @@ def run_plays(agent: str, spec: Mapping, mode: str, scenario: str, folder: str |
         t0 = time.perf_counter()
         try:
             res = run_play(agent, spec, scn, repeat=r, seed=s, threshold=ref["threshold"], optimum=ref["optimum"],
-                           max_turns=max_turns, mode=mode)
+                           max_turns=max_turns, mode=mode, task_variant=task_variant,
+                           max_tool_calls=max_tool_calls, code_tool=code_tool)
             row, calls, transcript, requests = res.row, res.calls, res.transcript, res.requests
         except FatalAgentError:   # a refused key, an exhausted quota or spend limit: the job stops
             raise
         except Exception as exc:  # the harness itself failed: a recorded failure, the other plays go on
             err = f"{type(exc).__name__}: {exc}"
-            row = _failed_row(agent, spec, scn, mode, r, s, ref, err)
+            row = _failed_row(agent, spec, scn, mode, r, s, ref, err, task_variant)
             calls, transcript, requests = [], {"play": row, "error": traceback.format_exc(limit=8)}, []
         row["transcript"] = str(tdir / f"r{r}.json")
         atomic_write_text(tdir / f"r{r}.json", json.dumps(transcript, indent=1, default=str))

@@ -1,6 +1,6 @@
 """The agent harness (docs/design.md §5): conditions, budgets, tools, the agent loop, scoring.
 
-Also the tools' structured results, the agent loop (:mod:`.loop`, shared with the games' tool mode),
+Also the tools' structured results, the agent loop (:mod:`.loop`, shared with the games' agentic mode),
 episodes and their scoring (:mod:`.scoring`), the parser of submitted edge lists, prompt templates
 and the code tool's sandbox.
 """

@@ -1,4 +1,4 @@
-"""The agent loop (docs/design.md §5.1-5.4), used by the episodes and by the games' tool mode.
+"""The agent loop (docs/design.md §5.1-5.4), used by the episodes and by the games' agentic mode.
 
 One run, in order:
 
@@ -28,7 +28,7 @@ is scored by the caller, after the run (:mod:`heuresis.harness.scoring`).
 Usage is recorded as typed records: one :class:`Request` per model request (its turn, wall time
 and the agent's :class:`~heuresis.agents.base.Usage`) and the :class:`UsageTotals` over a run,
 whose cost is ``None`` — unknown — as soon as one request has no known price.  Single requests
-outside a loop (the leakage probe, the games' judge and prompt mode) go through
+outside a loop (the leakage probe, the games' judge and prompting mode) go through
 :func:`single_request`, which records the same way.
 """
 
@@ -175,7 +175,7 @@ def single_request(agent: Agent, messages: list[dict], tools: Sequence[dict] = (
 
 # --- limits -----------------------------------------------------------------------------------------
 class TurnLimit:
-    """Limits made of a number of turns only (the games' tool mode).
+    """Limits made of a number of turns only (the games).
 
     The same interface as :class:`~heuresis.harness.budgets.Budgets` as far as the loop uses it:
     :meth:`exhausted` before every turn, :meth:`record_turn` after every reply.
@@ -291,6 +291,12 @@ class AgentLoop:
 
     def on_result(self, result: ToolResult) -> None:
         """A tool call returned ``result`` (after it was answered)."""
+
+    def before_turn(self) -> None:
+        """Called before every turn's request, after the turn is counted; by default nothing.
+
+        The games' agentic mode appends its ReAct instruction here.
+        """
 
     # --- messages -----------------------------------------------------------------------------------
     def add(self, msg: dict, **meta) -> None:
@@ -416,6 +422,7 @@ class AgentLoop:
             if reason:
                 break
             self.turn += 1
+            self.before_turn()
             msg, usage = self._ask(self.specs)
             within = self.limits.record_turn(int(usage.tokens_out or 0))
             tcs = msg.get("tool_calls") or []

@@ -30,6 +30,7 @@ what was used.
 from __future__ import annotations
 
 import os
+import re
 import resource
 import selectors
 import shutil
@@ -40,6 +41,7 @@ import sys
 import sysconfig
 import tempfile
 import time
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -77,6 +79,7 @@ SANDBOX_UID = 65534
 #: Environment variable naming the bwrap binary (default: ``bwrap`` on PATH).
 BWRAP_ENV = "HEURESIS_BWRAP"
 _STDERR_KEEP = 20000
+_SAFE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")
 
 
 class IsolationUnavailable(RuntimeError):
@@ -360,8 +363,9 @@ def _kill(proc: subprocess.Popen) -> None:
         pass
 
 
-def run_code(code: str, data: np.ndarray, limits: SandboxLimits = SandboxLimits(), *,
-             isolation: str = "bwrap", _probing: bool = False) -> SandboxResult:
+def run_code(code: str, data: np.ndarray | None, limits: SandboxLimits = SandboxLimits(), *,
+             isolation: str = "bwrap", files: Mapping[str, str] | None = None,
+             _probing: bool = False) -> SandboxResult:
     """Run ``code`` (Python source) on a copy of ``data`` and capture its output.
 
     Parameters
@@ -369,8 +373,11 @@ def run_code(code: str, data: np.ndarray, limits: SandboxLimits = SandboxLimits(
     code : str
         The program; it finds the data as ``data.npy`` (array n x d) and ``data.csv`` (header
         X1..Xd) in its working folder.
-    data : array (n, d)
+    data : array (n, d), or None
+        None: no ``data.npy``/``data.csv`` (the data come as ``files``).
     limits : SandboxLimits
+    files : mapping of file name to text, optional
+        Further read-only data files of the working folder (the games' flights as CSV).
     isolation : {"bwrap", "none"}
         ``"bwrap"`` (default) raises :class:`IsolationUnavailable` where bubblewrap cannot be used;
         ``"none"`` runs without isolation (only the limits, a clean environment, a temporary folder).
@@ -384,11 +391,20 @@ def run_code(code: str, data: np.ndarray, limits: SandboxLimits = SandboxLimits(
             raise IsolationUnavailable(why)
     base = Path(tempfile.mkdtemp(prefix="heuresis-sandbox-"))     # mode 0700: the host's other users see nothing
     try:
-        x = np.asarray(data, dtype=float)
-        files = {"data.npy": base / "data.npy", "data.csv": base / "data.csv", "script.py": base / "script.py"}
-        np.save(files["data.npy"], x)
-        header = ",".join(f"X{k + 1}" for k in range(x.shape[1]))
-        np.savetxt(files["data.csv"], x, delimiter=",", header=header, comments="", fmt="%.10g")
+        extra = dict(files or {})
+        for name in extra:
+            if name in ("data.npy", "data.csv", "script.py") or not _SAFE_NAME.fullmatch(name):
+                raise ValueError(f"sandbox data file name {name!r} is reserved or not a plain file name")
+        files = {"script.py": base / "script.py"}
+        if data is not None:
+            x = np.asarray(data, dtype=float)
+            files.update({"data.npy": base / "data.npy", "data.csv": base / "data.csv"})
+            np.save(files["data.npy"], x)
+            header = ",".join(f"X{k + 1}" for k in range(x.shape[1]))
+            np.savetxt(files["data.csv"], x, delimiter=",", header=header, comments="", fmt="%.10g")
+        for name, text in extra.items():
+            files[name] = base / name
+            files[name].write_text(text)
         files["script.py"].write_text(code)
         for f in files.values():
             os.chmod(f, 0o644)

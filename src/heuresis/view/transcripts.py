@@ -108,12 +108,12 @@ class PlayTranscript:
 
     @property
     def messages(self) -> list[dict]:
-        """The conversation (tool mode), or nothing (prompt mode, a failed play)."""
+        """The conversation (either mode), or nothing (a failed play)."""
         return list(self.data.get("messages") or [])
 
     @property
     def calls(self) -> list[dict]:
-        """The game calls: deployments, history, submission, report."""
+        """The game calls: deployments, history, analysis, report and submission."""
         return list(self.data.get("calls") or [])
 
 

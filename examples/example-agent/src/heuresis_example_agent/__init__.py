@@ -2,7 +2,7 @@
 
 * :class:`OneAlgorithmAgent` (episodes): reads the task (the variables and the masked algorithm
   names), runs one masked algorithm, submits that algorithm's graph.
-* :class:`ExamplePlayer` (games, tools mode): reads the game's status and free history, deploys
+* :class:`ExamplePlayer` (games, agentic mode): reads the game's status and free history, deploys
   an even spread of the defence budget and the best design of the history, submits the one that
   survived better, writes a short report.
 
@@ -70,7 +70,7 @@ class OneAlgorithmAgent(Agent):
 class ExamplePlayer(Agent):
     """Compare an even spread of the defence budget with the history's best design; submit the better.
 
-    Plays the games' tools mode.  ``takes_seed`` asks the harness for the play's seed (recorded
+    Plays the games' agentic mode.  ``takes_seed`` asks the harness for the play's seed (recorded
     with the play); this player draws nothing from it, but a randomised player must draw only from it.
     """
 
@@ -113,13 +113,10 @@ class ExamplePlayer(Agent):
             s1 = self.status["stage1"]
             count = max(1, min(int(s1["max_per_deployment"]), int(s1["drones_left"]) // len(self.candidates)))
             return _reply([tool_call("deploy", {"design": self.candidates[len(self.rates)], "count": count})])
-        if self.step == "deployed":
-            self.step = "report"
-            best = max(range(len(self.rates)), key=lambda k: self.rates[k])
-            return _reply([tool_call("submit_final_design", {"design": self.candidates[best]})])
-        if self.step == "report":
+        if self.step == "deployed":   # the report is committed with the submission, before its outcome
             self.step = "done"
-            return _reply([tool_call("write_report", {"text": (
+            best = max(range(len(self.rates)), key=lambda k: self.rates[k])
+            return _reply([tool_call("submit_final_design", {"design": self.candidates[best], "report": (
                 "Example player: deployed an even spread of the defence budget and the best design of the "
                 f"free history, observed survival rates {', '.join(f'{r:.2f}' for r in self.rates)}, and "
                 "submitted the better one. No causal analysis.")})])
