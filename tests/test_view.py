@@ -180,9 +180,40 @@ def test_play_page_shows_deployments_report_and_judges(run):
         assert f"threshold {p['threshold']:.3f}" in page and f"optimum {p['optimum']:.3f}" in page
         if p["play_id"] == judged["play_id"]:
             assert "j_test (openai/scripted)" in page and "causal reasoning (0–11)" in page
+            assert page.count('<tr data-criterion="') == 5    # every score column of the table, total included
             assert "names the zone &lt;b&gt;confounder&lt;/b&gt; but not the filter" in page   # escaped, shown
         else:
             assert "No judge scored this play." in page
+
+
+def test_judge_criteria_are_read_from_whatever_columns_the_table_has():
+    """The play page's criteria come from the judgements table's columns: the current table and a
+    per-criterion table (scores with a reason each, a total, a label) render alike."""
+    import pyarrow as pa
+
+    from heuresis.view.pages import JUDGEMENT_KEYS, judge_criteria
+
+    crit, texts = judge_criteria({"causal_reasoning": 7.0, "experimental_design": 1.0, "reflection": None,
+                                  "data_usage": 1.0, "total": 9.0, "rationale": "why"},
+                                 GAME_JUDGEMENTS.schema, GAME_JUDGEMENTS.doc)
+    numeric = [f.name for f in GAME_JUDGEMENTS.schema if f.name not in JUDGEMENT_KEYS and f.type == pa.float64()]
+    assert [c["column"] for c in crit] == numeric
+    assert crit[0]["label"] == "causal reasoning (0–11)" and crit[0]["score"] == 7.0 and crit[0]["reason"] is None
+    assert [t["text"] for t in texts] == ["why"]
+    # a table whose criteria each carry a reason, in the table's own order
+    cols = [("judge", pa.string(), "judge"), ("status", pa.string(), "ok"),
+            ("cr1", pa.float64(), "CR1 true mechanism, 0-4: names the causes"),
+            ("ed", pa.float64(), "ED experimental design, 0-2: informative deployments"),
+            ("cr1_reason", pa.string(), "reason for CR1"), ("ed_reason", pa.string(), "reason for ED"),
+            ("total", pa.float64(), "sum of the criteria, 0-6"), ("failure_mode", pa.string(), "a label")]
+    schema = pa.schema([(c, t) for c, t, _ in cols])
+    row = {"judge": "j", "status": "ok", "cr1": 3.0, "ed": 1.0, "cr1_reason": "names <b>zone</b>", "ed_reason": "",
+           "total": 4.0, "failure_mode": "missed_confounder"}
+    crit, texts = judge_criteria(row, schema, {c: d for c, _, d in cols})
+    assert [(c["label"], c["score"], c["reason"]) for c in crit] == [
+        ("CR1 true mechanism (0–4)", 3.0, "names <b>zone</b>"), ("ED experimental design (0–2)", 1.0, ""),
+        ("total: sum of the criteria (0–6)", 4.0, None)]
+    assert [(t["label"], t["text"]) for t in texts] == [("failure mode", "missed_confounder")]
 
 
 def test_export_writes_the_same_pages(run, tmp_path):
@@ -295,6 +326,131 @@ def test_every_transcript_of_the_run_reads(run):
     for p in paths:
         tr = read_episode_transcript(p)
         assert tr.data["transcript_version"] == 1 and tr.calls and tr.messages
+
+
+# --- the working graph after every turn --------------------------------------------------------------
+#: An LLM agent's episode (a scripted server on 127.0.0.1) that edits the working graph: pairs set and
+#: removed, a failed edit, an algorithm's output adopted, views of the graph, the working graph submitted.
+EDITS = [
+    [("set_edges", {"changes": [{"x": "X1", "y": "X2", "relation": "none"}, {"x": "X3", "y": "X4", "relation": "none"}]})],
+    [("view_graph", {}), ("set_edges", {"changes": [{"x": "X1", "y": "X9", "relation": "->"}]})],
+    [("run_algorithm", {"algorithm": "algorithm_A", "adopt": True})],
+    [("set_edges", {"changes": [{"x": "X1", "y": "X5", "relation": "->"}, {"x": "X2", "y": "X3", "relation": "<-"}]}),
+     ("ci_test", {"x": "X1", "y": "X2", "given": [], "test": "fisherz"})],
+    [("view_graph", {})],
+    [("set_edges", {"changes": [{"x": "X4", "y": "X5", "relation": "--"}, {"x": "X1", "y": "X5", "relation": "none"}]})],
+    [("submit", {})],
+]
+EDIT_CONDITIONS = ["full-unguided-p1-none-standard-none-r0", "full-guided-p1-none-standard-none-r0"]
+
+
+@pytest.fixture(scope="module")
+def edited(tiny_run, run, tmp_path_factory) -> Path:
+    """A copy of the run with two episodes of agent ``editor`` (unguided, guided) that play :data:`EDITS`."""
+    from llm_server import ScriptedLLMServer
+
+    from heuresis.config import load_config
+    from heuresis.episodes import run_episode_shard
+
+    results = tmp_path_factory.mktemp("edited") / "results"
+    shutil.copytree(run, results)
+    cfg = load_config(*(tiny_run / "config" / f for f in ("config.yaml", "quick.yaml", "tiny.yaml")))
+    for cond in EDIT_CONDITIONS:
+        script = [{"tool_calls": step, "usage": (1000 + 100 * k, 40)} for k, step in enumerate(EDITS)]
+        out = results / "episodes/editor" / cond / "lg/test/shard-000.parquet"
+        with ScriptedLLMServer(script) as server:
+            spec = {"kind": "llm", "model": "openai/scripted-model", "api_base": server.url + "/v1",
+                    "requires_key": False, "timeout_s": 20, "retries": {"max_retries": 1, "base_s": 0.01, "max_s": 0.05}}
+            run_episode_shard("editor", spec, cond, "lg", "test", [0], data_dir=results / "instances/lg/test",
+                              truth_dir=results / "truth/lg/test",
+                              pc_kci_paths=sorted((results / "references/pc_kci/lg/test").glob("shard-*.parquet")),
+                              episodes_cfg=cfg["episodes"], menu=cfg["references"]["algorithms"], grades=cfg["grades"],
+                              seed=cfg["seed"], out=out, calls_out=out.with_name("shard-000.calls.parquet"),
+                              requests_out=out.with_name("shard-000.requests.parquet"),
+                              transcripts_dir=results / "transcripts/editor" / cond / "lg/test")
+    return results
+
+
+def _lines(rel: dict) -> set[str]:
+    """Edge lines ("Xi -> Xj", "Xi -- Xj") of pair -> relation ("--", "->" from the first to the second)."""
+    return {f"{a} -- {b}" if r == "--" else f"{a} -> {b}" if r == "->" else f"{b} -> {a}" for (a, b), r in rel.items()}
+
+
+def _expected_after_turns(start_lines: list[str], calls: list[dict]) -> dict[int, set[str]]:
+    """The working graph after each turn, from the calls table alone: this test's own reading of the edits."""
+    def pair(a, b):
+        return (a, b) if int(a[1:]) < int(b[1:]) else (b, a)
+
+    def parse(line):
+        a, op, b = re.match(r"(X\d+) (->|--) (X\d+)", line).groups()
+        p = pair(a, b)
+        return p, "--" if op == "--" else ("->" if p == (a, b) else "<-")
+
+    rel = dict(parse(x) for x in start_lines)
+    out = {0: _lines(rel)}
+    for c in sorted(calls, key=lambda c: (c["turn"], c["index"])):
+        args = json.loads(c["arguments"] or "{}")
+        if c["ok"] and c["tool"] == "set_edges":
+            for ch in args["changes"]:
+                p = pair(ch["x"], ch["y"])
+                r = {"->": "->", "<-": "<-", "--": "--", "none": None}[ch["relation"]]
+                if r in ("->", "<-") and p != (ch["x"], ch["y"]):
+                    r = "<-" if r == "->" else "->"
+                rel.pop(p, None) if r is None else rel.__setitem__(p, r)
+        elif c["ok"] and c["tool"] == "run_algorithm" and args.get("adopt"):   # the output the agent was shown
+            rel = dict(parse(x) for x in c["result"].splitlines()[1:] if re.match(r"X\d+ (->|--) X\d+$", x))
+        out[c["turn"]] = _lines(rel)
+    return out
+
+
+def _figures(page: str) -> dict[int, tuple[set[str], int]]:
+    """Each turn's drawing on a page: its edge lines and the number of segments drawn."""
+    out = {}
+    for m in re.finditer(r'<figure class="working" data-turn="(\d+)" data-edges="([^"]*)">(.*?)</figure>', page, re.S):
+        lines = {x for x in html.unescape(m[2]).split("; ") if x}
+        out[int(m[1])] = (lines, m[3].count('<line class="edge'))
+    return out
+
+
+@pytest.mark.parametrize("cond", EDIT_CONDITIONS)
+def test_the_working_graph_is_drawn_after_every_turn(edited, cond):
+    site = Site(edited)
+    e = next(r for r in _rows(edited, f"episodes/editor/{cond}/lg/test/shard-000.parquet"))
+    assert e["status"] == "ok" and e["termination"] == "submitted" and e["turns"] == len(EDITS), e["error"]
+    calls = pq.read_table(edited / f"episodes/editor/{cond}/lg/test/shard-000.calls.parquet").to_pylist()
+    assert [c["ok"] for c in calls] == [True, True, False, True, True, True, True, True, True]
+    if "unguided" in cond:
+        start = [f"X{i} -- X{j}" for i in range(1, 6) for j in range(i + 1, 6)]   # the complete graph
+    else:
+        ref = _rows(edited, "references/pc_kci/lg/test/shard-*.parquet")
+        start = [x for x in next(r for r in ref if r["instance"] == e["instance"])["edges"].split("; ") if x]
+    expected = _expected_after_turns(start, calls)
+    page = site.page(f"episodes/{e['episode_id']}.html").body.decode()
+    figs = _figures(page)
+    assert sorted(figs) == list(range(len(EDITS) + 1))          # the start, then one drawing per turn
+    for t, (lines, segments) in figs.items():
+        assert lines == expected[t], t
+        assert segments == len(lines), t                        # every edge drawn, nothing else
+    # and as the harness itself reported the graph: view_graph's listing, set_edges' count, the submission
+    for c in calls:
+        if c["tool"] == "view_graph":
+            assert figs[c["turn"]][0] == set(re.findall(r"^(X\d+ (?:->|--) X\d+)$", c["result"], re.M))
+        if c["tool"] == "set_edges" and c["ok"]:
+            assert f"the working graph has {len(figs[c['turn']][0])} edges" in c["result"]
+    assert figs[len(EDITS)][0] == set(e["edges"].split("; "))   # submit without edges: the working graph
+    assert expected[3] != expected[2] and expected[1] != expected[0]   # the script did change the graph
+    assert "changed in this turn" in page and 'id="graph-note"' not in page
+
+
+def test_the_working_graph_drawings_render_in_a_browser(edited, tmp_path):
+    out = tmp_path / "site"
+    export_site(edited, out, log=lambda m: None)
+    e = _rows(edited, f"episodes/editor/{EDIT_CONDITIONS[0]}/lg/test/shard-000.parquet")[0]
+    dom, log = _dump_dom((out / f"episodes/{e['episode_id']}.html").as_uri(), tmp_path)
+    assert "Uncaught" not in log and "Refused to" not in log, log[-2000:]
+    figs = _figures(dom)
+    assert sorted(figs) == list(range(len(EDITS) + 1))
+    assert all(dom.count(f'<section class="turn" id="turn-{t}">') == 1 for t in figs)
 
 
 def test_an_agent_failure_is_shown_with_its_reason(run, tmp_path):

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 import mimetypes
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from importlib import resources
@@ -23,9 +24,11 @@ from pathlib import Path
 from urllib.parse import quote, unquote
 
 import jinja2
+import pyarrow as pa
 
 from heuresis.graph import Graph, Relation
 from heuresis.io import atomic_write_bytes
+from heuresis.schemas import GAME_JUDGEMENTS
 from heuresis.view.run import Run, loads, number
 from heuresis.view.transcripts import TranscriptProblem, read_episode_transcript, read_play_transcript
 
@@ -148,9 +151,71 @@ def graph_svg(d: int, names: list[str], edges: list[dict], size: int = 320) -> d
         n = math.hypot(dx, dy) or 1.0
         k = 16 / n
         segs.append({"x1": x1 + dx * k, "y1": y1 + dy * k, "x2": x2 - dx * k, "y2": y2 - dy * k,
-                     "arrow": "->" in shown, "mark": e["mark"], "deletion": e["deletion"], "title": e["pair"]})
+                     "arrow": "->" in shown, "mark": e["mark"], "deletion": e["deletion"], "title": e["pair"],
+                     "changed": bool(e.get("changed"))})
     return {"size": size, "nodes": [{"x": x, "y": y, "name": names[k]} for k, (x, y) in enumerate(pos)],
             "segments": segs}
+
+
+def working_graphs(start: Graph, calls: list[dict]) -> tuple[dict[int, Graph], str | None]:
+    """The working graph after every turn that has calls: ``start`` changed by each call as the harness applied it.
+
+    Each call is replayed with :func:`heuresis.harness.tools.replay_call`, the tools' own edit code
+    (``set_edges``, ``run_algorithm`` with ``adopt``; a failed call changes nothing). Returns the
+    graphs by turn (turn 0: ``start``; a turn without a change keeps the graph before it) and, when
+    a recorded call cannot be replayed, a message naming it (the graphs stop before that turn).
+    """
+    from heuresis.harness.parse import ParseError
+    from heuresis.harness.tools import ToolError, replay_call
+
+    out = {0: start}
+    g = start
+    for c in sorted(calls, key=lambda c: (c["turn"], c["index"])):
+        t = int(c["turn"])
+        try:
+            after = replay_call(g, c)
+        except (ToolError, ParseError, KeyError, TypeError, ValueError) as exc:
+            return out, (f"turn {t}, call {c['index']} ({c['tool']}) cannot be replayed: {exc}; the working graph "
+                         "is drawn up to the turn before")
+        if after is not None:
+            g = after
+        out[t] = g
+    return out, None
+
+
+def _graph_rows(g: Graph, truth) -> list[dict]:
+    """The pairs adjacent in ``g`` as :func:`graph_svg` rows, marked correct / extra against the truth when known."""
+    if truth is not None:
+        return [e for e in edge_table(g, truth.dag, truth.cpdag) if e["mark"] in ("correct", "extra")]
+    return [{"i": i, "j": j, "pair": f"{g.names[i]} – {g.names[j]}", "mark": "working", "deletion": "",
+             "final": _rel_text(g, i, j), "dag": "?"} for i, j, _ in g.pairs()]
+
+
+def turn_drawings(graphs: Mapping[int, Graph], turns: list[int], truth, size: int = 240) -> dict[int, dict]:
+    """For each turn of ``turns``: the working graph after it drawn as the final graph is (:func:`graph_svg`).
+
+    A turn's entry carries its edge lines, its edge count, and the pairs whose relation the turn
+    changed (``"X1 -- X2 → none"``), drawn highlighted. A turn after the last call keeps the last graph.
+    """
+    out: dict[int, dict] = {}
+    prev, g = None, None
+    for t in sorted(turns):
+        known = [k for k in graphs if k <= t]
+        if not known:
+            continue
+        g = graphs[max(known)]
+        rows = _graph_rows(g, truth)
+        changes = []
+        if prev is not None and prev != g:
+            changed = {(i, j) for i in range(g.d) for j in range(i + 1, g.d) if prev.relation(i, j) != g.relation(i, j)}
+            changes = [f"{_rel_text(prev, i, j)} → {_rel_text(g, i, j)}" for i, j in sorted(changed)]
+            for e in rows:
+                e["changed"] = (e["i"], e["j"]) in changed
+        out[t] = {"turn": t, "drawing": graph_svg(g.d, list(g.names), rows, size), "lines": "; ".join(g.to_lines()),
+                  "n_edges": g.n_edges(), "changes": changes,
+                  "correct": sum(e["mark"] == "correct" for e in rows) if truth is not None else None}
+        prev = g
+    return out
 
 
 def _graph_of(flat, d: int | None = None) -> Graph:
@@ -339,6 +404,12 @@ class Site:
         amap = tr.algorithm_map if tr else loads(row.get("algorithm_map"), {})
         by_id = {c["call_id"]: c for c in calls if c.get("call_id")}
         turns = _conversation(tr.messages if tr else [], by_id, calls, amap)
+        drawings, graph_note = {}, None
+        if tr is not None:
+            start, graph_note = self._start_graph(tr.data.get("start_graph"), pc_row, final.d)
+            if start is not None:
+                graphs, graph_note = working_graphs(start, calls)
+                drawings = turn_drawings(graphs, [t["turn"] for t in turns], truth)
         failures = _failures(row, tr, calls)
         counts = {m: sum(e["mark"] == m for e in edges) for m in ("correct", "missing", "extra")}
         return self._render(
@@ -348,7 +419,19 @@ class Site:
             drawing=graph_svg(final.d, names, edges) if edges else None, amap=amap,
             deletions=deletions, turns=turns, requests=tr.requests if tr else [], failures=failures,
             scores=self.run.scores.get(eid), file=self.run.artifact(row["_file"]),
-            start_graph=tr.data.get("start_graph") if tr else None)
+            start_graph=tr.data.get("start_graph") if tr else None, drawings=drawings, graph_note=graph_note)
+
+    @staticmethod
+    def _start_graph(kind, pc_row: Mapping | None, d: int) -> tuple[Graph | None, str | None]:
+        """The working graph an episode started from (the transcript's ``start_graph``), or None and why not."""
+        if kind == "complete":
+            return Graph.complete(d), None
+        if kind == "pc_kci":
+            if pc_row is None or pc_row.get("status") != "ok":
+                return None, ("the episode started from PC-KCI's output, which is not under results/references: "
+                              "the working graph after each turn cannot be drawn")
+            return _graph_of(pc_row["graph"], d), None
+        return None, f"unknown start graph {kind!r} in the transcript: the working graph after each turn is not drawn"
 
     # --- game play -----------------------------------------------------------------------------
     def play(self, pid: str) -> str:
@@ -376,9 +459,52 @@ class Site:
                               calls, amap)
         return self._render(
             "play.html", depth, row=row, pid=pid, problem=problem, transcript=self.run.artifact(tpath), ref=ref,
-            deployments=deployments, chart=chart, judgements=self.run.judgements.get(pid, []), turns=turns,
+            deployments=deployments, chart=chart, judgements=[
+                {**j, "criteria": c, "texts": x} for j in self.run.judgements.get(pid, [])
+                for c, x in [judge_criteria(j, GAME_JUDGEMENTS.schema, GAME_JUDGEMENTS.doc)]], turns=turns,
             calls=calls, design=loads(row.get("design"), None), file=self.run.artifact(row["_file"]),
             error=(tr.data.get("error") if tr else None))
+
+
+#: Columns of a judgements row that say which play and request it is, not how the judge scored it.
+JUDGEMENT_KEYS = ("judge", "model", "play_id", "agent", "mode", "scenario", "family", "repeat", "status", "error",
+                  "answer", "tokens_in", "tokens_out", "cost", "latency_s")
+_RANGE = re.compile(r"^(.*?)[,\s]*\b(\d+)\s*-\s*(\d+)$")
+
+
+def judge_criteria(row: Mapping, schema: pa.Schema, docs: Mapping[str, str]) -> tuple[list[dict], list[dict]]:
+    """A judgement row as the play page shows it: its criteria, then its other text columns.
+
+    Whatever columns the judgements table has: each numeric column (other than
+    :data:`JUDGEMENT_KEYS`) is a criterion, with its reason from the string column
+    ``<column>_reason`` (or ``_rationale``) when there is one, and a label and range from the
+    column's description (``"CR1 true mechanism, 0-4: ..."`` gives ``CR1 true mechanism (0–4)``;
+    ``"0-11: ..."`` on ``causal_reasoning`` gives ``causal reasoning (0–11)``). Every other string
+    column (a rationale, a failure-mode label) is returned as a (label, text) pair.
+    """
+    criteria, reasons, texts = [], set(), []
+    for f in schema:
+        name = f.name
+        if name in JUDGEMENT_KEYS or not (pa.types.is_floating(f.type) or pa.types.is_integer(f.type)):
+            continue
+        head = docs.get(name, "").split(":", 1)[0].strip()
+        m = _RANGE.match(head)
+        label, rng = (m[1].strip(), f"{m[2]}–{m[3]}") if m else (head, None)
+        plain = name.replace("_", " ")
+        if not label:
+            label = plain
+        elif not label.upper().startswith(name.upper()):
+            label = f"{plain}: {label}"
+        reason = next((r for r in (f"{name}_reason", f"{name}_rationale") if r in schema.names), None)
+        if reason:
+            reasons.add(reason)
+        criteria.append({"column": name, "label": f"{label} ({rng})" if rng else label, "score": row.get(name),
+                         "reason": row.get(reason) if reason else None, "doc": docs.get(name, "")})
+    for f in schema:
+        if f.name in JUDGEMENT_KEYS or f.name in reasons or not pa.types.is_string(f.type) or not row.get(f.name):
+            continue
+        texts.append({"column": f.name, "label": f.name.replace("_", " "), "text": row[f.name]})
+    return criteria, texts
 
 
 def _json_value(v):
