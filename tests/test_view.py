@@ -18,6 +18,7 @@ import threading
 import urllib.error
 import urllib.request
 from pathlib import Path
+from urllib.parse import unquote
 
 import markupsafe
 import pyarrow.parquet as pq
@@ -226,6 +227,25 @@ def test_export_writes_the_same_pages(run, tmp_path):
         assert (out / path).read_bytes() == site.page(path).body, path
     assert len(list(out.rglob("*.html"))) == 1 + len(_episodes(run)) + len(_plays(run))
     assert (out / "files/tables/table4.md").is_file()   # the run's tables are linked from the index
+
+
+def test_the_workflow_target_writes_the_export(tiny_run, tmp_path, monkeypatch):
+    """``snakemake view`` on the finished tiny run: only the export job runs, and it writes the site's pages."""
+    from tinyflow import CONFIG, run_snakemake
+
+    wd = tmp_path / "wd"
+    shutil.copytree(tiny_run, wd, symlinks=True)   # modification times kept: nothing else is out of date
+    proc = run_snakemake(wd, "view", "--profile", "workflow/profiles/local", "--cores", "1", *CONFIG)
+    jobs = re.search(r"Job stats:\n(.*?)\n\n", proc.stdout + proc.stderr, re.S)[1]
+    assert re.findall(r"^(\w+)\s+(\d+)$", jobs, re.M) == [("view", "1"), ("total", "1")], jobs
+    monkeypatch.chdir(wd)
+    site = Site("results")                          # as the rule names it (the index shows the name)
+    out = wd / "results/view"
+    written = [str(p.relative_to(out)) for p in out.rglob("*") if p.is_file() and p.name != ".snakemake_timestamp"]
+    assert sorted(written) == sorted(map(unquote, site.paths()))
+    for path in site.paths():
+        assert (out / unquote(path)).read_bytes() == site.page(path).body, path
+    assert "wrote" in (wd / "logs/view.log").read_text()
 
 
 def _get(url: str, **headers) -> tuple[int, bytes]:
