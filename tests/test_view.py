@@ -75,7 +75,10 @@ def test_index_lists_every_episode(run):
     assert {"agent", "family", "split", "status", "termination", "f1", "turns", "tokens", "cost", "budget"} <= set(keys)
     links = {r[-1] for r in data["rows"]}
     assert links == {f"episodes/{e['episode_id']}.html" for e in eps}
-    by_link = {r[-1]: dict(zip(keys, r)) for r in data["rows"]}
+    values = data["values"]     # categorical cells are indices into their column's distinct values
+    assert set(values) == {c["key"] for c in data["columns"] if c["kind"] == "cat"}
+    by_link = {r[-1]: {k: values[k][v] if k in values else v for k, v in zip(keys, r)} for r in data["rows"]}
+    assert {v["agent"] for v in by_link.values()} == {e["agent"] for e in eps}
     for e in eps:
         shown = by_link[f"episodes/{e['episode_id']}.html"]
         assert shown["f1"] == pytest.approx(e["f1"]) and shown["termination"] == e["termination"]
@@ -326,6 +329,9 @@ def test_index_renders_in_a_browser(run, served, tmp_path, where):
     assert dom.count('<tr class="episode">') == len(eps)
     assert f"({len(eps)} of {len(eps)})" in dom
     assert "Uncaught" not in log and "Refused to" not in log, log[-2000:]   # no script error, nothing blocked
+    groups = {(e["agent"], e["condition_id"]) for e in eps}                  # the summary: one row each
+    assert dom.count('<tr class="summary">') == len(groups) and f"({len(groups)} of {len(groups)})" in dom
+    assert re.search(r'id="episodes-table" data-rows="\d+" data-drawn-ms="\d+" data-load-ms="\d+"', dom)
     merge = sum(e["agent"] == "merge" for e in eps)
     dom, _ = _dump_dom(base + "index.html#agent=merge", tmp_path)
     assert dom.count('<tr class="episode">') == merge == 4

@@ -332,7 +332,13 @@ class Site:
 
     # --- index ---------------------------------------------------------------------------------
     def index_data(self) -> dict:
-        """The index's JSON blob: columns and one row per episode (values in column order, then the page link)."""
+        """The index's JSON blob: columns, one row per episode (values in column order, then the page link).
+
+        A categorical column's cells are indices into ``values[key]``, its distinct values (a few
+        agents and conditions repeated over thousands of rows: a smaller page, a faster filter).
+        """
+        cats = [k for k, _, kind in INDEX_COLUMNS if kind == "cat"]
+        codes: dict[str, dict] = {k: {} for k in cats}
         rows = []
         for eid, r in self.run.episodes.items():
             s = self.run.scores.get(eid, {})
@@ -340,8 +346,13 @@ class Site:
             tok = (r.get("tokens_in") or 0) + (r.get("tokens_out") or 0)
             vals = {**r, "gain_pc": None if f1 is None or pc is None else f1 - pc,
                     "delta_r": number(s.get("delta_r")), "tokens": tok, "f1": f1, "cost": number(r.get("cost"))}
-            rows.append([_json_value(vals.get(k)) for k, _, _ in INDEX_COLUMNS] + [f"episodes/{_url(eid)}.html"])
-        return {"columns": [{"key": k, "label": lab, "kind": kind} for k, lab, kind in INDEX_COLUMNS], "rows": rows}
+            row = []
+            for k, _, kind in INDEX_COLUMNS:
+                v = _json_value(vals.get(k))
+                row.append(codes[k].setdefault(v, len(codes[k])) if kind == "cat" else v)
+            rows.append([*row, f"episodes/{_url(eid)}.html"])
+        return {"columns": [{"key": k, "label": lab, "kind": kind} for k, lab, kind in INDEX_COLUMNS], "rows": rows,
+                "values": {k: list(codes[k]) for k in cats}, "link": True}
 
     def summary(self) -> list[dict]:
         """One row per agent × condition: episodes, failed, mean F1, mean gain over PC-KCI, turns, tokens, cost."""
@@ -367,13 +378,23 @@ class Site:
                         "cost": None if any(c is None for c in costs) else sum(costs)})
         return out
 
+    def summary_data(self) -> dict:
+        """The agent × condition summary as a JSON blob for the index's second table."""
+        cols = [("agent", "agent", "cat", None), ("condition_id", "condition", "cat", None), ("n", "episodes", "num", 0),
+                ("failed", "failed", "num", 0), ("unsubmitted", "unsubmitted", "num", 0), ("f1", "mean F1", "num", 3),
+                ("gain_pc", "mean F1 − PC-KCI", "num", 3), ("turns", "mean turns", "num", 1),
+                ("tokens", "tokens", "num", 0), ("cost", "cost $", "num", 4)]
+        return {"columns": [{"key": k, "label": lab, "kind": kind, **({"digits": d} if d else {})}
+                            for k, lab, kind, d in cols],
+                "rows": [[_json_value(s[k]) for k, *_ in cols] for s in self.summary()]}
+
     def index(self) -> str:
         """The index page."""
-        blob = json.dumps(self.index_data(), separators=(",", ":"), allow_nan=False)
-        blob = blob.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
         plays = [{**p, "url": f"plays/{_url(pid)}.html", "n_judged": len(self.run.judgements.get(pid, []))}
                  for pid, p in sorted(self.run.plays.items())]
-        return self._render("index.html", 0, blob=blob, n=len(self.run.episodes), summary=self.summary(), plays=plays,
+        summary = self.summary_data()
+        return self._render("index.html", 0, blob=_script_json(self.index_data()), n=len(self.run.episodes),
+                            summary=_script_json(summary), n_summary=len(summary["rows"]), plays=plays,
                             files=[{"name": f, "url": f"files/{_url(f)}"} for f in self.run.run_files],
                             problems=self.run.problems, results=str(self.run.results))
 
@@ -505,6 +526,12 @@ def judge_criteria(row: Mapping, schema: pa.Schema, docs: Mapping[str, str]) -> 
             continue
         texts.append({"column": f.name, "label": f.name.replace("_", " "), "text": row[f.name]})
     return criteria, texts
+
+
+def _script_json(data) -> str:
+    """JSON for a ``<script type="application/json">`` element: compact, with <, > and & escaped."""
+    blob = json.dumps(data, separators=(",", ":"), allow_nan=False)
+    return blob.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
 def _json_value(v):
