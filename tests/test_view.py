@@ -479,6 +479,38 @@ def test_the_working_graph_drawings_render_in_a_browser(edited, tmp_path):
     assert all(dom.count(f'<section class="turn" id="turn-{t}">') == 1 for t in figs)
 
 
+#: Where test_screenshots writes the pictures of docs/viewer.md (default: a temporary folder):
+#: HEURESIS_VIEW_SCREENSHOTS=docs/img python -m pytest tests/test_view.py -k screenshots
+SCREENSHOTS = os.environ.get("HEURESIS_VIEW_SCREENSHOTS")
+
+
+def test_screenshots(edited, tmp_path, monkeypatch):
+    """The pictures of docs/viewer.md: the index, an episode's turns with the working graph, a play's judges."""
+    from browser import Browser
+    from PIL import Image
+
+    _chromium()
+    dest = Path(SCREENSHOTS).resolve() if SCREENSHOTS else tmp_path / "img"
+    dest.mkdir(parents=True, exist_ok=True)
+    monkeypatch.chdir(edited.parent)
+    export_site("results", tmp_path / "site", log=lambda m: None)     # the index names the folder as given
+    e = _rows(edited, f"episodes/editor/{EDIT_CONDITIONS[0]}/lg/test/shard-000.parquet")[0]
+    judged = _rows(edited, "games/judgements/*/*/*/*.parquet")[0]
+    shots = {"view-index.png": ("index.html", None), "view-episode.png": (f"episodes/{e['episode_id']}.html", "turn-3"),
+             "view-play.png": (f"plays/{judged['play_id']}.html", "judges")}
+    with Browser(size=(1280, 800)) as b:
+        for name, (rel, element) in shots.items():
+            b.open((tmp_path / "site" / rel).as_uri())
+            raw = tmp_path / name
+            b.screenshot(raw, element)
+            Image.open(raw).convert("RGB").quantize(colors=64).save(dest / name, optimize=True)   # a small PNG
+            img = Image.open(dest / name)
+            assert img.size == (1280, 800), name
+            assert len(img.getcolors(256) or []) > 8, f"{name} looks blank"      # a page, not an empty window
+            assert (dest / name).stat().st_size < 150_000, name
+        assert b.errors == [], b.errors                                           # no console error on any page
+
+
 def test_an_agent_failure_is_shown_with_its_reason(run, tmp_path):
     results = tmp_path / "results"
     shutil.copytree(run, results)
