@@ -373,14 +373,25 @@ EDIT_CONDITIONS = ["full-unguided-p1-none-standard-none-r0", "full-guided-p1-non
 @pytest.fixture(scope="module")
 def edited(tiny_run, run, tmp_path_factory) -> Path:
     """A copy of the run with two episodes of agent ``editor`` (unguided, guided) that play :data:`EDITS`."""
-    from llm_server import ScriptedLLMServer
-
     from heuresis.config import load_config
-    from heuresis.episodes import run_episode_shard
 
     results = tmp_path_factory.mktemp("edited") / "results"
     shutil.copytree(run, results)
     cfg = load_config(*(tiny_run / "config" / f for f in ("config.yaml", "quick.yaml", "tiny.yaml")))
+    here = os.getcwd()
+    os.chdir(results.parent)             # the paths recorded relative to the run folder, as the workflow's are
+    try:
+        _play_edits(Path("results"), cfg)
+    finally:
+        os.chdir(here)
+    return results
+
+
+def _play_edits(results: Path, cfg: dict) -> None:
+    from llm_server import ScriptedLLMServer
+
+    from heuresis.episodes import run_episode_shard
+
     for cond in EDIT_CONDITIONS:
         script = [{"tool_calls": step, "usage": (1000 + 100 * k, 40)} for k, step in enumerate(EDITS)]
         out = results / "episodes/editor" / cond / "lg/test/shard-000.parquet"
@@ -394,7 +405,6 @@ def edited(tiny_run, run, tmp_path_factory) -> Path:
                               seed=cfg["seed"], out=out, calls_out=out.with_name("shard-000.calls.parquet"),
                               requests_out=out.with_name("shard-000.requests.parquet"),
                               transcripts_dir=results / "transcripts/editor" / cond / "lg/test")
-    return results
 
 
 def _lines(rel: dict) -> set[str]:
@@ -466,6 +476,24 @@ def test_the_working_graph_is_drawn_after_every_turn(edited, cond):
     assert figs[len(EDITS)][0] == set(e["edges"].split("; "))   # submit without edges: the working graph
     assert expected[3] != expected[2] and expected[1] != expected[0]   # the script did change the graph
     assert "changed in this turn" in page and 'id="graph-note"' not in page
+
+
+def test_a_working_graph_that_cannot_be_replayed_is_named(edited, tmp_path):
+    results = tmp_path / "results"
+    shutil.copytree(edited, results, symlinks=True)
+    unguided, guided = (_rows(results, f"episodes/editor/{c}/lg/test/shard-000.parquet")[0] for c in EDIT_CONDITIONS)
+    path = tmp_path / unguided["transcript"]                          # recorded relative to the run folder
+    t = json.loads(path.read_text())
+    bad = next(c for c in t["calls"] if c["turn"] == 4 and c["tool"] == "set_edges")
+    bad["arguments"] = '{"changes": [{"x": "X1", "y": "X99", "relation": "->"}]}'   # not what the harness applied
+    path.write_text(json.dumps(t))
+    shutil.rmtree(results / "references/pc_kci")
+    site = Site(results)
+    page = site.page(f"episodes/{unguided['episode_id']}.html").body.decode()
+    assert "turn 4, call 0 (set_edges) cannot be replayed: unknown variable" in page and 'id="graph-note"' in page
+    assert sorted(_figures(page)) == [0, 1, 2, 3]                  # up to the turn before, nothing after
+    page = site.page(f"episodes/{guided['episode_id']}.html").body.decode()
+    assert "started from PC-KCI&#39;s output, which is not under results/references" in page and not _figures(page)
 
 
 def test_the_working_graph_drawings_render_in_a_browser(edited, tmp_path):

@@ -159,16 +159,15 @@ def graph_svg(d: int, names: list[str], edges: list[dict], size: int = 320) -> d
             "segments": segs}
 
 
-def working_graphs(start: Graph, calls: list[dict]) -> tuple[dict[int, Graph], str | None]:
+def working_graphs(start: Graph, calls: list[dict]) -> tuple[dict[int, Graph], int | None, str | None]:
     """The working graph after every turn that has calls: ``start`` changed by each call as the harness applied it.
 
     Each call is replayed with :func:`heuresis.harness.tools.replay_call`, the tools' own edit code
     (``set_edges``, ``run_algorithm`` with ``adopt``; a failed call changes nothing). Returns the
-    graphs by turn (turn 0: ``start``; a turn without a change keeps the graph before it) and, when
-    a recorded call cannot be replayed, a message naming it (the graphs stop before that turn).
+    graphs by turn (turn 0: ``start``), and, when a recorded call cannot be replayed, its turn and a
+    message naming it; the graphs then end with the turn before.
     """
-    from heuresis.harness.parse import ParseError
-    from heuresis.harness.tools import ToolError, replay_call
+    from heuresis.harness.tools import replay_call
 
     out = {0: start}
     g = start
@@ -176,13 +175,14 @@ def working_graphs(start: Graph, calls: list[dict]) -> tuple[dict[int, Graph], s
         t = int(c["turn"])
         try:
             after = replay_call(g, c)
-        except (ToolError, ParseError, KeyError, TypeError, ValueError) as exc:
-            return out, (f"turn {t}, call {c['index']} ({c['tool']}) cannot be replayed: {exc}; the working graph "
-                         "is drawn up to the turn before")
+        except (KeyError, TypeError, ValueError) as exc:   # ValueError: ToolError and ParseError too
+            out.pop(t, None)
+            return out, t, (f"turn {t}, call {c['index']} ({c['tool']}) cannot be replayed: {exc}; the working "
+                            f"graph is drawn up to turn {t - 1}")
         if after is not None:
             g = after
         out[t] = g
-    return out, None
+    return out, None, None
 
 
 def _graph_rows(g: Graph, truth) -> list[dict]:
@@ -431,8 +431,8 @@ class Site:
         if tr is not None:
             start, graph_note = self._start_graph(tr.data.get("start_graph"), pc_row, final.d)
             if start is not None:
-                graphs, graph_note = working_graphs(start, calls)
-                drawings = turn_drawings(graphs, [t["turn"] for t in turns], truth)
+                graphs, stop, graph_note = working_graphs(start, calls)
+                drawings = turn_drawings(graphs, [t["turn"] for t in turns if stop is None or t["turn"] < stop], truth)
         failures = _failures(row, tr, calls)
         counts = {m: sum(e["mark"] == m for e in edges) for m in ("correct", "missing", "extra")}
         return self._render(
