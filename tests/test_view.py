@@ -21,6 +21,7 @@ from pathlib import Path
 from urllib.parse import unquote
 
 import markupsafe
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -184,7 +185,8 @@ def test_play_page_shows_deployments_report_and_judges(run):
         assert f"threshold {p['threshold']:.3f}" in page and f"optimum {p['optimum']:.3f}" in page
         if p["play_id"] == judged["play_id"]:
             assert "j_test (openai/scripted)" in page and "causal reasoning (0–11)" in page
-            assert page.count('<tr data-criterion="') == 5    # every score column of the table, total included
+            numeric = [f for f in GAME_JUDGEMENTS.schema if f.type == pa.float64() and f.name not in ("cost", "latency_s")]
+            assert page.count('<tr data-criterion="') == len(numeric)    # every score column of the table
             assert "names the zone &lt;b&gt;confounder&lt;/b&gt; but not the filter" in page   # escaped, shown
         else:
             assert "No judge scored this play." in page
@@ -193,17 +195,22 @@ def test_play_page_shows_deployments_report_and_judges(run):
 def test_judge_criteria_are_read_from_whatever_columns_the_table_has():
     """The play page's criteria come from the judgements table's columns: the current table and a
     per-criterion table (scores with a reason each, a total, a label) render alike."""
-    import pyarrow as pa
-
     from heuresis.view.pages import JUDGEMENT_KEYS, judge_criteria
 
-    crit, texts = judge_criteria({"causal_reasoning": 7.0, "experimental_design": 1.0, "reflection": None,
-                                  "data_usage": 1.0, "total": 9.0, "rationale": "why"},
-                                 GAME_JUDGEMENTS.schema, GAME_JUDGEMENTS.doc)
+    # the judgements table of this version: every score column is a criterion, in the table's order
     numeric = [f.name for f in GAME_JUDGEMENTS.schema if f.name not in JUDGEMENT_KEYS and f.type == pa.float64()]
-    assert [c["column"] for c in crit] == numeric
-    assert crit[0]["label"] == "causal reasoning (0–11)" and crit[0]["score"] == 7.0 and crit[0]["reason"] is None
-    assert [t["text"] for t in texts] == ["why"]
+    crit, _ = judge_criteria({}, GAME_JUDGEMENTS.schema, GAME_JUDGEMENTS.doc)
+    assert [c["column"] for c in crit] == numeric and len(numeric) >= 5
+    # a table of single scores and one rationale
+    cols = [("judge", pa.string(), "judge"), ("causal_reasoning", pa.float64(), "0-11: names the true mechanism"),
+            ("reflection", pa.float64(), "0-2: says which patterns misled"), ("total", pa.float64(), "sum, 0-13"),
+            ("rationale", pa.string(), "the judge's justification")]
+    crit, texts = judge_criteria({"judge": "j", "causal_reasoning": 7.0, "reflection": None, "total": 7.0,
+                                  "rationale": "why"}, pa.schema([(c, t) for c, t, _ in cols]),
+                                 {c: d for c, _, d in cols})
+    assert [(c["label"], c["score"], c["reason"]) for c in crit] == [
+        ("causal reasoning (0–11)", 7.0, None), ("reflection (0–2)", None, None), ("total: sum (0–13)", 7.0, None)]
+    assert [(t["label"], t["text"]) for t in texts] == [("rationale", "why")]
     # a table whose criteria each carry a reason, in the table's own order
     cols = [("judge", pa.string(), "judge"), ("status", pa.string(), "ok"),
             ("cr1", pa.float64(), "CR1 true mechanism, 0-4: names the causes"),
