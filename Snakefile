@@ -29,6 +29,7 @@ include: "rules/networks.smk"
 include: "rules/repairs.smk"
 include: "rules/analysis.smk"
 include: "rules/games.smk"
+include: "rules/view.smk"
 
 
 rule all:

@@ -18,8 +18,10 @@ import threading
 import urllib.error
 import urllib.request
 from pathlib import Path
+from urllib.parse import unquote
 
 import markupsafe
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -74,7 +76,10 @@ def test_index_lists_every_episode(run):
     assert {"agent", "family", "split", "status", "termination", "f1", "turns", "tokens", "cost", "budget"} <= set(keys)
     links = {r[-1] for r in data["rows"]}
     assert links == {f"episodes/{e['episode_id']}.html" for e in eps}
-    by_link = {r[-1]: dict(zip(keys, r)) for r in data["rows"]}
+    values = data["values"]     # categorical cells are indices into their column's distinct values
+    assert set(values) == {c["key"] for c in data["columns"] if c["kind"] == "cat"}
+    by_link = {r[-1]: {k: values[k][v] if k in values else v for k, v in zip(keys, r)} for r in data["rows"]}
+    assert {v["agent"] for v in by_link.values()} == {e["agent"] for e in eps}
     for e in eps:
         shown = by_link[f"episodes/{e['episode_id']}.html"]
         assert shown["f1"] == pytest.approx(e["f1"]) and shown["termination"] == e["termination"]
@@ -180,9 +185,46 @@ def test_play_page_shows_deployments_report_and_judges(run):
         assert f"threshold {p['threshold']:.3f}" in page and f"optimum {p['optimum']:.3f}" in page
         if p["play_id"] == judged["play_id"]:
             assert "j_test (openai/scripted)" in page and "causal reasoning (0–11)" in page
+            numeric = [f for f in GAME_JUDGEMENTS.schema if f.type == pa.float64() and f.name not in ("cost", "latency_s")]
+            assert page.count('<tr data-criterion="') == len(numeric)    # every score column of the table
             assert "names the zone &lt;b&gt;confounder&lt;/b&gt; but not the filter" in page   # escaped, shown
         else:
             assert "No judge scored this play." in page
+
+
+def test_judge_criteria_are_read_from_whatever_columns_the_table_has():
+    """The play page's criteria come from the judgements table's columns: the current table and a
+    per-criterion table (scores with a reason each, a total, a label) render alike."""
+    from heuresis.view.pages import JUDGEMENT_KEYS, judge_criteria
+
+    # the judgements table of this version: every score column is a criterion, in the table's order
+    numeric = [f.name for f in GAME_JUDGEMENTS.schema if f.name not in JUDGEMENT_KEYS and f.type == pa.float64()]
+    crit, _ = judge_criteria({}, GAME_JUDGEMENTS.schema, GAME_JUDGEMENTS.doc)
+    assert [c["column"] for c in crit] == numeric and len(numeric) >= 5
+    # a table of single scores and one rationale
+    cols = [("judge", pa.string(), "judge"), ("causal_reasoning", pa.float64(), "0-11: names the true mechanism"),
+            ("reflection", pa.float64(), "0-2: says which patterns misled"), ("total", pa.float64(), "sum, 0-13"),
+            ("rationale", pa.string(), "the judge's justification")]
+    crit, texts = judge_criteria({"judge": "j", "causal_reasoning": 7.0, "reflection": None, "total": 7.0,
+                                  "rationale": "why"}, pa.schema([(c, t) for c, t, _ in cols]),
+                                 {c: d for c, _, d in cols})
+    assert [(c["label"], c["score"], c["reason"]) for c in crit] == [
+        ("causal reasoning (0–11)", 7.0, None), ("reflection (0–2)", None, None), ("total: sum (0–13)", 7.0, None)]
+    assert [(t["label"], t["text"]) for t in texts] == [("rationale", "why")]
+    # a table whose criteria each carry a reason, in the table's own order
+    cols = [("judge", pa.string(), "judge"), ("status", pa.string(), "ok"),
+            ("cr1", pa.float64(), "CR1 true mechanism, 0-4: names the causes"),
+            ("ed", pa.float64(), "ED experimental design, 0-2: informative deployments"),
+            ("cr1_reason", pa.string(), "reason for CR1"), ("ed_reason", pa.string(), "reason for ED"),
+            ("total", pa.float64(), "sum of the criteria, 0-6"), ("failure_mode", pa.string(), "a label")]
+    schema = pa.schema([(c, t) for c, t, _ in cols])
+    row = {"judge": "j", "status": "ok", "cr1": 3.0, "ed": 1.0, "cr1_reason": "names <b>zone</b>", "ed_reason": "",
+           "total": 4.0, "failure_mode": "missed_confounder"}
+    crit, texts = judge_criteria(row, schema, {c: d for c, _, d in cols})
+    assert [(c["label"], c["score"], c["reason"]) for c in crit] == [
+        ("CR1 true mechanism (0–4)", 3.0, "names <b>zone</b>"), ("ED experimental design (0–2)", 1.0, ""),
+        ("total: sum of the criteria (0–6)", 4.0, None)]
+    assert [(t["label"], t["text"]) for t in texts] == [("failure mode", "missed_confounder")]
 
 
 def test_export_writes_the_same_pages(run, tmp_path):
@@ -195,6 +237,25 @@ def test_export_writes_the_same_pages(run, tmp_path):
         assert (out / path).read_bytes() == site.page(path).body, path
     assert len(list(out.rglob("*.html"))) == 1 + len(_episodes(run)) + len(_plays(run))
     assert (out / "files/tables/table4.md").is_file()   # the run's tables are linked from the index
+
+
+def test_the_workflow_target_writes_the_export(tiny_run, tmp_path, monkeypatch):
+    """``snakemake view`` on the finished tiny run: only the export job runs, and it writes the site's pages."""
+    from tinyflow import CONFIG, run_snakemake
+
+    wd = tmp_path / "wd"
+    shutil.copytree(tiny_run, wd, symlinks=True)   # modification times kept: nothing else is out of date
+    proc = run_snakemake(wd, "view", "--profile", "workflow/profiles/local", "--cores", "1", *CONFIG)
+    jobs = re.search(r"Job stats:\n(.*?)\n\n", proc.stdout + proc.stderr, re.S)[1]
+    assert re.findall(r"^(\w+)\s+(\d+)$", jobs, re.M) == [("view", "1"), ("total", "1")], jobs
+    monkeypatch.chdir(wd)
+    site = Site("results")                          # as the rule names it (the index shows the name)
+    out = wd / "results/view"
+    written = [str(p.relative_to(out)) for p in out.rglob("*") if p.is_file() and p.name != ".snakemake_timestamp"]
+    assert sorted(written) == sorted(map(unquote, site.paths()))
+    for path in site.paths():
+        assert (out / unquote(path)).read_bytes() == site.page(path).body, path
+    assert "wrote" in (wd / "logs/view.log").read_text()
 
 
 def _get(url: str, **headers) -> tuple[int, bytes]:
@@ -275,6 +336,9 @@ def test_index_renders_in_a_browser(run, served, tmp_path, where):
     assert dom.count('<tr class="episode">') == len(eps)
     assert f"({len(eps)} of {len(eps)})" in dom
     assert "Uncaught" not in log and "Refused to" not in log, log[-2000:]   # no script error, nothing blocked
+    groups = {(e["agent"], e["condition_id"]) for e in eps}                  # the summary: one row each
+    assert dom.count('<tr class="summary">') == len(groups) and f"({len(groups)} of {len(groups)})" in dom
+    assert re.search(r'id="episodes-table" data-rows="\d+" data-drawn-ms="\d+" data-load-ms="\d+"', dom)
     merge = sum(e["agent"] == "merge" for e in eps)
     dom, _ = _dump_dom(base + "index.html#agent=merge", tmp_path)
     assert dom.count('<tr class="episode">') == merge == 4
@@ -295,6 +359,191 @@ def test_every_transcript_of_the_run_reads(run):
     for p in paths:
         tr = read_episode_transcript(p)
         assert tr.data["transcript_version"] == 1 and tr.calls and tr.messages
+
+
+# --- the working graph after every turn --------------------------------------------------------------
+#: An LLM agent's episode (a scripted server on 127.0.0.1) that edits the working graph: pairs set and
+#: removed, a failed edit, an algorithm's output adopted, views of the graph, the working graph submitted.
+EDITS = [
+    [("set_edges", {"changes": [{"x": "X1", "y": "X2", "relation": "none"}, {"x": "X3", "y": "X4", "relation": "none"}]})],
+    [("view_graph", {}), ("set_edges", {"changes": [{"x": "X1", "y": "X9", "relation": "->"}]})],
+    [("run_algorithm", {"algorithm": "algorithm_A", "adopt": True})],
+    [("set_edges", {"changes": [{"x": "X1", "y": "X5", "relation": "->"}, {"x": "X2", "y": "X3", "relation": "<-"}]}),
+     ("ci_test", {"x": "X1", "y": "X2", "given": [], "test": "fisherz"})],
+    [("view_graph", {})],
+    [("set_edges", {"changes": [{"x": "X4", "y": "X5", "relation": "--"}, {"x": "X1", "y": "X5", "relation": "none"}]})],
+    [("submit", {})],
+]
+EDIT_CONDITIONS = ["full-unguided-p1-none-standard-none-r0", "full-guided-p1-none-standard-none-r0"]
+
+
+@pytest.fixture(scope="module")
+def edited(tiny_run, run, tmp_path_factory) -> Path:
+    """A copy of the run with two episodes of agent ``editor`` (unguided, guided) that play :data:`EDITS`."""
+    from heuresis.config import load_config
+
+    results = tmp_path_factory.mktemp("edited") / "results"
+    shutil.copytree(run, results)
+    cfg = load_config(*(tiny_run / "config" / f for f in ("config.yaml", "quick.yaml", "tiny.yaml")))
+    here = os.getcwd()
+    os.chdir(results.parent)             # the paths recorded relative to the run folder, as the workflow's are
+    try:
+        _play_edits(Path("results"), cfg)
+    finally:
+        os.chdir(here)
+    return results
+
+
+def _play_edits(results: Path, cfg: dict) -> None:
+    from llm_server import ScriptedLLMServer
+
+    from heuresis.episodes import run_episode_shard
+
+    for cond in EDIT_CONDITIONS:
+        script = [{"tool_calls": step, "usage": (1000 + 100 * k, 40)} for k, step in enumerate(EDITS)]
+        out = results / "episodes/editor" / cond / "lg/test/shard-000.parquet"
+        with ScriptedLLMServer(script) as server:
+            spec = {"kind": "llm", "model": "openai/scripted-model", "api_base": server.url + "/v1",
+                    "requires_key": False, "timeout_s": 20, "retries": {"max_retries": 1, "base_s": 0.01, "max_s": 0.05}}
+            run_episode_shard("editor", spec, cond, "lg", "test", [0], data_dir=results / "instances/lg/test",
+                              truth_dir=results / "truth/lg/test",
+                              pc_kci_paths=sorted((results / "references/pc_kci/lg/test").glob("shard-*.parquet")),
+                              episodes_cfg=cfg["episodes"], menu=cfg["references"]["algorithms"], grades=cfg["grades"],
+                              seed=cfg["seed"], out=out, calls_out=out.with_name("shard-000.calls.parquet"),
+                              requests_out=out.with_name("shard-000.requests.parquet"),
+                              transcripts_dir=results / "transcripts/editor" / cond / "lg/test")
+
+
+def _lines(rel: dict) -> set[str]:
+    """Edge lines ("Xi -> Xj", "Xi -- Xj") of pair -> relation ("--", "->" from the first to the second)."""
+    return {f"{a} -- {b}" if r == "--" else f"{a} -> {b}" if r == "->" else f"{b} -> {a}" for (a, b), r in rel.items()}
+
+
+def _expected_after_turns(start_lines: list[str], calls: list[dict]) -> dict[int, set[str]]:
+    """The working graph after each turn, from the calls table alone: this test's own reading of the edits."""
+    def pair(a, b):
+        return (a, b) if int(a[1:]) < int(b[1:]) else (b, a)
+
+    def parse(line):
+        a, op, b = re.match(r"(X\d+) (->|--) (X\d+)", line).groups()
+        p = pair(a, b)
+        return p, "--" if op == "--" else ("->" if p == (a, b) else "<-")
+
+    rel = dict(parse(x) for x in start_lines)
+    out = {0: _lines(rel)}
+    for c in sorted(calls, key=lambda c: (c["turn"], c["index"])):
+        args = json.loads(c["arguments"] or "{}")
+        if c["ok"] and c["tool"] == "set_edges":
+            for ch in args["changes"]:
+                p = pair(ch["x"], ch["y"])
+                r = {"->": "->", "<-": "<-", "--": "--", "none": None}[ch["relation"]]
+                if r in ("->", "<-") and p != (ch["x"], ch["y"]):
+                    r = "<-" if r == "->" else "->"
+                rel.pop(p, None) if r is None else rel.__setitem__(p, r)
+        elif c["ok"] and c["tool"] == "run_algorithm" and args.get("adopt"):   # the output the agent was shown
+            rel = dict(parse(x) for x in c["result"].splitlines()[1:] if re.match(r"X\d+ (->|--) X\d+$", x))
+        out[c["turn"]] = _lines(rel)
+    return out
+
+
+def _figures(page: str) -> dict[int, tuple[set[str], int]]:
+    """Each turn's drawing on a page: its edge lines and the number of segments drawn."""
+    out = {}
+    for m in re.finditer(r'<figure class="working" data-turn="(\d+)" data-edges="([^"]*)">(.*?)</figure>', page, re.S):
+        lines = {x for x in html.unescape(m[2]).split("; ") if x}
+        out[int(m[1])] = (lines, m[3].count('<line class="edge'))
+    return out
+
+
+@pytest.mark.parametrize("cond", EDIT_CONDITIONS)
+def test_the_working_graph_is_drawn_after_every_turn(edited, cond):
+    site = Site(edited)
+    e = next(r for r in _rows(edited, f"episodes/editor/{cond}/lg/test/shard-000.parquet"))
+    assert e["status"] == "ok" and e["termination"] == "submitted" and e["turns"] == len(EDITS), e["error"]
+    calls = pq.read_table(edited / f"episodes/editor/{cond}/lg/test/shard-000.calls.parquet").to_pylist()
+    assert [c["ok"] for c in calls] == [True, True, False, True, True, True, True, True, True]
+    if "unguided" in cond:
+        start = [f"X{i} -- X{j}" for i in range(1, 6) for j in range(i + 1, 6)]   # the complete graph
+    else:
+        ref = _rows(edited, "references/pc_kci/lg/test/shard-*.parquet")
+        start = [x for x in next(r for r in ref if r["instance"] == e["instance"])["edges"].split("; ") if x]
+    expected = _expected_after_turns(start, calls)
+    page = site.page(f"episodes/{e['episode_id']}.html").body.decode()
+    figs = _figures(page)
+    assert sorted(figs) == list(range(len(EDITS) + 1))          # the start, then one drawing per turn
+    for t, (lines, segments) in figs.items():
+        assert lines == expected[t], t
+        assert segments == len(lines), t                        # every edge drawn, nothing else
+    # and as the harness itself reported the graph: view_graph's listing, set_edges' count, the submission
+    for c in calls:
+        if c["tool"] == "view_graph":
+            assert figs[c["turn"]][0] == set(re.findall(r"^(X\d+ (?:->|--) X\d+)$", c["result"], re.M))
+        if c["tool"] == "set_edges" and c["ok"]:
+            assert f"the working graph has {len(figs[c['turn']][0])} edges" in c["result"]
+    assert figs[len(EDITS)][0] == set(e["edges"].split("; "))   # submit without edges: the working graph
+    assert expected[3] != expected[2] and expected[1] != expected[0]   # the script did change the graph
+    assert "changed in this turn" in page and 'id="graph-note"' not in page
+
+
+def test_a_working_graph_that_cannot_be_replayed_is_named(edited, tmp_path):
+    results = tmp_path / "results"
+    shutil.copytree(edited, results, symlinks=True)
+    unguided, guided = (_rows(results, f"episodes/editor/{c}/lg/test/shard-000.parquet")[0] for c in EDIT_CONDITIONS)
+    path = tmp_path / unguided["transcript"]                          # recorded relative to the run folder
+    t = json.loads(path.read_text())
+    bad = next(c for c in t["calls"] if c["turn"] == 4 and c["tool"] == "set_edges")
+    bad["arguments"] = '{"changes": [{"x": "X1", "y": "X99", "relation": "->"}]}'   # not what the harness applied
+    path.write_text(json.dumps(t))
+    shutil.rmtree(results / "references/pc_kci")
+    site = Site(results)
+    page = site.page(f"episodes/{unguided['episode_id']}.html").body.decode()
+    assert "turn 4, call 0 (set_edges) cannot be replayed: unknown variable" in page and 'id="graph-note"' in page
+    assert sorted(_figures(page)) == [0, 1, 2, 3]                  # up to the turn before, nothing after
+    page = site.page(f"episodes/{guided['episode_id']}.html").body.decode()
+    assert "started from PC-KCI&#39;s output, which is not under results/references" in page and not _figures(page)
+
+
+def test_the_working_graph_drawings_render_in_a_browser(edited, tmp_path):
+    out = tmp_path / "site"
+    export_site(edited, out, log=lambda m: None)
+    e = _rows(edited, f"episodes/editor/{EDIT_CONDITIONS[0]}/lg/test/shard-000.parquet")[0]
+    dom, log = _dump_dom((out / f"episodes/{e['episode_id']}.html").as_uri(), tmp_path)
+    assert "Uncaught" not in log and "Refused to" not in log, log[-2000:]
+    figs = _figures(dom)
+    assert sorted(figs) == list(range(len(EDITS) + 1))
+    assert all(dom.count(f'<section class="turn" id="turn-{t}">') == 1 for t in figs)
+
+
+#: Where test_screenshots writes the pictures of docs/viewer.md (default: a temporary folder):
+#: HEURESIS_VIEW_SCREENSHOTS=docs/img python -m pytest tests/test_view.py -k screenshots
+SCREENSHOTS = os.environ.get("HEURESIS_VIEW_SCREENSHOTS")
+
+
+def test_screenshots(edited, tmp_path, monkeypatch):
+    """The pictures of docs/viewer.md: the index, an episode's turns with the working graph, a play's judges."""
+    from browser import Browser
+    from PIL import Image
+
+    _chromium()
+    dest = Path(SCREENSHOTS).resolve() if SCREENSHOTS else tmp_path / "img"
+    dest.mkdir(parents=True, exist_ok=True)
+    monkeypatch.chdir(edited.parent)
+    export_site("results", tmp_path / "site", log=lambda m: None)     # the index names the folder as given
+    e = _rows(edited, f"episodes/editor/{EDIT_CONDITIONS[0]}/lg/test/shard-000.parquet")[0]
+    judged = _rows(edited, "games/judgements/*/*/*/*.parquet")[0]
+    shots = {"view-index.png": ("index.html", None), "view-episode.png": (f"episodes/{e['episode_id']}.html", "turn-3"),
+             "view-play.png": (f"plays/{judged['play_id']}.html", "judges")}
+    with Browser(size=(1280, 800)) as b:
+        for name, (rel, element) in shots.items():
+            b.open((tmp_path / "site" / rel).as_uri())
+            raw = tmp_path / name
+            b.screenshot(raw, element)
+            Image.open(raw).convert("RGB").quantize(colors=64).save(dest / name, optimize=True)   # a small PNG
+            img = Image.open(dest / name)
+            assert img.size == (1280, 800), name
+            assert len(img.getcolors(256) or []) > 8, f"{name} looks blank"      # a page, not an empty window
+            assert (dest / name).stat().st_size < 150_000, name
+        assert b.errors == [], b.errors                                           # no console error on any page
 
 
 def test_an_agent_failure_is_shown_with_its_reason(run, tmp_path):

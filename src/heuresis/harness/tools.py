@@ -44,7 +44,8 @@ from heuresis.harness.budgets import BudgetError, Budgets
 from heuresis.harness.parse import ParseError, echo, parse_edge_list
 from heuresis.harness.sandbox import SandboxLimits, run_code
 
-__all__ = ["MINIMAL_EXCLUDED", "TOOLS", "Tool", "ToolContext", "ToolError", "ToolResult", "register_tool", "toolbox"]
+__all__ = ["MINIMAL_EXCLUDED", "TOOLS", "Tool", "ToolContext", "ToolError", "ToolResult", "register_tool",
+           "replay_call", "set_pairs", "toolbox"]
 
 #: Tools the minimal toolbox leaves out (docs/design.md §5.1: no code tool, no stability test, no orientation probes).
 MINIMAL_EXCLUDED = ("run_code", "stability_check", "direction_probe")
@@ -89,6 +90,12 @@ class ToolResult:
             self.ends = True
 
 
+def _node(names: tuple[str, ...], name: Any) -> int:
+    if not isinstance(name, str) or name not in names:
+        raise ToolError(f"unknown variable {echo(name)}; the variables are {names[0]}..{names[-1]}")
+    return names.index(name)
+
+
 @dataclass
 class ToolContext:
     """What tools act on: the instance's data, the working graph, budgets, masked menu."""
@@ -109,9 +116,7 @@ class ToolContext:
 
     def node(self, name: Any) -> int:
         """The index of variable ``name``; :class:`ToolError` for anything else."""
-        if not isinstance(name, str) or name not in self.names:
-            raise ToolError(f"unknown variable {echo(name)}; the variables are {self.names[0]}..{self.names[-1]}")
-        return self.names.index(name)
+        return _node(self.names, name)
 
     def pair_and_set(self, args: Mapping) -> tuple[int, int, list[int]]:
         """``x``, ``y`` and the conditioning set ``given`` of a call, validated."""
@@ -159,17 +164,7 @@ class Tool:
 
     def call(self, ctx: ToolContext, arguments: str | Mapping) -> ToolResult:
         """Parse, validate and run; bad arguments raise :class:`ToolError`."""
-        if isinstance(arguments, str):
-            try:
-                args = json.loads(arguments) if arguments.strip() else {}
-            except json.JSONDecodeError as exc:
-                raise ToolError(f"arguments are not valid JSON ({exc.msg} at position {exc.pos})") from None
-            except RecursionError:
-                raise ToolError("arguments are nested too deeply to read") from None
-        else:
-            args = dict(arguments)
-        if not isinstance(args, dict):
-            raise ToolError(f"arguments must be a JSON object, got {type(args).__name__}")
+        args = _arguments(arguments)
         try:
             errors = sorted(Draft202012Validator(self.parameters).iter_errors(args), key=lambda e: list(e.path))
         except RecursionError:
@@ -183,6 +178,22 @@ class Tool:
             return self.handler(ctx, args)
         except BudgetError as exc:
             raise ToolError(f"budget: {exc}") from None
+
+
+def _arguments(arguments: str | Mapping) -> dict:
+    """A call's arguments as a dict: JSON text parsed, a mapping copied; :class:`ToolError` otherwise."""
+    if isinstance(arguments, str):
+        try:
+            args = json.loads(arguments) if arguments.strip() else {}
+        except json.JSONDecodeError as exc:
+            raise ToolError(f"arguments are not valid JSON ({exc.msg} at position {exc.pos})") from None
+        except RecursionError:
+            raise ToolError("arguments are nested too deeply to read") from None
+    else:
+        args = dict(arguments)
+    if not isinstance(args, dict):
+        raise ToolError(f"arguments must be a JSON object, got {type(args).__name__}")
+    return args
 
 
 TOOLS: dict[str, Tool] = {}
@@ -432,16 +443,22 @@ def _run_code(ctx: ToolContext, args: dict) -> ToolResult:
                    "properties": {"x": _VAR, "y": _VAR, "relation": {"type": "string", "enum": list(_REL)}}}}},
                 "required": ["changes"]})
 def _set_edges(ctx: ToolContext, args: dict) -> ToolResult:
+    n = set_pairs(ctx.working, ctx.names, args["changes"])
+    return ToolResult(f"set {n} pair(s); the working graph has {ctx.working.n_edges()} edges",
+                      {"pairs_set": n, "n_edges": ctx.working.n_edges()})
+
+
+def set_pairs(graph: Graph, names: tuple[str, ...], changes: list[Mapping]) -> int:
+    """Set the relations ``set_edges`` asks for in ``graph`` (all or nothing: validated first); returns their count."""
     todo = []
-    for ch in args["changes"]:
-        x, y = ctx.node(ch["x"]), ctx.node(ch["y"])
+    for ch in changes:
+        x, y = _node(names, ch["x"]), _node(names, ch["y"])
         if x == y:
-            raise ToolError(f"x and y must differ (both {ctx.names[x]})")
+            raise ToolError(f"x and y must differ (both {names[x]})")
         todo.append((x, y, _REL[ch["relation"]]))
-    for x, y, rel in todo:  # all or nothing: validated first
-        ctx.working.set(x, y, rel)
-    return ToolResult(f"set {len(todo)} pair(s); the working graph has {ctx.working.n_edges()} edges",
-                      {"pairs_set": len(todo), "n_edges": ctx.working.n_edges()})
+    for x, y, rel in todo:
+        graph.set(x, y, rel)
+    return len(todo)
 
 
 @register_tool("view_graph", "Show the working graph as edge lines.", {"properties": {}})
@@ -464,3 +481,29 @@ def _submit(ctx: ToolContext, args: dict) -> ToolResult:
             raise ToolError(f"edge list rejected: {exc}") from None
     return ToolResult(f"submitted {g.n_edges()} edges", {"n_edges": g.n_edges(), "edges": g.to_lines()}, submitted=g,
                       details={"edges": g.to_lines()})
+
+
+def replay_call(working: Graph, call: Mapping) -> Graph | None:
+    """The working graph after a recorded call, as its tool changed it; None when the call left it as it was.
+
+    ``call`` is a call as the harness records it (a ``calls`` row or a transcript call: ``tool``,
+    ``arguments``, ``ok``, ``details``). Only a call that succeeded changes the working graph:
+    ``set_edges`` sets its pairs (:func:`set_pairs`, as the tool does) and ``run_algorithm`` with
+    ``adopt`` replaces the graph by the algorithm's output, read from the call's details (the
+    output the agent was shown). Every other tool, ``submit`` included, leaves it alone.
+    ``working`` itself is not modified.
+    """
+    if not call.get("ok"):
+        return None
+    tool = call.get("tool")
+    if tool not in ("set_edges", "run_algorithm"):
+        return None
+    args = _arguments(call.get("arguments") or "{}")
+    if tool == "set_edges":
+        g = working.copy()
+        set_pairs(g, tuple(working.names), args["changes"])
+        return g
+    if not args.get("adopt"):
+        return None
+    details = json.loads(call.get("details") or "{}")
+    return parse_edge_list(list(details["edges"]), working.names)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 import mimetypes
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from importlib import resources
@@ -23,9 +24,11 @@ from pathlib import Path
 from urllib.parse import quote, unquote
 
 import jinja2
+import pyarrow as pa
 
 from heuresis.graph import Graph, Relation
 from heuresis.io import atomic_write_bytes
+from heuresis.schemas import GAME_JUDGEMENTS
 from heuresis.view.run import Run, loads, number
 from heuresis.view.transcripts import TranscriptProblem, read_episode_transcript, read_play_transcript
 
@@ -43,6 +46,8 @@ INDEX_COLUMNS = [
 ]
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; base-uri 'none'; "
        "form-action 'none'; frame-ancestors 'none'")
+#: The policy the pages carry in their <meta> element: the same, less what only a header can say.
+CSP_META = "; ".join(d for d in CSP.split("; ") if not d.startswith("frame-ancestors"))
 STATIC = ("view.css", "table.js")
 
 
@@ -55,7 +60,7 @@ def _env() -> jinja2.Environment:
                              autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters["num"] = _fmt
     env.filters["pretty"] = _pretty
-    env.globals["csp"] = CSP
+    env.globals["csp"] = CSP_META
     return env
 
 
@@ -148,9 +153,71 @@ def graph_svg(d: int, names: list[str], edges: list[dict], size: int = 320) -> d
         n = math.hypot(dx, dy) or 1.0
         k = 16 / n
         segs.append({"x1": x1 + dx * k, "y1": y1 + dy * k, "x2": x2 - dx * k, "y2": y2 - dy * k,
-                     "arrow": "->" in shown, "mark": e["mark"], "deletion": e["deletion"], "title": e["pair"]})
+                     "arrow": "->" in shown, "mark": e["mark"], "deletion": e["deletion"], "title": e["pair"],
+                     "changed": bool(e.get("changed"))})
     return {"size": size, "nodes": [{"x": x, "y": y, "name": names[k]} for k, (x, y) in enumerate(pos)],
             "segments": segs}
+
+
+def working_graphs(start: Graph, calls: list[dict]) -> tuple[dict[int, Graph], int | None, str | None]:
+    """The working graph after every turn that has calls: ``start`` changed by each call as the harness applied it.
+
+    Each call is replayed with :func:`heuresis.harness.tools.replay_call`, the tools' own edit code
+    (``set_edges``, ``run_algorithm`` with ``adopt``; a failed call changes nothing). Returns the
+    graphs by turn (turn 0: ``start``), and, when a recorded call cannot be replayed, its turn and a
+    message naming it; the graphs then end with the turn before.
+    """
+    from heuresis.harness.tools import replay_call
+
+    out = {0: start}
+    g = start
+    for c in sorted(calls, key=lambda c: (c["turn"], c["index"])):
+        t = int(c["turn"])
+        try:
+            after = replay_call(g, c)
+        except (KeyError, TypeError, ValueError) as exc:   # ValueError: ToolError and ParseError too
+            out.pop(t, None)
+            return out, t, (f"turn {t}, call {c['index']} ({c['tool']}) cannot be replayed: {exc}; the working "
+                            f"graph is drawn up to turn {t - 1}")
+        if after is not None:
+            g = after
+        out[t] = g
+    return out, None, None
+
+
+def _graph_rows(g: Graph, truth) -> list[dict]:
+    """The pairs adjacent in ``g`` as :func:`graph_svg` rows, marked correct / extra against the truth when known."""
+    if truth is not None:
+        return [e for e in edge_table(g, truth.dag, truth.cpdag) if e["mark"] in ("correct", "extra")]
+    return [{"i": i, "j": j, "pair": f"{g.names[i]} – {g.names[j]}", "mark": "working", "deletion": "",
+             "final": _rel_text(g, i, j), "dag": "?"} for i, j, _ in g.pairs()]
+
+
+def turn_drawings(graphs: Mapping[int, Graph], turns: list[int], truth, size: int = 240) -> dict[int, dict]:
+    """For each turn of ``turns``: the working graph after it drawn as the final graph is (:func:`graph_svg`).
+
+    A turn's entry carries its edge lines, its edge count, and the pairs whose relation the turn
+    changed (``"X1 -- X2 → none"``), drawn highlighted. A turn after the last call keeps the last graph.
+    """
+    out: dict[int, dict] = {}
+    prev, g = None, None
+    for t in sorted(turns):
+        known = [k for k in graphs if k <= t]
+        if not known:
+            continue
+        g = graphs[max(known)]
+        rows = _graph_rows(g, truth)
+        changes = []
+        if prev is not None and prev != g:
+            changed = {(i, j) for i in range(g.d) for j in range(i + 1, g.d) if prev.relation(i, j) != g.relation(i, j)}
+            changes = [f"{_rel_text(prev, i, j)} → {_rel_text(g, i, j)}" for i, j in sorted(changed)]
+            for e in rows:
+                e["changed"] = (e["i"], e["j"]) in changed
+        out[t] = {"turn": t, "drawing": graph_svg(g.d, list(g.names), rows, size), "lines": "; ".join(g.to_lines()),
+                  "n_edges": g.n_edges(), "changes": changes,
+                  "correct": sum(e["mark"] == "correct" for e in rows) if truth is not None else None}
+        prev = g
+    return out
 
 
 def _graph_of(flat, d: int | None = None) -> Graph:
@@ -267,7 +334,13 @@ class Site:
 
     # --- index ---------------------------------------------------------------------------------
     def index_data(self) -> dict:
-        """The index's JSON blob: columns and one row per episode (values in column order, then the page link)."""
+        """The index's JSON blob: columns, one row per episode (values in column order, then the page link).
+
+        A categorical column's cells are indices into ``values[key]``, its distinct values (a few
+        agents and conditions repeated over thousands of rows: a smaller page, a faster filter).
+        """
+        cats = [k for k, _, kind in INDEX_COLUMNS if kind == "cat"]
+        codes: dict[str, dict] = {k: {} for k in cats}
         rows = []
         for eid, r in self.run.episodes.items():
             s = self.run.scores.get(eid, {})
@@ -275,8 +348,13 @@ class Site:
             tok = (r.get("tokens_in") or 0) + (r.get("tokens_out") or 0)
             vals = {**r, "gain_pc": None if f1 is None or pc is None else f1 - pc,
                     "delta_r": number(s.get("delta_r")), "tokens": tok, "f1": f1, "cost": number(r.get("cost"))}
-            rows.append([_json_value(vals.get(k)) for k, _, _ in INDEX_COLUMNS] + [f"episodes/{_url(eid)}.html"])
-        return {"columns": [{"key": k, "label": lab, "kind": kind} for k, lab, kind in INDEX_COLUMNS], "rows": rows}
+            row = []
+            for k, _, kind in INDEX_COLUMNS:
+                v = _json_value(vals.get(k))
+                row.append(codes[k].setdefault(v, len(codes[k])) if kind == "cat" else v)
+            rows.append([*row, f"episodes/{_url(eid)}.html"])
+        return {"columns": [{"key": k, "label": lab, "kind": kind} for k, lab, kind in INDEX_COLUMNS], "rows": rows,
+                "values": {k: list(codes[k]) for k in cats}, "link": True}
 
     def summary(self) -> list[dict]:
         """One row per agent × condition: episodes, failed, mean F1, mean gain over PC-KCI, turns, tokens, cost."""
@@ -302,13 +380,23 @@ class Site:
                         "cost": None if any(c is None for c in costs) else sum(costs)})
         return out
 
+    def summary_data(self) -> dict:
+        """The agent × condition summary as a JSON blob for the index's second table."""
+        cols = [("agent", "agent", "cat", None), ("condition_id", "condition", "cat", None), ("n", "episodes", "num", 0),
+                ("failed", "failed", "num", 0), ("unsubmitted", "unsubmitted", "num", 0), ("f1", "mean F1", "num", 3),
+                ("gain_pc", "mean F1 − PC-KCI", "num", 3), ("turns", "mean turns", "num", 1),
+                ("tokens", "tokens", "num", 0), ("cost", "cost $", "num", 4)]
+        return {"columns": [{"key": k, "label": lab, "kind": kind, **({"digits": d} if d else {})}
+                            for k, lab, kind, d in cols],
+                "rows": [[_json_value(s[k]) for k, *_ in cols] for s in self.summary()]}
+
     def index(self) -> str:
         """The index page."""
-        blob = json.dumps(self.index_data(), separators=(",", ":"), allow_nan=False)
-        blob = blob.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
         plays = [{**p, "url": f"plays/{_url(pid)}.html", "n_judged": len(self.run.judgements.get(pid, []))}
                  for pid, p in sorted(self.run.plays.items())]
-        return self._render("index.html", 0, blob=blob, n=len(self.run.episodes), summary=self.summary(), plays=plays,
+        summary = self.summary_data()
+        return self._render("index.html", 0, blob=_script_json(self.index_data()), n=len(self.run.episodes),
+                            summary=_script_json(summary), n_summary=len(summary["rows"]), plays=plays,
                             files=[{"name": f, "url": f"files/{_url(f)}"} for f in self.run.run_files],
                             problems=self.run.problems, results=str(self.run.results))
 
@@ -339,6 +427,12 @@ class Site:
         amap = tr.algorithm_map if tr else loads(row.get("algorithm_map"), {})
         by_id = {c["call_id"]: c for c in calls if c.get("call_id")}
         turns = _conversation(tr.messages if tr else [], by_id, calls, amap)
+        drawings, graph_note = {}, None
+        if tr is not None:
+            start, graph_note = self._start_graph(tr.data.get("start_graph"), pc_row, final.d)
+            if start is not None:
+                graphs, stop, graph_note = working_graphs(start, calls)
+                drawings = turn_drawings(graphs, [t["turn"] for t in turns if stop is None or t["turn"] < stop], truth)
         failures = _failures(row, tr, calls)
         counts = {m: sum(e["mark"] == m for e in edges) for m in ("correct", "missing", "extra")}
         return self._render(
@@ -348,7 +442,19 @@ class Site:
             drawing=graph_svg(final.d, names, edges) if edges else None, amap=amap,
             deletions=deletions, turns=turns, requests=tr.requests if tr else [], failures=failures,
             scores=self.run.scores.get(eid), file=self.run.artifact(row["_file"]),
-            start_graph=tr.data.get("start_graph") if tr else None)
+            start_graph=tr.data.get("start_graph") if tr else None, drawings=drawings, graph_note=graph_note)
+
+    @staticmethod
+    def _start_graph(kind, pc_row: Mapping | None, d: int) -> tuple[Graph | None, str | None]:
+        """The working graph an episode started from (the transcript's ``start_graph``), or None and why not."""
+        if kind == "complete":
+            return Graph.complete(d), None
+        if kind == "pc_kci":
+            if pc_row is None or pc_row.get("status") != "ok":
+                return None, ("the episode started from PC-KCI's output, which is not under results/references: "
+                              "the working graph after each turn cannot be drawn")
+            return _graph_of(pc_row["graph"], d), None
+        return None, f"unknown start graph {kind!r} in the transcript: the working graph after each turn is not drawn"
 
     # --- game play -----------------------------------------------------------------------------
     def play(self, pid: str) -> str:
@@ -376,9 +482,58 @@ class Site:
                               calls, amap)
         return self._render(
             "play.html", depth, row=row, pid=pid, problem=problem, transcript=self.run.artifact(tpath), ref=ref,
-            deployments=deployments, chart=chart, judgements=self.run.judgements.get(pid, []), turns=turns,
+            deployments=deployments, chart=chart, judgements=[
+                {**j, "criteria": c, "texts": x} for j in self.run.judgements.get(pid, [])
+                for c, x in [judge_criteria(j, GAME_JUDGEMENTS.schema, GAME_JUDGEMENTS.doc)]], turns=turns,
             calls=calls, design=loads(row.get("design"), None), file=self.run.artifact(row["_file"]),
             error=(tr.data.get("error") if tr else None))
+
+
+#: Columns of a judgements row that say which play and request it is, not how the judge scored it.
+JUDGEMENT_KEYS = ("judge", "model", "play_id", "agent", "mode", "scenario", "family", "repeat", "status", "error",
+                  "answer", "tokens_in", "tokens_out", "cost", "latency_s")
+_RANGE = re.compile(r"^(.*?)[,\s]*\b(\d+)\s*-\s*(\d+)$")
+
+
+def judge_criteria(row: Mapping, schema: pa.Schema, docs: Mapping[str, str]) -> tuple[list[dict], list[dict]]:
+    """A judgement row as the play page shows it: its criteria, then its other text columns.
+
+    Whatever columns the judgements table has: each numeric column (other than
+    :data:`JUDGEMENT_KEYS`) is a criterion, with its reason from the string column
+    ``<column>_reason`` (or ``_rationale``) when there is one, and a label and range from the
+    column's description (``"CR1 true mechanism, 0-4: ..."`` gives ``CR1 true mechanism (0–4)``;
+    ``"0-11: ..."`` on ``causal_reasoning`` gives ``causal reasoning (0–11)``). Every other string
+    column (a rationale, a failure-mode label) is returned as a (label, text) pair.
+    """
+    criteria, reasons, texts = [], set(), []
+    for f in schema:
+        name = f.name
+        if name in JUDGEMENT_KEYS or not (pa.types.is_floating(f.type) or pa.types.is_integer(f.type)):
+            continue
+        head = docs.get(name, "").split(":", 1)[0].strip()
+        m = _RANGE.match(head)
+        label, rng = (m[1].strip(), f"{m[2]}–{m[3]}") if m else (head, None)
+        plain = name.replace("_", " ")
+        if not label:
+            label = plain
+        elif not label.upper().startswith(name.upper()):
+            label = f"{plain}: {label}"
+        reason = next((r for r in (f"{name}_reason", f"{name}_rationale") if r in schema.names), None)
+        if reason:
+            reasons.add(reason)
+        criteria.append({"column": name, "label": f"{label} ({rng})" if rng else label, "score": row.get(name),
+                         "reason": row.get(reason) if reason else None, "doc": docs.get(name, "")})
+    for f in schema:
+        if f.name in JUDGEMENT_KEYS or f.name in reasons or not pa.types.is_string(f.type) or not row.get(f.name):
+            continue
+        texts.append({"column": f.name, "label": f.name.replace("_", " "), "text": row[f.name]})
+    return criteria, texts
+
+
+def _script_json(data) -> str:
+    """JSON for a ``<script type="application/json">`` element: compact, with <, > and & escaped."""
+    blob = json.dumps(data, separators=(",", ":"), allow_nan=False)
+    return blob.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
 def _json_value(v):
