@@ -25,7 +25,7 @@ from heuresis.games.judge import RUBRIC, ScoreError, icc, parse_scores
 from heuresis.games.play import AnswerError, parse_answer, run_play
 from heuresis.games.workflow import play_seed, run_judgements, run_plays, run_references
 from heuresis.io import read_table
-from heuresis.schemas import GAME_CALLS, GAME_JUDGEMENT_REQUESTS, GAME_JUDGEMENTS, GAME_PLAYS, GAME_REFERENCES
+from heuresis.schemas import GAME_CALLS, GAME_JUDGEMENT_REQUESTS, GAME_JUDGEMENTS, GAME_PLAY_REQUESTS, GAME_PLAYS, GAME_REFERENCES
 
 SCENARIOS = ROOT / "config/games"
 FAST_SEARCH = {"drones": 300, "starts": 1, "verify_fleets": 2}
@@ -244,6 +244,41 @@ def test_plays_job_resumes_from_checkpoint_and_records_a_crash(refs, tmp_path):
     assert list(failed.status) == ["failed", "failed"] and (failed.survival == 0).all() and (~failed.won).all()
     assert failed.error.str.contains("bad request").all()
     read_table(tmp_path / "f.calls.parquet", GAME_CALLS)
+
+
+def test_failed_llm_play_rerun_replays_what_was_paid(refs, tmp_path, monkeypatch):
+    """A play that failed after two paid replies: the rerun gets them from the play's request log
+    and sends only the third request; the play then ends as an uninterrupted one does."""
+    d1 = {"engine": 3, "cockpit": 3, "wing": 4, "body": 4, "camera": 3, "gun": 3}
+    d2 = {"engine": 3, "cockpit": 3, "wing": 5, "body": 4, "camera": 2, "gun": 3}
+    submit = {"content": json.dumps({"action": "submit", "design": d2, "report": "Wings matter."}), "usage": (4000, 90)}
+    kw = dict(plays=1, seed=9, max_turns=10, references=refs, out=tmp_path / "p.parquet",
+              calls_out=tmp_path / "p.calls.parquet", requests_out=tmp_path / "p.requests.parquet",
+              transcripts_dir=tmp_path / "t")
+    spec = {k: v for k, v in _spec("").items() if k != "api_base"} | {"api_base_env": "HEURESIS_TEST_API_BASE"}
+    # the server's address comes from the environment (a new port each run), as api_base_env gives it
+
+    def serve(script):
+        server = ScriptedLLMServer(script)
+        monkeypatch.setenv("HEURESIS_TEST_API_BASE", server.url + "/v1")
+        return server
+
+    with serve([_deploy(d1, 30), _deploy(d2, 40), {"status": 400, "error": "bad request"}]) as server:
+        run_plays("llm_local", spec, "prompting", "antenna_base", SCENARIOS, **kw)
+    first = read_table(tmp_path / "p.parquet", GAME_PLAYS).to_pandas()
+    assert list(first.status) == ["failed"] and len(server.requests) == 3
+    with serve([submit]) as server:
+        run_plays("llm_local", spec, "prompting", "antenna_base", SCENARIOS, **kw)
+    assert len(server.requests) == 1                     # the two paid answers came from the log
+    again = read_table(tmp_path / "p.parquet", GAME_PLAYS).to_pandas().iloc[0]
+    assert (again.status, again.termination, again.deployments) == ("ok", "submitted", 2)
+    req = read_table(tmp_path / "p.requests.parquet", GAME_PLAY_REQUESTS).to_pandas()
+    assert list(req.replayed) == [True, True, False]
+    with ScriptedLLMServer([_deploy(d1, 30), _deploy(d2, 40), submit]) as server:
+        clean = run_play("llm_local", _spec(server.url), load_scenario("antenna_base", SCENARIOS),
+                         seed=again.seed, threshold=again.threshold, optimum=again.optimum, max_turns=10,
+                         mode="prompting").row
+    assert (clean["survival"], clean["design"], clean["tokens_in"]) == (again.survival, again.design, again.tokens_in)
 
 
 def test_judge_job_through_the_local_server(refs, tmp_path):

@@ -55,6 +55,7 @@ from heuresis.games.scenario import Scenario
 from heuresis.games.tools import game_tools, rows_csv
 from heuresis.harness.loop import AgentLoop, TurnLimit, UsageTotals, single_request
 from heuresis.harness.prompts import render, template
+from heuresis.harness.requestlog import RequestLog
 from heuresis.harness.sandbox import SandboxLimits, isolation_for
 
 __all__ = [
@@ -172,8 +173,12 @@ def path_stats(game: Game) -> dict:
 def run_play(agent_name: str, agent_spec: Mapping, scn: Scenario, *, repeat: int = 0, seed: int = 0,
              threshold: float | None = None, optimum: float | None = None,
              max_turns: int = DEFAULT_MAX_TURNS, mode: str = "agentic", task_variant: str = "standard",
-             max_tool_calls: int | None = None, code_tool: Mapping | None = None) -> PlayOutcome:
+             max_tool_calls: int | None = None, code_tool: Mapping | None = None,
+             request_log: RequestLog | None = None) -> PlayOutcome:
     """Agent ``agent_name`` (config entry ``agent_spec``) plays ``scn`` once in ``mode``.
+
+    ``request_log``: the play's log of model requests (a rerun of a play killed or failed midway
+    gets its paid answers from it; every attempt is appended).
 
     ``max_tool_calls``: tool calls executed per turn in the agentic mode (default
     ``games.max_tool_calls_per_turn``'s); ``code_tool``: the code tool's settings (config
@@ -196,6 +201,7 @@ def run_play(agent_name: str, agent_spec: Mapping, scn: Scenario, *, repeat: int
     if getattr(cls, "takes_family", False):  # the mechanism-aware offline agent: the family's
         spec.setdefault("family", scn.family)  # name (its structure), no parameter
     agent = make_agent(agent_name, spec)
+    agent.use_records(request_log)
     agent.bind({"output_tokens_per_turn": OUTPUT_TOKENS})
     game = Game(scn, seed=seed, threshold=threshold, guard=mode == "agentic")
     if mode == "agentic":

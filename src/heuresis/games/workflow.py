@@ -284,6 +284,7 @@ def run_plays(agent: str, spec: Mapping, mode: str, scenario: str, folder: str |
     """
     from heuresis.agents.base import agent_origin, origin_packages
     from heuresis.games.play import run_play
+    from heuresis.harness.requestlog import RequestLog
 
     started = utc_now()
     scn = load_scenario(scenario, folder)
@@ -309,7 +310,8 @@ def run_plays(agent: str, spec: Mapping, mode: str, scenario: str, folder: str |
         try:
             res = run_play(agent, spec, scn, repeat=r, seed=s, threshold=ref["threshold"], optimum=ref["optimum"],
                            max_turns=max_turns, mode=mode, task_variant=task_variant,
-                           max_tool_calls=max_tool_calls, code_tool=code_tool)
+                           max_tool_calls=max_tool_calls, code_tool=code_tool,
+                           request_log=RequestLog(tdir / f"r{r}.requests.jsonl"))
             row, calls, transcript, requests = res.row, res.calls, res.transcript, res.requests
         except FatalAgentError:   # a refused key, an exhausted quota or spend limit: the job stops
             raise
