@@ -92,7 +92,7 @@ def test_criteria_table_mean_shares_and_icc_per_criterion():
 def test_failure_modes_from_the_judges_labels():
     plays = _plays()
     jd = _judgements(plays)
-    num, disp = failure_modes_table(plays, jd, ["j1", "j2"])
+    num, _disp = failure_modes_table(plays, jd, ["j1", "j2"])
     ok = jd[(jd.status == "ok") & (jd.agent == "a2")]
     row = num[(num.agent == "a2") & (num.failure_mode == "correlational_reading")].iloc[0]
     assert row.judgements == len(ok) and row["count"] == (ok.failure_mode == "correlational_reading").sum()
