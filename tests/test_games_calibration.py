@@ -160,10 +160,12 @@ def test_trap_pattern_predicate_on_hand_made_designs(tmp_path, scenarios):
         assert scn.follows_trap(scn.spec["trap_design"]) and not scn.follows_trap(scn.spec["standard_design"]), name
         assert not scn.follows_trap(GOLDEN[name]["optimum_design"]), name
     shutil.copy(SCENARIOS / "antenna_base.yaml", tmp_path / "antenna_base.yaml")
-    (tmp_path / "bad_pat.yaml").write_text("extends: antenna_base\nname: bad_pat\ntrap_pattern: [{of: [antenna], at_least: 8}]\n")
+    (tmp_path / "bad_pat.yaml").write_text("extends: antenna_base\nname: bad_pat\n"
+                                           "trap_pattern: [{of: [antenna], at_least: 8}]\n")
     with pytest.raises(ScenarioError, match="'bad_pat': key trap_pattern: the trap design does not match"):
         load_scenario("bad_pat", tmp_path)
-    (tmp_path / "bad_field.yaml").write_text("extends: antenna_base\nname: bad_field\ntrap_pattern: [{of: [rotor], at_least: 1}]\n")
+    (tmp_path / "bad_field.yaml").write_text("extends: antenna_base\nname: bad_field\n"
+                                             "trap_pattern: [{of: [rotor], at_least: 1}]\n")
     with pytest.raises(ScenarioError, match=r"'bad_field': key trap_pattern.0.of: unknown component"):
         load_scenario("bad_field", tmp_path)
 
