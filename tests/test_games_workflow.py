@@ -88,7 +88,7 @@ def test_parse_scores_criteria_with_reasons_tolerant_and_strict():
                      "ED: 2\nRQ: 0\nDU: 1\nfailure mode: correlational_reading")
     assert [b[k] for k in CRITERIA] == [1.0, 0.0, 3.0, 2.0, 0.0, 1.0] and b["cr2_reason"] == "falls for the trap"
     assert parse_scores(_answer())["cr1"] == 2.0
-    for bad, why in [(_answer(cr1=5), "cr1: 5.0 outside 0..4"), (_answer(cr3=4), "cr3: 4.0 outside 0..3"),
+    for bad, why in [(_answer(cr1=5), "cr1: 5 outside 0..4"), (_answer(cr3=4), "cr3: 4 outside 0..3"),
                      (_answer(du=-1), "outside"), (_answer(ed="lots"), "ed: not a number"),
                      (_answer(drop_du=True), "no score for DU"),
                      (_answer(mode="lazy"), "failure_mode: 'lazy' is not one of"),
@@ -440,7 +440,10 @@ def test_games_rules_on_two_scenarios(tmp_path):
                       "judges": ["j_one", "j_two"], "search": FAST_SEARCH, "bootstrap": {"resamples": 200}}}))
         targets = ["results/tables/games_antenna.md", "results/tables/games_zone.md", "results/tables/games_optima.md",
                    "results/tables/games_judges.md", "results/figures/games_paths.png",
-                   "results/figures/games_survival_rubric.png"]
+                   "results/figures/games_survival_rubric.png", "results/tables/games_criteria.md",
+                   "results/tables/games_failure_modes.md", "results/tables/games_trap_fall.md",
+                   "results/tables/games_bias_control.md", "results/figures/games_criteria_tiers.png",
+                   "results/figures/games_survival_cr.png"]
         run_snakemake(wd, *targets, "--cores", "2", "--configfile", "config/quick.yaml", "config/games_test.yaml",
                       timeout=300)
     res = wd / "results"
@@ -458,6 +461,15 @@ def test_games_rules_on_two_scenarios(tmp_path):
     wide = jd.pivot(index="play_id", columns="judge", values="total")[["j_one", "j_two"]]
     assert judges.iloc[-1]["total"] == pytest.approx(icc(wide.to_numpy())["ICC2_k"])
     assert "ICC(2,2)" in (res / "tables/games_judges.md").read_text()
+    crit = pd.read_parquet(res / "tables/games_criteria.parquet")
+    cr1 = jd.pivot(index="play_id", columns="judge", values="cr1")[["j_one", "j_two"]]
+    row = crit[(crit.agent == "all") & (crit.criterion == "cr1")].iloc[0]
+    assert row.icc2k == pytest.approx(icc(cr1.to_numpy())["ICC2_k"]) and row.plays == 4
+    assert row.share_zero == pytest.approx((cr1.mean(axis=1) == 0).mean())
+    modes = pd.read_parquet(res / "tables/games_failure_modes.parquet")
+    assert modes[modes.agent == "all"]["count"].sum() == 8
+    falls = pd.read_parquet(res / "tables/games_trap_fall.parquet")
+    assert set(falls.scenario) == {"antenna_base", "zone_base"} and (falls.submitted == 2).all()
     optima = pd.read_parquet(res / "tables/games_optima.parquet")
     assert set(optima.scenario) == {"antenna_base", "zone_base"} and (optima.optimum > optima.threshold).all()
     assert (res / "figures/games_paths.pdf").stat().st_size > 0
