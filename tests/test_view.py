@@ -49,7 +49,8 @@ def run(tiny_run, tmp_path_factory) -> Path:
     row = {"judge": "j_test", "model": "openai/scripted", "play_id": play["play_id"], "agent": play["agent"],
            "mode": play["mode"], "scenario": play["scenario"], "family": play["family"], "repeat": play["repeat"],
            "status": "ok", "error": "", "cr1": 3.0, "cr2": 2.0, "cr3": 2.0, "ed": 1.0, "rq": 2.0, "du": 1.0,
-           "cr1_reason": "names the zone <b>confounder</b> but not the filter", "cr": 7.0, "total": 11.0,
+           "cr1_reason": "names the zone <b>confounder</b> but not the filter",
+           **{f"{c}_reason": "" for c in ("cr2", "cr3", "ed", "rq", "du")}, "cr": 7.0, "total": 11.0,
            "failure_mode": "missed_confounder",
            "answer": "{}", "tokens_in": 10, "tokens_out": 5, "cost": None, "latency_s": 0.1}
     write_table({k: [v] for k, v in row.items()},
