@@ -473,10 +473,12 @@ GAMES = config["games"]
 GAME_FOLDER = str(_scenario_folder(config))
 GAME_SCENARIOS = {s: _load_scenario(s, GAME_FOLDER) for s in sorted({j["scenario"] for j in _play_jobs(config)})}
 GAME_FAMILIES = sorted({s.family for s in GAME_SCENARIOS.values()})
+GAME_FAMILY_TABLES = [f"games_{f}" for f in GAME_FAMILIES]
 GAME_JOBS = _play_jobs(config)
 GAME_AGENT_MODES = sorted({(j["agent"], j["mode"]) for j in GAME_JOBS})
-GAME_TABLES = [f"games_{f}" for f in GAME_FAMILIES] + ["games_optima", "games_judges"]
-GAME_FIGURES = ["games_survival_rubric", "games_paths"]
+GAME_TABLES = GAME_FAMILY_TABLES + ["games_optima", "games_judges", "games_criteria", "games_failure_modes",
+                                    "games_trap_fall", "games_bias_control"]
+GAME_FIGURES = ["games_survival_rubric", "games_paths", "games_criteria_tiers", "games_survival_cr"]
 
 
 def game_scenario_file(wildcards):

@@ -109,7 +109,7 @@ for _table in GAME_TABLES:
             parquet=f"results/tables/{_table}.parquet",
             md=report(
                 f"results/tables/{_table}.md",
-                caption=f"../workflow/report/{_table if _table in ('games_optima', 'games_judges') else 'games_family'}.rst",
+                caption=f"../workflow/report/{'games_family' if _table in GAME_FAMILY_TABLES else _table}.rst",
                 category="Games",
             ),
             tex=f"results/tables/{_table}.tex",

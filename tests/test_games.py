@@ -128,14 +128,15 @@ def test_trap_reading_and_search_optimum(scenarios, name):
     game.deploy(scn.spec["standard_design"], 50)
     rows = [r for d in game.observed() for r in d.rows]
     reading = correlational_design(space, rows)
-    vec, val, _ = search_optimum(scn, drones=800, starts=2, max_steps=40)
+    found = search_optimum(scn, drones=800, starts=2, max_steps=40, sample=0)
+    vec, val = found.vec, found.value
     opt = space.design(vec)
     assert _l1(space, reading, scn.spec["trap_design"]) < _l1(space, reading, opt)
     ver = verify(scn, np.stack([vec, space.vector(scn.spec["trap_design"]), space.vector(reading)]), fleets=3)
     opt_s, trap_s, reading_s = ver.mean(axis=1)
     assert opt_s - trap_s >= 0.10, (opt_s, trap_s)
     assert opt_s - reading_s >= 0.08, (opt_s, reading_s)
-    assert 0.72 <= opt_s <= 0.93
+    assert scn.threshold <= opt_s <= 0.93
     assert abs(val - opt_s) <= 0.04   # a small search; the full one is within 2-3 points (golden test)
 
 
@@ -144,8 +145,9 @@ def test_golden_optima_verified_and_winnable(scenarios):
     assert set(GOLDEN) - {"_about"} == set(scenarios)
     for name, scn in scenarios.items():
         g = GOLDEN[name]
-        assert abs(g["optimum_search"] - g["optimum"]) <= 0.03, name     # search vs its verification
-        assert g["optimum"] >= g["threshold"] and g["threshold"] == pytest.approx(g["optimum"] - g["threshold_margin"])
+        # search vs its verification: the CRN estimate of the best of many designs is optimistic (selection)
+        assert -0.02 <= g["optimum_search"] - g["optimum"] <= 0.04, name
+        assert g["optimum"] >= g["threshold"] and g["threshold"] == scn.threshold   # the family's fixed threshold
         assert g["optimum"] - g["trap"] >= 0.08, name
         vecs = np.stack([scn.space.vector(g["optimum_design"]), scn.space.vector(scn.spec["trap_design"])])
         s = verify(scn, vecs, fleets=2, seed=99).mean(axis=1)

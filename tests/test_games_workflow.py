@@ -21,7 +21,7 @@ from heuresis.bootstrap import bootstrap_mean
 from heuresis.config import ConfigError, load_config, validate_config
 from heuresis.games import Game, load_scenario
 from heuresis.games.analysis import NO_JUDGE, family_table, judges_table, path_summary, summary
-from heuresis.games.judge import RUBRIC, ScoreError, icc, parse_scores
+from heuresis.games.judge import CRITERIA, ScoreError, icc, parse_scores
 from heuresis.games.play import AnswerError, parse_answer, run_play
 from heuresis.games.workflow import play_seed, run_judgements, run_plays, run_references
 from heuresis.io import read_table
@@ -69,16 +69,31 @@ def test_icc_spearman_brown_and_limits():
 
 
 # --- parsing ----------------------------------------------------------------------------------------
-def test_parse_scores_tolerant_and_strict():
-    a = parse_scores('<think>maybe 11</think>Scores: ```json\n{"Causal reasoning": "7/11", "experimental_design": 1,'
-                     ' "reflection": 2, "data_usage": 0.5, "rationale": "names the storm",}\n```')
-    assert a == {"causal_reasoning": 7.0, "experimental_design": 1.0, "reflection": 2.0, "data_usage": 0.5,
-                 "rationale": "names the storm"}
-    b = parse_scores("Causal reasoning: 3/11\nExperimental design - 2\nReflection: 0\nData usage: 1")
-    assert [b[k] for k in RUBRIC] == [3.0, 2.0, 0.0, 1.0]
-    for bad, why in [('{"causal_reasoning": 12, "experimental_design": 1, "reflection": 1, "data_usage": 1}',
-                      "outside"),
-                     ('{"causal_reasoning": 5, "experimental_design": 1, "reflection": 1}', "data_usage"),
+def _answer(cr1=2, cr2=1, cr3=1, ed=1, rq=0, du=1, mode="correlational_reading", drop_du=False):
+    """A judge's answer in the format the prompt asks for (DU left out with ``drop_du``)."""
+    obj = {k.upper(): {"score": v, "reason": f"reason {k}"} for k, v in
+           dict(cr1=cr1, cr2=cr2, cr3=cr3, ed=ed, rq=rq, du=du).items() if not (drop_du and k == "du")}
+    return json.dumps({**obj, "failure_mode": mode})
+
+
+def test_parse_scores_criteria_with_reasons_tolerant_and_strict():
+    """Six criteria each with its reason and a failure-mode label; missing or out of range is an error, never 0."""
+    a = parse_scores('<think>maybe CR1 4</think>Scores: ```json\n{"CR1": {"score": "3/4", "reason": "names the storm"},'
+                     ' "CR2 trap avoidance": 2, "CR2_reason": "avoids it", "cr3": 1, "ED": 2, "reflection": 0.5,'
+                     ' "data usage": 1, "failure_mode": "Missed confounder",}\n```')
+    assert {k: a[k] for k in CRITERIA} == {"cr1": 3.0, "cr2": 2.0, "cr3": 1.0, "ed": 2.0, "rq": 0.5, "du": 1.0}
+    assert a["cr1_reason"] == "names the storm" and a["cr2_reason"] == "avoids it" and a["cr3_reason"] == ""
+    assert a["failure_mode"] == "missed_confounder"
+    b = parse_scores("CR1 (true mechanism): 1/4 - names the storm\nCR2: 0 - falls for the trap\nCR3: 3\n"
+                     "ED: 2\nRQ: 0\nDU: 1\nfailure mode: correlational_reading")
+    assert [b[k] for k in CRITERIA] == [1.0, 0.0, 3.0, 2.0, 0.0, 1.0] and b["cr2_reason"] == "falls for the trap"
+    assert parse_scores(_answer())["cr1"] == 2.0
+    for bad, why in [(_answer(cr1=5), "cr1: 5 outside 0..4"), (_answer(cr3=4), "cr3: 4 outside 0..3"),
+                     (_answer(du=-1), "outside"), (_answer(ed="lots"), "ed: not a number"),
+                     (_answer(drop_du=True), "no score for DU"),
+                     (_answer(mode="lazy"), "failure_mode: 'lazy' is not one of"),
+                     (json.dumps({"CR1": {"reason": "x"}, "CR2": 1}), "cr1: no score"),
+                     ('{"causal_reasoning": 7, "experimental_design": 1}', "no score for CR1"),
                      ("I liked it.", "no score"), ("", "empty")]:
         with pytest.raises(ScoreError, match=why):
             parse_scores(bad)
@@ -209,7 +224,9 @@ def refs(tmp_path_factory):
 def test_references_job_row(refs):
     r = read_table(refs, GAME_REFERENCES).to_pylist()[0]
     assert r["scenario"] == "antenna_base" and r["verify_fleets"] == 2 and r["search_drones"] == 300
-    assert r["threshold"] == pytest.approx(r["optimum"] - 0.06)
+    assert r["threshold"] == 0.75 and r["threshold_rule"] == "fixed"        # the antenna family's fixed threshold
+    assert r["trap_margin_lo"] > 0 and json.loads(r["trap_pattern"]) == [{"of": ["antenna"], "at_least": 4}]
+    assert r["control"] == "antenna_no_selection_bias" and r["optimum_method"] == "searched"
     assert r["optimum"] > r["threshold"] > r["trap"]
 
 
@@ -293,8 +310,7 @@ def test_judge_job_through_the_local_server(refs, tmp_path):
     from heuresis.io import write_table
     write_table(GAME_PLAYS.schema.empty_table().from_pylist(rows, schema=GAME_PLAYS.schema), tmp_path / "p.parquet",
                 GAME_PLAYS)
-    answers = [{"content": '{"causal_reasoning": 2, "experimental_design": 1, "reflection": 0, "data_usage": 1, '
-                           '"rationale": "follows the correlation"}', "usage": (1500, 40)},
+    answers = [{"content": _answer(cr1=1, cr2=0, cr3=1, ed=1, rq=0, du=1), "usage": (1500, 40)},
                {"content": "A fine report, 9 out of 10.", "usage": (1500, 10)}]
     with ScriptedLLMServer(answers) as server:
         run_judgements("judge_local", _spec(server.url), "game_trap_follower", "agentic", [tmp_path / "p.parquet"],
@@ -304,7 +320,10 @@ def test_judge_job_through_the_local_server(refs, tmp_path):
     assert list(jr.play_id) == list(j.play_id[:2]) and list(jr.tokens_out) == [40, 10]     # no request: no row
     assert list(jr.response_id) == [r["reply"]["id"] for r in server.replies]
     assert list(j.status) == ["ok", "unparsed", "no_report"]
-    assert (j.total[0], j.causal_reasoning[0]) == (4.0, 2.0) and math.isnan(j.total[1]) and j.total[2] == 0.0
+    assert (j.total[0], j.cr[0], j.cr1[0], j.cr2[0]) == (4.0, 2.0, 1.0, 0.0) and j.cr1_reason[0] == "reason cr1"
+    assert j.failure_mode[0] == "correlational_reading" and j.failure_mode[2] == "no_report"
+    assert math.isnan(j.total[1]) and math.isnan(j.cr1[1]) and j.failure_mode[1] is None    # unparsed: null, never 0
+    assert j.total[2] == 0.0 and j.cr1[2] == 0.0
     assert len(server.requests) == 2 and all(r["body"]["max_tokens"] == 700 for r in server.requests)
     prompt = server.requests[0]["body"]["messages"][1]["content"]
     scn = load_scenario("antenna_base", SCENARIOS)
@@ -330,8 +349,7 @@ def test_judgements_are_checkpointed_per_play(refs, tmp_path):
         write_table(GAME_PLAYS.schema.empty_table().from_pylist(rows, schema=GAME_PLAYS.schema), tmp_path / "p.parquet",
                     GAME_PLAYS)
 
-    answer = {"content": '{"causal_reasoning": 2, "experimental_design": 1, "reflection": 0, "data_usage": 1}',
-              "usage": (1500, 40)}
+    answer = {"content": _answer(), "usage": (1500, 40)}
     out = tmp_path / "j.parquet"
     with ScriptedLLMServer([answer] * 4) as server:
         write(failed)
@@ -399,9 +417,10 @@ def test_rubric_and_icc_from_judgements():
     for pid in plays.play_id:
         base = rng.integers(0, 10)
         for j, off in (("j1", 0), ("j2", 1), ("j3", 0)):
-            items = {"causal_reasoning": float(min(base + off, 11)), "experimental_design": 1.0, "reflection": 1.0,
-                     "data_usage": float(rng.integers(0, 2))}
-            rows.append({"judge": j, "play_id": pid, "status": "ok", **items, "total": sum(items.values())})
+            items = {"cr1": float(min(base + off, 4)), "cr2": float(base % 3), "cr3": 1.0, "ed": 1.0, "rq": 1.0,
+                     "du": float(rng.integers(0, 2))}
+            rows.append({"judge": j, "play_id": pid, "status": "ok", **items, "total": sum(items.values()),
+                         "cr": items["cr1"] + items["cr2"] + items["cr3"]})
     jd = pd.DataFrame(rows)
     summ = summary(plays, jd, ["j1", "j2", "j3"], BOOT)
     row = summ[(summ.scenario == "zone_base") & (summ.agent == "a1")].iloc[0]
@@ -477,8 +496,8 @@ def test_games_rules_on_two_scenarios(tmp_path):
     assert "games_plays" not in proc.stdout
     (wd / "config/games/zone_hard.yaml").unlink()
     rng = np.random.default_rng(2)
-    answers = [{"content": json.dumps({"causal_reasoning": int(rng.integers(0, 12)), "experimental_design": 1,
-                                       "reflection": int(rng.integers(0, 3)), "data_usage": 1, "rationale": "r"})}
+    answers = [{"content": _answer(cr1=int(rng.integers(0, 5)), cr2=int(rng.integers(0, 5)), rq=int(rng.integers(0, 3)),
+                                   mode=str(rng.choice(["none", "correlational_reading"])))}
                for _ in range(8)]
     with ScriptedLLMServer(answers) as server:
         judge = _spec(server.url)
@@ -489,7 +508,10 @@ def test_games_rules_on_two_scenarios(tmp_path):
                       "judges": ["j_one", "j_two"], "search": FAST_SEARCH, "bootstrap": {"resamples": 200}}}))
         targets = ["results/tables/games_antenna.md", "results/tables/games_zone.md", "results/tables/games_optima.md",
                    "results/tables/games_judges.md", "results/figures/games_paths.png",
-                   "results/figures/games_survival_rubric.png"]
+                   "results/figures/games_survival_rubric.png", "results/tables/games_criteria.md",
+                   "results/tables/games_failure_modes.md", "results/tables/games_trap_fall.md",
+                   "results/tables/games_bias_control.md", "results/figures/games_criteria_tiers.png",
+                   "results/figures/games_survival_cr.png"]
         run_snakemake(wd, *targets, "--cores", "2", "--configfile", "config/quick.yaml", "config/games_test.yaml",
                       timeout=300)
     res = wd / "results"
@@ -507,6 +529,15 @@ def test_games_rules_on_two_scenarios(tmp_path):
     wide = jd.pivot(index="play_id", columns="judge", values="total")[["j_one", "j_two"]]
     assert judges.iloc[-1]["total"] == pytest.approx(icc(wide.to_numpy())["ICC2_k"])
     assert "ICC(2,2)" in (res / "tables/games_judges.md").read_text()
+    crit = pd.read_parquet(res / "tables/games_criteria.parquet")
+    cr1 = jd.pivot(index="play_id", columns="judge", values="cr1")[["j_one", "j_two"]]
+    row = crit[(crit.agent == "all") & (crit.criterion == "cr1")].iloc[0]
+    assert row.icc2k == pytest.approx(icc(cr1.to_numpy())["ICC2_k"]) and row.plays == 4
+    assert row.share_zero == pytest.approx((cr1.mean(axis=1) == 0).mean())
+    modes = pd.read_parquet(res / "tables/games_failure_modes.parquet")
+    assert modes[modes.agent == "all"]["count"].sum() == 8
+    falls = pd.read_parquet(res / "tables/games_trap_fall.parquet")
+    assert set(falls.scenario) == {"antenna_base", "zone_base"} and (falls.submitted == 2).all()
     optima = pd.read_parquet(res / "tables/games_optima.parquet")
     assert set(optima.scenario) == {"antenna_base", "zone_base"} and (optima.optimum > optima.threshold).all()
     assert (res / "figures/games_paths.pdf").stat().st_size > 0

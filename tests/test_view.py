@@ -50,8 +50,10 @@ def run(tiny_run, tmp_path_factory) -> Path:
     play = _plays(results)[0]
     row = {"judge": "j_test", "model": "openai/scripted", "play_id": play["play_id"], "agent": play["agent"],
            "mode": play["mode"], "scenario": play["scenario"], "family": play["family"], "repeat": play["repeat"],
-           "status": "ok", "error": "", "causal_reasoning": 7.0, "experimental_design": 1.0, "reflection": 2.0,
-           "data_usage": 1.0, "total": 11.0, "rationale": "names the zone <b>confounder</b> but not the filter",
+           "status": "ok", "error": "", "cr1": 3.0, "cr2": 2.0, "cr3": 2.0, "ed": 1.0, "rq": 2.0, "du": 1.0,
+           "cr1_reason": "names the zone <b>confounder</b> but not the filter",
+           **{f"{c}_reason": "" for c in ("cr2", "cr3", "ed", "rq", "du")}, "cr": 7.0, "total": 11.0,
+           "failure_mode": "missed_confounder",
            "answer": "{}", "tokens_in": 10, "tokens_out": 5, "cost": None, "latency_s": 0.1}
     write_table({k: [v] for k, v in row.items()},
                 results / "games/judgements/j_test" / play["agent"] / play["mode"] / f"{play['scenario']}.parquet",
@@ -184,7 +186,7 @@ def test_play_page_shows_deployments_report_and_judges(run):
         assert html.escape(p["report"], quote=False) in page
         assert f"threshold {p['threshold']:.3f}" in page and f"optimum {p['optimum']:.3f}" in page
         if p["play_id"] == judged["play_id"]:
-            assert "j_test (openai/scripted)" in page and "causal reasoning (0–11)" in page
+            assert "j_test (openai/scripted)" in page and "CR1 true mechanism (0–4)" in page and "missed_confounder" in page
             numeric = [f for f in GAME_JUDGEMENTS.schema if f.type == pa.float64() and f.name not in ("cost", "latency_s")]
             assert page.count('<tr data-criterion="') == len(numeric)    # every score column of the table
             assert "names the zone &lt;b&gt;confounder&lt;/b&gt; but not the filter" in page   # escaped, shown

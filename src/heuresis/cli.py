@@ -349,15 +349,16 @@ def cmd_game_references(args: argparse.Namespace) -> int:
     if not scns:
         raise ValueError(f"no scenario file (*.yaml) in {args.scenarios or 'config/games'}")
     out: dict = {"_about": {"command": "heuresis game-references", "code": code_version(),
-                            "note": "optimum by CRN search (search.drones), verified on search.verify_fleets fresh "
-                                    "1,000-drone fleets; trap and standard on the same fleets"}}
+                            "note": "optimum on search.drones CRN drones (enumerated or searched, see "
+                                    "optimum_method), verified on search.verify_fleets fresh 1,000-drone fleets; "
+                                    "trap and standard on the same fleets"}}
     for name, scn in scns.items():
         ref = compute_references(scn)
         out[name] = ref.as_dict()
         print(f"{name:28s} optimum {format_interval(ref.optimum, ref.optimum_lo, ref.optimum_hi)} "
-              f"(search {ref.optimum_search:.3f})  trap {ref.trap:.3f}  standard {ref.standard:.3f}  "
-              f"threshold {ref.threshold:.3f}", flush=True)
-        check_references(ref)
+              f"({ref.optimum_method} {ref.optimum_search:.3f}, runner-up {ref.runner_up:.3f})  trap {ref.trap:.3f}  "
+              f"standard {ref.standard:.3f}  threshold {ref.threshold:.3f} ({ref.threshold_rule})", flush=True)
+        check_references(ref, scn)
     if args.out:
         atomic_write_text(args.out, json.dumps(out, indent=1, sort_keys=True) + "\n")
     return 0

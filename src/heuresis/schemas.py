@@ -489,18 +489,27 @@ REPAIR_FEATURES = _schema("repair_features", 1, [
 
 
 # --- games track (docs/games.md; heuresis.games.workflow) ------------------------------------
-GAME_REFERENCES = _schema("game_references", 1, [
+GAME_REFERENCES = _schema("game_references", 2, [
     ("scenario", pa.string(), "scenario name (config/games/NAME.yaml)"),
     ("family", pa.string(), "scenario family: antenna, zone or weather"),
     ("variant", pa.string(), "variant: base, high_def, local_optima, ..."),
     ("bias", pa.string(), "the distortion of the observations (selection, confounding, measurement)"),
     ("selection_bias", pa.bool_(), "only returned drones are shown per drone"),
-    ("optimum_design", pa.string(), "JSON design maximising Stage-2 survival (CRN search)"),
+    ("optimum_design", pa.string(), "JSON design maximising Stage-2 survival on the CRN draws"),
     ("optimum_search", pa.float64(), "its survival on the search's common-random-number draws"),
+    ("optimum_se", pa.float64(), "binomial standard error of optimum_search"),
+    ("optimum_method", pa.string(), "enumerated (the whole design lattice) or searched (multi-start local search)"),
+    ("lattice_size", pa.int64(), "valid designs in the lattice (caps, DEF budget, equipment)"),
+    ("runner_up", pa.float64(), "best competitor on the CRN draws: the enumeration's second best, or the best "
+                                "of sample_size uniform lattice designs"),
+    ("better_share_ub", pa.float64(), "95% upper bound on the lattice share beating the optimum on the CRN "
+                                      "draws (0 when enumerated)"),
+    ("sample_size", pa.int64(), "uniform lattice designs compared with a searched optimum (0 when enumerated)"),
     ("optimum", pa.float64(), "its mean survival over fresh Stage-2 fleets"),
     ("optimum_lo", pa.float64(), "95% interval over fleets, low"),
     ("optimum_hi", pa.float64(), "95% interval over fleets, high"),
     ("trap_design", pa.string(), "JSON trap design (the correlational reading)"),
+    ("trap_pattern", pa.string(), "JSON trap predicate: conditions {of, at_least | at_most}, all must hold"),
     ("trap", pa.float64(), "trap survival on the same fresh fleets"),
     ("trap_lo", pa.float64(), "95% interval, low"),
     ("trap_hi", pa.float64(), "95% interval, high"),
@@ -508,14 +517,19 @@ GAME_REFERENCES = _schema("game_references", 1, [
     ("standard", pa.float64(), "standard survival on the same fresh fleets"),
     ("standard_lo", pa.float64(), "95% interval, low"),
     ("standard_hi", pa.float64(), "95% interval, high"),
-    ("threshold", pa.float64(), "win threshold: optimum - margin, or the scenario's fixed threshold"),
-    ("threshold_margin", pa.float64(), "the scenario's margin"),
-    ("search_drones", pa.int64(), "drones of the CRN search"),
-    ("designs_evaluated", pa.int64(), "designs the search evaluated"),
+    ("trap_margin", pa.float64(), "standard minus trap survival, paired on the same fleets"),
+    ("trap_margin_lo", pa.float64(), "95% interval over fleets, low (above 0 or the references fail)"),
+    ("trap_margin_hi", pa.float64(), "95% interval over fleets, high"),
+    ("threshold", pa.float64(), "win threshold under threshold_rule"),
+    ("threshold_rule", pa.string(), "fixed (the scenario's threshold) or margin (optimum - threshold_margin)"),
+    ("threshold_margin", pa.float64(), "the scenario's margin (used by the margin rule)"),
+    ("search_drones", pa.int64(), "drones of the CRN draws"),
+    ("designs_evaluated", pa.int64(), "designs evaluated on the CRN draws"),
     ("verify_fleets", pa.int64(), "fresh fleets of the verification"),
     ("fleet_size", pa.int64(), "drones per fleet (Stage-2 size)"),
     ("seed", pa.int64(), "scenario seed"),
     ("intended_mechanism", pa.string(), "what a correct report names (scenario file)"),
+    ("control", pa.string(), "the control scenario paired with this one in games_bias_control (null: none)"),
     ("runtime_s", pa.float64(), "wall time of the search and verification in seconds"),
 ])
 
@@ -592,7 +606,7 @@ GAME_CALLS = _schema("game_calls", 2, [
     ("details", pa.string(), "JSON not shown to the agent (per-drone survival of a deployment)"),
 ])
 
-GAME_JUDGEMENTS = _schema("game_judgements", 1, [
+GAME_JUDGEMENTS = _schema("game_judgements", 2, [
     ("judge", pa.string(), "judge name (config agents, kind llm)"),
     ("model", pa.string(), "the judge's model string"),
     ("play_id", pa.string(), "play judged"),
@@ -601,15 +615,26 @@ GAME_JUDGEMENTS = _schema("game_judgements", 1, [
     ("scenario", pa.string(), "scenario"),
     ("family", pa.string(), "scenario family"),
     ("repeat", pa.int32(), "play index"),
-    ("status", pa.string(), "ok, no_report (scored 0 without asking), unparsed, failed, or play_failed "
-                            "(the play itself failed: not judged; scores null)"),
+    ("status", pa.string(), "ok, no_report (scored 0 without asking), unparsed (a criterion missing or out of "
+                            "range, or an unknown failure mode: scores null), failed, or play_failed (the play "
+                            "itself failed: not judged; scores null)"),
     ("error", pa.string(), "parse or request error"),
-    ("causal_reasoning", pa.float64(), "0-11: names the true mechanism, avoids the trap, explains it"),
-    ("experimental_design", pa.float64(), "0-2: informative, budget-aware deployments"),
-    ("reflection", pa.float64(), "0-2: says which observed patterns misled and why"),
-    ("data_usage", pa.float64(), "0-1: conclusions supported by the observations"),
-    ("total", pa.float64(), "sum, 0-16"),
-    ("rationale", pa.string(), "the judge's short justification"),
+    ("cr1", pa.float64(), "CR1 true mechanism, 0-4: names the causes of the losses"),
+    ("cr2", pa.float64(), "CR2 trap avoidance, 0-4: avoids the trap and says why it is one"),
+    ("cr3", pa.float64(), "CR3 mechanistic depth, 0-3: causal chains rather than correlations"),
+    ("ed", pa.float64(), "ED experimental design, 0-2: informative, budget-aware deployments"),
+    ("rq", pa.float64(), "RQ reflection, 0-2: says which observed patterns misled and why"),
+    ("du", pa.float64(), "DU data usage, 0-1: conclusions supported by the observations"),
+    ("cr1_reason", pa.string(), "the judge's one-line reason for CR1"),
+    ("cr2_reason", pa.string(), "the judge's one-line reason for CR2"),
+    ("cr3_reason", pa.string(), "the judge's one-line reason for CR3"),
+    ("ed_reason", pa.string(), "the judge's one-line reason for ED"),
+    ("rq_reason", pa.string(), "the judge's one-line reason for RQ"),
+    ("du_reason", pa.string(), "the judge's one-line reason for DU"),
+    ("cr", pa.float64(), "causal reasoning CR1 + CR2 + CR3, 0-11"),
+    ("total", pa.float64(), "sum of the six criteria, 0-16"),
+    ("failure_mode", pa.string(), "the judge's failure-mode label (heuresis.games.judge.FAILURE_MODES), "
+                                  "no_report without a report"),
     ("answer", pa.string(), "the judge's raw answer"),
     ("tokens_in", pa.int64(), "prompt tokens"),
     ("tokens_out", pa.int64(), "completion tokens"),

@@ -8,8 +8,17 @@
   mean total over the judges that scored it.  With no judge configured the rubric columns are
   null and the tables say "no judge configured" (never zeros).
 * :func:`family_table` — one table per family; :func:`references_table` — optima, thresholds,
-  trap and standard designs; :func:`judges_table` — each judge's mean scores and the agreement
-  ICC(2,k) per rubric item.
+  trap and standard designs; :func:`judges_table` — each judge's mean per criterion and the
+  agreement ICC(2,k) per criterion.
+* :func:`criteria_table` — per agent x mode and criterion (CR1, CR2, CR3, ED, RQ, DU, CR, total):
+  mean over plays, share of plays with credit (> 0), share of zeros, ICC(2,k) across judges;
+  :func:`failure_modes_table` — the judges' failure-mode labels per agent x mode;
+  :func:`criteria_tiers_figure` — criteria by survival tier (:func:`survival_tier`);
+  :func:`survival_cr_figure` — survival against causal reasoning per play, by tier.
+* Judge-independent: :func:`trap_fall_table` — per scenario x agent x mode the share of submitted
+  designs that follow the scenario's trap pattern; :func:`bias_control_table` — each biased
+  scenario beside its control (``control:`` in the scenario file): survival and trap-fall rate of
+  both and their difference, with bootstrap intervals.
 * :func:`path_summary` — configuration-path statistics per agent x mode: distance of the k-th
   deployed design to the optimum, lock-in share, drift of the submission from the best observed
   design, share of submissions equal to the best observed design.
@@ -24,12 +33,19 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from heuresis.bootstrap import bootstrap_mean
-from heuresis.games.judge import RUBRIC, RUBRIC_MAX, icc
+from heuresis.bootstrap import bootstrap_mean, unpaired_bootstrap
+from heuresis.games.judge import CAUSAL, CRITERIA, CRITERION_NAMES, FAILURE_MODES, RUBRIC_MAX, icc
+from heuresis.games.scenario import follows_pattern, pattern_text
 from heuresis.report import format_interval
 
 __all__ = [
     "NO_JUDGE",
+    "SCORES",
+    "TIERS",
+    "bias_control_table",
+    "criteria_table",
+    "criteria_tiers_figure",
+    "failure_modes_table",
     "family_table",
     "judges_table",
     "path_summary",
@@ -37,15 +53,25 @@ __all__ = [
     "references_table",
     "rubric_per_play",
     "summary",
+    "survival_cr_figure",
     "survival_rubric_figure",
+    "survival_tier",
+    "trap_fall",
+    "trap_fall_table",
 ]
 
 NO_JUDGE = "no judge configured"
+#: Score columns of a judgement and their maxima: the six criteria, causal reasoning (CR1-CR3) and the total.
+SCORES = {**CRITERIA, "cr": sum(CRITERIA[c] for c in CAUSAL), "total": RUBRIC_MAX}
+#: Survival tiers of a play (:func:`survival_tier`), best first.
+TIERS = ("won", "close", "far", "unsubmitted")
+#: Width of the ``close`` tier below the threshold (survival rate).
+TIER_WIDTH = 0.10
 
 
 def rubric_per_play(judgements: pd.DataFrame) -> pd.DataFrame:
-    """Per play: mean over the judges that scored it of each rubric item and the total."""
-    cols = [*RUBRIC, "total"]
+    """Per play: mean over the judges that scored it of each criterion, CR and the total."""
+    cols = list(SCORES)
     if judgements is None or judgements.empty:
         return pd.DataFrame(columns=["play_id", *cols, "judges_scored"])
     ok = judgements[judgements.status.isin(["ok", "no_report"])]
@@ -53,6 +79,24 @@ def rubric_per_play(judgements: pd.DataFrame) -> pd.DataFrame:
     out = g[cols].mean()
     out["judges_scored"] = g.size()
     return out.reset_index()
+
+
+def survival_tier(play: Mapping) -> str:
+    """``won`` (survival >= threshold), ``close`` (within :data:`TIER_WIDTH` below), ``far`` or ``unsubmitted``."""
+    if not bool(play["submitted"]):
+        return "unsubmitted"
+    if play["survival"] >= play["threshold"]:
+        return "won"
+    return "close" if play["survival"] >= play["threshold"] - TIER_WIDTH else "far"
+
+
+def trap_fall(plays: pd.DataFrame, refs: Mapping[str, Mapping]) -> pd.Series:
+    """Per play: the submitted design follows its scenario's trap pattern (True/False; None unsubmitted)."""
+    out = []
+    for _, p in plays.iterrows():
+        design = json.loads(p.design) if bool(p.submitted) and p.design not in (None, "null") else None
+        out.append(None if design is None else follows_pattern(refs[p.scenario]["trap_pattern"], design))
+    return pd.Series(out, index=plays.index, dtype=object)
 
 
 def summary(plays: pd.DataFrame, judgements: pd.DataFrame | None, judges: Sequence[str], boot: Mapping) -> pd.DataFrame:
@@ -120,8 +164,13 @@ def references_table(refs: Mapping[str, Mapping]) -> tuple[pd.DataFrame, pd.Data
     return num, disp
 
 
+def _head(k: str) -> str:
+    """Column heading of a score: ``CR1 (0-4)``, ``CR (0-11)``, ``Total (0-16)``."""
+    return f"{'Total' if k == 'total' else k.upper()} (0-{SCORES[k]})"
+
+
 def judges_table(judgements: pd.DataFrame | None, judges: Sequence[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Per judge: plays scored, unparsed/failed answers, mean of each item; then ICC(2,k) per item."""
+    """Per judge: plays scored, unparsed/failed answers, mean of each criterion; then ICC(2,k) per criterion."""
     if not judges:
         num = pd.DataFrame([{"judge": NO_JUDGE, "item": None, "value": None}])
         return num, pd.DataFrame({"Judge": [NO_JUDGE], "Result": ["games.judges is empty: no rubric, no ICC"]})
@@ -132,30 +181,191 @@ def judges_table(judgements: pd.DataFrame | None, judges: Sequence[str]) -> tupl
         rec = {"judge": j, "plays": len(d), "scored": len(ok), "unparsed": int((d.status == "unparsed").sum()),
                "play_failed": int((d.status == "play_failed").sum()),
                "failed": int((d.status == "failed").sum()), **{k: float(ok[k].mean()) if len(ok) else None
-                                                                 for k in [*RUBRIC, "total"]}}
+                                                                 for k in list(SCORES)}}
         rows.append(rec)
         disp.append({"Judge": j, "Plays": str(rec["plays"]) + (f" ({rec['play_failed']} failed plays, not judged)"
                                                              if rec["play_failed"] else ""),
                      "Unparsed / failed": f"{rec['unparsed']} / {rec['failed']}",
-                     **{k.replace("_", " ").capitalize(): "n/a" if rec[k] is None else f"{rec[k]:.2f}"
-                        for k in [*RUBRIC, "total"]}})
+                     **{_head(k): "n/a" if rec[k] is None else f"{rec[k]:.2f}" for k in SCORES}})
     num = pd.DataFrame(rows)
     # agreement: plays scored by every judge (reports only: a missing report scores 0 for all by rule)
     asked = judgements[judgements.status != "no_report"]
     icc_row = {"judge": f"ICC(2,{len(judges)})"}
     disp_row = {"Judge": f"ICC(2,{len(judges)}) across judges", "Plays": "", "Unparsed / failed": ""}
-    for k in [*RUBRIC, "total"]:
+    for k in list(SCORES):
         wide = asked.pivot_table(index="play_id", columns="judge", values=k, aggfunc="first")
         wide = wide.reindex(columns=list(judges)).dropna()
         val, n = float("nan"), len(wide)
         if len(judges) >= 2 and n >= 2:
             val = icc(wide.to_numpy(float))["ICC2_k"]
         icc_row[k] = val
-        disp_row[k.replace("_", " ").capitalize()] = (f"{val:.2f} (n={n})" if np.isfinite(val)
+        disp_row[_head(k)] = (f"{val:.2f} (n={n})" if np.isfinite(val)
                                                       else ("n/a (one judge)" if len(judges) < 2 else f"n/a (n={n})"))
     disp_row["Plays"] = str(len(asked.play_id.unique()))
     num = pd.concat([num, pd.DataFrame([icc_row])], ignore_index=True)
     return num, pd.DataFrame([*disp, disp_row])
+
+
+def _icc2k(judgements: pd.DataFrame, judges: Sequence[str], col: str, play_ids=None) -> tuple[float, int]:
+    """ICC(2,k) of one score over the plays every judge scored (reports only), and that number of plays."""
+    asked = judgements[judgements.status == "ok"]
+    if play_ids is not None:
+        asked = asked[asked.play_id.isin(set(play_ids))]
+    wide = asked.pivot_table(index="play_id", columns="judge", values=col, aggfunc="first")
+    wide = wide.reindex(columns=list(judges)).dropna()
+    if len(judges) < 2 or len(wide) < 2:
+        return float("nan"), len(wide)
+    return icc(wide.to_numpy(float))["ICC2_k"], len(wide)
+
+
+def _kw(boot: Mapping) -> dict:
+    return {"resamples": int(boot["resamples"]), "seed": int(boot["seed"]), "level": float(boot["level"])}
+
+
+def _scored(plays: pd.DataFrame) -> pd.DataFrame:
+    """The plays that did not fail (a failed play is counted elsewhere, never scored)."""
+    return plays[plays.status != "failed"] if "status" in plays else plays
+
+
+def criteria_table(plays: pd.DataFrame, judgements: pd.DataFrame | None, judges: Sequence[str],
+                   boot: Mapping) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per agent x mode (and ``all`` pooled) and criterion: mean, share > 0, share = 0, ICC(2,k), over judged plays.
+
+    A play's score is the mean over the judges that scored it; share > 0 counts plays with any
+    credit from that mean, share = 0 plays every judge gave 0.  ICC(2,k) is over the plays every
+    judge scored from a report (a play without a report is 0 by rule, not a judgement).
+    """
+    if not judges:
+        num = pd.DataFrame([{"agent": NO_JUDGE, "mode": None, "criterion": None}])
+        return num, pd.DataFrame({"Agent": [NO_JUDGE], "Result": ["games.judges is empty: no criteria, no ICC"]})
+    plays = _scored(plays)
+    rub = rubric_per_play(judgements).set_index("play_id")
+    groups = [((a, m), df) for (a, m), df in plays.groupby(["agent", "mode"], sort=True)]
+    groups.append((("all", "all"), plays))
+    rows, disp = [], []
+    for (agent, mode), df in groups:
+        sc = rub.reindex(df.play_id).dropna(subset=["total"])
+        drow = {"Agent": agent, "Mode": mode, "Plays judged": str(len(sc))}
+        for k, top in SCORES.items():
+            v = sc[k].to_numpy(float)
+            iv = bootstrap_mean(v, **_kw(boot))
+            val, n_icc = _icc2k(judgements, judges, k, df.play_id)
+            rec = {"agent": agent, "mode": mode, "criterion": k, "max": top, "plays": len(v), "mean": iv.estimate,
+                   "mean_lo": iv.lo, "mean_hi": iv.hi, "share_positive": float((v > 0).mean()) if len(v) else np.nan,
+                   "share_zero": float((v == 0).mean()) if len(v) else np.nan, "icc2k": val, "icc_plays": n_icc}
+            rows.append(rec)
+            icc_txt = f"{val:.2f}" if np.isfinite(val) else "n/a"
+            drow[_head(k)] = (f"{format_interval(iv.estimate, iv.lo, iv.hi, digits=2)}; >0 {rec['share_positive']:.0%}, "
+                              f"=0 {rec['share_zero']:.0%}; ICC {icc_txt}" if len(v) else "n/a")
+        disp.append(drow)
+    return pd.DataFrame(rows), pd.DataFrame(disp)
+
+
+def failure_modes_table(plays: pd.DataFrame, judgements: pd.DataFrame | None,
+                        judges: Sequence[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per agent x mode (and ``all``): the judges' failure-mode labels, count and share of the judgements that gave one."""
+    if not judges:
+        num = pd.DataFrame([{"agent": NO_JUDGE, "mode": None, "failure_mode": None}])
+        return num, pd.DataFrame({"Agent": [NO_JUDGE], "Result": ["games.judges is empty: no failure modes"]})
+    labels = [*FAILURE_MODES, "no_report"]
+    ids = set(_scored(plays).play_id)
+    j = judgements[judgements.status.isin(["ok", "no_report"]) & judgements.play_id.isin(ids)]
+    groups = [((a, m), df) for (a, m), df in j.groupby(["agent", "mode"], sort=True)]
+    groups.append((("all", "all"), j))
+    rows, disp = [], []
+    for (agent, mode), df in groups:
+        counts = df.failure_mode.value_counts()
+        n = len(df)
+        drow = {"Agent": agent, "Mode": mode, "Judgements": str(n)}
+        for lab in labels:
+            c = int(counts.get(lab, 0))
+            rows.append({"agent": agent, "mode": mode, "failure_mode": lab, "judgements": n, "count": c,
+                         "share": c / n if n else np.nan})
+            drow[lab] = f"{c / n:.0%} ({c})" if n else "n/a"
+        disp.append(drow)
+    return pd.DataFrame(rows), pd.DataFrame(disp)
+
+
+def trap_fall_table(plays: pd.DataFrame, refs: Mapping[str, Mapping],
+                    boot: Mapping) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per scenario x agent x mode: share of submitted designs following the scenario's trap pattern, with its interval."""
+    plays = _scored(plays).copy()
+    plays["trap_fall"] = trap_fall(plays, refs)
+    rows = []
+    for (scn, agent, mode), df in plays.groupby(["scenario", "agent", "mode"], sort=True):
+        tf = df.trap_fall.dropna().astype(float).to_numpy()
+        iv = bootstrap_mean(tf, **_kw(boot))
+        sv = bootstrap_mean(df.survival.to_numpy(float), **_kw(boot))
+        rows.append({"scenario": scn, "family": refs[scn]["family"], "agent": agent, "mode": mode, "plays": len(df),
+                     "submitted": len(tf), "trap_pattern": pattern_text(refs[scn]["trap_pattern"]),
+                     "trap_fall": iv.estimate, "trap_fall_lo": iv.lo, "trap_fall_hi": iv.hi,
+                     "survival": sv.estimate, "survival_lo": sv.lo, "survival_hi": sv.hi})
+    num = pd.DataFrame(rows)
+    if num.empty:
+        return num, pd.DataFrame({"Scenario": [], "Agent": []})
+    disp = pd.DataFrame({
+        "Scenario": num.scenario, "Trap pattern": num.trap_pattern, "Agent": num.agent, "Mode": num["mode"],
+        "Submitted / plays": [f"{s} / {p}" for s, p in zip(num.submitted, num.plays)],
+        "Trap-fall rate": [format_interval(m, lo, hi, digits=2) for m, lo, hi in
+                           zip(num.trap_fall, num.trap_fall_lo, num.trap_fall_hi)],
+        "Survival": [format_interval(m, lo, hi) for m, lo, hi in zip(num.survival, num.survival_lo, num.survival_hi)],
+    })
+    return num, disp
+
+
+def bias_control_table(plays: pd.DataFrame, refs: Mapping[str, Mapping],
+                       boot: Mapping) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Each biased scenario beside its control, per agent x mode: survival and trap-fall rate, and biased minus control.
+
+    The two sides are different plays (their draws are the scenarios' own), so the difference's
+    interval resamples them independently (:func:`heuresis.bootstrap.unpaired_bootstrap`).  A
+    trap-fall rate is over submitted plays; the control is judged by the biased scenario's pattern
+    (the same design space and trap).
+    """
+    plays = _scored(plays).copy()
+    rows = []
+    for scn, ref in sorted(refs.items()):
+        ctrl = ref.get("control")
+        if not ctrl or ctrl not in refs:
+            continue
+        pat = ref["trap_pattern"]
+        for (agent, mode), df in plays[plays.scenario.isin([scn, ctrl])].groupby(["agent", "mode"], sort=True):
+            a, b = df[df.scenario == scn], df[df.scenario == ctrl]
+            if a.empty or b.empty:
+                continue
+            rec = {"scenario": scn, "control": ctrl, "family": ref["family"], "agent": agent, "mode": mode,
+                   "plays": len(a), "control_plays": len(b)}
+            for col, x, y in (("survival", a.survival.to_numpy(float), b.survival.to_numpy(float)),
+                              ("trap_fall", _falls(a, pat), _falls(b, pat))):
+                for side, v in ((col, x), (f"control_{col}", y)):
+                    iv = bootstrap_mean(v, **_kw(boot))
+                    rec.update({side: iv.estimate, f"{side}_lo": iv.lo, f"{side}_hi": iv.hi})
+                d = unpaired_bootstrap(x, y, **_kw(boot))
+                rec.update({f"{col}_diff": d.estimate, f"{col}_diff_lo": d.lo, f"{col}_diff_hi": d.hi})
+            rows.append(rec)
+    num = pd.DataFrame(rows)
+    if num.empty:
+        return num, pd.DataFrame({"Scenario": [], "Control": []})
+
+    def iv(col, digits=3):
+        return [format_interval(m, lo, hi, digits=digits) for m, lo, hi in
+                zip(num[col], num[f"{col}_lo"], num[f"{col}_hi"])]
+
+    disp = pd.DataFrame({
+        "Scenario": num.scenario, "Control": num.control, "Agent": num.agent, "Mode": num["mode"],
+        "Plays": [f"{p} / {c}" for p, c in zip(num.plays, num.control_plays)],
+        "Survival": iv("survival"), "Control survival": iv("control_survival"), "Difference": iv("survival_diff"),
+        "Trap-fall": iv("trap_fall", 2), "Control trap-fall": iv("control_trap_fall", 2),
+        "Trap-fall difference": iv("trap_fall_diff", 2),
+    })
+    return num, disp
+
+
+def _falls(df: pd.DataFrame, pattern) -> np.ndarray:
+    """0/1 per submitted play of ``df``: its design follows ``pattern``."""
+    out = [follows_pattern(pattern, json.loads(d)) for d, sub in zip(df.design, df.submitted)
+           if bool(sub) and d not in (None, "null")]
+    return np.array(out, dtype=float)
 
 
 def _vec(design: Mapping, keys: Sequence[str]) -> np.ndarray:
@@ -243,6 +453,81 @@ def survival_rubric_figure(summ: pd.DataFrame, judges: Sequence[str]):
     return fig
 
 
+def _tiered(plays: pd.DataFrame, judgements: pd.DataFrame | None) -> pd.DataFrame:
+    """The judged plays with their tier and their judge-mean scores."""
+    plays = _scored(plays).copy()
+    plays["tier"] = [survival_tier(p) for _, p in plays.iterrows()]
+    rub = rubric_per_play(judgements)
+    return plays.merge(rub, on="play_id", how="inner").dropna(subset=["total"])
+
+
+def _no_judge_note(ax, plt) -> None:
+    ax.text(0.5, 0.5, f"criteria: {NO_JUDGE}\n(games.judges is empty)", transform=ax.transAxes, ha="center",
+            va="center", fontsize=11, color="#a00000", bbox=dict(facecolor="white", edgecolor="#a00000",
+                                                                  boxstyle="round"))
+
+
+def criteria_tiers_figure(plays: pd.DataFrame, judgements: pd.DataFrame | None, judges: Sequence[str],
+                          boot: Mapping):
+    """Plot each criterion's mean (as a share of its maximum) per survival tier, with bootstrap intervals."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(7.6, 3.8))
+    numbers = []
+    if judges:
+        df = _tiered(plays, judgements)
+        tiers = [t for t in TIERS if (df.tier == t).any()]
+        crit = list(CRITERIA)
+        width = 0.8 / max(len(tiers), 1)
+        colors = dict(zip(TIERS, ["#1b7837", "#a6dba0", "#c2a5cf", "#762a83"]))
+        for k, t in enumerate(tiers):
+            sub = df[df.tier == t]
+            means, los, his = [], [], []
+            for c in crit:
+                iv = bootstrap_mean(sub[c].to_numpy(float) / CRITERIA[c], **_kw(boot))
+                means.append(iv.estimate)
+                los.append(iv.estimate - iv.lo)
+                his.append(iv.hi - iv.estimate)
+                numbers.append({"tier": t, "criterion": c, "plays": len(sub), "mean_share": iv.estimate,
+                                "lo": iv.lo, "hi": iv.hi})
+            x = np.arange(len(crit)) + (k - (len(tiers) - 1) / 2) * width
+            ax.bar(x, means, width, yerr=[los, his], capsize=2, color=colors[t], label=f"{t} (n={len(sub)})")
+        ax.set_xticks(range(len(crit)), [f"{c.upper()}\n{CRITERION_NAMES[c]}" for c in crit], fontsize=8)
+        ax.set_ylim(0, 1.05)
+        ax.legend(frameon=False, fontsize=8, title="survival tier", title_fontsize=8)
+    else:
+        _no_judge_note(ax, plt)
+        ax.set_xticks([])
+    ax.set_ylabel("mean score / criterion maximum")
+    ax.spines[["top", "right"]].set_visible(False)
+    fig.tight_layout()
+    return fig, numbers
+
+
+def survival_cr_figure(plays: pd.DataFrame, judgements: pd.DataFrame | None, judges: Sequence[str]):
+    """Plot each judged play's Stage-2 survival against its causal-reasoning score (CR1+CR2+CR3), coloured by tier."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    numbers = []
+    if judges:
+        df = _tiered(plays, judgements)
+        colors = dict(zip(TIERS, ["#1b7837", "#5aae61", "#9970ab", "#762a83"]))
+        for t in TIERS:
+            sub = df[df.tier == t]
+            if len(sub):
+                ax.scatter(sub.cr, sub.survival, s=16, alpha=0.75, color=colors[t], label=f"{t} (n={len(sub)})")
+        numbers = df[["play_id", "agent", "mode", "scenario", "tier", "cr", "survival"]].to_dict("records")
+        ax.set_xlim(-0.5, SCORES["cr"] + 0.5)
+        ax.legend(frameon=False, fontsize=8, title="survival tier", title_fontsize=8)
+    else:
+        _no_judge_note(ax, plt)
+    ax.set_xlabel(f"causal reasoning CR1+CR2+CR3 (0-{SCORES['cr']}; mean over judges)")
+    ax.set_ylabel("Stage-2 survival")
+    ax.set_ylim(0, 1)
+    ax.spines[["top", "right"]].set_visible(False)
+    fig.tight_layout()
+    return fig, numbers
+
+
 def paths_figure(stats: pd.DataFrame, per_step: pd.DataFrame):
     """Plot the configuration paths: the distance of the k-th deployed design to the optimum, and lock-in per agent.
 
@@ -284,9 +569,24 @@ CAPTIONS = {
     "games_optima": ("Games references: optimum by common-random-number search, verified on fresh Stage-2 "
                          "fleets (mean and 95% interval over fleets); trap and standard designs on the same "
                          "fleets; win threshold = optimum - margin (or the scenario's fixed threshold)."),
-    "games_judges": ("Games report rubric: each LLM judge's mean score per item (causal reasoning 0-11, "
-                     "experimental design 0-2, reflection 0-2, data usage 0-1) and the agreement across judges, "
-                     "ICC(2,k) (Shrout & Fleiss 1979) over the plays every judge scored."),
+    "games_judges": ("Games report rubric: each LLM judge's mean score per criterion (CR1 true mechanism 0-4, "
+                     "CR2 trap avoidance 0-4, CR3 mechanistic depth 0-3, ED experimental design 0-2, RQ reflection "
+                     "0-2, DU data usage 0-1; CR = CR1+CR2+CR3) and the agreement across judges, ICC(2,k) "
+                     "(Shrout & Fleiss 1979) over the plays every judge scored."),
+    "games_criteria": ("Games rubric criteria per agent and mode (all: pooled): mean over judged plays (a play's "
+                       "score is the mean over its judges) with {level:.0%} bootstrap intervals ({resamples} "
+                       "resamples), share of plays with credit (>0), share of zeros (=0), and ICC(2,k) across "
+                       "judges over the plays every judge scored."),
+    "games_failure_modes": ("Games failure modes: the judges' labels of the reports' main failure per agent and "
+                            "mode (all: pooled), share and count of the judgements; no_report: no report written."),
+    "games_trap_fall": ("Games trap-fall rate (judge-independent): per scenario, agent and mode the share of "
+                        "submitted final designs that follow the scenario's trap pattern (every condition holds), "
+                        "and Stage-2 survival; {level:.0%} bootstrap intervals over plays ({resamples} resamples)."),
+    "games_bias_control": ("Games biased vs control (judge-independent): each biased scenario beside its control "
+                           "(the same SCM with destroyed drones shown), per agent and mode: Stage-2 survival and "
+                           "trap-fall rate (the biased scenario's trap pattern) of both and biased minus control; "
+                           "{level:.0%} bootstrap intervals ({resamples} resamples; the difference resamples the "
+                           "two scenarios' plays independently)."),
 }
 
 
@@ -348,6 +648,22 @@ def build_target(target: str, stem, *, references: Sequence, plays: Sequence, ju
             cap += f" Rubric: {NO_JUDGE} (games.judges is empty)."
         write_paper_table(num, disp, stem, caption=cap, provenance=prov)
         return f"{target}: {len(num)} rows from {int((p.family == family).sum())} plays"
+    fmt = {"level": float(bootstrap["level"]), "resamples": int(bootstrap["resamples"])}
+    if target in ("games_criteria", "games_failure_modes"):
+        num, disp = (criteria_table(p, j, judges, bootstrap) if target == "games_criteria"
+                     else failure_modes_table(p, j, judges))
+        cap = CAPTIONS[target].format(**fmt) + ("" if judges else f" {NO_JUDGE} (games.judges is empty).")
+        write_paper_table(num, disp, stem, caption=cap, provenance=prov)
+        return f"{target}: " + (f"{len(num)} rows from {len(j)} judgements" if judges else NO_JUDGE)
+    if target in ("games_trap_fall", "games_bias_control"):
+        num, disp = (trap_fall_table if target == "games_trap_fall" else bias_control_table)(p, refs, bootstrap)
+        write_paper_table(num, disp, stem, caption=CAPTIONS[target].format(**fmt), provenance=prov)
+        return f"{target}: {len(num)} rows from {len(p)} plays"
+    if target in ("games_criteria_tiers", "games_survival_cr"):
+        fig, numbers = (criteria_tiers_figure(p, j, judges, bootstrap) if target == "games_criteria_tiers"
+                        else survival_cr_figure(p, j, judges))
+        save_figure(fig, stem, provenance={**prov, "numbers": numbers})
+        return f"{target}: {len(p)} plays" + ("" if judges else f"; criteria: {NO_JUDGE}")
     if target == "games_survival_rubric":
         summ = summary(p, j, judges, bootstrap)
         fig = survival_rubric_figure(summ, judges)

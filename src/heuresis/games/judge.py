@@ -1,15 +1,19 @@
-"""The report rubric (docs/games.md §5), scored by LLM judges, and the judges' agreement.
+"""The report rubric (docs/games.md §5), scored by LLM judges criterion by criterion, and the judges' agreement.
 
 A judge is an LLM agent (kind ``llm``) asked once per play, with the prompt template
 ``data/prompts/game_judge.txt``: the scenario's description, distortion, *intended mechanism*,
 trap and optimum designs, what the agent deployed and submitted, and its report.  The judge is
-not shown the Stage-2 survival, so the rubric does not echo the outcome.  Its answer is read by
-:func:`parse_scores` (one JSON object, or failing that ``name: value`` lines); a score outside
-its range or a missing item makes the judgement ``unparsed`` (scores null), never a clipped or
-zero score, and so does a prompt the judge's context window cannot hold (the error says
-``context_overflow``).  A play without a report scores 0 without asking (``no_report``).
+not shown the Stage-2 survival, so the rubric does not echo the outcome.
 
-Rubric (16 points): causal reasoning 11, experimental design 2, reflection 2, data usage 1.
+The rubric (:data:`CRITERIA`, 16 points): causal reasoning — CR1 true mechanism (0-4), CR2
+trap avoidance (0-4), CR3 mechanistic depth (0-3) — then ED experimental design (0-2), RQ
+reflection (0-2), DU data usage (0-1); each criterion with a one-line reason, and one
+failure-mode label from :data:`FAILURE_MODES`.  The answer is read by :func:`parse_scores`
+(one JSON object, or failing that ``CR1: 3 - reason`` lines); a criterion missing, not a number
+or out of its range, or a label outside the list, makes the judgement ``unparsed`` (scores
+null), never a clipped or zero score, and so does a prompt the judge's context window cannot
+hold (the error says ``context_overflow``).  A play without a report scores 0 on every
+criterion without asking (``no_report``, failure mode ``no_report``).
 
 Agreement across judges is the intraclass correlation ICC(2,k) of Shrout & Fleiss (1979): a
 two-way random-effects model (plays and judges random), absolute agreement, reliability of the
@@ -28,15 +32,33 @@ from heuresis.agents.llm import repair_arguments
 from heuresis.harness.loop import Request, single_request
 from heuresis.harness.prompts import render
 
-__all__ = ["RUBRIC", "ScoreError", "icc", "judge_play", "judge_prompt", "parse_scores"]
+__all__ = ["CRITERIA", "CRITERION_NAMES", "FAILURE_MODES", "RUBRIC_MAX", "ScoreError", "icc", "judge_play",
+           "judge_prompt", "parse_scores"]
 
-#: Rubric items and their maxima (docs/games.md §5).
-RUBRIC = {"causal_reasoning": 11, "experimental_design": 2, "reflection": 2, "data_usage": 1}
-RUBRIC_MAX = sum(RUBRIC.values())
+#: Rubric criteria (their score columns) and maxima (docs/games.md §5); CR1-CR3 are causal reasoning.
+CRITERIA = {"cr1": 4, "cr2": 4, "cr3": 3, "ed": 2, "rq": 2, "du": 1}
+#: What each criterion scores (also the words a judge's answer may use for it).
+CRITERION_NAMES = {"cr1": "true mechanism", "cr2": "trap avoidance", "cr3": "mechanistic depth",
+                   "ed": "experimental design", "rq": "reflection", "du": "data usage"}
+#: Causal reasoning: the first three criteria, 0-11.
+CAUSAL = ("cr1", "cr2", "cr3")
+RUBRIC_MAX = sum(CRITERIA.values())
+#: Failure-mode labels a judge chooses one of (``no_report`` is given without asking).
+FAILURE_MODES = {
+    "none": "no major failure: the true mechanism named and the trap avoided",
+    "correlational_reading": "took an observed association for a cause (armour where returned drones were hit, "
+                             "a visible correlate)",
+    "missed_selection_bias": "did not see that destroyed drones are missing from the observations",
+    "missed_confounder": "did not see the hidden variable behind the observed associations",
+    "misread_noise": "trusted noisy per-drone values over the exact counts",
+    "wrong_mechanism": "names a mechanism that is not the true one",
+    "no_mechanism": "names no mechanism (generic or vague statements)",
+    "other": "another failure (the reasons say which)",
+}
 
 
 class ScoreError(ValueError):
-    """A judge's answer without a readable, in-range score for every rubric item."""
+    """A judge's answer without a readable, in-range score for every criterion (or without a known label)."""
 
 
 def judge_prompt(play: Mapping, scn) -> str:
@@ -53,11 +75,25 @@ def judge_prompt(play: Mapping, scn) -> str:
                   optimum=play.get("optimum_design") or "(not given)",
                   deployments="\n".join(lines) or "(none)",
                   submitted=play.get("design") if play.get("submitted") else "(none: the agent did not submit)",
-                  report=(play.get("report") or "").strip())
+                  report=(play.get("report") or "").strip(),
+                  failure_modes="\n".join(f"- {k}: {v}" for k, v in FAILURE_MODES.items()))
 
 
 def _norm(key: str) -> str:
-    return re.sub(r"[^a-z]+", "_", str(key).lower()).strip("_")
+    return re.sub(r"[^a-z0-9]+", "_", str(key).lower()).strip("_")
+
+
+_ALIASES = {c: {c, _norm(n), _norm(f"{c} {n}")} for c, n in CRITERION_NAMES.items()}
+_ALIASES["cr2"] |= {"trap"}
+_ALIASES["rq"] |= {"reflection_quality"}
+
+
+def _criterion(key: str) -> str | None:
+    k = _norm(key)
+    for c, names in _ALIASES.items():
+        if k in names:
+            return c
+    return None
 
 
 def _value(v, item: str) -> float:
@@ -70,13 +106,61 @@ def _value(v, item: str) -> float:
         v = float(m.group(1))
     if not isinstance(v, (int, float)) or not np.isfinite(v):
         raise ScoreError(f"{item}: not a number ({v!r})")
-    if not 0 <= v <= RUBRIC[item]:
-        raise ScoreError(f"{item}: {v} outside 0..{RUBRIC[item]}")
+    if not 0 <= v <= CRITERIA[item]:
+        raise ScoreError(f"{item}: {v} outside 0..{CRITERIA[item]}")
     return float(v)
 
 
+def _label(v) -> str:
+    label = _norm(v or "")
+    if label not in FAILURE_MODES:
+        raise ScoreError(f"failure_mode: {v!r} is not one of {sorted(FAILURE_MODES)}")
+    return label
+
+
+def _from_object(obj: Mapping) -> dict | None:
+    """Scores, reasons and label from one JSON object, None when it holds no criterion."""
+    found: dict[str, tuple] = {}
+    label = None
+    for key, v in obj.items():
+        if _norm(key) in ("failure_mode", "failure", "failure_label"):
+            label = v
+            continue
+        reason_key = re.sub(r"_?reason$", "", _norm(key))
+        c = _criterion(key)
+        if c is None and reason_key != _norm(key):
+            c2 = _criterion(reason_key)
+            if c2 is not None:
+                found.setdefault(c2, [None, ""])[1] = str(v)
+            continue
+        if c is None:
+            continue
+        if isinstance(v, Mapping):
+            sub = {_norm(k): x for k, x in v.items()}
+            found.setdefault(c, [None, ""])[0] = sub.get("score", sub.get("points"))
+            found[c][1] = str(sub.get("reason", found[c][1]) or "")
+            if found[c][0] is None:
+                raise ScoreError(f"{c}: no score")
+        else:
+            found.setdefault(c, [None, ""])[0] = v
+    if not any(x[0] is not None for x in found.values()):
+        return None
+    missing = [c for c in CRITERIA if c not in found or found[c][0] is None]
+    if missing:
+        raise ScoreError(f"no score for {', '.join(m.upper() for m in missing)}")
+    out = {c: _value(found[c][0], c) for c in CRITERIA}
+    out.update({f"{c}_reason": " ".join(found[c][1].split()) for c in CRITERIA})
+    out["failure_mode"] = _label(label)
+    return out
+
+
 def parse_scores(text: str | None) -> dict:
-    """Rubric scores and rationale from a judge's answer, else :class:`ScoreError`."""
+    """Each criterion's score and reason and the failure-mode label from a judge's answer, else :class:`ScoreError`.
+
+    Accepted: one JSON object with ``"CR1": {"score": 3, "reason": "..."}`` (or ``"CR1": 3``
+    beside ``"CR1_reason"``) per criterion and ``"failure_mode"``; failing that, lines
+    ``CR1: 3 - reason`` and ``failure_mode: label``.
+    """
     from heuresis.games.play import json_objects
 
     body = re.sub(r"<think>.*?</think>", "", text or "", flags=re.S | re.I).strip()
@@ -86,22 +170,21 @@ def parse_scores(text: str | None) -> dict:
         fixed, _ = repair_arguments(cand)
         if fixed is None:
             continue
-        obj = {_norm(k): v for k, v in json.loads(fixed).items()}
-        if set(RUBRIC) & set(obj):
-            missing = [k for k in RUBRIC if k not in obj]
-            if missing:
-                raise ScoreError(f"no score for {', '.join(missing)}")
-            out = {k: _value(obj[k], k) for k in RUBRIC}
-            out["rationale"] = str(obj.get("rationale", ""))
-            return out
+        obj = json.loads(fixed)
+        if isinstance(obj, Mapping):
+            out = _from_object(obj)
+            if out is not None:
+                return out
     out = {}
-    for item in RUBRIC:   # fallback: "Causal reasoning: 7/11" lines
-        pat = item.replace("_", r"[ _-]?")
-        m = re.search(rf"{pat}\W{{0,5}}(-?\d+(?:\.\d+)?)", body, re.I)
+    for c in CRITERIA:   # fallback: "CR1 (true mechanism): 3/4 - names the storm" lines
+        m = re.search(rf"^\W*{c}\b[^:\n]*:\s*(-?\d+(?:\.\d+)?)(?:\s*/\s*\d+)?\s*(?:[-\u2013\u2014:]\s*(.*))?$",
+                      body, re.I | re.M)
         if not m:
-            raise ScoreError(f"no score for {item}")
-        out[item] = _value(m.group(1), item)
-    out["rationale"] = ""
+            raise ScoreError(f"no score for {c.upper()}")
+        out[c] = _value(m.group(1), c)
+        out[f"{c}_reason"] = (m.group(2) or "").strip()
+    m = re.search(r"failure[ _-]?mode\W{0,5}([a-z_ ]+)", body, re.I)
+    out["failure_mode"] = _label(m.group(1).strip() if m else None)
     return out
 
 
@@ -109,14 +192,15 @@ def judge_play(model, judge: str, play: Mapping, scn) -> dict:
     """One judgement row (``game_judgements``) of ``play`` by the LLM agent ``model``."""
     row = {"judge": judge, "model": getattr(model, "model", None), "play_id": play["play_id"], "agent": play["agent"],
            "mode": play["mode"], "scenario": play["scenario"], "family": play["family"], "repeat": play["repeat"],
-           "status": "ok", "error": "", **dict.fromkeys(RUBRIC), "total": None, "rationale": "", "answer": "",
+           "status": "ok", "error": "", **dict.fromkeys(CRITERIA), **{f"{c}_reason": "" for c in CRITERIA},
+           "cr": None, "total": None, "failure_mode": None, "answer": "",
            "tokens_in": 0, "tokens_out": 0, "cost": 0.0, "latency_s": 0.0}
     if play.get("status") == "failed":   # an API or harness error: not a play, so nothing to judge
-        row.update(status="play_failed", rationale="the play failed (API or harness error): not judged")
+        row.update(status="play_failed", error="the play failed (API or harness error): not judged")
         return row
     if not (play.get("report") or "").strip():
-        row.update(status="no_report", **dict.fromkeys(RUBRIC, 0.0), total=0.0,
-                   rationale="no report written: every rubric item scores 0")
+        row.update(status="no_report", **dict.fromkeys(CRITERIA, 0.0), cr=0.0, total=0.0, failure_mode="no_report",
+                   **{f"{c}_reason": "no report written: every criterion scores 0" for c in CRITERIA})
         return row
     messages = [{"role": "system", "content": render("game_judge_system")},
                 {"role": "user", "content": judge_prompt(play, scn)}]
@@ -140,7 +224,7 @@ def judge_play(model, judge: str, play: Mapping, scn) -> dict:
     except ScoreError as exc:
         row.update(status="unparsed", error=str(exc))
         return row
-    row.update(scores, total=float(sum(scores[k] for k in RUBRIC)))
+    row.update(scores, cr=float(sum(scores[k] for k in CAUSAL)), total=float(sum(scores[k] for k in CRITERIA)))
     return row
 
 

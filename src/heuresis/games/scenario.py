@@ -33,8 +33,10 @@ __all__ = [
     "DesignSpace",
     "Scenario",
     "ScenarioError",
+    "follows_pattern",
     "load_scenario",
     "load_scenarios",
+    "pattern_text",
     "scenario_dir",
     "scenario_files",
     "scenario_path",
@@ -218,7 +220,7 @@ class Scenario:
 
     @property
     def threshold_margin(self) -> float:
-        """Distance below the verified optimum at which the win threshold is set."""
+        """Distance below the verified optimum at which the margin rule sets the win threshold."""
         return float(self.spec["threshold_margin"])
 
     def measurable_variables(self) -> list[str]:
@@ -226,6 +228,22 @@ class Scenario:
         from heuresis.games.scm import FAMILIES
         own = self.spec.get("measurable")
         return list(FAMILIES.lookup(self.family).default_measurable if own is None else own)
+
+    @property
+    def threshold(self) -> float | None:
+        """The fixed win threshold, or None under the margin rule (``optimum - threshold_margin``)."""
+        t = self.spec.get("threshold")
+        return None if t is None else float(t)
+
+    def follows_trap(self, design: Mapping | None) -> bool | None:
+        """Whether ``design`` matches the scenario's ``trap_pattern`` (every condition holds); None for no design.
+
+        A condition sums the DEF points of the components it names (equipment counts 1 when
+        fitted) and compares the sum with ``at_least`` or ``at_most``.
+        """
+        if design is None:
+            return None
+        return follows_pattern(self.spec["trap_pattern"], self.space.validate(design))
 
     def visible_variables(self) -> list[str]:
         """List the environment variables the scenario shows per drone (its family decides which)."""
@@ -244,7 +262,27 @@ def _merge(base: Mapping, override: Mapping) -> dict:
 
 
 #: Keys replaced whole by a variant, never merged: a design or a history is one object.
-_REPLACED = {"trap_design", "standard_design", "history"}
+_REPLACED = {"trap_design", "standard_design", "calibrated_design", "history"}
+
+
+def follows_pattern(pattern, design: Mapping) -> bool:
+    """Whether ``design`` meets every condition of a trap pattern (fields left out count 0, fitted equipment 1)."""
+    for cond in pattern:
+        total = sum(int(design.get(f) or 0) for f in cond["of"])
+        if "at_least" in cond and total < cond["at_least"]:
+            return False
+        if "at_most" in cond and total > cond["at_most"]:
+            return False
+    return True
+
+
+def pattern_text(pattern) -> str:
+    """A trap pattern in words, e.g. ``antenna >= 4 and emi_filter <= 0``."""
+    parts = []
+    for cond in pattern:
+        lhs = " + ".join(cond["of"])
+        parts.append(f"{lhs} >= {cond['at_least']}" if "at_least" in cond else f"{lhs} <= {cond['at_most']}")
+    return " and ".join(parts)
 
 
 def _read(path: Path, seen: tuple[str, ...] = ()) -> dict:
@@ -307,13 +345,31 @@ def _semantic_errors(name: str, spec: dict) -> list[str]:
             msgs.append(f"{pre} measurable.{k}: {v!r} is not measurable in the {spec['family']} family; "
                         f"known: {sorted(known)}")
     scen = Scenario(name, spec)
+    fields = [*scen.space.components, *scen.space.equipment]
+    for k, cond in enumerate(spec["trap_pattern"]):
+        if not ({"at_least", "at_most"} & set(cond)):
+            msgs.append(f"{pre} trap_pattern.{k}: needs at_least or at_most beside of")
+        for f in cond["of"]:
+            if f not in fields:
+                msgs.append(f"{pre} trap_pattern.{k}.of: unknown component or equipment {f!r}; known: {fields}")
     designs = [("trap_design", spec["trap_design"]), ("standard_design", spec["standard_design"])]
+    if spec.get("calibrated_design") is not None:
+        designs.append(("calibrated_design", spec["calibrated_design"]))
     designs += [(f"history.groups.{k}.design", g["design"]) for k, g in enumerate(spec["history"]["groups"])]
     for key, d in designs:
         try:
             scen.space.validate(d)
         except DesignError as exc:
             msgs.append(f"{pre} {key}: {exc}")
+    if msgs:
+        return msgs
+    pat = pattern_text(spec["trap_pattern"])
+    if not scen.follows_trap(spec["trap_design"]):
+        msgs.append(f"{pre} trap_pattern: the trap design does not match its own pattern ({pat})")
+    if scen.follows_trap(spec["standard_design"]):
+        msgs.append(f"{pre} trap_pattern: the standard design matches the trap pattern ({pat})")
+    if spec.get("calibrated_design") is not None and scen.follows_trap(spec["calibrated_design"]):
+        msgs.append(f"{pre} trap_pattern: the calibrated design matches the trap pattern ({pat})")
     return msgs
 
 

@@ -225,17 +225,19 @@ def run_references(scenario: str, folder: str | Path, search: Mapping, out: str 
     t0 = time.perf_counter()
     scn = load_scenario(scenario, folder)
     ref = compute_references(scn, drones=search.get("drones"), starts=search.get("starts"),
-                             fleets=search.get("verify_fleets"))
-    log(f"{scenario}: optimum {format_interval(ref.optimum, ref.optimum_lo, ref.optimum_hi)} (search "
-        f"{ref.optimum_search:.3f}, {ref.designs_evaluated} designs), trap {ref.trap:.3f}, "
-        f"standard {ref.standard:.3f}, "
-        f"threshold {ref.threshold:.3f} in {time.perf_counter() - t0:.1f} s")
-    check_references(ref)
+                             fleets=search.get("verify_fleets"), enumerate_max=search.get("enumerate_max"),
+                             sample=search.get("sample"))
+    log(f"{scenario}: optimum {format_interval(ref.optimum, ref.optimum_lo, ref.optimum_hi)} ({ref.optimum_method} "
+        f"{ref.optimum_search:.3f} ± {ref.optimum_se:.3f}, {ref.designs_evaluated} of {ref.lattice_size} designs, "
+        f"runner-up {ref.runner_up:.3f}), trap {ref.trap:.3f}, standard {ref.standard:.3f}, "
+        f"threshold {ref.threshold:.3f} ({ref.threshold_rule}) in {time.perf_counter() - t0:.1f} s")
+    check_references(ref, scn)
     row = ref.as_dict()
-    for k in ("optimum_design", "trap_design", "standard_design"):
+    for k in ("optimum_design", "trap_design", "standard_design", "trap_pattern"):
         row[k] = json.dumps(row[k], sort_keys=True)
     row.update(bias=scn.spec["bias"], selection_bias=bool(scn.spec["selection_bias"]),
                intended_mechanism=" ".join(scn.spec["intended_mechanism"].split()),
+               control=scn.spec.get("control"),
                runtime_s=round(time.perf_counter() - t0, 3))
     prov = provenance_record(stage="games_references", config={"scenario": scn.spec, "search": dict(search)},
                              seeds={"scenario_seed": int(scn.spec["seed"])}, inputs=[scn.path], started=started)
@@ -248,7 +250,7 @@ def load_references(paths: Sequence[str | Path]) -> dict[str, dict]:
     out = {}
     for p in paths:
         for r in read_table(p, GAME_REFERENCES).to_pylist():
-            for k in ("optimum_design", "trap_design", "standard_design"):
+            for k in ("optimum_design", "trap_design", "standard_design", "trap_pattern"):
                 r[k] = json.loads(r[k])
             out[r["scenario"]] = r
     return out
