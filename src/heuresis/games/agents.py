@@ -280,8 +280,8 @@ class TrapFollowerAgent(GameAgent):
 #: ``combat``: parts whose condition lowers the enemy's accuracy and damage; ``exposed``: parts
 #: damaged directly by the family's hazard (storms; for the zone family the shield, which absorbs
 #: the damage of EMI failures); ``prevent``: equipment that prevents a hazard outright;
-#: ``exposed_shares``: the shares of the exposed parts tried in Stage 1 — shifted up in the weather
-#: family, whose hazard (storms) is known to be more frequent in Stage 2 than in Stage 1.
+#: ``exposed_shares``: the shares of the exposed parts tried in Stage 1 — higher in the weather
+#: family, whose main hazard (storms) damages the exposed parts directly.
 STRUCTURE = {
     "antenna": {"critical": ("engine", "cockpit", "wing", "body"), "silent": ("antenna",),
                 "combat": ("gun", "camera"), "exposed": ("wing", "engine"), "prevent": (),

@@ -408,7 +408,7 @@ def _plt():
 
 
 def _label(agent: str, mode: str) -> str:
-    return agent if mode == "tools" else f"{agent} ({mode})"
+    return agent if mode == "agentic" else f"{agent} ({mode})"
 
 
 def survival_rubric_figure(summ: pd.DataFrame, judges: Sequence[str]):
