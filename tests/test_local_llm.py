@@ -239,6 +239,48 @@ def _check_usage(u: dict, what: str):
     assert u["model"] == LOCAL["agents"]["local"]["model"]
 
 
+def _chat(api_base: str, messages: list[dict], max_tokens: int = 8) -> dict:
+    import urllib.request
+
+    body = json.dumps({"model": LOCAL["agents"]["local"]["model"].split("/", 1)[1], "messages": messages,
+                       "max_tokens": max_tokens, "temperature": 0}).encode()
+    req = urllib.request.Request(f"{api_base}/chat/completions", data=body, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=300) as r:
+        return json.loads(r.read())
+
+
+@needs_extra
+def test_two_alternating_conversations_evaluate_only_their_new_tokens(server):
+    """Two conversations that alternate in the server's one context, as two parallel jobs' do: with
+    the prompt cache each request evaluates only what its own conversation added since its last
+    request (the server's log says how many prompt tokens it evaluated), not the whole conversation."""
+    import re
+
+    start = server.log.stat().st_size
+    conversations = [[{"role": "system", "content": f"You are agent {c}. Answer in a few words."}] for c in "AB"]
+    sizes: list[tuple[int, int]] = []   # (conversation, prompt tokens) per request, in order
+    for turn in range(3):
+        for c, messages in enumerate(conversations):
+            text = " ".join(f"observation {turn}-{c}-{k}: the test of X{k} and X{k + 1} is independent" for k in range(25))
+            messages.append({"role": "user", "content": text})
+            reply = _chat(server.api_base, messages)
+            messages.append({"role": "assistant", "content": reply["choices"][0]["message"]["content"] or ""})
+            sizes.append((c, int(reply["usage"]["prompt_tokens"])))
+    with open(server.log, "rb") as fh:
+        fh.seek(start)
+        log = fh.read().decode(errors="replace")
+    evaluated = [int(n) for n in re.findall(r"prefix-match hit, remaining (\d+) prompt tokens to eval", log)]
+    assert len(evaluated) >= len(sizes) - 1, log[-2000:]   # the very first request may match nothing at all
+    evaluated = evaluated[-len(sizes):] if len(evaluated) >= len(sizes) else [sizes[0][1], *evaluated]
+    last = {0: 0, 1: 0}
+    for (c, n), fresh in zip(sizes, evaluated):
+        new = n - last[c]
+        if last[c]:   # a conversation's later request: its new tokens, a few template tokens more at most
+            assert fresh <= new + 8, f"conversation {c}: {fresh} prompt tokens evaluated for {new} new ones"
+            assert fresh < 0.6 * n, f"conversation {c}: most of a {n}-token prompt evaluated again ({fresh})"
+        last[c] = n
+
+
 @pytest.fixture(scope="module")
 def small(quick_config, tmp_path_factory):
     return small_lg_split(quick_config, tmp_path_factory.mktemp("local-episodes"), 1)
