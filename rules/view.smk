@@ -12,7 +12,7 @@ rule view:
     log:
         "logs/view.log",
     params:
-        results="results",
+        results=lambda wildcards, output: output.site.rsplit("/", 1)[0],   # the folder results/view is in
     threads: 1
     resources:
         mem_mb=4000,

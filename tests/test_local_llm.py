@@ -392,7 +392,7 @@ def test_real_model_game_play(server, mode):
 @needs_extra
 def test_real_model_judgement(server):
     from heuresis.agents.base import make_agent
-    from heuresis.games.judge import RUBRIC, judge_play
+    from heuresis.games.judge import CRITERIA, judge_play
     from heuresis.games.play import run_play
 
     scn, seed = _scenario()
@@ -403,9 +403,9 @@ def test_real_model_judgement(server):
     assert row["status"] in ("ok", "unparsed"), row
     assert row["tokens_in"] > 0 and row["tokens_out"] > 0 and row["latency_s"] > 0 and row["cost"] == 0.0
     if row["status"] == "ok":
-        assert all(0 <= row[k] <= m for k, m in RUBRIC.items()) and row["total"] == sum(row[k] for k in RUBRIC)
+        assert all(0 <= row[k] <= m for k, m in CRITERIA.items()) and row["total"] == sum(row[k] for k in CRITERIA)
     else:
-        assert row["error"] and all(row[k] is None for k in RUBRIC)
+        assert row["error"] and all(row[k] is None for k in CRITERIA)
     assert row["answer"]
 
 

@@ -197,7 +197,8 @@ def test_game_tools_reveal_no_hidden_parameters_or_stage2_draw(name):
         # the SCM's parameters (hit points, target weights, damage, detection, combat, seed) are never keys
         hidden = {k for k in scn.spec if k not in ("name", "budgets", "components", "equipment", "def_budget",
                                                    "selection_bias", "description", "family", "variant", "bias",
-                                                   "history")}     # history: the free flights, shown by design
+                                                   "history", "threshold")}
+        # history: the free flights, shown by design; threshold: the victory condition, told in the task
         assert not keys & (hidden | {"hp", "target_weight", "critical", "seed"}), (keys & hidden)
     assert str(scn.spec["seed"]) not in "".join(texts)
     assert game.stage2 is None and "stage2_survival" not in "".join(texts)   # nothing of Stage 2 is drawn yet
