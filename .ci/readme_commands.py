@@ -56,8 +56,8 @@ FRESH_VENV = {
 #: Interactive commands: the input CI types and a text the output must contain.
 STDIN = {
     "heuresis play antenna_base": (
-        'history\ndeploy 20 engine=3 wing=4 camera=2\nsubmit {"engine": 4, "wing": 5, "body": 3, "gun": 4}\n'
-        "report engines and wings matter\n", "final: "),
+        "history\ndeploy 20 engine=3 wing=4 camera=2\nreport engines and wings matter\n"
+        'submit {"engine": 4, "wing": 5, "body": 3, "gun": 4}\n', "final: "),
 }
 
 #: Servers: CI starts the command as written, waits for the URL it prints, fetches that page (it must
