@@ -71,10 +71,6 @@ NOT_RUN = {
     "bash requirements/compile.sh VENV": "VENV is a placeholder, and the script rewrites requirements/lock.txt, "
                                          "a tracked file, from an environment the tests passed in",
     "heuresis serve-episode": "the command's name in prose; the full command is in the MCP block, which runs",
-    "heuresis run-local -- snakemake all --cores 2 --configfile config/quick.yaml config/local.yaml":
-        "the local model's jobs after the offline run take 11 minutes on 2 cores, past CI's share of its time; "
-        "tests/test_local_llm.py runs the same server and model through the episode, game, leakage and "
-        "judgement paths",
 }
 
 #: Quick start commands .ci/run runs itself (install, workflow, tests), each in its own environment.

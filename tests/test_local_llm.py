@@ -27,6 +27,7 @@ from conftest import small_lg_split
 
 from heuresis.local_server import (
     API_BASE_ENV,
+    JOB_NICE,
     LocalServer,
     LocalServerError,
     ServerSettings,
@@ -102,6 +103,8 @@ def test_server_life_cycle_health_log_and_stop(tmp_path, monkeypatch):
     with StandIn(log) as srv:
         pid = srv.proc.pid
         assert srv.api_base == f"http://127.0.0.1:{srv.port}/v1" and _alive(pid)
+        if sys.platform.startswith("linux"):   # its own process group, in this session (one CPU group with the jobs)
+            assert os.getpgid(pid) == pid and os.getsid(pid) == os.getsid(0)
         import urllib.request
 
         with urllib.request.urlopen(srv.api_base + "/models", timeout=5) as r:   # healthy when returned
@@ -144,10 +147,13 @@ def test_run_with_server_passes_the_address_and_stops_on_failure(tmp_path, monke
 
     monkeypatch.setattr(StandIn, "__enter__", enter)
     out = tmp_path / "seen.txt"
-    code = f"import os; open({str(out)!r}, 'w').write(os.environ[{API_BASE_ENV!r}]); raise SystemExit(7)"
+    code = (f"import os; open({str(out)!r}, 'w').write(os.environ[{API_BASE_ENV!r}] + ' ' + str(os.nice(0))); "
+            "raise SystemExit(7)")
     rc = run_with_server([sys.executable, "-c", code], log=tmp_path / "server.log", echo=lambda m: None)
     assert rc == 7                                      # the command's status, the server stopped anyway
-    assert out.read_text().startswith("http://127.0.0.1:") and out.read_text().endswith("/v1")
+    address, niceness = out.read_text().split()
+    assert address.startswith("http://127.0.0.1:") and address.endswith("/v1")
+    assert int(niceness) == min(19, os.nice(0) + JOB_NICE)   # the command yields the CPU to the server
     assert pids and not _alive(pids[0])
     with pytest.raises(ValueError, match="no command"):
         run_with_server([], log=tmp_path / "server.log")
