@@ -243,6 +243,10 @@ def test_shipped_weights_are_converted_once_and_read_back_as_their_type(tmp_path
     with pytest.raises(LocalServerError, match=r"(?s)weights type 'q9_9'.*LLAMA_FTYPE_MOSTLY_Q9_9"):
         served_model("q9_9")
     assert sorted(f.name for f in first.parent.iterdir()) == [first.name]   # nothing half-written
+    (tmp_path / "a-file").write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "a-file"))
+    with pytest.raises(LocalServerError, match=r"cannot write the converted model into .*a-file.*as-shipped"):
+        served_model("q8_0")
 
 
 

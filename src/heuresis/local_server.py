@@ -160,7 +160,11 @@ def served_model(weights: str, source: Path | None = None) -> Path:
     target = cache_dir() / f"{source.stem.rsplit('.', 1)[0]}.{weights.lower()}.{digest}.llama-cpp-python-{quantizer}.gguf"
     if target.is_file():
         return target
-    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise LocalServerError(f"cannot write the converted model into {target.parent} ({exc}); set "
+                               "XDG_CACHE_HOME to a writable folder, or serve the shipped file: --weights as-shipped") from None
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     try:
         done = subprocess.run([sys.executable, "-c", _QUANTIZE, str(source), str(tmp), weights],
