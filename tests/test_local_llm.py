@@ -306,6 +306,30 @@ def _chat(api_base: str, messages: list[dict], max_tokens: int = 8) -> dict:
 
 
 @needs_extra
+def test_a_tool_calls_arguments_end_at_the_requests_max_tokens(server):
+    """llama-cpp-python writes a tool call's arguments with no token limit; the server bounds every
+    completion of a request by the request's max_tokens (the server's log counts each one's tokens)."""
+    import re
+    import urllib.request
+
+    start = server.log.stat().st_size
+    tool = {"type": "function", "function": {
+        "name": "write_essay", "description": "Write a long essay.",
+        "parameters": {"type": "object", "properties": {"essay": {"type": "string"}}, "required": ["essay"]}}}
+    body = json.dumps({"model": LOCAL["agents"]["local"]["model"].split("/", 1)[1], "max_tokens": 12,
+                       "temperature": 0, "tools": [tool], "tool_choice": "auto",
+                       "messages": [{"role": "user", "content": "Call write_essay with a long essay of at least "
+                                                                "800 words on causal graphs."}]}).encode()
+    req = urllib.request.Request(f"{server.api_base}/chat/completions", data=body,
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=300) as r:
+        reply = json.loads(r.read())
+    runs = [int(n) for n in re.findall(r"print:\s+eval time =\s*[\d.]+ ms /\s*(\d+) runs",
+                                       server.log.read_text(errors="replace")[start:])]
+    assert runs and max(runs) <= 12, (runs, reply)
+
+
+@needs_extra
 def test_two_alternating_conversations_evaluate_only_their_new_tokens(server):
     """Two conversations that alternate in the server's one context, as two parallel jobs' do: with
     the prompt cache each request evaluates only what its own conversation added since its last
@@ -481,7 +505,7 @@ def test_run_local_leaves_no_server_when_killed(tmp_path, sig):
         while "Uvicorn running" not in (log.read_text() if log.exists() else ""):
             assert proc.poll() is None and time.monotonic() < deadline, "run-local did not bring the server up"
             time.sleep(0.5)
-        children = subprocess.run(["pgrep", "-P", str(proc.pid), "-f", "llama_cpp.server"], capture_output=True,
+        children = subprocess.run(["pgrep", "-P", str(proc.pid), "-f", "heuresis.local_server"], capture_output=True,
                                   text=True).stdout.split()
         assert len(children) == 1
         server = int(children[0])

@@ -231,14 +231,14 @@ class LocalServer:
         return f"http://127.0.0.1:{self.port}/v1"
 
     def command(self) -> list[str]:
-        """Return the ``python -m llama_cpp.server`` command line of these settings.
+        """Return the server's command line of these settings (``llama_cpp.server`` through :func:`serve`).
 
         The default model is the packaged GGUF converted to ``settings.weights`` (see :func:`served_model`).
         """
         s = self.settings
         if self._model is None:
             self._model = Path(s.model) if s.model else served_model(s.weights)
-        cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(self._model), "--model_alias", s.alias,
+        cmd = [sys.executable, "-m", "heuresis.local_server", "--model", str(self._model), "--model_alias", s.alias,
                 "--host", "127.0.0.1", "--port", str(self.port), "--n_ctx", str(s.n_ctx),
                 "--chat_format", s.chat_format, "--n_threads", str(s.n_threads),
                 "--n_threads_batch", str(s.n_threads), "--flash_attn", str(s.flash_attn).lower()]
@@ -397,3 +397,48 @@ def run_with_server(command: Sequence[str], *, log: str | Path, settings: Server
             except subprocess.TimeoutExpired:
                 child.kill()
             raise
+
+
+def serve(argv: Sequence[str]) -> None:   # pragma: no cover - runs in the server's process
+    """Run ``python -m llama_cpp.server ARGV`` with a request's ``max_tokens`` bounding every completion it makes.
+
+    llama-cpp-python's ``chatml-function-calling`` handler generates a tool call's arguments (and
+    its choice of what follows) with no token limit, so a model that keeps writing inside a JSON
+    string runs to the end of the context (minutes on a CPU, while every other job's request
+    waits).  Here a completion the handler starts without a limit gets the request's
+    ``max_tokens``; cut-off arguments reach the harness as unreadable arguments, answered with an
+    error like any other.
+    """
+    import runpy
+    import threading
+
+    import llama_cpp
+    from llama_cpp import llama_chat_format
+
+    request = threading.local()
+    complete = llama_cpp.Llama.create_completion
+
+    def create_completion(self, *args, **kwargs):
+        if "max_tokens" in kwargs and kwargs["max_tokens"] is None:
+            kwargs["max_tokens"] = getattr(request, "max_tokens", None)
+        return complete(self, *args, **kwargs)
+
+    registry = llama_chat_format.LlamaChatCompletionHandlerRegistry()
+    name = "chatml-function-calling"
+    handler = registry.get_chat_completion_handler_by_name(name)
+
+    def bounded(*args, max_tokens=None, **kwargs):
+        request.max_tokens = max_tokens
+        try:
+            return handler(*args, max_tokens=max_tokens, **kwargs)
+        finally:
+            request.max_tokens = None
+
+    llama_cpp.Llama.create_completion = create_completion
+    registry.register_chat_completion_handler(name, bounded, overwrite=True)
+    sys.argv = ["llama_cpp.server", *argv]
+    runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
+
+
+if __name__ == "__main__":   # pragma: no cover - the command of LocalServer
+    serve(sys.argv[1:])
