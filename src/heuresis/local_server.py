@@ -241,7 +241,11 @@ class LocalServer:
         cmd = [sys.executable, "-m", "heuresis.local_server", "--model", str(self._model), "--model_alias", s.alias,
                 "--host", "127.0.0.1", "--port", str(self.port), "--n_ctx", str(s.n_ctx),
                 "--chat_format", s.chat_format, "--n_threads", str(s.n_threads),
-                "--n_threads_batch", str(s.n_threads), "--flash_attn", str(s.flash_attn).lower()]
+                "--n_threads_batch", str(s.n_threads), "--flash_attn", str(s.flash_attn).lower(),
+                # the server's default computes the logits of every prompt token and keeps all n_ctx rows
+                # (1.6 GB at 8,192 tokens), which every saved conversation state copies; only the last
+                # token's are needed (no logprobs are asked for)
+                "--logits_all", "false"]
         if s.cache_mb > 0:
             cmd += ["--cache", "true", "--cache_type", "ram", "--cache_size", str(int(s.cache_mb) << 20)]
         return cmd
