@@ -114,22 +114,17 @@ def test_server_life_cycle_health_log_and_stop(tmp_path, monkeypatch):
     assert "stand-in: serving" in text and '"api_base"' in text and "stopped" in text
 
 
-def test_server_that_dies_at_start_is_reported_with_its_log(tmp_path, monkeypatch):
+@pytest.mark.parametrize("mode, reported", [
+    ("crash", r"(?s)exited with status 3.*cannot load the model"),
+    # a build whose kernels use an instruction the CPU does not run loads, lists the model and dies on
+    # the first completion (SIGILL): start() fails there, before any job, and says how to rebuild
+    ("sigill", r"(?s)status -4 on its first completion.*GGML_NATIVE=OFF"),
+])
+def test_server_that_dies_while_starting_is_reported_with_its_log(tmp_path, monkeypatch, mode, reported):
     monkeypatch.setattr("heuresis.local_server.extra_installed", lambda: None)
     srv = StandIn(tmp_path / "server.log")
-    srv.mode = "crash"
-    with pytest.raises(LocalServerError, match=r"(?s)exited with status 3.*cannot load the model"):
-        srv.start()
-    assert srv.proc is None
-
-
-def test_server_that_dies_on_its_first_completion_names_the_cpu_instruction_fix(tmp_path, monkeypatch):
-    """A build whose kernels use an instruction the CPU does not run loads, lists the model and dies on
-    the first completion (SIGILL): start() fails there, before any job, and says how to rebuild."""
-    monkeypatch.setattr("heuresis.local_server.extra_installed", lambda: None)
-    srv = StandIn(tmp_path / "server.log")
-    srv.mode = "sigill"
-    with pytest.raises(LocalServerError, match=r"(?s)status -4 on its first completion.*GGML_NATIVE=OFF"):
+    srv.mode = mode
+    with pytest.raises(LocalServerError, match=reported):
         srv.start()
     assert srv.proc is None
 

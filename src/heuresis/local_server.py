@@ -416,8 +416,11 @@ def serve(argv: Sequence[str]) -> None:   # pragma: no cover - runs in the serve
     import runpy
     import threading
 
-    import llama_cpp
-    from llama_cpp import llama_chat_format
+    try:   # the optional [local] extra, imported only here, in the server's own process
+        import llama_cpp
+        from llama_cpp import llama_chat_format
+    except ImportError as exc:
+        raise SystemExit(f"the local server needs the [local] extra ({exc}); {_INSTALL}") from None
 
     request = threading.local()
     complete = llama_cpp.Llama.create_completion
