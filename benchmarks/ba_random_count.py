@@ -4,7 +4,7 @@ The generator's BA prior attaches the t-th node of the causal order to m = k/2 e
 (at k = 2 exactly one: an out-tree). "Attaches to about k/2 earlier nodes" can also be read as a
 random count with mean k/2; this draws m_t uniformly from {0, ..., k} (capped at t; at k = 2:
 none, one or two parents with equal probability, so the tree's expected number of edges, with
-colliders) and keeps everything else of ``heuresis.instances.sample_dag`` (preferential choice by
+colliders) and keeps everything else of ``heuresis.stages.instances.sample_dag`` (preferential choice by
 degree + 1 among the earlier nodes). The graph prior is drawn before the graph, so every index
 keeps the baseline's prior: only the BA instances change, and only they are run. PC-KCI at
 alpha = 0.05 on dev instances (as ``benchmarks/family_study.py``, whose ``run_instance`` this
@@ -38,7 +38,7 @@ CHOICE = "ba_random_count"
 @contextlib.contextmanager
 def random_count():
     """BA with m_t ~ U{0, ..., k} attachments (mean k/2) for the t-th node; ER untouched."""
-    import heuresis.instances as inst
+    import heuresis.stages.instances as inst
 
     orig = inst.sample_dag
 

@@ -35,7 +35,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from causallearn.search.ConstraintBased.PC import pc
 from causallearn.utils import cit as cl_cit
 
-from heuresis.ci import KCI
+from heuresis.causal.ci import KCI
 
 
 # --------------------------------------------------------------------- data
@@ -65,7 +65,7 @@ def family_instance(i: int, d: int, n: int):
 
     import yaml
 
-    from heuresis.instances import generate_instance, instance_spec
+    from heuresis.stages.instances import generate_instance, instance_spec
 
     cfg = yaml.safe_load((Path(__file__).resolve().parents[1] / "config" / "config.yaml").read_text())
     cfg["instances"]["d"], cfg["instances"]["n"] = d, n

@@ -35,7 +35,7 @@ Run with ``OMP_NUM_THREADS=1`` on a shared machine; ``measure`` takes about 20 s
 once PC-KCI is cached.
 
 Instances are the paper's (config.yaml: d = 10, n = 600, global seed 20260101), generated with
-:func:`heuresis.instances.generate_instance`; dev and test draw from disjoint seed streams.  The
+:func:`heuresis.stages.instances.generate_instance`; dev and test draw from disjoint seed streams.  The
 truth is used only to label deletions (dev) and to score (both); the agent never sees it.
 Episodes use seed :func:`heuresis.harness.episode.episode_seed` (global seed, agent, condition,
 instance id), so a rerun gives the same numbers.
@@ -69,16 +69,16 @@ from heuresis.agents.offline import (  # noqa: E402
     plan_retests,
     plan_screen,
 )
-from heuresis.algorithms import make_algorithm  # noqa: E402
-from heuresis.bootstrap import paired_bootstrap  # noqa: E402
-from heuresis.ci import make_ci_test  # noqa: E402
-from heuresis.grades import grade_of, validate_grades  # noqa: E402
-from heuresis.graph import Graph  # noqa: E402
-from heuresis.instances import generate_instance, instance_spec  # noqa: E402
-from heuresis.io import atomic_write_bytes, atomic_write_text  # noqa: E402
-from heuresis.metrics import adjacency_scores  # noqa: E402
-from heuresis.pc import label_deletions  # noqa: E402
-from heuresis.report import format_interval  # noqa: E402
+from heuresis.artifacts.io import atomic_write_bytes, atomic_write_text  # noqa: E402
+from heuresis.artifacts.report import format_interval  # noqa: E402
+from heuresis.causal.algorithms import make_algorithm  # noqa: E402
+from heuresis.causal.algorithms.pc import label_deletions  # noqa: E402
+from heuresis.causal.bootstrap import paired_bootstrap  # noqa: E402
+from heuresis.causal.ci import make_ci_test  # noqa: E402
+from heuresis.causal.grades import grade_of, validate_grades  # noqa: E402
+from heuresis.causal.graph import Graph  # noqa: E402
+from heuresis.causal.metrics import adjacency_scores  # noqa: E402
+from heuresis.stages.instances import generate_instance, instance_spec  # noqa: E402
 
 FAMILIES = ["lg", "anm", "hetero", "wild", "mixed", "gauntlet"]
 
@@ -200,7 +200,7 @@ def replay(rule: EvidenceRule, rec: dict, pv: dict, table, guided: bool = True) 
         confirmed = {(x, y): nlv["confirm"][(x, y)] for x, y, _sets in jobs}
         restored = list(restored) + [k for k in decide_nonlinear(rule, confirmed) if k not in set(restored)]
     out = g.copy()
-    from heuresis.graph import Relation
+    from heuresis.causal.graph import Relation
     for x, y in restored:
         out.set(x, y, Relation.UNDIRECTED)
     truth = Graph.from_dag(rec["dag"])
@@ -295,7 +295,7 @@ def tune(args) -> None:
 # --- step 3: real episodes through the harness ------------------------------------------------------
 def episode_input(rec: dict):
     """The harness's view of a cached instance: PC-KCI's graph, test count and label-free log."""
-    from heuresis.graph import dag_to_cpdag
+    from heuresis.causal.graph import dag_to_cpdag
     from heuresis.harness.episode import EpisodeInput
 
     names = [f"X{k + 1}" for k in range(rec["data"].shape[1])]
@@ -307,9 +307,9 @@ def episode_input(rec: dict):
 
 def run_real(cfg: dict, rec: dict, guided: bool = True, spec: dict | None = None) -> dict:
     """One episode of the configured evidence agent; restored pairs labelled against the truth."""
-    from heuresis.episodes import episode_settings
     from heuresis.harness.conditions import Condition
     from heuresis.harness.episode import episode_seed, run_episode
+    from heuresis.stages.episodes import episode_settings
 
     spec = dict(cfg["agents"]["evidence"] if spec is None else spec)
     settings = episode_settings(cfg["episodes"], cfg["references"]["algorithms"], cfg["grades"], "standard")

@@ -38,11 +38,11 @@ import yaml  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from heuresis.ci import make_ci_test  # noqa: E402
-from heuresis.instances import generate_instance, instance_spec  # noqa: E402
-from heuresis.mechanisms import MECHANISMS  # noqa: E402
-from heuresis.metrics import adjacency_scores  # noqa: E402
-from heuresis.pc import label_deletions, oracle_repair, pc  # noqa: E402
+from heuresis.causal.algorithms.pc import label_deletions, oracle_repair, pc  # noqa: E402
+from heuresis.causal.ci import make_ci_test  # noqa: E402
+from heuresis.causal.mechanisms import MECHANISMS  # noqa: E402
+from heuresis.causal.metrics import adjacency_scores  # noqa: E402
+from heuresis.stages.instances import generate_instance, instance_spec  # noqa: E402
 
 FAMILIES = ["lg", "anm", "hetero", "wild", "mixed", "gauntlet"]
 LINEAR = ("linear", "linear_t3")
@@ -66,7 +66,7 @@ def _parents(kinds, standardize: bool):
 @contextlib.contextmanager
 def _kci_width(factor: float):
     """Temporarily multiply KCI's empirical kernel widths (unconditional and conditional) by ``factor``."""
-    import heuresis.ci.kci as kci
+    import heuresis.causal.ci.kci as kci
 
     saved = kci.hsic_theta, kci.kci_theta
     try:
@@ -81,7 +81,7 @@ def _kci_width(factor: float):
 def _ba(reading: str):
     """Temporarily replace one prior's reading (``er_k2``: ER's; else BA's); the other prior's draws are
     untouched (the same instances as the baseline's)."""
-    import heuresis.instances as inst
+    import heuresis.stages.instances as inst
 
     orig = inst.sample_dag
 
@@ -244,7 +244,7 @@ def _mean_se(v):
 def cmd_table(args):
     with open(args.out) as fh:
         rows = list(csv.DictReader(fh))
-    from heuresis.published import load_published_table2
+    from heuresis.targets.published import load_published_table2
 
     pub = load_published_table2()["families"]
     lines = ["| choice | family | dev instances | wrong deletions / instance | share with none | oracle gain (adj. F1) |",
@@ -296,7 +296,7 @@ def cmd_table(args):
 
 def cmd_router(args):
     """The router's screen (PC-Fisher-z, dCor − |r| on <= 300 rows, gap and tau) on dev instances."""
-    from heuresis.algorithms import make_algorithm
+    from heuresis.causal.algorithms import make_algorithm
 
     cfg = yaml.safe_load(open(args.config))
     cfg["instances"].update(d=args.d, n=args.n)

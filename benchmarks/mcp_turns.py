@@ -19,8 +19,8 @@ import numpy as np
 from mcp import Client
 
 from heuresis.agents.base import Agent, AgentReply, Usage, register_agent
-from heuresis.grades import DEFAULT_GRADES
-from heuresis.graph import Graph, dag_to_cpdag
+from heuresis.causal.grades import DEFAULT_GRADES
+from heuresis.causal.graph import Graph, dag_to_cpdag
 from heuresis.harness.budgets import BudgetSettings
 from heuresis.harness.conditions import Condition
 from heuresis.harness.episode import EpisodeInput, EpisodeSettings, run_episode

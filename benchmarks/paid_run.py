@@ -111,8 +111,8 @@ def build_inputs(wd: Path, outs: list[str], cores: int) -> None:
 def episodes(wd: Path, outs: list[str]):
     import pandas as pd
 
-    from heuresis.io import read_table
-    from heuresis.schemas import EPISODES, REQUESTS
+    from heuresis.artifacts.io import read_table
+    from heuresis.artifacts.schemas import EPISODES, REQUESTS
 
     ep = pd.concat([read_table(wd / o, EPISODES).to_pandas() for o in outs]).sort_values("episode_id")
     req = pd.concat([read_table(wd / o.replace(".parquet", ".requests.parquet"), REQUESTS).to_pandas() for o in outs])

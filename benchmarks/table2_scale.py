@@ -7,15 +7,15 @@ test instance, the share of test instances with none, and the oracle's adjacency
 PC-KCI with its paired bootstrap interval — depend only on PC-KCI and the oracle on the test
 instances. This script computes exactly those, through the code paths the workflow runs:
 
-* instances: :func:`heuresis.instances.write_split` on :func:`heuresis.instances.instance_spec`
+* instances: :func:`heuresis.stages.instances.write_split` on :func:`heuresis.stages.instances.instance_spec`
   (the ``instances`` rule; same seeds, byte-identical data files);
-* PC-KCI: :func:`heuresis.references.run_shard` with the config's ``references.algorithms.pc_kci``
+* PC-KCI: :func:`heuresis.stages.references.run_shard` with the config's ``references.algorithms.pc_kci``
   parameters and ``grades`` (the reference sweep; the algorithm registry builds PC-KCI);
-* wrong deletions and the oracle: :func:`heuresis.references.labelled_log`,
-  :func:`heuresis.headroom.restore_pairs` and :func:`heuresis.metrics.score_graph`, as the headroom
+* wrong deletions and the oracle: :func:`heuresis.stages.references.labelled_log`,
+  :func:`heuresis.stages.headroom.restore_pairs` and :func:`heuresis.causal.metrics.score_graph`, as the headroom
   stage does (a failed PC-KCI run deletes nothing and has unknown counts);
-* the tables: :func:`heuresis.targets.table2` on those score rows with the config's ``bootstrap``
-  settings, then :func:`heuresis.published.table2_vs_paper` (the ``table2`` and ``table2_paper``
+* the tables: :func:`heuresis.stages.headroom_targets.table2` on those score rows with the config's ``bootstrap``
+  settings, then :func:`heuresis.targets.published.table2_vs_paper` (the ``table2`` and ``table2_paper``
   rules). ``tests/test_table2_scale.py`` checks on the tests' tiny config that the numbers equal
   the workflow's own ``table2_paper``.
 
@@ -55,19 +55,19 @@ import pandas as pd  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
+from heuresis.artifacts.provenance import provenance_record  # noqa: E402
+from heuresis.artifacts.report import atomic_write_text, write_paper_table  # noqa: E402
+from heuresis.causal.metrics import score_graph  # noqa: E402
 from heuresis.config import config_digest, load_config  # noqa: E402
-from heuresis.headroom import restore_pairs  # noqa: E402
-from heuresis.instances import instance_spec, load_truth, write_split  # noqa: E402
-from heuresis.metrics import score_graph  # noqa: E402
-from heuresis.provenance import provenance_record  # noqa: E402
-from heuresis.published import load_published_table2, table2_vs_paper  # noqa: E402
-from heuresis.references import graph_of, labelled_log, load_references, run_shard  # noqa: E402
-from heuresis.report import atomic_write_text, write_paper_table  # noqa: E402
-from heuresis.targets import table2  # noqa: E402
+from heuresis.stages.headroom import restore_pairs  # noqa: E402
+from heuresis.stages.headroom_targets import table2  # noqa: E402
+from heuresis.stages.instances import instance_spec, load_truth, write_split  # noqa: E402
+from heuresis.stages.references import graph_of, labelled_log, load_references, run_shard  # noqa: E402
+from heuresis.targets.published import load_published_table2, table2_vs_paper  # noqa: E402
 
 ALGORITHM = "pc_kci"   # the algorithm of Table 2 (and the one the oracle repairs)
 SPLIT = "test"         # Table 2 is on test instances
-#: the score-row columns the headroom stage writes (heuresis.schemas.HEADROOM_SCORES), then ours
+#: the score-row columns the headroom stage writes (heuresis.artifacts.schemas.HEADROOM_SCORES), then ours
 SCORE_COLUMNS = ["family", "instance", "method", "algorithm", "failed", "f1", "precision", "recall", "shd", "nshd",
                  "n_deletions", "n_wrong_deletions", "routed_to_kci"]
 EXTRA_COLUMNS = ["instance_id", "prior", "status", "runtime_s", "n_tests", "key"]
@@ -80,9 +80,9 @@ def _say(msg: str) -> None:
 def score_rows(family: str, index: int, ref: dict, truth) -> list[dict]:
     """The headroom stage's ``pc_kci`` and ``oracle`` score rows of one test instance.
 
-    ``ref`` is PC-KCI's references row, ``truth`` the instance's :class:`heuresis.instances.Truth`.
-    As in :func:`heuresis.headroom.build_headroom`: the deletion log is labelled against the true
-    DAG (:func:`heuresis.references.labelled_log`); the oracle restores every wrongly deleted pair
+    ``ref`` is PC-KCI's references row, ``truth`` the instance's :class:`heuresis.stages.instances.Truth`.
+    As in :func:`heuresis.stages.headroom.build_headroom`: the deletion log is labelled against the true
+    DAG (:func:`heuresis.stages.references.labelled_log`); the oracle restores every wrongly deleted pair
     as an undirected edge; a failed run has no log, so its counts are unknown (NaN) and the oracle
     restores nothing.
     """

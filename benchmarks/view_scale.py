@@ -26,8 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from heuresis.io import read_table, write_table
-from heuresis.schemas import EPISODES
+from heuresis.artifacts.io import read_table, write_table
+from heuresis.artifacts.schemas import EPISODES
 from heuresis.view import Site, export_site
 
 LONG = "long"   # the condition id suffix of the long episode

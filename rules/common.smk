@@ -22,7 +22,7 @@ try:
         reference_shards as _reference_shards,
         saturation_settings as _saturation_settings,
     )
-    from heuresis.failures import attempt_param as _attempt_param
+    from heuresis.artifacts.failures import attempt_param as _attempt_param
     from heuresis.games.scenario import load_scenario as _load_scenario, scenario_files as _scenario_files
     from heuresis.games.workflow import (
         MODES as GAME_MODES,
@@ -33,13 +33,13 @@ try:
     )
     from heuresis.harness.conditions import CONDITION_ID_PATTERN, cell_records as _cell_records
     from heuresis.harness.sandbox import IsolationUnavailable, check_isolation
-    from heuresis.instances import instance_spec as _instance_spec
-    from heuresis.published import load_published_table2 as _load_published_table2
-    from heuresis.published import published_table2_path as _published_table2_path
-    from heuresis.sealing import SALT_FILE, SecretUnavailable, disclosure as _disclosure, require_test_seed
-    from heuresis.sealing import write_salt as _write_salt
-    from heuresis.table1 import load_table1 as _load_table1
-    from heuresis.verification import CHECKS as _VERIFICATION, check_settings as _check_settings
+    from heuresis.stages.instances import instance_spec as _instance_spec
+    from heuresis.targets.published import load_published_table2 as _load_published_table2
+    from heuresis.targets.published import published_table2_path as _published_table2_path
+    from heuresis.artifacts.sealing import SALT_FILE, SecretUnavailable, disclosure as _disclosure, require_test_seed
+    from heuresis.artifacts.sealing import write_salt as _write_salt
+    from heuresis.targets.table1 import load_table1 as _load_table1
+    from heuresis.stages.verification import CHECKS as _VERIFICATION, check_settings as _check_settings
 except ImportError as exc:  # the package must be installed (README: pip install -e .)
     raise WorkflowError(
         f"cannot import the heuresis package ({exc}); install it first: pip install -e ."
@@ -57,7 +57,7 @@ try:
 except ConfigError as exc:
     raise WorkflowError(str(exc))
 
-# The secrets regime (heuresis.sealing; docs/provenance.md): a malformed sealed seed stops the workflow
+# The secrets regime (heuresis.artifacts.sealing; docs/provenance.md): a malformed sealed seed stops the workflow
 # here; a missing one is a warning (a dry run shows it) and stops a run that would build the test split
 # (onstart below). SECRETS holds the salt mode and the test seed's commitment, never a secret: the
 # tables show it in their captions.
@@ -154,7 +154,7 @@ def result_agent_spec(name):
     return _result_spec(config["agents"][name])
 
 # A job whose output records failed units (episodes, plays, judgements, probes: status "failed") reruns the
-# next time a target needs it, retrying only those units (heuresis.failures; docs/failures.md).
+# next time a target needs it, retrying only those units (heuresis.artifacts.failures; docs/failures.md).
 def attempt_of(output):
     """The `attempt` parameter of the jobs writing `output` (a pattern): it changes after a run with
     failed units, so the job reruns. A function of the wildcards only: Snakemake ignores changes of
@@ -307,7 +307,7 @@ def episode_salt(wildcards):
     """The run's salt file (secrets.salt: drawn), drawn here the first time an episode job is planned; nothing
     for the public salt. A source file, not a rule's output: Snakemake deletes a job's outputs before it reruns
     the job (-F, -R, an edited rule), and a redrawn salt would change every mask. It is created exclusively
-    (heuresis.sealing.write_salt), so concurrent planners keep one; delete it to draw a new one."""
+    (heuresis.artifacts.sealing.write_salt), so concurrent planners keep one; delete it to draw a new one."""
     if config["secrets"]["salt"] != "drawn":
         return []
     _write_salt(SALT_FILE)

@@ -98,7 +98,7 @@ rule table1:
 
 
 rule table2_paper:
-    """Our Table 2 beside the published one (heuresis.published; the data file names its source)."""
+    """Our Table 2 beside the published one (heuresis.targets.published; the data file names its source)."""
     input:
         table2="results/tables/table2.parquet",
         published=published_table2_file(),

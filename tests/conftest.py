@@ -52,8 +52,8 @@ def tiny_run(tmp_path_factory) -> Path:
 
 def pc_episode_input(family: str, split: str, index: int, instance_id: str, data: np.ndarray, dag: np.ndarray):
     """An episode's input for ``data`` with true DAG ``dag``, started from PC-KCI's run on it: (input, PC-KCI's result)."""
-    from heuresis.algorithms import make_algorithm
-    from heuresis.graph import Graph, dag_to_cpdag
+    from heuresis.causal.algorithms import make_algorithm
+    from heuresis.causal.graph import Graph, dag_to_cpdag
     from heuresis.harness.episode import EpisodeInput
 
     pc = make_algorithm("pc_kci").run(data)
@@ -85,8 +85,8 @@ def small_lg_split(quick_config: dict, root: Path, n: int) -> dict:
     """``n`` lg test instances (d = 5, n = 200) under ``root`` with their pc_kci references."""
     import copy
 
-    from heuresis.instances import instance_spec, write_split
-    from heuresis.references import run_shard
+    from heuresis.stages.instances import instance_spec, write_split
+    from heuresis.stages.references import run_shard
 
     cfg = copy.deepcopy(quick_config)
     cfg["instances"].update(d=5, n=200)

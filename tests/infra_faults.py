@@ -21,8 +21,8 @@ TESTS = Path(__file__).resolve().parent
 def install(fail, log, setattr=None) -> None:
     import builtins
 
-    import heuresis.episodes as episodes
     import heuresis.harness.episode as harness
+    import heuresis.stages.episodes as episodes
 
     setattr = setattr or builtins.setattr
     fail, current = set(fail), {}

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-from heuresis.grades import DEFAULT_GRADES
-from heuresis.graph import Graph
+from heuresis.causal.grades import DEFAULT_GRADES
+from heuresis.causal.graph import Graph
 from heuresis.harness.budgets import Budgets, BudgetSettings
 from heuresis.harness.sandbox import SandboxLimits
 from heuresis.harness.tools import TOOLS, ToolContext

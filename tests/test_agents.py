@@ -7,9 +7,9 @@ import pytest
 from conftest import chain_instance, pc_episode_input
 
 from heuresis.agents import AGENTS, make_agent
-from heuresis.algorithms import make_algorithm
-from heuresis.grades import DEFAULT_GRADES
-from heuresis.graph import Graph, Relation
+from heuresis.causal.algorithms import make_algorithm
+from heuresis.causal.grades import DEFAULT_GRADES
+from heuresis.causal.graph import Graph, Relation
 from heuresis.harness.budgets import BudgetSettings
 from heuresis.harness.conditions import Condition
 from heuresis.harness.episode import EpisodeSettings, run_episode
@@ -85,8 +85,8 @@ def _config():
 @pytest.fixture(scope="module")
 def hard_instances():
     """Held-out (test-split) instances of the three families where PC-KCI wrongly deletes most, d = 8, n = 400."""
-    from heuresis.instances import generate_instance, instance_spec
-    from heuresis.pc import label_deletions
+    from heuresis.causal.algorithms.pc import label_deletions
+    from heuresis.stages.instances import generate_instance, instance_spec
 
     cfg = _config()
     cfg["instances"].update(d=8, n=400)
@@ -100,7 +100,7 @@ def hard_instances():
 
 
 def _adjacency_f1(dag: np.ndarray, skel: np.ndarray) -> float:
-    """Adjacency F1 straight from the truth (independent of heuresis.metrics)."""
+    """Adjacency F1 straight from the truth (independent of heuresis.causal.metrics)."""
     true = (dag != 0) | (dag != 0).T
     iu = np.triu_indices(dag.shape[0], 1)
     tp = int((true & skel)[iu].sum())

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 import yaml
 
-from heuresis.algorithms import ALGORITHMS, Algorithm, AlgorithmResult, make_algorithm, register_algorithm
-from heuresis.algorithms.base import Param, is_prob
-from heuresis.algorithms.notears import break_cycles, find_cycle, notears_h
-from heuresis.graph import Graph, Relation, dag_to_cpdag, is_dag, topological_order
+from heuresis.causal.algorithms import ALGORITHMS, Algorithm, AlgorithmResult, make_algorithm, register_algorithm
+from heuresis.causal.algorithms.base import Param, is_prob
+from heuresis.causal.algorithms.notears import break_cycles, find_cycle, notears_h
+from heuresis.causal.graph import Graph, Relation, dag_to_cpdag, is_dag, topological_order
 
 MENU = {"pc_fisherz", "pc_kci", "fci", "ges", "direct_lingam", "resit", "notears"}
 
@@ -222,7 +222,7 @@ def test_config_menu_constructs():
 
 @pytest.fixture(scope="module")
 def quick_instance():
-    from heuresis.instances import generate_instance, instance_spec
+    from heuresis.stages.instances import generate_instance, instance_spec
 
     cfg = raw_config("config/config.yaml", "config/quick.yaml")
     return generate_instance(instance_spec(cfg, "mixed"), "mixed", "dev", 0)
@@ -231,8 +231,8 @@ def quick_instance():
 @pytest.mark.parametrize("name", sorted(MENU))
 def test_every_algorithm_runs_on_an_instance(name, quick_instance):
     if name.startswith("pc_"):
-        pytest.importorskip("heuresis.pc")
-        pytest.importorskip("heuresis.ci")
+        pytest.importorskip("heuresis.causal.algorithms.pc")
+        pytest.importorskip("heuresis.causal.ci")
     data = quick_instance.data
     n, d = data.shape
     assert (n, d) == (300, 6)

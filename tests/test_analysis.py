@@ -13,10 +13,10 @@ import pandas as pd
 import pytest
 from tinyflow import ANALYSIS_FIGURES, ANALYSIS_TABLES
 
-from heuresis.analysis.scores import drill_down, merge_by_k, unsupported
-from heuresis.analysis.tables import merge_star, mutual_information
-from heuresis.bootstrap import bootstrap_mean, bootstrap_ratio, paired_bootstrap, unpaired_bootstrap
-from heuresis.graph import Graph, Relation
+from heuresis.causal.bootstrap import bootstrap_mean, bootstrap_ratio, paired_bootstrap, unpaired_bootstrap
+from heuresis.causal.graph import Graph, Relation
+from heuresis.stages.analysis.scores import drill_down, merge_by_k, unsupported
+from heuresis.stages.analysis.tables import merge_star, mutual_information
 
 
 # --- bootstrap ------------------------------------------------------------------------------------
@@ -334,8 +334,8 @@ def test_table12_discloses_every_configured_result(run, quick_config):
 
 def test_table12_shows_the_instances_each_family_runs(paper_config):
     """The paper config's sweeps run 16 of the 32 test instances: Table 12 says so per family."""
-    from heuresis.analysis.tables import table12
     from heuresis.harness.conditions import cell_records
+    from heuresis.stages.analysis.tables import table12
 
     cells = cell_records(paper_config)
     scores = pd.DataFrame(columns=["agent", "condition_id", "model", "provider", "finished", "status", "family",
@@ -363,10 +363,10 @@ def flaky_scores(quick_config, tmp_path_factory):
     import infra_faults
     from conftest import small_lg_split
 
-    from heuresis.analysis.scores import load_episodes, score_episodes
-    from heuresis.episodes import run_episode_shard
-    from heuresis.instances import load_truth
-    from heuresis.references import load_references
+    from heuresis.stages.analysis.scores import load_episodes, score_episodes
+    from heuresis.stages.episodes import run_episode_shard
+    from heuresis.stages.instances import load_truth
+    from heuresis.stages.references import load_references
 
     small = small_lg_split(quick_config, tmp_path_factory.mktemp("flaky"), 3)
     cfg, root = small["cfg"], small["root"]
@@ -396,7 +396,7 @@ def flaky_scores(quick_config, tmp_path_factory):
 
 
 def test_failed_episodes_are_counted_per_cell_and_left_out_of_every_number(flaky_scores):
-    from heuresis.analysis import figures, tables
+    from heuresis.stages.analysis import figures, tables
 
     s = flaky_scores
     assert sorted(s[s.status == "failed"][["condition_id", "instance"]].itertuples(index=False, name=None)) == \

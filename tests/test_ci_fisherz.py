@@ -1,4 +1,4 @@
-"""heuresis.ci.FisherZ must reproduce causal-learn's ``CIT(data, "fisherz")``."""
+"""heuresis.causal.ci.FisherZ must reproduce causal-learn's ``CIT(data, "fisherz")``."""
 from __future__ import annotations
 
 import numpy as np
@@ -6,7 +6,7 @@ import pytest
 
 cit = pytest.importorskip("causallearn.utils.cit")
 
-from heuresis.ci import CI_TESTS, CITest, FisherZ, make_ci_test, register_ci_test  # noqa: E402
+from heuresis.causal.ci import CI_TESTS, CITest, FisherZ, make_ci_test, register_ci_test  # noqa: E402
 
 D = 8
 

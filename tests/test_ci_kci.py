@@ -1,4 +1,4 @@
-"""heuresis.ci.KCI must reproduce causal-learn's default ``CIT(data, "kci")``.
+"""heuresis.causal.ci.KCI must reproduce causal-learn's default ``CIT(data, "kci")``.
 
 Every comparison is live against causal-learn on random data (linear,
 nonlinear, mixed and near-deterministic SCMs), unconditional and with
@@ -16,7 +16,7 @@ import pytest
 
 cit = pytest.importorskip("causallearn.utils.cit")
 
-from heuresis.ci import CI_TESTS, KCI, CITest, make_ci_test  # noqa: E402
+from heuresis.causal.ci import CI_TESTS, KCI, CITest, make_ci_test  # noqa: E402
 
 TOL = 1e-9
 D = 7
@@ -109,7 +109,7 @@ def test_matches_causallearn_n1300(size, n_q):
 
 def test_width_rule_boundaries():
     """n = 199/200 and 1199/1200 switch causal-learn's empirical widths."""
-    from heuresis.ci.kci import hsic_theta, kci_theta
+    from heuresis.causal.ci.kci import hsic_theta, kci_theta
 
     assert hsic_theta(199) == 1 / 0.8 ** 2 and hsic_theta(200) == 1 / 0.5 ** 2
     assert hsic_theta(1200) == 1 / 0.3 ** 2
@@ -197,7 +197,7 @@ def test_registry():
 # ---------------------------------------------------------------- building blocks
 def test_top_eigh_matches_full_eigh():
     """Partial eigensolver = eigh + causal-learn's cut (kept part of A)."""
-    from heuresis.ci.kci import _top_eigh
+    from heuresis.causal.ci.kci import _top_eigh
 
     rng = np.random.default_rng(3)
     X = rng.standard_normal((300, 3))
@@ -217,7 +217,7 @@ def test_top_eigh_matches_full_eigh():
 
 def test_projector_paths_agree():
     """Factored and dense P (Cholesky inverse) give the same P K P."""
-    from heuresis.ci.kci import kci_theta
+    from heuresis.causal.ci.kci import kci_theta
 
     data = _scm("nonlinear", 150, 0)
     low, dense = KCI(data, rank_frac=1.0), KCI(data, rank_frac=0.0)

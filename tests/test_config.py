@@ -442,8 +442,8 @@ def test_allowed_edges_validate(paper_config, name, edit):
 
 def test_every_builtin_kind_declares_its_constants(paper_config):
     """The schema declares the constants of each registered kind, and the paper config gives exactly those."""
+    from heuresis.causal.mechanisms import MECHANISMS
     from heuresis.config import constants_schema
-    from heuresis.mechanisms import MECHANISMS
 
     for kind in MECHANISMS:
         node = constants_schema(kind)
@@ -576,7 +576,7 @@ def test_show_instance_bad_id(quick_config, tmp_path, capsys, instance, words):
     import copy
 
     from heuresis.cli import main
-    from heuresis.instances import instance_spec, write_split
+    from heuresis.stages.instances import instance_spec, write_split
 
     cfg = copy.deepcopy(quick_config)
     cfg["instances"].update(d=4, n=50)
@@ -634,7 +634,7 @@ def test_code_defaults_are_the_schema_defaults(root):
     """A section left out of a config gets the schema's defaults; the code's own defaults are the same values."""
     import dataclasses
 
-    from heuresis.bootstrap import LEVEL, RESAMPLES
+    from heuresis.causal.bootstrap import LEVEL, RESAMPLES
     from heuresis.config import read_config_files
     from heuresis.games.scenario import SCENARIO_DIR
     from heuresis.harness.conditions import Condition

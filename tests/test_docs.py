@@ -212,7 +212,7 @@ def _resolve(dotted: str):
 
 
 def test_every_function_and_schema_in_the_artifact_map_exists():
-    schemas = importlib.import_module("heuresis.schemas")
+    schemas = importlib.import_module("heuresis.artifacts.schemas")
     rows = artifact_rows()
     functions = sorted({f for row in rows for f in row["functions"]})
     names = sorted({s for row in rows for s in row["schemas"]})
@@ -223,7 +223,7 @@ def test_every_function_and_schema_in_the_artifact_map_exists():
             assert callable(_resolve(f))
         except (ImportError, AttributeError, AssertionError) as e:
             bad.append(f"{f}: {e!r}")
-    bad += [f"heuresis.schemas.{s}: missing" for s in names if not hasattr(schemas, s)]
+    bad += [f"heuresis.artifacts.schemas.{s}: missing" for s in names if not hasattr(schemas, s)]
     assert not bad, "docs/artifacts.md names what the package does not have:\n" + "\n".join(bad)
 
 

@@ -6,9 +6,9 @@ import json
 import pytest
 from conftest import small_lg_split
 
-from heuresis.episodes import run_episode_shard
-from heuresis.io import read_table
-from heuresis.schemas import CALLS, EPISODES
+from heuresis.artifacts.io import read_table
+from heuresis.artifacts.schemas import CALLS, EPISODES
+from heuresis.stages.episodes import run_episode_shard
 
 COND = "full-guided-p0-none-standard-once-r0"
 
@@ -91,8 +91,8 @@ def test_infrastructure_failures_are_written_flagged_and_retried_alone(small, mo
     metadata, the finished ones kept in the checkpoint; the rerun retries only the failed ones."""
     import infra_faults
 
-    from heuresis.failures import ATTEMPT_KEY, FIRST_ATTEMPT, N_FAILED_KEY, attempt_file, attempt_param, n_failed
-    from heuresis.io import read_metadata
+    from heuresis.artifacts.failures import ATTEMPT_KEY, FIRST_ATTEMPT, N_FAILED_KEY, attempt_file, attempt_param, n_failed
+    from heuresis.artifacts.io import read_metadata
 
     ids = [f"shortcut/{COND}/lg/test/{i:04d}" for i in range(4)]
     log = small["root"] / "flaky.log"

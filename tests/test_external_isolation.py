@@ -25,8 +25,8 @@ from conftest import small_lg_split
 from test_mcp import BUDGET, _connect, _http_post, _run, _serve_in_thread, _served_url
 
 from heuresis.agents import external
+from heuresis.artifacts.logs import stage_logger
 from heuresis.harness.sandbox import isolation_status
-from heuresis.logs import stage_logger
 
 OK, WHY = isolation_status()
 needs_bwrap = pytest.mark.skipif(not OK, reason=f"bubblewrap isolation unavailable on this host: {WHY}")
@@ -243,7 +243,7 @@ def test_the_network_key_opts_into_the_hosts_network(network, split, tmp_path, h
 @pytest.mark.parametrize("inside", ["", "results", "results/truth"])
 def test_expose_refuses_the_working_folder_and_results(inside, tmp_path, monkeypatch):
     """``expose`` naming the working folder or anything in it (its results/, the truth) is refused, naming it."""
-    from heuresis.episodes import config_errors
+    from heuresis.stages.episodes import config_errors
 
     (tmp_path / "results" / "truth").mkdir(parents=True)
     monkeypatch.chdir(tmp_path)

@@ -16,9 +16,9 @@ import pytest
 from tinyflow import CONFIG, assert_same_artifacts, copy_workflow, run_snakemake, snakemake_cmd
 from tinyflow import CORE_TARGETS as TARGETS
 
+from heuresis.artifacts.io import ArtifactError, read_table
+from heuresis.artifacts.schemas import REFERENCES
 from heuresis.cli import main
-from heuresis.io import ArtifactError, read_table
-from heuresis.schemas import REFERENCES
 
 pytestmark = pytest.mark.slow
 
@@ -152,10 +152,10 @@ def _table13_failed(wd: Path, targets: list[str], cfg: dict) -> dict[str, int]:
     """n_failed per condition of Table 13 built from the episode shards (BCA columns are not used there)."""
     import pandas as pd
 
-    from heuresis.analysis.scores import load_episodes, score_episodes
-    from heuresis.analysis.tables import table13
-    from heuresis.instances import load_truth
-    from heuresis.references import load_references
+    from heuresis.stages.analysis.scores import load_episodes, score_episodes
+    from heuresis.stages.analysis.tables import table13
+    from heuresis.stages.instances import load_truth
+    from heuresis.stages.references import load_references
 
     eps, calls = load_episodes([wd / t for t in targets])
     refs = load_references([wd / "results/references/pc_kci/lg/test/shard-000.parquet"])
@@ -169,9 +169,9 @@ def _table13_failed(wd: Path, targets: list[str], cfg: dict) -> dict[str, int]:
 def test_failed_episodes_rerun_alone_when_the_same_target_is_built_again(tmp_path):
     import infra_faults
 
+    from heuresis.artifacts.failures import n_failed
+    from heuresis.artifacts.schemas import EPISODES
     from heuresis.config import episode_jobs, load_config
-    from heuresis.failures import n_failed
-    from heuresis.schemas import EPISODES
 
     wd = copy_workflow(tmp_path / "wf")
     (wd / "config/flaky.yaml").write_text(FLAKY)

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from heuresis.bootstrap import bootstrap_mean, unpaired_bootstrap
+from heuresis.causal.bootstrap import bootstrap_mean, unpaired_bootstrap
 from heuresis.games.analysis import (
     NO_JUDGE,
     bias_control_table,

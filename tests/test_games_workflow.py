@@ -17,15 +17,22 @@ import yaml
 from conftest import ROOT
 from llm_server import ScriptedLLMServer
 
-from heuresis.bootstrap import bootstrap_mean
+from heuresis.artifacts.io import read_table
+from heuresis.artifacts.schemas import (
+    GAME_CALLS,
+    GAME_JUDGEMENT_REQUESTS,
+    GAME_JUDGEMENTS,
+    GAME_PLAY_REQUESTS,
+    GAME_PLAYS,
+    GAME_REFERENCES,
+)
+from heuresis.causal.bootstrap import bootstrap_mean
 from heuresis.config import ConfigError, load_config, validate_config
 from heuresis.games import Game, load_scenario
 from heuresis.games.analysis import NO_JUDGE, family_table, judges_table, path_summary, summary
 from heuresis.games.judge import CRITERIA, ScoreError, icc, parse_scores
 from heuresis.games.play import AnswerError, parse_answer, run_play
 from heuresis.games.workflow import play_seed, run_judgements, run_plays, run_references
-from heuresis.io import read_table
-from heuresis.schemas import GAME_CALLS, GAME_JUDGEMENT_REQUESTS, GAME_JUDGEMENTS, GAME_PLAY_REQUESTS, GAME_PLAYS, GAME_REFERENCES
 
 SCENARIOS = ROOT / "config/games"
 FAST_SEARCH = {"drones": 300, "starts": 1, "verify_fleets": 2}
@@ -231,8 +238,8 @@ def test_references_job_row(refs):
 
 
 def test_plays_job_resumes_from_checkpoint_and_records_a_crash(refs, tmp_path):
+    from heuresis.artifacts.io import Checkpoint
     from heuresis.config import config_digest
-    from heuresis.io import Checkpoint
 
     out, calls = tmp_path / "plays.parquet", tmp_path / "plays.calls.parquet"
     kw = dict(plays=3, seed=9, max_turns=40, references=refs, out=out, calls_out=calls, transcripts_dir=tmp_path / "t")
@@ -307,7 +314,7 @@ def test_judge_job_through_the_local_server(refs, tmp_path):
     table = read_table(tmp_path / "p.parquet", GAME_PLAYS)
     rows = table.to_pylist()
     rows[2]["report"] = ""
-    from heuresis.io import write_table
+    from heuresis.artifacts.io import write_table
     write_table(GAME_PLAYS.schema.empty_table().from_pylist(rows, schema=GAME_PLAYS.schema), tmp_path / "p.parquet",
                 GAME_PLAYS)
     answers = [{"content": _answer(cr1=1, cr2=0, cr3=1, ed=1, rq=0, du=1), "usage": (1500, 40)},
@@ -336,7 +343,7 @@ def test_judgements_are_checkpointed_per_play(refs, tmp_path):
     """A play played again (a failed play retried) is the only one judged again: the judgement job's
     checkpoint is per play and what the judge is shown of it, and outlives the job (Snakemake removes
     the job's output before rerunning it); a transport change (timeout, retries) re-buys nothing."""
-    from heuresis.io import write_table
+    from heuresis.artifacts.io import write_table
 
     run_plays("game_trap_follower", {"kind": "game_trap_follower"}, "agentic", "antenna_base", SCENARIOS,
               plays=3, seed=4, max_turns=40, references=refs, out=tmp_path / "p.parquet",
@@ -573,8 +580,8 @@ def test_failed_plays_are_written_counted_and_retried_alone(refs, tmp_path, monk
     """A play whose harness raises is written failed, not checkpointed, counted in the metadata; the
     rerun plays only it; the summary counts it and leaves it out of every mean."""
     import heuresis.games.play as play_mod
-    from heuresis.failures import N_FAILED_KEY, attempt_param, n_failed
-    from heuresis.io import read_metadata
+    from heuresis.artifacts.failures import N_FAILED_KEY, attempt_param, n_failed
+    from heuresis.artifacts.io import read_metadata
 
     real, ran = play_mod.run_play, []
 

@@ -8,7 +8,7 @@ from causallearn.graph.GraphNode import GraphNode
 from causallearn.utils.DAG2CPDAG import dag2cpdag
 from conftest import random_dag
 
-from heuresis.graph import (
+from heuresis.causal.graph import (
     Graph,
     Relation,
     d_separated,

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from heuresis.agents.base import Agent, AgentReply, Usage, register_agent, tool_call
-from heuresis.ci import make_ci_test
-from heuresis.grades import DEFAULT_GRADES, grade_of
-from heuresis.graph import Graph, Relation
+from heuresis.causal.ci import make_ci_test
+from heuresis.causal.grades import DEFAULT_GRADES, grade_of
+from heuresis.causal.graph import Graph, Relation
 from heuresis.harness.budgets import Budgets, BudgetSettings
 from heuresis.harness.conditions import Condition, expand_conditions
 from heuresis.harness.episode import EpisodeInput, EpisodeSettings, algorithm_mapping, run_episode
@@ -77,7 +77,7 @@ def test_ci_verdict_is_the_grade_of_the_direct_pvalue(chain_data, x, y, given, t
 
 
 def test_masked_algorithm_returns_that_algorithms_graph(chain_data):
-    from heuresis.algorithms import make_algorithm
+    from heuresis.causal.algorithms import make_algorithm
 
     ctx = _ctx(chain_data)
     for masked, real in ctx.algorithm_map.items():
@@ -216,7 +216,7 @@ class Scripted(Agent):
 
 def _input(chain_data):
     dag = Graph.from_dag(np.array([[0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 0], [0, 0, 0, 0]]))
-    from heuresis.graph import dag_to_cpdag
+    from heuresis.causal.graph import dag_to_cpdag
 
     start = Graph.from_edges(4, [(0, 1, Relation.UNDIRECTED)])
     log = [{"x": "X2", "y": "X3", "sepset": ["X1"], "test": "kci", "grade": "no evidence"}]

@@ -8,13 +8,13 @@ import pyarrow.parquet as pq
 import pytest
 from scipy import stats
 
-from heuresis import targets
-from heuresis.algorithms.router import holm_adjust
-from heuresis.bootstrap import bootstrap_mean, paired_bootstrap
-from heuresis.headroom import build_headroom, select_bca
-from heuresis.instances import instance_spec, write_split
-from heuresis.io import Checkpoint
-from heuresis.references import graph_of, load_references, run_shard, shard_indices, shards
+from heuresis.artifacts.io import Checkpoint
+from heuresis.causal.algorithms.router import holm_adjust
+from heuresis.causal.bootstrap import bootstrap_mean, paired_bootstrap
+from heuresis.stages import headroom_targets as targets
+from heuresis.stages.headroom import build_headroom, select_bca
+from heuresis.stages.instances import instance_spec, write_split
+from heuresis.stages.references import graph_of, load_references, run_shard, shard_indices, shards
 
 
 # --- bootstrap -------------------------------------------------------------------------------
@@ -58,7 +58,7 @@ def test_holm_equals_statsmodels():
 
 def test_distance_correlation_equals_dcor():
     dcor = pytest.importorskip("dcor")
-    from heuresis.algorithms.router import distance_correlation
+    from heuresis.causal.algorithms.router import distance_correlation
 
     rng = np.random.default_rng(5)
     for _ in range(20):
@@ -128,7 +128,7 @@ def test_oracle_restores_exactly_the_wrong_deletions(sweep):
     _, scores = build_headroom(sweep["paths"], truth_dirs, sweep["menu"], [], random_restorations=5, seed=1,
                                pc_algorithm="pc_fisherz")
     test = refs[(refs["split"] == "test") & (refs["algorithm"] == "pc_fisherz")]
-    from heuresis.instances import load_truth
+    from heuresis.stages.instances import load_truth
     for row in test.itertuples():
         truth = load_truth(truth_dirs[row.family])[row.instance]
         pc_skel = graph_of(row._asdict()).skeleton()
@@ -165,7 +165,7 @@ def test_bca_selection_uses_dev_only(sweep):
 
 
 def test_tables_and_figure(sweep, tmp_path):
-    from heuresis.report import save_figure, write_paper_table
+    from heuresis.artifacts.report import save_figure, write_paper_table
 
     truth_dirs = {f: sweep["root"] / "truth" / f / "test" for f in sweep["families"]}
     selection, scores = build_headroom(sweep["paths"], truth_dirs, sweep["menu"], [], random_restorations=5,
@@ -189,7 +189,7 @@ def test_tables_and_figure(sweep, tmp_path):
     write_paper_table(n11, d11, tmp_path / "table11", caption="floors", provenance={"stage": "test"})
     assert (tmp_path / "table11.md").read_text().count("\n") >= 5
     assert "\\begin{tabular}" in (tmp_path / "table11.tex").read_text()
-    assert json.loads(pq.read_schema(tmp_path / "table11.parquet").metadata[b"heuresis.provenance"])["stage"] == "test"
+    assert json.loads(pq.read_schema(tmp_path / "table11.parquet").metadata[b"heuresis.artifacts.provenance"])["stage"] == "test"
     fig, numbers = targets.figure1c(scores, list(fams), boot)
     save_figure(fig, tmp_path / "figure1c", provenance={"stage": "test"})
     assert (tmp_path / "figure1c.pdf").stat().st_size > 1000 and (tmp_path / "figure1c.png").stat().st_size > 1000
@@ -203,8 +203,8 @@ CRASH = {("ges", "dev"): {0, 1, 2}, ("ges", "test"): {1}, ("pc_fisherz", "test")
 @pytest.fixture(scope="module")
 def crashing_sweep(quick_config, tmp_path_factory):
     """pc_fisherz and ges on lg dev and test (4 each, d = 5), each crashing on the instances in CRASH."""
-    import heuresis.algorithms as algorithms
-    from heuresis.instances import load_data
+    import heuresis.causal.algorithms as algorithms
+    from heuresis.stages.instances import load_data
 
     cfg = copy.deepcopy(quick_config)
     cfg["instances"].update(d=5, n=200)
@@ -246,7 +246,7 @@ def test_a_crashed_reference_run_is_recorded_failed_and_empty(crashing_sweep):
 
 
 def test_bca_selection_counts_failures_and_scores_them_as_the_empty_graph(crashing_sweep, tmp_path):
-    from heuresis.headroom import BCA_FAILURE_RULE, BCA_RULE_KEY, load_selection, write_headroom
+    from heuresis.stages.headroom import BCA_FAILURE_RULE, BCA_RULE_KEY, load_selection, write_headroom
 
     refs = load_references(crashing_sweep["paths"])
     truth_dirs = {"lg": crashing_sweep["root"] / "truth/lg/test"}
@@ -296,8 +296,8 @@ def test_tables_2_3_11_and_figure_1c_show_failed_counts(crashing_sweep):
     lg = n2.set_index("family").loc["lg"]
     ok_pc = refs[(refs.algorithm == "pc_fisherz") & (refs.split == "test") & (refs.status == "ok")]
     assert lg.n_failed == 1 and lg.n_instances == 4
-    from heuresis.instances import load_truth
-    from heuresis.references import labelled_log
+    from heuresis.stages.instances import load_truth
+    from heuresis.stages.references import labelled_log
 
     dags = {t.instance_id: t.dag for t in load_truth(truth_dirs["lg"]).values()}
     assert lg.wrong_deletions_mean == pytest.approx(np.mean([sum(d["wrong"] for d in labelled_log(r.deletions,
@@ -329,9 +329,9 @@ def test_router_screen_as_specified():
     """Steps 1-2 recomputed: Fisher-z PC's deletions, dCor (the dcor package) - |r| on the fixed
     300-row subsample, gap >= 0.15 flags, share >= tau = 0.2 of the deletions routes to KCI."""
     dcor = pytest.importorskip("dcor")
-    from heuresis.algorithms import make_algorithm
-    from heuresis.ci import make_ci_test
-    from heuresis.pc import pc
+    from heuresis.causal.algorithms import make_algorithm
+    from heuresis.causal.algorithms.pc import pc
+    from heuresis.causal.ci import make_ci_test
 
     rng = np.random.default_rng(11)
     n = 600

@@ -10,9 +10,10 @@ import pyarrow.parquet as pq
 import pytest
 from scipy import stats
 
+from heuresis.causal.graph import dag_to_cpdag, topological_order
+from heuresis.causal.mechanisms import MECHANISMS
 from heuresis.config import validate_config
-from heuresis.graph import dag_to_cpdag, topological_order
-from heuresis.instances import (
+from heuresis.stages.instances import (
     generate_instance,
     instance_seed,
     instance_spec,
@@ -22,7 +23,6 @@ from heuresis.instances import (
     var_sortability,
     write_split,
 )
-from heuresis.mechanisms import MECHANISMS
 
 
 # --- graph priors ---------------------------------------------------------------------------
@@ -267,5 +267,5 @@ def test_data_files_carry_nothing_but_the_columns(paper_config, tmp_path):
     assert set(meta) == {"heuresis.schema", "heuresis.schema_version"}
     truth = load_truth(tmp_path / "truth/gauntlet/test")
     assert truth[1].cpdag == dag_to_cpdag(truth[1].dag.amat)
-    prov = json.loads(pq.read_schema(tmp_path / "truth/gauntlet/test/graphs.parquet").metadata[b"heuresis.provenance"])
+    prov = json.loads(pq.read_schema(tmp_path / "truth/gauntlet/test/graphs.parquet").metadata[b"heuresis.artifacts.provenance"])
     assert prov["stage"] == "instances" and prov["seeds"]["entropy"] == cfg["seed"] and len(prov["config_digest"]) == 64

@@ -1,4 +1,4 @@
-"""Atomic writes never show a partial file; checkpoints resume a killed sweep (heuresis.io)."""
+"""Atomic writes never show a partial file; checkpoints resume a killed sweep (heuresis.artifacts.io)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import heuresis
-from heuresis.io import (
+from heuresis.artifacts.io import (
     ArtifactError,
     Checkpoint,
     atomic_write,
@@ -25,7 +25,7 @@ from heuresis.io import (
     read_table,
     write_table,
 )
-from heuresis.schemas import CALLS, SCHEMA_KEY
+from heuresis.artifacts.schemas import CALLS, SCHEMA_KEY
 
 SRC = str(Path(heuresis.__file__).resolve().parents[1])
 
@@ -90,7 +90,7 @@ def test_a_writer_killed_mid_write_never_shows_a_partial_file(tmp_path):
     proc = _child("""
         import sys, time
         from pathlib import Path
-        from heuresis.io import atomic_write
+        from heuresis.artifacts.io import atomic_write
 
         def slow(tmp):
             with open(tmp, "w") as fh:
@@ -122,7 +122,7 @@ def test_a_parquet_artifact_killed_mid_write_stays_the_old_readable_one(tmp_path
         import sys, time
         from pathlib import Path
         import pyarrow as pa, pyarrow.parquet as pq
-        from heuresis.io import atomic_write
+        from heuresis.artifacts.io import atomic_write
 
         table = pa.table({"x": list(range(100_000))})
         def stream(tmp):
@@ -187,7 +187,7 @@ def test_artifact_round_trip_and_refusals(tmp_path):
 # --- checkpoints ---------------------------------------------------------------------------------------
 SWEEP = """
     import json, os, signal, sys
-    from heuresis.io import Checkpoint
+    from heuresis.artifacts.io import Checkpoint
 
     artifact, log, kill_after = sys.argv[1], sys.argv[2], int(sys.argv[3])
     ckpt = Checkpoint(artifact, key="k1")

@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 from llm_server import ScriptedLLMServer
 
+from heuresis.artifacts.io import read_table
+from heuresis.artifacts.schemas import LEAKAGE
+from heuresis.causal.networks import load_network
 from heuresis.config import ConfigError, validate_config
-from heuresis.io import read_table
-from heuresis.leakage import figure1a, run_leakage, score_reply, to_tokens
-from heuresis.networks import load_network
-from heuresis.schemas import LEAKAGE
+from heuresis.stages.leakage import figure1a, run_leakage, score_reply, to_tokens
 
 
 def _edges(net):
@@ -95,8 +95,8 @@ def test_probe_resumes_without_asking_again(tmp_path):
     # a rerun over finished work (artifact present) is Snakemake's business; a killed job keeps its
     # checkpoint: simulate by saving a unit and rerunning with a server that must not be asked for it
     from heuresis.agents.spec import result_spec
+    from heuresis.artifacts.io import Checkpoint
     from heuresis.config import config_digest
-    from heuresis.io import Checkpoint
 
     out2 = tmp_path / "again.parquet"
     spec = _spec("http://127.0.0.1:9/v1")
@@ -113,7 +113,7 @@ def test_failed_probe_is_retried_alone_and_a_transport_change_keeps_the_answers(
     """A probe whose request failed is written ``failed`` but not checkpointed: the job names the next
     attempt (the rule's ``attempt`` parameter changes, so Snakemake reruns it) and the rerun asks only
     that probe, even after ``timeout_s`` and ``retries`` changed (transport settings: not in the key)."""
-    from heuresis.failures import attempt_param, n_failed
+    from heuresis.artifacts.failures import attempt_param, n_failed
 
     out = tmp_path / "probe.parquet"
     cancer = load_network("cancer")

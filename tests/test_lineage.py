@@ -10,12 +10,12 @@ import matplotlib.pyplot as plt
 import pytest
 from conftest import ROOT
 
+from heuresis.artifacts.lineage import lineage, read_provenance
+from heuresis.artifacts.provenance import provenance_record
+from heuresis.artifacts.report import save_figure
 from heuresis.cli import main
 from heuresis.config import load_config
-from heuresis.lineage import lineage, read_provenance
-from heuresis.provenance import provenance_record
-from heuresis.references import run_shard
-from heuresis.report import save_figure
+from heuresis.stages.references import run_shard
 
 
 @pytest.fixture()
@@ -103,6 +103,6 @@ def test_artifact_without_provenance_is_an_error(tmp_path, capsys):
     import pyarrow.parquet as pq
     pq.write_table(pa.table({"x": [1]}), tmp_path / "plain.parquet")
     assert main(["provenance", str(tmp_path / "plain.parquet")]) == 2
-    assert "carries no 'heuresis.provenance' metadata" in capsys.readouterr().err
+    assert "carries no 'heuresis.artifacts.provenance' metadata" in capsys.readouterr().err
     with pytest.raises(Exception, match="does not exist"):
         read_provenance(tmp_path / "fig.png")

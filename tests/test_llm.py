@@ -21,9 +21,9 @@ from heuresis.agents.llm import (
     recover_tool_calls,
     repair_arguments,
 )
-from heuresis.episodes import run_episode_shard
-from heuresis.io import read_table
-from heuresis.schemas import CALLS, EPISODES, REQUESTS
+from heuresis.artifacts.io import read_table
+from heuresis.artifacts.schemas import CALLS, EPISODES, REQUESTS
+from heuresis.stages.episodes import run_episode_shard
 
 assert os.environ.get("LITELLM_LOCAL_MODEL_COST_MAP") == "True"   # set by conftest: no network at import
 

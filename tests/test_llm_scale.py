@@ -19,9 +19,9 @@ from llm_server import Conversations, ScriptedLLMServer
 
 from heuresis.agents.llm import LLMAgent, ProviderFatalError, scrub, verify_keys
 from heuresis.agents.spend import SpendLedger, SpendLimitReached
-from heuresis.episodes import run_episode_shard
-from heuresis.io import read_table
-from heuresis.schemas import EPISODES, REQUESTS
+from heuresis.artifacts.io import read_table
+from heuresis.artifacts.schemas import EPISODES, REQUESTS
+from heuresis.stages.episodes import run_episode_shard
 
 COND = "full-unguided-p1-none-standard-once-r0"
 PRICES = {"input_per_mtok": 3.0, "output_per_mtok": 15.0}

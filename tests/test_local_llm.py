@@ -364,10 +364,10 @@ def small(quick_config, tmp_path_factory):
 @needs_extra
 @pytest.mark.parametrize("cond", ["full-guided-p0-none-probe-once-r0", "full-unguided-p0-none-probe-retry-r0"])
 def test_real_model_episode_records_complete(server, small, cond):
-    from heuresis.episodes import run_episode_shard
-    from heuresis.graph import Graph
-    from heuresis.io import read_table
-    from heuresis.schemas import CALLS, EPISODES, REQUESTS
+    from heuresis.artifacts.io import read_table
+    from heuresis.artifacts.schemas import CALLS, EPISODES, REQUESTS
+    from heuresis.causal.graph import Graph
+    from heuresis.stages.episodes import run_episode_shard
 
     cfg, root = small["cfg"], small["root"]
     episodes_cfg = copy.deepcopy(cfg["episodes"])
@@ -415,9 +415,9 @@ def test_real_model_episode_records_complete(server, small, cond):
 
 @needs_extra
 def test_real_model_leakage_request(server, tmp_path):
-    from heuresis.io import read_table
-    from heuresis.leakage import run_leakage
-    from heuresis.schemas import LEAKAGE
+    from heuresis.artifacts.io import read_table
+    from heuresis.artifacts.schemas import LEAKAGE
+    from heuresis.stages.leakage import run_leakage
 
     out = run_leakage("local", LOCAL["agents"]["local"], ["cancer"], 1, 11, tmp_path / "leakage.parquet")
     rows = read_table(out, LEAKAGE).to_pandas()
@@ -525,9 +525,9 @@ def test_context_overflow_ends_the_episode_with_its_reason(small, tmp_path, monk
     """A server with a 512-token context refuses the episode's first request (about 1,500 tokens):
     the episode ends ``context_overflow`` with the server's reason recorded, not retried, scored on
     its working graph."""
-    from heuresis.episodes import run_episode_shard
-    from heuresis.io import read_table
-    from heuresis.schemas import EPISODES, REQUESTS
+    from heuresis.artifacts.io import read_table
+    from heuresis.artifacts.schemas import EPISODES, REQUESTS
+    from heuresis.stages.episodes import run_episode_shard
 
     cfg = small["cfg"]
     episodes_cfg = copy.deepcopy(cfg["episodes"])

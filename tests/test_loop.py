@@ -6,7 +6,7 @@ import pytest
 from conftest import chain_instance
 
 from heuresis.agents.base import Observation, Usage
-from heuresis.grades import DEFAULT_GRADES
+from heuresis.causal.grades import DEFAULT_GRADES
 from heuresis.harness import tools as harness_tools
 from heuresis.harness.budgets import BudgetSettings
 from heuresis.harness.conditions import Condition

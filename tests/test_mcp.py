@@ -25,9 +25,9 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from heuresis.agents.base import Agent, AgentReply, Usage, register_agent
-from heuresis.episodes import run_episode_shard
-from heuresis.io import read_table
-from heuresis.schemas import CALLS, EPISODES, REQUESTS
+from heuresis.artifacts.io import read_table
+from heuresis.artifacts.schemas import CALLS, EPISODES, REQUESTS
+from heuresis.stages.episodes import run_episode_shard
 
 CONDITION = "full-guided-p1-none-mcp-once-r0"
 BUDGET = {"test_units_factor": 1.0, "turns": 30, "output_tokens_per_turn": 4000, "algorithm_calls": 10,
@@ -533,7 +533,7 @@ def test_the_example_client_runs_an_isolated_episode(split, tmp_path):
 ])
 def test_bad_entries_are_refused_naming_the_value(params, match):
     """A bad external entry is a config error at workflow start naming the agent and the offending value."""
-    from heuresis.episodes import config_errors
+    from heuresis.stages.episodes import config_errors
 
     cfg = {"agents": {"ext": {"kind": "external", **params}}, "references": {"algorithms": {"pc_kci": {}}},
            "episodes": {"grids": {}, "run": []}}
@@ -675,8 +675,8 @@ def test_a_command_that_cannot_start_fails_the_episode(split, tmp_path):
 
 def test_cli_serves_a_game_play_over_stdio(tmp_path):
     """``heuresis serve-play``: an SDK client plays a scenario's tool mode; the play is written to the plays tables."""
+    from heuresis.artifacts.schemas import GAME_CALLS, GAME_PLAYS
     from heuresis.games.workflow import run_references
-    from heuresis.schemas import GAME_CALLS, GAME_PLAYS
 
     folder = ROOT / "config" / "games"
     run_references("weather_base", folder, {"drones": 300, "starts": 1, "verify_fleets": 2},

@@ -6,8 +6,8 @@ import pytest
 from conftest import random_dag
 from sklearn.metrics import f1_score, precision_score, recall_score
 
-from heuresis.graph import Graph, Relation, dag_to_cpdag
-from heuresis.metrics import adjacency_scores, nshd, score_graph, shd
+from heuresis.causal.graph import Graph, Relation, dag_to_cpdag
+from heuresis.causal.metrics import adjacency_scores, nshd, score_graph, shd
 
 
 @pytest.mark.parametrize("seed", range(3))

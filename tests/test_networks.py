@@ -8,7 +8,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from heuresis.networks import NETWORKS, load_network, network_path, parse_bif_structure
+from heuresis.causal.networks import NETWORKS, load_network, network_path, parse_bif_structure
 
 # nodes and arcs as listed on bnlearn.com/bnrepository (and in Scutari's bnlearn documentation)
 KNOWN = {"asia": (8, 8), "cancer": (5, 4), "earthquake": (5, 4), "sachs": (11, 17), "child": (20, 25),

@@ -1,4 +1,4 @@
-"""PC-stable with deletion log (heuresis.pc) and strength grades (heuresis.grades)."""
+"""PC-stable with deletion log (heuresis.causal.algorithms.pc) and strength grades (heuresis.causal.grades)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,18 @@ import warnings
 import numpy as np
 import pytest
 
-from heuresis.grades import DEFAULT_GRADES, strength_grade, validate_grades
-from heuresis.graph import Graph, Relation, dag_to_cpdag
-from heuresis.pc import CIRecord, Deletion, DSeparationOracle, PCResult, label_deletions, oracle_repair, orient, pc
+from heuresis.causal.algorithms.pc import (
+    CIRecord,
+    Deletion,
+    DSeparationOracle,
+    PCResult,
+    label_deletions,
+    oracle_repair,
+    orient,
+    pc,
+)
+from heuresis.causal.grades import DEFAULT_GRADES, strength_grade, validate_grades
+from heuresis.causal.graph import Graph, Relation, dag_to_cpdag
 
 
 class CLAdapter:
@@ -44,7 +53,7 @@ def _config():
 
 
 def _instances(d, n, per_family, families=None):
-    from heuresis.instances import generate_instance, instance_spec
+    from heuresis.stages.instances import generate_instance, instance_spec
 
     cfg = _config()
     cfg["instances"]["d"], cfg["instances"]["n"] = d, n

@@ -246,9 +246,9 @@ PLUGIN_RUN = {
 def test_the_example_runs_an_episode_and_a_play_through_the_workflow(site, tmp_path):
     from tinyflow import copy_workflow, run_snakemake
 
+    from heuresis.artifacts.io import read_table
+    from heuresis.artifacts.schemas import CALLS, EPISODES, GAME_CALLS, GAME_PLAYS, REFERENCES
     from heuresis.config import episode_jobs, load_config
-    from heuresis.io import read_table
-    from heuresis.schemas import CALLS, EPISODES, GAME_CALLS, GAME_PLAYS, REFERENCES
 
     wd = copy_workflow(tmp_path / "wf")
     overlay = yaml.safe_load((EXAMPLE / "config.yaml").read_text())   # the example's own agent entries
@@ -280,7 +280,7 @@ def test_the_example_runs_an_episode_and_a_play_through_the_workflow(site, tmp_p
         real = json.loads(calls.details.iloc[0])["algorithm"]
         ref = read_table(res / f"references/{real}/lg/test/shard-000.parquet", REFERENCES).to_pandas().iloc[0]
         assert row.edges == ref.edges and row.n_calls == 2, (real, row.edges, ref.edges)
-        prov = json.loads(pq.read_schema(path).metadata[b"heuresis.provenance"])
+        prov = json.loads(pq.read_schema(path).metadata[b"heuresis.artifacts.provenance"])
         assert prov["config"]["agent_origin"] == origin and prov["packages"][DIST] == VERSION
         assert json.loads((wd / row.transcript).read_text())["agent_origin"] == origin
     scores = pd.read_parquet(res / "analysis/episode_scores.parquet")
@@ -304,7 +304,7 @@ def test_the_example_runs_an_episode_and_a_play_through_the_workflow(site, tmp_p
     rates = [json.loads(r)["returned"] / json.loads(r)["count"] for r in deploys.result]
     best = json.loads(deploys.arguments.iloc[max(range(2), key=lambda k: rates[k])])["design"]
     assert json.loads(play.design) == best
-    pprov = json.loads(pq.read_schema(plays_path).metadata[b"heuresis.provenance"])
+    pprov = json.loads(pq.read_schema(plays_path).metadata[b"heuresis.artifacts.provenance"])
     assert pprov["config"]["agent_origin"] == {"kind": "python", "class": ENTRY_POINTS["example_player"],
                                                "distribution": DIST, "version": VERSION}
     assert pprov["packages"][DIST] == VERSION

@@ -9,8 +9,8 @@ import shutil
 import pytest
 from llm_server import Conversations, ScriptedLLMServer
 
-from heuresis.io import read_table
-from heuresis.schemas import EPISODES
+from heuresis.artifacts.io import read_table
+from heuresis.artifacts.schemas import EPISODES
 
 #: four episode jobs of one provider (two instances each): guided and unguided starts x two toolboxes
 CONDITIONS = [f"{t}-{s}-p0-none-standard-once-r0" for t in ("full", "minimal") for s in ("guided", "unguided")]

@@ -1,4 +1,4 @@
-"""The published Table 2 data file and the side-by-side target (heuresis.published)."""
+"""The published Table 2 data file and the side-by-side target (heuresis.targets.published)."""
 
 from pathlib import Path
 
@@ -7,9 +7,9 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from heuresis import targets
-from heuresis.published import load_published_table2, published_table2_path, table2_vs_paper
-from heuresis.report import write_paper_table
+from heuresis.artifacts.report import write_paper_table
+from heuresis.stages import headroom_targets as targets
+from heuresis.targets.published import load_published_table2, published_table2_path, table2_vs_paper
 
 DATA = Path(__file__).resolve().parents[1] / "src/heuresis/data/table2_published.yaml"
 

@@ -7,9 +7,9 @@ import pandas as pd
 import pytest
 from sklearn.metrics import roc_auc_score
 
-from heuresis import repairs
-from heuresis.graph import Graph
-from heuresis.metrics import adjacency_scores
+from heuresis.causal.graph import Graph
+from heuresis.causal.metrics import adjacency_scores
+from heuresis.stages import repairs
 
 BOOT = {"resamples": 100, "seed": 3, "level": 0.95}
 
@@ -130,7 +130,7 @@ def test_alternative_sets():
 
 
 def test_figure8_built_by_the_tiny_workflow(tiny_run):
-    from heuresis.repairs import load_features
+    from heuresis.stages.repairs import load_features
 
     feats = load_features(sorted((tiny_run / "results/repairs/features").rglob("*.parquet")))
     summary = pd.read_parquet(tiny_run / "results/repairs/figure8.parquet").set_index("method")

@@ -1,11 +1,11 @@
-"""The one interval format of every table (heuresis.report.format_interval)."""
+"""The one interval format of every table (heuresis.artifacts.report.format_interval)."""
 
 import math
 
 import pytest
 
-from heuresis.bootstrap import Interval, bootstrap_mean
-from heuresis.report import format_interval
+from heuresis.artifacts.report import format_interval
+from heuresis.causal.bootstrap import Interval, bootstrap_mean
 
 
 def test_the_interval_format():

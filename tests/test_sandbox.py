@@ -224,7 +224,7 @@ def test_required_without_namespaces_stops_the_workflow_at_start(fake_bwrap, tmp
 def test_table12_shows_the_code_tools_isolation():
     import pandas as pd
 
-    from heuresis.analysis.tables import table12
+    from heuresis.stages.analysis.tables import table12
 
     scores = pd.DataFrame({"agent": ["ev"] * 3, "condition_id": ["c"] * 3, "model": [None] * 3,
                            "provider": [None] * 3, "finished": [True, True, False], "status": ["ok"] * 3,

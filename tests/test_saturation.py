@@ -9,9 +9,9 @@ import pytest
 from scipy import stats
 from sklearn.metrics import f1_score
 
+from heuresis.causal.networks import load_network
 from heuresis.config import ConfigError, merge_configs, saturation_settings, validate_config
-from heuresis.networks import load_network
-from heuresis.saturation import load_saturation, run_network, saturation_summary, simulate
+from heuresis.stages.saturation import load_saturation, run_network, saturation_summary, simulate
 
 
 @pytest.fixture(scope="module")
@@ -128,7 +128,7 @@ def test_figure1b_built_by_the_tiny_workflow(tiny_run):
 
 
 def test_ges_share_of_oracle_gain():
-    from heuresis.saturation import figure1b_table, oracle_gain_share
+    from heuresis.stages.saturation import figure1b_table, oracle_gain_share
 
     # mean F1 per network and method (docs/stages.md's paper-scale Figure 1b numbers for insurance, cancer)
     f1 = {"insurance": {"pc_fisherz": 0.56, "pc_kci": 0.54, "ges": 0.68, "oracle": 0.94},
@@ -149,7 +149,7 @@ def test_ges_share_of_oracle_gain():
 
 
 def test_figure1b_table_on_small_data(table):
-    from heuresis.saturation import figure1b_table
+    from heuresis.stages.saturation import figure1b_table
 
     s = saturation_summary(table, ["asia"], ["pc_fisherz", "pc_kci", "oracle"],
                            {"resamples": 50, "seed": 1, "level": 0.95})

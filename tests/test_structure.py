@@ -109,8 +109,9 @@ def test_no_module_imports_a_private_name_of_another():
     assert not private, private
 
 
-@pytest.mark.parametrize("stage", ["instances", "references", "headroom", "verification", "episodes", "leakage",
-                                   "saturation", "repairs", "games.workflow"])
+@pytest.mark.parametrize("stage", [*(f"stages.{s}" for s in ("instances", "references", "headroom", "verification",
+                                                              "episodes", "leakage", "saturation", "repairs")),
+                                   "games.workflow"])
 def test_each_stage_checks_its_own_config_section(stage):
     """Validation collects each stage's ``config_errors``; it imports no other part of a stage."""
     from heuresis.config.validation import STAGE_CHECKS
@@ -123,3 +124,78 @@ def test_each_stage_checks_its_own_config_section(stage):
 def test_config_loading_depends_on_no_other_module():
     """Every stage imports heuresis.config.loading; it imports nothing of the package."""
     assert not list(import_graph().successors("heuresis.config.loading"))
+
+
+# The package's layers, lowest first: a module may import its own layer and the layers below it,
+# never one above. The agent protocol (the classes and the registry an agent plugs into) sits
+# below the harness, which drives an agent it is handed; the agent implementations sit above it.
+# The games track spans the layers: its simulation core (the hidden SCMs, scenarios, the game
+# itself) is a causal building block, its tools extend the harness's, its offline players are
+# agents, and its plays, judgements and tables are a stage.
+GAMES_CORE = ["heuresis.games.scm", "heuresis.games.scenario", "heuresis.games.reading", "heuresis.games.references",
+              "heuresis.games.game"]
+LAYERS = {
+    "base": ["heuresis.registry", "heuresis.config.loading"],
+    "causal": ["heuresis.causal", *GAMES_CORE],
+    "artifacts": ["heuresis.artifacts"],
+    "agent protocol": ["heuresis.agents.base", "heuresis.agents.spec"],
+    "harness": ["heuresis.harness", "heuresis.games.tools"],
+    "agents": ["heuresis.agents", "heuresis.games.agents"],
+    "stages": ["heuresis.stages", "heuresis.games", "heuresis.view"],
+    "targets": ["heuresis.targets"],
+    "config": ["heuresis.config"],
+    "application": ["heuresis.cli", "heuresis.local_server"],
+}
+
+
+def layer_of(module: str) -> int:
+    """The layer of a module: the longest prefix listed in LAYERS wins (agents.base before agents)."""
+    if module == "heuresis":   # the package itself: __version__ and the causal layer's re-exports
+        return list(LAYERS).index("causal")
+    best, rank = "", -1
+    for i, prefixes in enumerate(LAYERS.values()):
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > len(best):
+                best, rank = prefix, i
+    if rank < 0:
+        raise KeyError(f"{module} is in no layer of LAYERS (tests/test_structure.py)")
+    return rank
+
+
+def test_the_layers_are_ordered_and_name_every_module():
+    graph = import_graph()
+    modules = [m for m in graph.nodes if m != "heuresis"]   # the package's docstring and re-exports: the map
+    assert len(modules) > 80
+    assert {layer_of(m) for m in modules} == set(range(len(LAYERS)))   # every layer holds a module
+    assert layer_of("heuresis.agents.base") < layer_of("heuresis.harness.loop") < layer_of("heuresis.agents.llm")
+
+
+def test_no_import_climbs_to_a_higher_layer():
+    graph = import_graph()
+    names = list(LAYERS)
+    climbing = [f"{a} ({names[layer_of(a)]}, line {graph.edges[a, b]['lines'][0]}) imports {b} ({names[layer_of(b)]})"
+                for a, b in graph.edges if a != "heuresis" and layer_of(b) > layer_of(a)]
+    assert not climbing, climbing
+
+
+def test_the_layer_check_catches_a_climbing_import(tmp_path):
+    """A stand-in package whose causal module imports a stage: the check names it."""
+    pkg = tmp_path / "heuresis"
+    for sub in ("causal", "stages"):
+        (pkg / sub).mkdir(parents=True)
+        (pkg / sub / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "stages" / "headroom.py").write_text("X = 1\n")
+    (pkg / "causal" / "graph.py").write_text("from heuresis.stages.headroom import X\n")
+    graph = import_graph(pkg)
+    edges = [(a, b) for a, b in graph.edges if layer_of(b) > layer_of(a)]
+    assert edges == [("heuresis.causal.graph", "heuresis.stages.headroom")]
+
+
+def test_the_package_docstring_names_every_subpackage_and_top_level_module():
+    import heuresis
+
+    tops = {p.stem for p in PACKAGE.iterdir() if (p.suffix == ".py" and p.stem != "__init__")
+            or (p.is_dir() and (p / "__init__.py").exists())}
+    missing = sorted(t for t in tops if f"``{t}``" not in (heuresis.__doc__ or ""))
+    assert not missing, f"the package docstring (the map) does not name: {missing}"

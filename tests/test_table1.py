@@ -8,7 +8,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from heuresis.table1 import load_table1, table1, table1_path
+from heuresis.targets.table1 import load_table1, table1, table1_path
 
 DATA = Path(__file__).resolve().parents[1] / "src/heuresis/data/table1.yaml"
 

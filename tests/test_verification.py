@@ -1,4 +1,4 @@
-"""Instrument verification (heuresis.verification): every check passes at a tiny scale, the
+"""Instrument verification (heuresis.stages.verification): every check passes at a tiny scale, the
 exhaustive enumeration reproduces OEIS A003024, and a deliberately broken instrument makes its
 check fail with examples."""
 
@@ -9,10 +9,10 @@ import copy
 import numpy as np
 import pytest
 
-from heuresis import graph as G
+from heuresis.causal import graph as G
+from heuresis.causal.graph import Graph
 from heuresis.config import ConfigError, validate_config
-from heuresis.graph import Graph
-from heuresis.verification import (
+from heuresis.stages.verification import (
     A003024,
     CHECKS,
     ESSENTIAL_GRAPHS,
@@ -117,10 +117,10 @@ def test_broken_dsep_fails(tiny_config, monkeypatch):
 
 
 def test_broken_shd_and_kci_fail(tiny_config, monkeypatch):
-    import heuresis.metrics
-    from heuresis.ci.kci import KCI
+    import heuresis.causal.metrics
+    from heuresis.causal.ci.kci import KCI
 
-    monkeypatch.setattr(heuresis.metrics, "shd", lambda a, b: 0)
+    monkeypatch.setattr(heuresis.causal.metrics, "shd", lambda a, b: 0)
     assert not run_check("shd_gadjid", check_settings(tiny_config, "shd_gadjid")).passed
     compute = KCI._compute
     monkeypatch.setattr(KCI, "_compute", lambda self, x, y, S: min(1.0, compute(self, x, y, S) * (1 + 1e-6) + 1e-8))
@@ -131,7 +131,7 @@ def test_broken_shd_and_kci_fail(tiny_config, monkeypatch):
 
 # --- records, Table 5, config -------------------------------------------------------------------------
 def test_records_and_table5_mark_failures(tiny_config, tmp_path, monkeypatch):
-    from heuresis.report import write_paper_table
+    from heuresis.artifacts.report import write_paper_table
 
     ok = run_check("shd_gadjid", check_settings(tiny_config, "shd_gadjid"))
     monkeypatch.setattr(G, "dag_to_cpdag", _undirected_skeleton)

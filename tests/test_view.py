@@ -25,8 +25,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from heuresis.io import write_table
-from heuresis.schemas import GAME_JUDGEMENTS
+from heuresis.artifacts.io import write_table
+from heuresis.artifacts.schemas import GAME_JUDGEMENTS
 from heuresis.view import Site, export_site, make_server
 from heuresis.view.transcripts import TranscriptProblem, read_episode_transcript
 
@@ -399,7 +399,7 @@ def edited(tiny_run, run, tmp_path_factory) -> Path:
 def _play_edits(results: Path, cfg: dict) -> None:
     from llm_server import ScriptedLLMServer
 
-    from heuresis.episodes import run_episode_shard
+    from heuresis.stages.episodes import run_episode_shard
 
     for cond in EDIT_CONDITIONS:
         script = [{"tool_calls": step, "usage": (1000 + 100 * k, 40)} for k, step in enumerate(EDITS)]

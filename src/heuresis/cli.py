@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from heuresis import __version__
-from heuresis.io import ArtifactError
+from heuresis.artifacts.io import ArtifactError
 
 
 def _config_files(args: argparse.Namespace) -> list[str]:
@@ -107,7 +107,7 @@ def cmd_check_config(args: argparse.Namespace) -> int:
           f"{', '.join(g['modes'])}, {g['plays']} plays per LLM agent and {g['baseline_plays']} per offline agent "
           f"({len(play_jobs(cfg))} play jobs), judges "
           f"{', '.join(g['judges']) or 'none (the rubric says: no judge configured)'}")
-    from heuresis.sealing import disclosure
+    from heuresis.artifacts.sealing import disclosure
 
     sec = disclosure(cfg)
     test = ("public (from seed; tables labelled UNSEALED)" if sec["test_seed"] == "public" else
@@ -140,10 +140,10 @@ def cmd_check_config(args: argparse.Namespace) -> int:
 
 def cmd_instances(args: argparse.Namespace) -> int:
     """Generate the instances (data) and their hidden truth for the chosen families and splits (stage 1)."""
+    from heuresis.artifacts.logs import stage_logger
+    from heuresis.artifacts.sealing import require_test_seed
     from heuresis.config import SPLITS
-    from heuresis.instances import instance_spec, write_split
-    from heuresis.logs import stage_logger
-    from heuresis.sealing import require_test_seed
+    from heuresis.stages.instances import instance_spec, write_split
 
     cfg = _load(args)
     families = args.family or list(cfg["families"])
@@ -162,7 +162,7 @@ def cmd_instances(args: argparse.Namespace) -> int:
 
 def cmd_draw_seed(args: argparse.Namespace) -> int:
     """Draw a sealed test seed; print it and its commitment (docs/provenance.md, Secrets)."""
-    from heuresis.sealing import commitment, draw_secret
+    from heuresis.artifacts.sealing import commitment, draw_secret
 
     seed = draw_secret()
     print(f"seed        {seed}\ncommitment  {commitment(seed)}")
@@ -171,7 +171,7 @@ def cmd_draw_seed(args: argparse.Namespace) -> int:
 
 def cmd_verify_seed(args: argparse.Namespace) -> int:
     """Check a published test seed against the commitment recorded before it was published."""
-    from heuresis.sealing import commitment, verify_seed
+    from heuresis.artifacts.sealing import commitment, verify_seed
 
     if verify_seed(args.seed, args.commitment):
         print(f"ok: the seed matches commitment {args.commitment.strip().lower()}")
@@ -182,7 +182,7 @@ def cmd_verify_seed(args: argparse.Namespace) -> int:
 
 def cmd_show_instance(args: argparse.Namespace) -> int:
     """Print an instance's hidden truth (for auditing; never shown to agents)."""
-    from heuresis.instances import load_truth
+    from heuresis.stages.instances import load_truth
 
     parts = args.instance.split("/")
     if len(parts) != 3 or not parts[2].isdigit():
@@ -202,7 +202,7 @@ def cmd_show_instance(args: argparse.Namespace) -> int:
 
 def cmd_provenance(args: argparse.Namespace) -> int:
     """Print an artifact's lineage back to config and seeds; exit 1 when it is stale."""
-    from heuresis.lineage import format_lineage, lineage, to_dict
+    from heuresis.artifacts.lineage import format_lineage, lineage, to_dict
 
     node = lineage(args.path, root=args.root, max_depth=args.depth)
     if args.json:
@@ -214,7 +214,7 @@ def cmd_provenance(args: argparse.Namespace) -> int:
 
 def cmd_verify_artifacts(args: argparse.Namespace) -> int:
     """Find truncated or corrupt artifacts; with --delete remove them so that a rerun rebuilds them."""
-    from heuresis.integrity import remove_damaged, scan
+    from heuresis.artifacts.integrity import remove_damaged, scan
 
     if not Path(args.results).is_dir():
         raise FileNotFoundError(f"no results folder {args.results}")
@@ -339,11 +339,11 @@ def cmd_play(args: argparse.Namespace, inp=input, out=print) -> int:
 
 def cmd_game_references(args: argparse.Namespace) -> int:
     """Optimum, trap, standard and threshold of game scenarios; writes JSON (the tests' golden file)."""
+    from heuresis.artifacts.io import atomic_write_text
+    from heuresis.artifacts.provenance import code_version
+    from heuresis.artifacts.report import format_interval
     from heuresis.games.references import check_references, compute_references
     from heuresis.games.scenario import load_scenarios
-    from heuresis.io import atomic_write_text
-    from heuresis.provenance import code_version
-    from heuresis.report import format_interval
 
     scns = load_scenarios(args.scenarios, args.scenario or None)
     if not scns:
@@ -439,8 +439,8 @@ def _keep_writing_over_stdio(args: argparse.Namespace) -> None:
 def cmd_serve_play(args: argparse.Namespace) -> int:
     """Serve one game play (the agentic mode) over MCP and write it to the games' plays tables (docs/mcp.md)."""
     from heuresis.agents.external import wait_for_clients
+    from heuresis.artifacts.logs import stage_logger
     from heuresis.games.workflow import run_plays, scenario_folder
-    from heuresis.logs import stage_logger
 
     cfg = _load(args)
     spec = _served_spec(cfg, args)
@@ -464,9 +464,9 @@ def cmd_serve_play(args: argparse.Namespace) -> int:
 
 def cmd_serve_episode(args: argparse.Namespace) -> int:
     """Serve one episode over MCP (stdio or loopback HTTP) and write it to the episodes tables (docs/mcp.md)."""
-    from heuresis.episodes import run_episode_shard
+    from heuresis.artifacts.logs import stage_logger
     from heuresis.harness.conditions import Condition
-    from heuresis.logs import stage_logger
+    from heuresis.stages.episodes import run_episode_shard
 
     cfg = _load(args)
     parts = args.instance.split("/")
@@ -486,7 +486,7 @@ def cmd_serve_episode(args: argparse.Namespace) -> int:
     if not refs:
         raise FileNotFoundError(f"no PC-KCI references under {res / 'references' / 'pc_kci' / fam / split} "
                                 "(run the workflow's references stage first)")
-    from heuresis.sealing import PUBLIC_SALT, SALT_FILE, write_salt
+    from heuresis.artifacts.sealing import PUBLIC_SALT, SALT_FILE, write_salt
 
     # the run's salt: drawn once into the results tree (as the workflow does when it plans episodes) unless public
     salt = PUBLIC_SALT if cfg["secrets"]["salt"] == "public" else write_salt(res / Path(SALT_FILE).relative_to("results"))

@@ -1,13 +1,13 @@
-"""Snakemake adapter for the analysis tables and figures (logic: heuresis.analysis)."""
+"""Snakemake adapter for the analysis tables and figures (logic: heuresis.stages.analysis)."""
 
 from pathlib import Path
 
-from heuresis.analysis import figures, tables
-from heuresis.analysis.scores import load_episode_scores
-from heuresis.headroom import load_scores
-from heuresis.logs import stage_logger
-from heuresis.provenance import provenance_record
-from heuresis.report import save_figure, write_paper_table
+from heuresis.artifacts.logs import stage_logger
+from heuresis.artifacts.provenance import provenance_record
+from heuresis.artifacts.report import save_figure, write_paper_table
+from heuresis.stages.analysis import figures, tables
+from heuresis.stages.analysis.scores import load_episode_scores
+from heuresis.stages.headroom import load_scores
 
 sm = snakemake  # noqa: F821  (injected by Snakemake)
 log = stage_logger(sm.log[0])

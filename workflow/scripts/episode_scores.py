@@ -1,15 +1,15 @@
-"""Snakemake adapter: score every episode (logic: heuresis.analysis.scores)."""
+"""Snakemake adapter: score every episode (logic: heuresis.stages.analysis.scores)."""
 
 from pathlib import Path
 
 import pandas as pd
 
-from heuresis.analysis.scores import load_episodes, score_episodes, write_episode_scores
-from heuresis.headroom import load_scores
-from heuresis.instances import load_truth
-from heuresis.logs import stage_logger
-from heuresis.provenance import PROVENANCE_KEY, dumps, provenance_record, utc_now
-from heuresis.references import load_references
+from heuresis.artifacts.logs import stage_logger
+from heuresis.artifacts.provenance import PROVENANCE_KEY, dumps, provenance_record, utc_now
+from heuresis.stages.analysis.scores import load_episodes, score_episodes, write_episode_scores
+from heuresis.stages.headroom import load_scores
+from heuresis.stages.instances import load_truth
+from heuresis.stages.references import load_references
 
 sm = snakemake  # noqa: F821  (injected by Snakemake)
 log = stage_logger(sm.log[0])

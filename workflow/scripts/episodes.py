@@ -3,9 +3,9 @@
 from pathlib import Path
 
 from heuresis.agents.spend import SPEND_DIR
-from heuresis.episodes import run_episode_shard
-from heuresis.logs import stage_logger
-from heuresis.sealing import run_salt
+from heuresis.artifacts.logs import stage_logger
+from heuresis.artifacts.sealing import run_salt
+from heuresis.stages.episodes import run_episode_shard
 
 sm = snakemake  # noqa: F821  (injected by Snakemake)
 run_episode_shard(

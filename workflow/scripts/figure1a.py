@@ -1,15 +1,15 @@
-"""Snakemake adapter: Figure 1a from the leakage probes (logic: heuresis.leakage)."""
+"""Snakemake adapter: Figure 1a from the leakage probes (logic: heuresis.stages.leakage)."""
 
 from pathlib import Path
 
 import pandas as pd
 
-from heuresis.io import read_table
-from heuresis.leakage import figure1a
-from heuresis.logs import stage_logger
-from heuresis.provenance import provenance_record
-from heuresis.report import save_figure
-from heuresis.schemas import LEAKAGE
+from heuresis.artifacts.io import read_table
+from heuresis.artifacts.logs import stage_logger
+from heuresis.artifacts.provenance import provenance_record
+from heuresis.artifacts.report import save_figure
+from heuresis.artifacts.schemas import LEAKAGE
+from heuresis.stages.leakage import figure1a
 
 sm = snakemake  # noqa: F821  (injected by Snakemake)
 log = stage_logger(sm.log[0])

@@ -1,11 +1,11 @@
-"""Snakemake adapter for Figure 1b (logic: heuresis.saturation, heuresis.report)."""
+"""Snakemake adapter for Figure 1b (logic: heuresis.stages.saturation, heuresis.artifacts.report)."""
 
 from pathlib import Path
 
-from heuresis.logs import stage_logger
-from heuresis.provenance import provenance_record
-from heuresis.report import save_figure, write_paper_table
-from heuresis.saturation import figure1b, figure1b_table, load_saturation, saturation_summary
+from heuresis.artifacts.logs import stage_logger
+from heuresis.artifacts.provenance import provenance_record
+from heuresis.artifacts.report import save_figure, write_paper_table
+from heuresis.stages.saturation import figure1b, figure1b_table, load_saturation, saturation_summary
 
 sm = snakemake  # noqa: F821  (injected by Snakemake)
 log = stage_logger(sm.log[0])

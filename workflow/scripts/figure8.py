@@ -1,11 +1,11 @@
-"""Snakemake adapter for Figure 8 and its numbers (logic: heuresis.repairs, heuresis.report)."""
+"""Snakemake adapter for Figure 8 and its numbers (logic: heuresis.stages.repairs, heuresis.artifacts.report)."""
 
 from pathlib import Path
 
-from heuresis.logs import stage_logger
-from heuresis.provenance import provenance_record
-from heuresis.repairs import evaluate, figure8, load_features, summary_display
-from heuresis.report import save_figure, write_paper_table
+from heuresis.artifacts.logs import stage_logger
+from heuresis.artifacts.provenance import provenance_record
+from heuresis.artifacts.report import save_figure, write_paper_table
+from heuresis.stages.repairs import evaluate, figure8, load_features, summary_display
 
 sm = snakemake  # noqa: F821  (injected by Snakemake)
 log = stage_logger(sm.log[0])

@@ -1,7 +1,7 @@
 """Snakemake adapter: one judge scores the reports of one agent x mode on one scenario (logic: heuresis.games.workflow)."""
 
+from heuresis.artifacts.logs import stage_logger
 from heuresis.games.workflow import run_judgements
-from heuresis.logs import stage_logger
 
 sm = snakemake  # noqa: F821  (injected by Snakemake)
 # the judge's full entry: the params hold it without its transport settings (heuresis.agents.spec)

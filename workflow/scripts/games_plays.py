@@ -1,7 +1,7 @@
 """Snakemake adapter: the plays of one agent x mode x scenario (logic: heuresis.games.workflow)."""
 
+from heuresis.artifacts.logs import stage_logger
 from heuresis.games.workflow import run_plays
-from heuresis.logs import stage_logger
 
 sm = snakemake  # noqa: F821  (injected by Snakemake)
 # the agent's full entry: the params hold it without its transport settings (heuresis.agents.spec)

@@ -2,8 +2,8 @@
 
 from pathlib import Path
 
+from heuresis.artifacts.logs import stage_logger
 from heuresis.games.analysis import build_target
-from heuresis.logs import stage_logger
 
 sm = snakemake  # noqa: F821  (injected by Snakemake)
 out = sm.output.parquet if "parquet" in sm.output.keys() else sm.output.pdf

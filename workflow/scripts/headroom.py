@@ -1,10 +1,10 @@
-"""Snakemake adapter for the headroom stage (logic: heuresis.headroom)."""
+"""Snakemake adapter for the headroom stage (logic: heuresis.stages.headroom)."""
 
 from pathlib import Path
 
-from heuresis.headroom import BCA_FAILURE_RULE, build_headroom, write_headroom
-from heuresis.logs import stage_logger
-from heuresis.provenance import PROVENANCE_KEY, dumps, provenance_record, utc_now
+from heuresis.artifacts.logs import stage_logger
+from heuresis.artifacts.provenance import PROVENANCE_KEY, dumps, provenance_record, utc_now
+from heuresis.stages.headroom import BCA_FAILURE_RULE, build_headroom, write_headroom
 
 sm = snakemake  # noqa: F821  (injected by Snakemake)
 log = stage_logger(sm.log[0])

@@ -1,10 +1,10 @@
-"""Snakemake adapter for the instances stage (logic: heuresis.instances.write_split)."""
+"""Snakemake adapter for the instances stage (logic: heuresis.stages.instances.write_split)."""
 
 from pathlib import Path
 
-from heuresis.instances import write_split
-from heuresis.logs import stage_logger
-from heuresis.sealing import require_test_seed
+from heuresis.artifacts.logs import stage_logger
+from heuresis.artifacts.sealing import require_test_seed
+from heuresis.stages.instances import write_split
 
 sm = snakemake  # noqa: F821  (injected by Snakemake)
 log = stage_logger(sm.log[0])

@@ -1,7 +1,7 @@
-"""Snakemake adapter: the leakage probe of one LLM agent on one network (logic: heuresis.leakage)."""
+"""Snakemake adapter: the leakage probe of one LLM agent on one network (logic: heuresis.stages.leakage)."""
 
-from heuresis.leakage import run_leakage
-from heuresis.logs import stage_logger
+from heuresis.artifacts.logs import stage_logger
+from heuresis.stages.leakage import run_leakage
 
 sm = snakemake  # noqa: F821  (injected by Snakemake)
 # the agent's full entry: the params hold it without its transport settings (heuresis.agents.spec)

@@ -2,8 +2,8 @@
 
 from pathlib import Path
 
-from heuresis.logs import stage_logger
-from heuresis.references import run_shard
+from heuresis.artifacts.logs import stage_logger
+from heuresis.stages.references import run_shard
 
 sm = snakemake  # noqa: F821  (injected by Snakemake)
 log = stage_logger(sm.log[0])

@@ -1,11 +1,11 @@
-"""Snakemake adapter: scripted-repair signals of one PC-KCI references shard (logic: heuresis.repairs)."""
+"""Snakemake adapter: scripted-repair signals of one PC-KCI references shard (logic: heuresis.stages.repairs)."""
 
 from pathlib import Path
 
-from heuresis.instances import stable_key
-from heuresis.logs import stage_logger
-from heuresis.provenance import PROVENANCE_KEY, dumps, provenance_record, utc_now
-from heuresis.repairs import build_features, write_features
+from heuresis.artifacts.logs import stage_logger
+from heuresis.artifacts.provenance import PROVENANCE_KEY, dumps, provenance_record, utc_now
+from heuresis.stages.instances import stable_key
+from heuresis.stages.repairs import build_features, write_features
 
 sm = snakemake  # noqa: F821  (injected by Snakemake)
 started = utc_now()

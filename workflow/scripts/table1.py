@@ -1,11 +1,11 @@
-"""Snakemake adapter for Table 1 (logic: heuresis.table1, heuresis.report)."""
+"""Snakemake adapter for Table 1 (logic: heuresis.targets.table1, heuresis.artifacts.report)."""
 
 from pathlib import Path
 
-from heuresis.logs import stage_logger
-from heuresis.provenance import provenance_record
-from heuresis.report import write_paper_table
-from heuresis.table1 import table1, table1_path
+from heuresis.artifacts.logs import stage_logger
+from heuresis.artifacts.provenance import provenance_record
+from heuresis.artifacts.report import write_paper_table
+from heuresis.targets.table1 import table1, table1_path
 
 sm = snakemake  # noqa: F821  (injected by Snakemake)
 log = stage_logger(sm.log[0])

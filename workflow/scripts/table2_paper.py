@@ -1,13 +1,13 @@
-"""Snakemake adapter for Table 2 beside the published one (logic: heuresis.published, heuresis.report)."""
+"""Snakemake adapter for Table 2 beside the published one (logic: heuresis.targets.published, heuresis.artifacts.report)."""
 
 from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from heuresis.logs import stage_logger
-from heuresis.provenance import provenance_record
-from heuresis.published import load_published_table2, table2_vs_paper
-from heuresis.report import write_paper_table
+from heuresis.artifacts.logs import stage_logger
+from heuresis.artifacts.provenance import provenance_record
+from heuresis.artifacts.report import write_paper_table
+from heuresis.targets.published import load_published_table2, table2_vs_paper
 
 sm = snakemake  # noqa: F821  (injected by Snakemake)
 log = stage_logger(sm.log[0])

@@ -1,4 +1,4 @@
-"""Snakemake adapter for Table 5 (logic: heuresis.verification.table5, heuresis.report).
+"""Snakemake adapter for Table 5 (logic: heuresis.stages.verification.table5, heuresis.artifacts.report).
 
 Collects the check records into ``checks.parquet`` and Table 5, then exits non-zero if a check in
 ``verification.required`` failed; the Markdown table is also written to the log, because
@@ -8,10 +8,10 @@ Snakemake removes a failed job's outputs (``--keep-incomplete`` keeps them).
 import sys
 from pathlib import Path
 
-from heuresis import verification as V
-from heuresis.logs import stage_logger
-from heuresis.provenance import PROVENANCE_KEY, dumps, provenance_record, utc_now
-from heuresis.report import to_markdown, write_paper_table
+from heuresis.artifacts.logs import stage_logger
+from heuresis.artifacts.provenance import PROVENANCE_KEY, dumps, provenance_record, utc_now
+from heuresis.artifacts.report import to_markdown, write_paper_table
+from heuresis.stages import verification as V
 
 sm = snakemake  # noqa: F821  (injected by Snakemake)
 log = stage_logger(sm.log[0])

@@ -1,12 +1,12 @@
-"""Snakemake adapter for paper tables and figures (logic: heuresis.targets, heuresis.report)."""
+"""Snakemake adapter for paper tables and figures (logic: heuresis.stages.headroom_targets, heuresis.artifacts.report)."""
 
 from pathlib import Path
 
-from heuresis import targets
-from heuresis.headroom import BCA_FAILURE_RULE, load_scores, load_selection
-from heuresis.logs import stage_logger
-from heuresis.provenance import provenance_record
-from heuresis.report import save_figure, write_paper_table
+from heuresis.artifacts.logs import stage_logger
+from heuresis.artifacts.provenance import provenance_record
+from heuresis.artifacts.report import save_figure, write_paper_table
+from heuresis.stages import headroom_targets as targets
+from heuresis.stages.headroom import BCA_FAILURE_RULE, load_scores, load_selection
 
 sm = snakemake  # noqa: F821  (injected by Snakemake)
 log = stage_logger(sm.log[0])

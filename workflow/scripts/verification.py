@@ -1,8 +1,8 @@
-"""Snakemake adapter: run one instrument-verification check (logic: heuresis.verification)."""
+"""Snakemake adapter: run one instrument-verification check (logic: heuresis.stages.verification)."""
 
-from heuresis import verification as V
-from heuresis.logs import stage_logger
-from heuresis.provenance import PROVENANCE_KEY, dumps, provenance_record, utc_now
+from heuresis.artifacts.logs import stage_logger
+from heuresis.artifacts.provenance import PROVENANCE_KEY, dumps, provenance_record, utc_now
+from heuresis.stages import verification as V
 
 sm = snakemake  # noqa: F821  (injected by Snakemake)
 log = stage_logger(sm.log[0])

@@ -1,6 +1,6 @@
 """Snakemake adapter for the viewer's static export (logic: heuresis.view.export_site)."""
 
-from heuresis.logs import stage_logger
+from heuresis.artifacts.logs import stage_logger
 from heuresis.view import export_site
 
 sm = snakemake  # noqa: F821  (injected by Snakemake)

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field, fields
 
 from heuresis.agents import nlcode
 from heuresis.agents.base import Agent, AgentReply, Observation, register_agent, tool_call
-from heuresis.graph import Graph, Relation
+from heuresis.causal.graph import Graph, Relation
 from heuresis.harness.parse import ParseError, parse_edge_list
 
 __all__ = [

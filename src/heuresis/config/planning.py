@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from heuresis.agents.spec import provider_resource
 from heuresis.config.loading import ConfigError
 from heuresis.harness.conditions import LAST_TURN_REQUESTS, Condition, expand_conditions
-from heuresis.instances import instance_spec
-from heuresis.references import shard_indices, shards
+from heuresis.stages.instances import instance_spec
+from heuresis.stages.references import shard_indices, shards
 
 __all__ = [
     "OFFLINE_RUNTIME_MIN",
@@ -223,7 +223,7 @@ def judgement_job_runtime(config: Mapping, judge: str, agent: str) -> int:
 
 def leakage_job_runtime(config: Mapping, agent: str) -> int:
     """Minutes of a leakage job (one network): two conditions x ``leakage.repeats`` requests, each at most ``timeout_s``."""
-    from heuresis.leakage import CONDITIONS
+    from heuresis.stages.leakage import CONDITIONS
 
     n = len(CONDITIONS) * int(config["leakage"]["repeats"])
     return _minutes(n * (_request_seconds(config["agents"][agent]) or 0.0))
@@ -304,7 +304,7 @@ def _unit_groups(config: Mapping) -> dict[tuple[str, str, int | None], int]:
     from heuresis.agents.llm import llm_agents_in_use
     from heuresis.games.play import OUTPUT_TOKENS
     from heuresis.games.workflow import play_jobs, plays_of
-    from heuresis.leakage import CONDITIONS
+    from heuresis.stages.leakage import CONDITIONS
 
     llm = llm_agents_in_use(config)
     groups: dict[tuple[str, str, int | None], int] = {}

@@ -16,10 +16,10 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from heuresis import episodes, headroom, instances, leakage, references, repairs, saturation, verification
 from heuresis.agents.spec import secret_errors
 from heuresis.config.loading import ConfigError, read_config_files, schema_errors
 from heuresis.games import workflow as games
+from heuresis.stages import episodes, headroom, instances, leakage, references, repairs, saturation, verification
 
 __all__ = ["STAGE_CHECKS", "load_config", "validate_config"]
 

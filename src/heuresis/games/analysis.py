@@ -2,7 +2,7 @@
 
 * :func:`summary` — per scenario x agent x mode (and per family, scenario ``all``): survival,
   win rate, gap to the optimum, and rubric score, each a mean with a percentile bootstrap
-  interval over the plays that did not fail (:func:`heuresis.bootstrap.bootstrap_mean`; a play
+  interval over the plays that did not fail (:func:`heuresis.causal.bootstrap.bootstrap_mean`; a play
   ``failed`` by an API or harness error is counted in ``failed``, shown beside the plays and
   never scored); the rubric of a play is the
   mean total over the judges that scored it.  With no judge configured the rubric columns are
@@ -33,10 +33,10 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from heuresis.bootstrap import bootstrap_mean, unpaired_bootstrap
+from heuresis.artifacts.report import format_interval
+from heuresis.causal.bootstrap import bootstrap_mean, unpaired_bootstrap
 from heuresis.games.judge import CAUSAL, CRITERIA, CRITERION_NAMES, FAILURE_MODES, RUBRIC_MAX, icc
 from heuresis.games.scenario import follows_pattern, pattern_text
-from heuresis.report import format_interval
 
 __all__ = [
     "NO_JUDGE",
@@ -318,7 +318,7 @@ def bias_control_table(plays: pd.DataFrame, refs: Mapping[str, Mapping],
     """Each biased scenario beside its control, per agent x mode: survival and trap-fall rate, and biased minus control.
 
     The two sides are different plays (their draws are the scenarios' own), so the difference's
-    interval resamples them independently (:func:`heuresis.bootstrap.unpaired_bootstrap`).  A
+    interval resamples them independently (:func:`heuresis.causal.bootstrap.unpaired_bootstrap`).  A
     trap-fall rate is over submitted plays; the control is judged by the biased scenario's pattern
     (the same design space and trap).
     """
@@ -607,9 +607,9 @@ def load_inputs(references: Sequence, plays: Sequence, judgements: Sequence):
         :func:`~heuresis.games.workflow.load_references` returns them, and the plays and
         judgements concatenated as DataFrames.
     """
+    from heuresis.artifacts.io import read_table
+    from heuresis.artifacts.schemas import GAME_JUDGEMENTS, GAME_PLAYS
     from heuresis.games.workflow import load_references
-    from heuresis.io import read_table
-    from heuresis.schemas import GAME_JUDGEMENTS, GAME_PLAYS
 
     refs = load_references(references)
     p = pd.concat([read_table(x, GAME_PLAYS).to_pandas() for x in plays], ignore_index=True) if plays else \
@@ -622,8 +622,8 @@ def load_inputs(references: Sequence, plays: Sequence, judgements: Sequence):
 def build_target(target: str, stem, *, references: Sequence, plays: Sequence, judgements: Sequence,
                  judges: Sequence[str], bootstrap: Mapping) -> str:
     """Write one games table (``stem``.parquet/.md/.tex) or figure (``stem``.pdf/.png); returns a log line."""
-    from heuresis.provenance import provenance_record
-    from heuresis.report import save_figure, write_paper_table
+    from heuresis.artifacts.provenance import provenance_record
+    from heuresis.artifacts.report import save_figure, write_paper_table
 
     refs, p, j = load_inputs(references, plays, judgements)
     prov = provenance_record(stage="games_targets", config={"target": target, "judges": list(judges),

@@ -11,10 +11,10 @@
   for an offline game agent (cheap plays, played more often);
 * :func:`run_plays` — the plays of one job into :data:`GAME_PLAYS` and
   :data:`GAME_CALLS` plus one JSON transcript per play, each finished play checkpointed
-  (:class:`~heuresis.io.Checkpoint`) so a killed job resumes; a play whose agent or
+  (:class:`~heuresis.artifacts.io.Checkpoint`) so a killed job resumes; a play whose agent or
   harness crashes (an API error after retries, a harness error) is recorded ``failed`` with its
   error, never dropped, and not checkpointed: the tables count it and leave it out of the scores,
-  and rerunning the target retries it (:mod:`heuresis.failures`);
+  and rerunning the target retries it (:mod:`heuresis.artifacts.failures`);
 * :func:`run_judgements` — one judge on every play of one agent x mode into
   :data:`GAME_JUDGEMENTS`, checkpointed per play (:func:`judgement_unit`: the play and what the
   judge is shown of it; a ``failed`` judgement alike).  The checkpoint outlives the job (pruned to
@@ -36,15 +36,11 @@ import pyarrow as pa
 
 from heuresis.agents.base import FatalAgentError
 from heuresis.agents.spec import result_spec
-from heuresis.config.loading import StrictValidator, agent_errors, config_digest, config_key, format_errors
-from heuresis.failures import FIRST_ATTEMPT, failure_metadata, record_attempt
-from heuresis.games.play import MODES
-from heuresis.games.references import check_references, compute_references, seed_of, winnability_errors
-from heuresis.games.scenario import Scenario, ScenarioError, load_scenario, scenario_schema
-from heuresis.io import Checkpoint, atomic_write_text, read_table, write_table
-from heuresis.provenance import PROVENANCE_KEY, dumps, provenance_record, utc_now
-from heuresis.report import format_interval
-from heuresis.schemas import (
+from heuresis.artifacts.failures import FIRST_ATTEMPT, failure_metadata, record_attempt
+from heuresis.artifacts.io import Checkpoint, atomic_write_text, read_table, write_table
+from heuresis.artifacts.provenance import PROVENANCE_KEY, dumps, provenance_record, utc_now
+from heuresis.artifacts.report import format_interval
+from heuresis.artifacts.schemas import (
     GAME_CALLS,
     GAME_JUDGEMENT_REQUESTS,
     GAME_JUDGEMENTS,
@@ -52,6 +48,10 @@ from heuresis.schemas import (
     GAME_PLAYS,
     GAME_REFERENCES,
 )
+from heuresis.config.loading import StrictValidator, agent_errors, config_digest, config_key, format_errors
+from heuresis.games.play import MODES
+from heuresis.games.references import check_references, compute_references, seed_of, winnability_errors
+from heuresis.games.scenario import Scenario, ScenarioError, load_scenario, scenario_schema
 
 __all__ = [
     "MODES",
@@ -280,7 +280,7 @@ def run_plays(agent: str, spec: Mapping, mode: str, scenario: str, folder: str |
               max_tool_calls: int | None = None, code_tool: Mapping | None = None) -> Path:
     """``plays`` plays of ``scenario`` by ``agent`` in ``mode``; checkpointed per play.
 
-    ``requests_out``: the plays' model requests (:data:`~heuresis.schemas.GAME_PLAY_REQUESTS`);
+    ``requests_out``: the plays' model requests (:data:`~heuresis.artifacts.schemas.GAME_PLAY_REQUESTS`);
     ``task_variant``, ``max_tool_calls`` and ``code_tool``: config ``games.task_variant``,
     ``games.max_tool_calls_per_turn`` and ``episodes.code_tool`` (see :func:`heuresis.games.play.run_play`).
     """
@@ -368,7 +368,7 @@ def run_judgements(judge: str, spec: Mapping, agent: str, mode: str, plays_paths
                    log: _Log = _quiet, attempt: str = FIRST_ATTEMPT, requests_out: str | Path | None = None) -> Path:
     """Judge ``judge`` scores the report of every play in ``plays_paths``; checkpointed per play.
 
-    ``requests_out``: the judge's model requests (:data:`~heuresis.schemas.GAME_JUDGEMENT_REQUESTS`).
+    ``requests_out``: the judge's model requests (:data:`~heuresis.artifacts.schemas.GAME_JUDGEMENT_REQUESTS`).
     """
     from heuresis.agents.base import make_agent
     from heuresis.games.judge import judge_play

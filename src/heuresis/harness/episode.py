@@ -31,8 +31,8 @@ from pathlib import Path
 import numpy as np
 
 from heuresis.agents.base import Agent, agent_origin, make_agent
+from heuresis.causal.graph import Graph
 from heuresis.config.loading import schema_default
-from heuresis.graph import Graph
 from heuresis.harness.budgets import Budgets, BudgetSettings
 from heuresis.harness.conditions import Condition
 from heuresis.harness.loop import AgentLoop, Call
@@ -98,7 +98,7 @@ class EpisodeOutcome:
 
 
 def episode_seed(salt: str, global_seed: int, agent: str, condition_id: str, instance_id: str) -> int:
-    """Seed of an episode (masking, subsamples): HMAC-SHA256 keyed by the run's salt (:mod:`heuresis.sealing`).
+    """Seed of an episode (masking, subsamples): HMAC-SHA256 keyed by the run's salt (:mod:`heuresis.artifacts.sealing`).
 
     Stable across runs, reruns and machines of one results tree (the salt is drawn once), and not
     computable from public values: the config, agent, condition and instance are public, the salt

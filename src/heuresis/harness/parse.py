@@ -24,7 +24,7 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 
-from heuresis.graph import Graph, Relation
+from heuresis.causal.graph import Graph, Relation
 
 __all__ = ["FORMAT_HELP", "ParseError", "parse_edge_list"]
 

@@ -3,7 +3,7 @@
 The loop (:mod:`heuresis.harness.loop`) never holds the truth; once an episode is over, its
 submitted (or, unsubmitted, its working) graph is scored here against the instance's true DAG
 and CPDAG, beside PC-KCI's output on the same instance.  The harness writes these numbers into
-the ``episodes`` row and the analysis (:mod:`heuresis.analysis.scores`) computes the same with
+the ``episodes`` row and the analysis (:mod:`heuresis.stages.analysis.scores`) computes the same with
 the same function from the recorded graph.
 """
 
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from heuresis.graph import Graph
-from heuresis.metrics import GraphScores, score_graph
+from heuresis.causal.graph import Graph
+from heuresis.causal.metrics import GraphScores, score_graph
 
 __all__ = ["EpisodeScores", "score_episode_graph"]
 
@@ -32,5 +32,5 @@ class EpisodeScores:
 
 
 def score_episode_graph(true_dag: Graph, true_cpdag: Graph, graph: Graph, pc_kci_graph: Graph) -> EpisodeScores:
-    """Score ``graph`` and PC-KCI's output against the truth with :func:`heuresis.metrics.score_graph`."""
+    """Score ``graph`` and PC-KCI's output against the truth with :func:`heuresis.causal.metrics.score_graph`."""
     return EpisodeScores(score_graph(true_dag, true_cpdag, graph), score_graph(true_dag, true_cpdag, pc_kci_graph))

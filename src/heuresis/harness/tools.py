@@ -37,9 +37,9 @@ from typing import Any
 import numpy as np
 from jsonschema import Draft202012Validator
 
+from heuresis.causal.grades import grade_of
+from heuresis.causal.graph import Graph, Relation
 from heuresis.config.loading import schema_default
-from heuresis.grades import grade_of
-from heuresis.graph import Graph, Relation
 from heuresis.harness.budgets import BudgetError, Budgets
 from heuresis.harness.parse import ParseError, echo, parse_edge_list
 from heuresis.harness.sandbox import SandboxLimits, run_code
@@ -133,7 +133,7 @@ class ToolContext:
     def ci(self, test: str):
         """The CI test ``test`` on the episode's data (built once)."""
         if test not in self.ci_cache:
-            from heuresis.ci import make_ci_test
+            from heuresis.causal.ci import make_ci_test
             self.ci_cache[test] = make_ci_test(test, self.data)
         return self.ci_cache[test]
 
@@ -257,7 +257,7 @@ def _run_algorithm(ctx: ToolContext, args: dict) -> ToolResult:
     ctx.budgets.charge_algorithm_call()
     real = ctx.algorithm_map[masked]
     if real not in ctx.algorithm_cache:
-        from heuresis.algorithms import make_algorithm
+        from heuresis.causal.algorithms import make_algorithm
         ctx.algorithm_cache[real] = make_algorithm(real, **dict(ctx.menu[real])).run(ctx.data).graph
     g = ctx.algorithm_cache[real]
     if args.get("adopt"):
@@ -294,7 +294,7 @@ def _ci_test(ctx: ToolContext, args: dict) -> ToolResult:
                                "resamples": {"type": "integer", "minimum": 2, "maximum": 50, "default": 10}},
                 "required": ["x", "y"]})
 def _stability(ctx: ToolContext, args: dict) -> ToolResult:
-    from heuresis.ci import make_ci_test
+    from heuresis.causal.ci import make_ci_test
 
     x, y, given = ctx.pair_and_set(args)
     test, r = args.get("test", "kci"), int(args.get("resamples", 10))
@@ -393,7 +393,7 @@ def _parent_fit(ctx: ToolContext, args: dict) -> ToolResult:
                "(the causal direction tends to leave independent residuals).",
                {"properties": {"x": _VAR, "y": _VAR}, "required": ["x", "y"]})
 def _direction(ctx: ToolContext, args: dict) -> ToolResult:
-    from heuresis.ci import make_ci_test
+    from heuresis.causal.ci import make_ci_test
 
     x, y, _ = ctx.pair_and_set(args)
     out = {}

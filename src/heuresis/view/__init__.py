@@ -3,7 +3,7 @@
 ``heuresis view [RESULTS]`` serves it on 127.0.0.1 (:func:`serve`); ``heuresis view --export DIR``
 writes the same pages as files (:func:`export_site`). See docs/viewer.md.
 
-* :mod:`heuresis.view.run`: the run's tables, found by schema and read with :func:`heuresis.io.read_table`;
+* :mod:`heuresis.view.run`: the run's tables, found by schema and read with :func:`heuresis.artifacts.io.read_table`;
 * :mod:`heuresis.view.transcripts`: the versioned transcript records and their readers;
 * :mod:`heuresis.view.pages`: the pages (Jinja2 templates, one JSON blob and ``static/table.js`` for the index);
 * :mod:`heuresis.view.server`: the loopback server.

@@ -26,9 +26,9 @@ from urllib.parse import quote, unquote
 import jinja2
 import pyarrow as pa
 
-from heuresis.graph import Graph, Relation
-from heuresis.io import atomic_write_bytes
-from heuresis.schemas import GAME_JUDGEMENTS
+from heuresis.artifacts.io import atomic_write_bytes
+from heuresis.artifacts.schemas import GAME_JUDGEMENTS
+from heuresis.causal.graph import Graph, Relation
 from heuresis.view.run import Run, loads, number
 from heuresis.view.transcripts import TranscriptProblem, read_episode_transcript, read_play_transcript
 
@@ -232,7 +232,7 @@ def _evidence(calls: list[dict], names: list[str], i: int, j: int) -> list[dict]
     """Calls that bore on pair (i, j): algorithm runs whose output holds it, calls whose arguments name both ends.
 
     An algorithm run's output is read from its details as the analysis reads it
-    (:func:`heuresis.analysis.scores.algorithm_outputs`).
+    (:func:`heuresis.stages.analysis.scores.algorithm_outputs`).
     """
     a, b = names[i], names[j]
     out = []
@@ -417,7 +417,7 @@ class Site:
         pc_row = self.run.pc_kci(row["family"], row["split"], int(row["instance"]))
         deletions = None
         if pc_row is not None and truth is not None:
-            from heuresis.references import labelled_log
+            from heuresis.stages.references import labelled_log
 
             deletions = labelled_log(pc_row.get("deletions"), truth.dag)
         calls = tr.calls if tr else []

@@ -1,8 +1,8 @@
 """A run's results as the view reads them: episodes, their scores, references and truth, game plays.
 
-Artifacts are found by the schema their Parquet metadata names (:data:`~heuresis.schemas.EPISODES`,
-:data:`~heuresis.schemas.GAME_PLAYS`, ...), wherever they sit under the results folder, and read
-with :func:`heuresis.io.read_table`, which refuses a damaged or other-version file; such a file is
+Artifacts are found by the schema their Parquet metadata names (:data:`~heuresis.artifacts.schemas.EPISODES`,
+:data:`~heuresis.artifacts.schemas.GAME_PLAYS`, ...), wherever they sit under the results folder, and read
+with :func:`heuresis.artifacts.io.read_table`, which refuses a damaged or other-version file; such a file is
 listed on the index as a problem instead of stopping the view. Nothing is written.
 """
 
@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-from heuresis.io import ArtifactError, read_metadata, read_table
-from heuresis.schemas import (
+from heuresis.artifacts.io import ArtifactError, read_metadata, read_table
+from heuresis.artifacts.schemas import (
     EPISODE_SCORES,
     EPISODES,
     GAME_JUDGEMENTS,
@@ -124,8 +124,8 @@ class Run:
         return cache[(family, split)]
 
     def truth(self, family: str, split: str, instance: int):
-        """The hidden truth of an instance (:class:`heuresis.instances.Truth`), or None when absent."""
-        from heuresis.instances import load_truth
+        """The hidden truth of an instance (:class:`heuresis.stages.instances.Truth`), or None when absent."""
+        from heuresis.stages.instances import load_truth
 
         cache = self.__dict__.setdefault("_truth_cache", {})
         if (family, split) not in cache:
