@@ -189,7 +189,7 @@ def test_tables_and_figure(sweep, tmp_path):
     write_paper_table(n11, d11, tmp_path / "table11", caption="floors", provenance={"stage": "test"})
     assert (tmp_path / "table11.md").read_text().count("\n") >= 5
     assert "\\begin{tabular}" in (tmp_path / "table11.tex").read_text()
-    assert json.loads(pq.read_schema(tmp_path / "table11.parquet").metadata[b"heuresis.artifacts.provenance"])["stage"] == "test"
+    assert json.loads(pq.read_schema(tmp_path / "table11.parquet").metadata[b"heuresis.provenance"])["stage"] == "test"
     fig, numbers = targets.figure1c(scores, list(fams), boot)
     save_figure(fig, tmp_path / "figure1c", provenance={"stage": "test"})
     assert (tmp_path / "figure1c.pdf").stat().st_size > 1000 and (tmp_path / "figure1c.png").stat().st_size > 1000

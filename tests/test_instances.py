@@ -267,5 +267,5 @@ def test_data_files_carry_nothing_but_the_columns(paper_config, tmp_path):
     assert set(meta) == {"heuresis.schema", "heuresis.schema_version"}
     truth = load_truth(tmp_path / "truth/gauntlet/test")
     assert truth[1].cpdag == dag_to_cpdag(truth[1].dag.amat)
-    prov = json.loads(pq.read_schema(tmp_path / "truth/gauntlet/test/graphs.parquet").metadata[b"heuresis.artifacts.provenance"])
+    prov = json.loads(pq.read_schema(tmp_path / "truth/gauntlet/test/graphs.parquet").metadata[b"heuresis.provenance"])
     assert prov["stage"] == "instances" and prov["seeds"]["entropy"] == cfg["seed"] and len(prov["config_digest"]) == 64

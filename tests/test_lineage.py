@@ -103,6 +103,6 @@ def test_artifact_without_provenance_is_an_error(tmp_path, capsys):
     import pyarrow.parquet as pq
     pq.write_table(pa.table({"x": [1]}), tmp_path / "plain.parquet")
     assert main(["provenance", str(tmp_path / "plain.parquet")]) == 2
-    assert "carries no 'heuresis.artifacts.provenance' metadata" in capsys.readouterr().err
+    assert "carries no 'heuresis.provenance' metadata" in capsys.readouterr().err
     with pytest.raises(Exception, match="does not exist"):
         read_provenance(tmp_path / "fig.png")

@@ -280,7 +280,7 @@ def test_the_example_runs_an_episode_and_a_play_through_the_workflow(site, tmp_p
         real = json.loads(calls.details.iloc[0])["algorithm"]
         ref = read_table(res / f"references/{real}/lg/test/shard-000.parquet", REFERENCES).to_pandas().iloc[0]
         assert row.edges == ref.edges and row.n_calls == 2, (real, row.edges, ref.edges)
-        prov = json.loads(pq.read_schema(path).metadata[b"heuresis.artifacts.provenance"])
+        prov = json.loads(pq.read_schema(path).metadata[b"heuresis.provenance"])
         assert prov["config"]["agent_origin"] == origin and prov["packages"][DIST] == VERSION
         assert json.loads((wd / row.transcript).read_text())["agent_origin"] == origin
     scores = pd.read_parquet(res / "analysis/episode_scores.parquet")
@@ -304,7 +304,7 @@ def test_the_example_runs_an_episode_and_a_play_through_the_workflow(site, tmp_p
     rates = [json.loads(r)["returned"] / json.loads(r)["count"] for r in deploys.result]
     best = json.loads(deploys.arguments.iloc[max(range(2), key=lambda k: rates[k])])["design"]
     assert json.loads(play.design) == best
-    pprov = json.loads(pq.read_schema(plays_path).metadata[b"heuresis.artifacts.provenance"])
+    pprov = json.loads(pq.read_schema(plays_path).metadata[b"heuresis.provenance"])
     assert pprov["config"]["agent_origin"] == {"kind": "python", "class": ENTRY_POINTS["example_player"],
                                                "distribution": DIST, "version": VERSION}
     assert pprov["packages"][DIST] == VERSION

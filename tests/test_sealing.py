@@ -80,7 +80,7 @@ def test_masks_are_not_recomputable_from_public_values(small):
         for guess in _agent_side_maps(cfg, row.instance_id):
             assert guess != recorded, row.instance_id
     # the salt's digest is recorded, the salt itself nowhere in what the job wrote
-    prov = json.loads(read_metadata(out)["heuresis.artifacts.provenance"])
+    prov = json.loads(read_metadata(out)["heuresis.provenance"])
     assert prov["seeds"]["salt_sha256"] == salt_digest(SALT) and prov["config"]["salt"] == "drawn"
     transcript = json.loads((small["root"] / "transcripts/salted/0000.json").read_text())
     assert transcript["secrets"] == {"salt": "drawn", "salt_sha256": salt_digest(SALT)}
@@ -147,7 +147,7 @@ def test_the_repository_seed_does_not_reproduce_a_sealed_test_split(paper_config
     # the seed is in no file the split wrote; its commitment is in the provenance
     for p in tmp_path.rglob("*.parquet"):
         assert seed.encode() not in p.read_bytes(), p
-    prov = json.loads(read_metadata(data / "index.parquet")["heuresis.artifacts.provenance"])
+    prov = json.loads(read_metadata(data / "index.parquet")["heuresis.provenance"])
     assert prov["seeds"]["test_seed_commitment"] == commitment(seed) and prov["seeds"]["entropy"] == "sealed"
     # dev is public and unchanged; adding test instances changes none of the first ones
     dev = instance_spec(cfg, "lg", "dev", environ=env)
@@ -170,7 +170,7 @@ def test_a_commitment_verifies_after_rotation(paper_config, tmp_path, capsys):
     seed = draw_secret()
     spec = instance_spec(cfg, "lg", "test", environ={"HEURESIS_TEST_SEED": seed})
     write_split(spec, "lg", "test", 2, tmp_path / "i", tmp_path / "t", test_seed=seed)
-    recorded = json.loads(read_metadata(tmp_path / "i/index.parquet")["heuresis.artifacts.provenance"])["seeds"]
+    recorded = json.loads(read_metadata(tmp_path / "i/index.parquet")["heuresis.provenance"])["seeds"]
     published = recorded["test_seed_commitment"]
     assert main(["verify-seed", seed, published]) == 0 and "ok" in capsys.readouterr().out
     assert main(["verify-seed", seed.upper(), published]) == 0        # hex case does not matter
@@ -238,7 +238,7 @@ def test_the_quick_config_is_public_and_labelled(quick_config, tmp_path):
     write_paper_table(frame, frame, tmp_path / "t", caption="Table X.", provenance={}, secrets=record)
     md, tex = (tmp_path / "t.md").read_text(), (tmp_path / "t.tex").read_text()
     assert "UNSEALED" in md.splitlines()[0] and "UNSEALED" in tex
-    assert json.loads(read_metadata(tmp_path / "t.parquet")["heuresis.artifacts.provenance"])["secrets"] == record
+    assert json.loads(read_metadata(tmp_path / "t.parquet")["heuresis.provenance"])["secrets"] == record
     sealed = {"salt": "drawn", "test_seed": "sealed", "commitment": "ab" * 32}
     assert disclosure_caption(sealed) == f"Test split sealed, seed commitment sha256:{'ab' * 32}."
 
@@ -264,7 +264,7 @@ def test_the_workflow_refuses_a_sealed_test_split_without_its_seed(tmp_path):
     run_snakemake(wd, "results/truth/lg/dev/graphs.parquet", *conf, env={"HEURESIS_TEST_SEED": ""})
     seed = draw_secret()
     run_snakemake(wd, test_truth, *conf, env={"HEURESIS_TEST_SEED": seed})
-    prov = json.loads(read_metadata(wd / "results/instances/lg/test/index.parquet")["heuresis.artifacts.provenance"])
+    prov = json.loads(read_metadata(wd / "results/instances/lg/test/index.parquet")["heuresis.provenance"])
     assert prov["seeds"]["test_seed_commitment"] == commitment(seed)
     for p in list((wd / "results").rglob("*")) + list((wd / ".snakemake").rglob("*")) + list((wd / "logs").rglob("*")):
         if p.is_file():

@@ -107,7 +107,7 @@ def _strip_provenance(meta: dict[bytes, bytes]) -> dict[str, object]:
         key = k.decode()
         if key.startswith("ARROW:") or key == "pandas":
             continue
-        if key == "heuresis.artifacts.provenance":
+        if key == "heuresis.provenance":
             rec = json.loads(v)
             out[key] = {f: x for f, x in rec.items() if f not in VOLATILE_PROVENANCE}
             out[key + ".inputs"] = sorted(rec.get("inputs", {}))      # which inputs, not their digests

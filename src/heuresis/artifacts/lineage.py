@@ -1,7 +1,7 @@
 """Lineage of an artifact: its provenance record, and its inputs' records, back to config and seeds.
 
 Every artifact carries a provenance record (:mod:`heuresis.artifacts.provenance`): Parquet files in their
-key/value metadata under ``heuresis.artifacts.provenance``, figures in a ``<stem>.provenance.json``
+key/value metadata under ``heuresis.provenance``, figures in a ``<stem>.provenance.json``
 sidecar.  A record lists the files the artifact was computed from with their SHA-256 digests at
 the time; :func:`lineage` follows those inputs recursively (an input that is itself an artifact
 has its own record) and compares each recorded digest with the file as it is now.  An input whose

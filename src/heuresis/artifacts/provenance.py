@@ -4,7 +4,7 @@
 the config slice the artifact depends on, the code version (git commit and dirty flag), the
 versions of the packages that compute results, the seeds, SHA-256 digests of the input files,
 the command, the host and the start/end times.  It is stored in Parquet key/value metadata
-under the key ``heuresis.artifacts.provenance`` (a JSON object).
+under the key ``heuresis.provenance`` (a JSON object).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from heuresis.config.loading import config_digest
 
 __all__ = ["PROVENANCE_KEY", "code_version", "file_sha256", "package_versions", "provenance_record", "utc_now"]
 
-PROVENANCE_KEY = "heuresis.artifacts.provenance"
+PROVENANCE_KEY = "heuresis.provenance"
 _PACKAGES = ("heuresis", "numpy", "scipy", "pandas", "pyarrow", "scikit-learn", "causal-learn", "lingam",
              "snakemake", "litellm", "pgmpy-no-torch", "gadjid", "dcor", "statsmodels", "networkx", "matplotlib")
 
