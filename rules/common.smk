@@ -22,7 +22,9 @@ try:
         reference_shards as _reference_shards,
         saturation_settings as _saturation_settings,
     )
+    from heuresis.artifacts import paths as P
     from heuresis.artifacts.failures import attempt_param as _attempt_param
+    from heuresis.artifacts.paths import benchmark_of, log_of, one_of
     from heuresis.games.scenario import load_scenario as _load_scenario, scenario_files as _scenario_files
     from heuresis.games.workflow import (
         MODES as GAME_MODES,
@@ -38,12 +40,17 @@ try:
     from heuresis.targets.published import published_table2_path as _published_table2_path
     from heuresis.artifacts.sealing import SALT_FILE, SecretUnavailable, disclosure as _disclosure, require_test_seed
     from heuresis.artifacts.sealing import write_salt as _write_salt
+    from heuresis.targets.build import caption_text as _caption_text
+    from heuresis.targets.registry import caption_file as _caption_file, paper_targets as _paper_targets
+    from heuresis.targets.registry import target_files
     from heuresis.targets.table1 import load_table1 as _load_table1
     from heuresis.stages.verification import CHECKS as _VERIFICATION, check_settings as _check_settings
 except ImportError as exc:  # the package must be installed (README: pip install -e .)
     raise WorkflowError(
         f"cannot import the heuresis package ({exc}); install it first: pip install -e ."
     )
+from pathlib import Path
+
 from snakemake.logging import logger as _logger
 
 # The config, validated once, here, before the rule files are read. Snakemake has read the config files
@@ -167,8 +174,8 @@ def attempt_of(output):
 
 
 wildcard_constraints:
-    family="|".join(FAMILIES),
-    split="|".join(SPLITS),
+    family=one_of(FAMILIES),
+    split=one_of(SPLITS),
     shard=r"\d+",
 
 
@@ -186,9 +193,9 @@ def instance_outputs():
     """The instances and hidden truth of every family and split."""
     return expand(
         [
-            "results/instances/{family}/{split}",
-            "results/truth/{family}/{split}/graphs.parquet",
-            "results/truth/{family}/{split}/nodes.parquet",
+            P.INSTANCES,
+            P.TRUTH_GRAPHS,
+            P.TRUTH_NODES,
         ],
         family=FAMILIES,
         split=SPLITS,
@@ -196,10 +203,8 @@ def instance_outputs():
 
 
 def all_targets():
-    """Every final target of the workflow (stages add theirs here as they land)."""
-    return (instance_outputs() + target_outputs() + episode_outputs() + verification_outputs()
-            + leakage_outputs() + saturation_outputs() + repair_outputs() + analysis_outputs()
-            + games_outputs())
+    """Every final target of the workflow: the instances, the episodes, and every paper table and figure."""
+    return instance_outputs() + episode_outputs() + [p for t in PAPER_TARGETS for p in target_files(t).values()]
 
 
 # --- references ------------------------------------------------------------------------------
@@ -227,6 +232,11 @@ def reference_runtime(batch):
     return 120 if SLOW_ALGORITHMS & set(batch) else 30
 
 
+def reference_template(algorithm):
+    """The path template of one algorithm's reference shards (wildcards family, split, shard)."""
+    return P.REFERENCES.replace("{algorithm}", algorithm)
+
+
 def reference_outputs(algorithms=None, families=None, splits=SPLITS):
     """The reference Parquets of the given algorithms, families and splits (default: all)."""
     out = []
@@ -234,7 +244,8 @@ def reference_outputs(algorithms=None, families=None, splits=SPLITS):
         for family in families or FAMILIES:
             for split in splits:
                 for shard in _reference_shards(config, split):
-                    out.append(f"results/references/{algorithm}/{family}/{split}/shard-{shard:03d}.parquet")
+                    out.append(P.REFERENCES.format(algorithm=algorithm, family=family, split=split,
+                                                   shard=P.shard(shard)))
     return out
 
 
@@ -246,11 +257,7 @@ def headroom_params(wildcards=None):
 
 def test_truth():
     """The hidden truth of every family's test split."""
-    return expand("results/truth/{family}/test/graphs.parquet", family=FAMILIES)
-
-
-HEADROOM_TABLES = ["table2", "table3", "table11"]
-HEADROOM_FIGURES = ["figure1c"]
+    return expand(P.TRUTH_GRAPHS, family=FAMILIES, split="test")
 
 
 def table1_data():
@@ -268,14 +275,6 @@ def published_table2_file():
     except ValueError as exc:
         raise WorkflowError(str(exc))
     return str(_published_table2_path())
-
-
-def target_outputs():
-    """Tables 1, 2, 3, 11, the published Table 2 beside ours, and Figure 1c."""
-    tables = expand("results/tables/{table}.{ext}", table=["table1", *HEADROOM_TABLES, "table2_paper"],
-                    ext=["parquet", "md", "tex"])
-    figures = expand("results/figures/{figure}.{ext}", figure=HEADROOM_FIGURES, ext=["pdf", "png"])
-    return tables + figures
 
 
 # --- episodes ------------------------------------------------------------------------------------
@@ -322,7 +321,7 @@ def episode_pc_kci(wildcards):
 def episode_outputs():
     """The episode Parquet of every planned episode job."""
     return [
-        f"results/episodes/{j['agent']}/{j['condition_id']}/{j['family']}/{j['split']}/shard-{j['shard']:03d}.parquet"
+        P.EPISODES.format(**{**j, "shard": P.shard(j["shard"])})
         for j in EPISODE_JOBS
     ]
 
@@ -355,11 +354,6 @@ def verification_runtime(wildcards):
     return {"cpdag_bruteforce": 90, "pc_vs_causallearn": 90, "oracle_pc": 60, "dsep": 60}.get(wildcards.check, 30)
 
 
-def verification_outputs():
-    """Table 5."""
-    return expand("results/tables/table5.{ext}", ext=["parquet", "md", "tex"])
-
-
 # --- leakage probe (Figure 1a) -------------------------------------------------------------------
 LEAKAGE_AGENTS = list(config["leakage"]["agents"])
 
@@ -372,11 +366,6 @@ def leakage_spec(wildcards):
 def leakage_runtime(wildcards):
     """Minutes of a leakage job: its requests, each at most the agent's timeout, plus a margin."""
     return _leakage_job_runtime(config, wildcards.agent)
-
-
-def leakage_outputs():
-    """Figure 1a."""
-    return expand("results/figures/figure1a.{ext}", ext=["pdf", "png"])
 
 
 # --- Figure 1b, saturation on public network structures -----------------------------------------
@@ -399,13 +388,6 @@ def saturation_runtime(wildcards):
     return 120 if wildcards.network in ("insurance", "alarm", "child") else 30
 
 
-def saturation_outputs():
-    """Figure 1b and its table."""
-    return expand("results/figures/figure1b.{ext}", ext=["pdf", "png"]) + expand(
-        "results/tables/figure1b.{ext}", ext=["parquet", "md", "tex"]
-    )
-
-
 # --- Figure 8, scripted repairs --------------------------------------------------------------------
 def repair_settings():
     """The config slice the signals depend on (the classifier's settings only affect the figure)."""
@@ -414,26 +396,17 @@ def repair_settings():
 
 def repair_feature_outputs():
     """The repair signals of every PC-KCI reference shard."""
-    return [
-        p.replace("results/references/pc_kci/", "results/repairs/features/")
-        for p in reference_outputs(["pc_kci"])
-    ]
-
-
-def repair_outputs():
-    """Figure 8."""
-    return expand("results/figures/figure8.{ext}", ext=["pdf", "png"])
+    return [P.REPAIR_FEATURES.format(family=f, split=s, shard=P.shard(k)) for f in FAMILIES for s in SPLITS
+            for k in _reference_shards(config, s)]
 
 
 # --- analysis (Tables 4, 6-10, 12, 13; Figures 6, 7a, 7b, 9) -----------------------------------
-ANALYSIS_TABLES = ["table4", "table6", "table7", "table8", "table9", "table10", "table13"]
-ANALYSIS_FIGURES = ["figure7a", "figure7b", "figure9"]  # figure6 also reads the headroom scores
 EPISODE_SCOPES = sorted({(j["family"], j["split"]) for j in EPISODE_JOBS})
 
 
 def episode_calls():
     """The calls table of every planned episode job."""
-    return [p.replace(".parquet", ".calls.parquet") for p in episode_outputs()]
+    return [P.EPISODE_CALLS.format(**{**j, "shard": P.shard(j["shard"])}) for j in EPISODE_JOBS]
 
 
 def episode_references():
@@ -443,7 +416,7 @@ def episode_references():
 
 def episode_truth():
     """The hidden truth of every family and split with episodes."""
-    return [f"results/truth/{f}/{s}/graphs.parquet" for f, s in EPISODE_SCOPES]
+    return [P.TRUTH_GRAPHS.format(family=f, split=s) for f, s in EPISODE_SCOPES]
 
 
 # agents of the active episode grids, in config order (game agents and judges do not touch the analysis)
@@ -451,21 +424,11 @@ EPISODE_AGENTS = [a for a in config["agents"] if any(a in config["episodes"]["gr
                                                      for g in config["episodes"]["run"])]
 
 
-def analysis_params(wildcards=None):
-    """What every analysis table and figure depends on besides its inputs (bootstrap settings, orders)."""
-    return {"families": FAMILIES, "bootstrap": dict(config["bootstrap"]), "agents": EPISODE_AGENTS, "secrets": SECRETS}
-
-
 def episode_cells():
     """Table 12: every configured result (agent x condition) with its families, split, instances."""
     return _cell_records(config)
 
 
-def analysis_outputs():
-    """Tables 4, 6-10, 12, 13 and Figures 6, 7a, 7b, 9."""
-    tables = expand("results/tables/{table}.{ext}", table=[*ANALYSIS_TABLES, "table12"], ext=["parquet", "md", "tex"])
-    figures = expand("results/figures/{figure}.{ext}", figure=["figure6", *ANALYSIS_FIGURES], ext=["pdf", "png"])
-    return tables + figures
 
 
 # --- games track (docs/games.md; rules/games.smk) ------------------------------------------
@@ -473,12 +436,8 @@ GAMES = config["games"]
 GAME_FOLDER = str(_scenario_folder(config))
 GAME_SCENARIOS = {s: _load_scenario(s, GAME_FOLDER) for s in sorted({j["scenario"] for j in _play_jobs(config)})}
 GAME_FAMILIES = sorted({s.family for s in GAME_SCENARIOS.values()})
-GAME_FAMILY_TABLES = [f"games_{f}" for f in GAME_FAMILIES]
 GAME_JOBS = _play_jobs(config)
 GAME_AGENT_MODES = sorted({(j["agent"], j["mode"]) for j in GAME_JOBS})
-GAME_TABLES = GAME_FAMILY_TABLES + ["games_optima", "games_judges", "games_criteria", "games_failure_modes",
-                                    "games_trap_fall", "games_bias_control"]
-GAME_FIGURES = ["games_survival_rubric", "games_paths", "games_criteria_tiers", "games_survival_cr"]
 
 
 def game_scenario_file(wildcards):
@@ -508,12 +467,12 @@ def game_judgement_runtime(wildcards):
 
 def game_references():
     """The reference Parquet of every configured scenario."""
-    return expand("results/games/references/{scenario}.parquet", scenario=sorted(GAME_SCENARIOS))
+    return expand(P.GAME_REFERENCES, scenario=sorted(GAME_SCENARIOS))
 
 
 def game_plays(agent=None, mode=None):
     """The plays Parquets of every planned play job (of one agent and mode, if given)."""
-    return [f"results/games/plays/{j['agent']}/{j['mode']}/{j['scenario']}.parquet" for j in GAME_JOBS
+    return [P.GAME_PLAYS.format(**j) for j in GAME_JOBS
             if agent in (None, j["agent"]) and mode in (None, j["mode"])]
 
 
@@ -524,7 +483,7 @@ def game_play_count(wildcards):
 
 def game_judgements():
     """The judgements of every judge x played agent x mode x scenario."""
-    return [f"results/games/judgements/{j}/{a}/{m}/{s}.parquet" for j in GAMES["judges"] for a, m in GAME_AGENT_MODES
+    return [P.GAME_JUDGEMENTS.format(judge=j, agent=a, mode=m, scenario=s) for j in GAMES["judges"] for a, m in GAME_AGENT_MODES
             for s in sorted(GAME_SCENARIOS)]
 
 
@@ -533,8 +492,74 @@ def game_bootstrap():
     return {**config["bootstrap"], **GAMES["bootstrap"]}
 
 
-def games_outputs():
-    """The games track's tables and figures."""
-    tables = expand("results/tables/{table}.{ext}", table=GAME_TABLES, ext=["parquet", "md", "tex"])
-    figures = expand("results/figures/{figure}.{ext}", figure=GAME_FIGURES, ext=["pdf", "png"])
-    return tables + figures
+# --- paper targets (rules/targets.smk; heuresis.targets.registry) -------------------------------------
+PAPER_TARGETS = _paper_targets(GAME_FAMILIES)
+
+# what each input name of a target is (heuresis.targets.registry.INPUT_NAMES)
+TARGET_INPUTS = {
+    "headroom_scores": [P.HEADROOM_SCORES],
+    "headroom_selection": [P.HEADROOM_SELECTION],
+    "episode_scores": [P.EPISODE_SCORES],
+    "verification_records": expand(P.VERIFICATION_CHECK, check=VERIFICATION_CHECKS),
+    "leakage": expand(P.LEAKAGE, agent=LEAKAGE_AGENTS, network=config["leakage"]["networks"]),
+    "saturation": expand(P.SATURATION, network=SATURATION_NETWORKS),
+    "repair_features": repair_feature_outputs(),
+    "table2": [P.TABLE.format(name="table2", ext="parquet")],
+    "published_table2": [published_table2_file()],
+    "game_references": game_references(),
+    "game_plays": game_plays(),
+    "game_judgements": game_judgements(),
+}
+
+# what each param name of a target is: the config slice it depends on (heuresis.targets.registry.PARAM_NAMES)
+TARGET_PARAMS = {
+    "family_specs": {f: config["families"][f] for f in FAMILIES},
+    "families": FAMILIES,
+    "bootstrap": dict(config["bootstrap"]),
+    "foundation_models": config["headroom"]["foundation_models"],
+    "test_seed": TEST_SEED,
+    "secrets": SECRETS,
+    "agents": EPISODE_AGENTS,
+    "disclosure": {   # Table 12: every configured result, its agent's settings and the budgets
+        "cells": episode_cells(),
+        "agent_specs": {a: dict(config["agents"][a]) for a in EPISODE_AGENTS},
+        "budgets": dict(config["episodes"]["budgets"]),
+    },
+    "table1": table1_data(),
+    "verification": {"required": config["verification"]["required"], "scale": VERIFICATION_SCALE},
+    "leakage": {"agents": LEAKAGE_AGENTS, "networks": config["leakage"]["networks"]},
+    "saturation": {"networks": SATURATION_NETWORKS, "methods": saturation_methods(), "n": config["saturation"]["n"]},
+    "repairs": {"seed": config["repairs"]["seed"], "classifier": config["repairs"]["classifier"]},
+    "judges": GAMES["judges"],
+    "game_bootstrap": game_bootstrap(),
+}
+
+
+def target_inputs(target):
+    """A target's inputs by name."""
+    return {name: TARGET_INPUTS[name] for name in target.inputs}
+
+
+def target_params(target):
+    """A target's config slices by name."""
+    return {name: TARGET_PARAMS[name] for name in target.params}
+
+
+def target_outputs(target):
+    """A target's outputs by name; the report shows the Markdown of a table and the PNG of a figure."""
+    files = target_files(target)
+    shown = "md" if target.kind == "table" else "png"
+    caption = f"../{_caption_file(target)}"
+    return {name: report(path, caption=caption, category=target.category) if name == shown else path
+            for name, path in files.items()}
+
+
+def target_caption(target):
+    """A target's caption: its caption file's text (a change of the file reruns the target). A function of
+    the wildcards, as Snakemake would read a string's braces as wildcards."""
+    text = _caption_text((Path(workflow.basedir) / _caption_file(target)).read_text(encoding="utf-8"))
+
+    def caption(wildcards):
+        return text
+
+    return caption

@@ -5,21 +5,21 @@
 
 rule episodes:
     wildcard_constraints:
-        agent="|".join(config["agents"]) or "none",
+        agent=one_of(config["agents"]),
         condition_id=CONDITION_ID_PATTERN,
     input:
-        data="results/instances/{family}/{split}",
-        truth="results/truth/{family}/{split}/graphs.parquet",
+        data=P.INSTANCES,
+        truth=P.TRUTH_GRAPHS,
         pc_kci=episode_pc_kci,
         salt=episode_salt,
     output:
-        episodes="results/episodes/{agent}/{condition_id}/{family}/{split}/shard-{shard}.parquet",
-        calls="results/episodes/{agent}/{condition_id}/{family}/{split}/shard-{shard}.calls.parquet",
-        requests="results/episodes/{agent}/{condition_id}/{family}/{split}/shard-{shard}.requests.parquet",
+        episodes=P.EPISODES,
+        calls=P.EPISODE_CALLS,
+        requests=P.EPISODE_REQUESTS,
     log:
-        "logs/episodes/{agent}/{condition_id}/{family}/{split}/shard-{shard}.log",
+        log_of(P.EPISODES),
     benchmark:
-        "results/benchmarks/episodes/{agent}/{condition_id}/{family}/{split}/shard-{shard}.tsv"
+        benchmark_of(P.EPISODES)
     params:
         agent_spec=agent_spec,
         indices=episode_indices,
@@ -28,8 +28,8 @@ rule episodes:
         grades=config["grades"],
         seed=config["seed"],
         salt=config["secrets"]["salt"],
-        transcripts="results/transcripts/{agent}/{condition_id}/{family}/{split}",
-        attempt=attempt_of("results/episodes/{agent}/{condition_id}/{family}/{split}/shard-{shard}.parquet"),
+        transcripts=P.EPISODE_TRANSCRIPTS,
+        attempt=attempt_of(P.EPISODES),
     threads: 1
     resources:
         mem_mb=3000,

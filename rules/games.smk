@@ -6,15 +6,15 @@
 
 rule games_references:
     wildcard_constraints:
-        scenario="|".join(GAME_SCENARIOS) or "none",
+        scenario=one_of(GAME_SCENARIOS),
     input:
         game_scenario_file,
     output:
-        "results/games/references/{scenario}.parquet",
+        P.GAME_REFERENCES,
     log:
-        "logs/games/references/{scenario}.log",
+        log_of(P.GAME_REFERENCES),
     benchmark:
-        "results/benchmarks/games/references/{scenario}.tsv"
+        benchmark_of(P.GAME_REFERENCES)
     params:
         folder=GAME_FOLDER,
         search=GAMES["search"],
@@ -30,20 +30,20 @@ rule games_references:
 
 rule games_plays:
     wildcard_constraints:
-        agent="|".join(GAMES["agents"]) or "none",
-        mode="|".join(GAME_MODES),
-        scenario="|".join(GAME_SCENARIOS) or "none",
+        agent=one_of(GAMES["agents"]),
+        mode=one_of(GAME_MODES),
+        scenario=one_of(GAME_SCENARIOS),
     input:
         scenario=game_scenario_file,
-        references="results/games/references/{scenario}.parquet",
+        references=P.GAME_REFERENCES,
     output:
-        plays="results/games/plays/{agent}/{mode}/{scenario}.parquet",
-        calls="results/games/plays/{agent}/{mode}/{scenario}.calls.parquet",
-        requests="results/games/plays/{agent}/{mode}/{scenario}.requests.parquet",
+        plays=P.GAME_PLAYS,
+        calls=P.GAME_PLAY_CALLS,
+        requests=P.GAME_PLAY_REQUESTS,
     log:
-        "logs/games/plays/{agent}/{mode}/{scenario}.log",
+        log_of(P.GAME_PLAYS),
     benchmark:
-        "results/benchmarks/games/plays/{agent}/{mode}/{scenario}.tsv"
+        benchmark_of(P.GAME_PLAYS)
     params:
         spec=game_agent_spec,
         folder=GAME_FOLDER,
@@ -53,8 +53,8 @@ rule games_plays:
         task_variant=GAMES["task_variant"],
         max_tool_calls=GAMES["max_tool_calls_per_turn"],
         code_tool=config["episodes"]["code_tool"],
-        transcripts="results/games/transcripts/{agent}/{mode}/{scenario}",
-        attempt=attempt_of("results/games/plays/{agent}/{mode}/{scenario}.parquet"),
+        transcripts=P.GAME_TRANSCRIPTS,
+        attempt=attempt_of(P.GAME_PLAYS),
     threads: 1
     resources:
         mem_mb=1500,
@@ -68,23 +68,23 @@ rule games_plays:
 
 rule games_judgements:
     wildcard_constraints:
-        judge="|".join(GAMES["judges"]) or "none",
-        agent="|".join(GAMES["agents"]) or "none",
-        mode="|".join(GAME_MODES),
-        scenario="|".join(GAME_SCENARIOS) or "none",
+        judge=one_of(GAMES["judges"]),
+        agent=one_of(GAMES["agents"]),
+        mode=one_of(GAME_MODES),
+        scenario=one_of(GAME_SCENARIOS),
     input:
-        plays="results/games/plays/{agent}/{mode}/{scenario}.parquet",
-        references="results/games/references/{scenario}.parquet",
+        plays=P.GAME_PLAYS,
+        references=P.GAME_REFERENCES,
     output:
-        judgements="results/games/judgements/{judge}/{agent}/{mode}/{scenario}.parquet",
-        requests="results/games/judgements/{judge}/{agent}/{mode}/{scenario}.requests.parquet",
+        judgements=P.GAME_JUDGEMENTS,
+        requests=P.GAME_JUDGEMENT_REQUESTS,
     log:
-        "logs/games/judgements/{judge}/{agent}/{mode}/{scenario}.log",
+        log_of(P.GAME_JUDGEMENTS),
     params:
         spec=game_judge_spec,
         folder=GAME_FOLDER,
         max_tokens=GAMES["judge_max_tokens"],
-        attempt=attempt_of("results/games/judgements/{judge}/{agent}/{mode}/{scenario}.parquet"),
+        attempt=attempt_of(P.GAME_JUDGEMENTS),
     threads: 1
     resources:
         mem_mb=1000,
@@ -94,72 +94,3 @@ rule games_judgements:
         "../environment.yml"
     script:
         "../workflow/scripts/games_judgements.py"
-
-
-for _table in GAME_TABLES:
-
-    rule:
-        name:
-            _table
-        input:
-            references=game_references(),
-            plays=game_plays(),
-            judgements=game_judgements(),
-        output:
-            parquet=f"results/tables/{_table}.parquet",
-            md=report(
-                f"results/tables/{_table}.md",
-                caption=f"../workflow/report/{'games_family' if _table in GAME_FAMILY_TABLES else _table}.rst",
-                category="Games",
-            ),
-            tex=f"results/tables/{_table}.tex",
-        log:
-            f"logs/tables/{_table}.log",
-        group:
-            "games_targets"
-        params:
-            target=_table,
-            judges=GAMES["judges"],
-            bootstrap=game_bootstrap(),
-        threads: 1
-        resources:
-            mem_mb=2000,
-            runtime=10,
-        conda:
-            "../environment.yml"
-        script:
-            "../workflow/scripts/games_targets.py"
-
-
-for _figure in GAME_FIGURES:
-
-    rule:
-        name:
-            _figure
-        input:
-            references=game_references(),
-            plays=game_plays(),
-            judgements=game_judgements(),
-        output:
-            pdf=f"results/figures/{_figure}.pdf",
-            png=report(
-                f"results/figures/{_figure}.png",
-                caption=f"../workflow/report/{_figure}.rst",
-                category="Games",
-            ),
-        log:
-            f"logs/figures/{_figure}.log",
-        group:
-            "games_targets"
-        params:
-            target=_figure,
-            judges=GAMES["judges"],
-            bootstrap=game_bootstrap(),
-        threads: 1
-        resources:
-            mem_mb=2000,
-            runtime=10,
-        conda:
-            "../environment.yml"
-        script:
-            "../workflow/scripts/games_targets.py"

@@ -7,8 +7,8 @@ rule headroom:
         refs=reference_outputs(),
         truth=test_truth(),
     output:
-        selection="results/headroom/selection.parquet",
-        scores="results/headroom/test_scores.parquet",
+        selection=P.HEADROOM_SELECTION,
+        scores=P.HEADROOM_SCORES,
     log:
         "logs/headroom/headroom.log",
     params:

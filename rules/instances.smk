@@ -4,13 +4,13 @@
 
 rule instances:
     output:
-        data=directory("results/instances/{family}/{split}"),
-        graphs="results/truth/{family}/{split}/graphs.parquet",
-        nodes="results/truth/{family}/{split}/nodes.parquet",
+        data=directory(P.INSTANCES),
+        graphs=P.TRUTH_GRAPHS,
+        nodes=P.TRUTH_NODES,
     log:
-        "logs/instances/{family}/{split}.log",
+        log_of(P.INSTANCES),
     benchmark:
-        "results/benchmarks/instances/{family}/{split}.tsv"
+        benchmark_of(P.INSTANCES)
     params:
         spec=instance_params,
         n_instances=n_instances,

@@ -6,17 +6,17 @@
 
 rule leakage:
     wildcard_constraints:
-        agent="|".join(LEAKAGE_AGENTS) or "none",
-        network="|".join(config["leakage"]["networks"]) or "none",
+        agent=one_of(LEAKAGE_AGENTS),
+        network=one_of(config["leakage"]["networks"]),
     output:
-        "results/leakage/{agent}/{network}.parquet",
+        P.LEAKAGE,
     log:
-        "logs/leakage/{agent}/{network}.log",
+        log_of(P.LEAKAGE),
     params:
         spec=leakage_spec,
         repeats=config["leakage"]["repeats"],
         seed=config["leakage"]["seed"],
-        attempt=attempt_of("results/leakage/{agent}/{network}.parquet"),
+        attempt=attempt_of(P.LEAKAGE),
     threads: 1
     resources:
         mem_mb=1000,
@@ -26,28 +26,3 @@ rule leakage:
         "../environment.yml"
     script:
         "../workflow/scripts/leakage.py"
-
-
-rule figure1a:
-    input:
-        expand("results/leakage/{agent}/{network}.parquet", agent=LEAKAGE_AGENTS, network=config["leakage"]["networks"]),
-    output:
-        pdf="results/figures/figure1a.pdf",
-        png=report(
-            "results/figures/figure1a.png",
-            caption="../workflow/report/figure1a.rst",
-            category="Figures",
-        ),
-    log:
-        "logs/figures/figure1a.log",
-    params:
-        agents=LEAKAGE_AGENTS,
-        networks=config["leakage"]["networks"],
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=10,
-    conda:
-        "../environment.yml"
-    script:
-        "../workflow/scripts/figure1a.py"

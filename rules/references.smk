@@ -10,11 +10,11 @@ for _first, _batch in REFERENCE_BATCHES.items():
         name:
             f"references_{_first}"
         input:
-            data="results/instances/{family}/{split}",
-            truth="results/truth/{family}/{split}/graphs.parquet",
+            data=P.INSTANCES,
+            truth=P.TRUTH_GRAPHS,
         output:
             **{
-                a: f"results/references/{a}/{{family}}/{{split}}/shard-{{shard}}.parquet"
+                a: reference_template(a)
                 for a in _batch
             },
         log:

@@ -5,15 +5,15 @@
 
 rule repair_features:
     input:
-        ref="results/references/pc_kci/{family}/{split}/shard-{shard}.parquet",
-        data="results/instances/{family}/{split}",
-        truth="results/truth/{family}/{split}/graphs.parquet",
+        ref=reference_template("pc_kci"),
+        data=P.INSTANCES,
+        truth=P.TRUTH_GRAPHS,
     output:
-        "results/repairs/features/{family}/{split}/shard-{shard}.parquet",
+        P.REPAIR_FEATURES,
     log:
-        "logs/repairs/features/{family}/{split}/shard-{shard}.log",
+        log_of(P.REPAIR_FEATURES),
     benchmark:
-        "results/benchmarks/repairs/features/{family}/{split}/shard-{shard}.tsv"
+        benchmark_of(P.REPAIR_FEATURES)
     params:
         settings=repair_settings(),
     threads: 1
@@ -24,32 +24,3 @@ rule repair_features:
         "../environment.yml"
     script:
         "../workflow/scripts/repair_features.py"
-
-
-rule figure8:
-    input:
-        repair_feature_outputs(),
-    output:
-        pdf="results/figures/figure8.pdf",
-        png=report(
-            "results/figures/figure8.png",
-            caption="../workflow/report/figure8.rst",
-            category="Figures",
-        ),
-        parquet="results/repairs/figure8.parquet",
-        md="results/repairs/figure8.md",
-        tex="results/repairs/figure8.tex",
-    log:
-        "logs/figures/figure8.log",
-    params:
-        bootstrap=config["bootstrap"],
-        seed=config["repairs"]["seed"],
-        classifier=config["repairs"]["classifier"],
-    threads: 1
-    resources:
-        mem_mb=3000,
-        runtime=20,
-    conda:
-        "../environment.yml"
-    script:
-        "../workflow/scripts/figure8.py"

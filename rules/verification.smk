@@ -5,16 +5,16 @@
 
 rule verification_check:
     output:
-        record="results/verification/checks/{check}.parquet",
-        examples=directory("results/verification/examples/{check}"),
+        record=P.VERIFICATION_CHECK,
+        examples=directory(P.VERIFICATION_EXAMPLES),
     log:
-        "logs/verification/{check}.log",
+        log_of(P.VERIFICATION_CHECK).replace("/checks/", "/"),
     benchmark:
-        "results/benchmarks/verification/{check}.tsv"
+        benchmark_of(P.VERIFICATION_CHECK).replace("/checks/", "/")
     params:
         settings=verification_settings,
     wildcard_constraints:
-        check="|".join(VERIFICATION_CHECKS),
+        check=one_of(VERIFICATION_CHECKS),
     threads: verification_threads
     resources:
         mem_mb=verification_mem_mb,
@@ -23,32 +23,3 @@ rule verification_check:
         "../environment.yml"
     script:
         "../workflow/scripts/verification.py"
-
-
-rule table5:
-    input:
-        records=expand("results/verification/checks/{check}.parquet", check=VERIFICATION_CHECKS),
-    output:
-        checks="results/verification/checks.parquet",
-        parquet="results/tables/table5.parquet",
-        md=report(
-            "results/tables/table5.md",
-            caption="../workflow/report/table5.rst",
-            category="Tables",
-        ),
-        tex="results/tables/table5.tex",
-    log:
-        "logs/tables/table5.log",
-    params:
-        required=config["verification"]["required"],
-        scale=config["verification"]["scale"],
-    group:
-        "targets"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=5,
-    conda:
-        "../environment.yml"
-    script:
-        "../workflow/scripts/table5.py"

@@ -8,11 +8,11 @@ rule view:
     input:
         all_targets(),
     output:
-        site=directory("results/view"),
+        site=directory(P.VIEW),
     log:
         "logs/view.log",
     params:
-        results=lambda wildcards, output: output.site.rsplit("/", 1)[0],   # the folder results/view is in
+        results=P.RESULTS,   # the folder the site is built from
     threads: 1
     resources:
         mem_mb=4000,

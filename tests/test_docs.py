@@ -1,6 +1,7 @@
 """The docs stand alone and stay true to the code.
 
-The independent truths are the repository itself: the rule files (every path a rule declares),
+The independent truths are the repository itself: the path module and a whole run's results
+tree (every artifact), the rules Snakemake lists,
 the package (every function and schema the docs name), the files on disk (every link), the code
 comments (every ``docs/design.md §N`` they cite) and the CI script (the README commands it runs).
 """
@@ -23,13 +24,7 @@ ARTIFACTS = DOCS / "artifacts.md"
 DOC_FILES = [README, *sorted(DOCS.glob("*.md"))]
 
 # --- the rule files --------------------------------------------------------------------------------
-SECTIONS = ("output", "log", "benchmark")
-_RULE = re.compile(r"^(\s*)rule\s*(\w*)\s*:")
 _HEADER = re.compile(r"^(\s+)(\w+)\s*:(.*)$")
-_STRING = re.compile(r'(f?)"((?:[^"\\]|\\.)*)"')
-_MULTIEXT = re.compile(r'multiext\(\s*(f?)"([^"]*)"((?:\s*,\s*"[^"]*")+)\s*,?\s*\)')
-
-
 def _template(text: str, fstring: bool) -> str:
     """A path or name with every placeholder written ``{}``.
 
@@ -41,56 +36,6 @@ def _template(text: str, fstring: bool) -> str:
         text = re.sub(r"\{[^{}]*\}", "{}", text)
         text = text.replace("\0", "{").replace("\1", "}")
     return re.sub(r"\{[^{}]*\}", "{}", text)
-
-
-def _strings(block: str) -> list[str]:
-    """Path templates under ``results/`` or ``logs/`` in a section of a rule."""
-    out = []
-    for m in _MULTIEXT.finditer(block):
-        for ext in re.findall(r'"([^"]*)"', m.group(3)):
-            out.append(_template(m.group(2) + ext, bool(m.group(1))))
-    block = _MULTIEXT.sub("", block)
-    for f, text in _STRING.findall(block):
-        if text.startswith(("results/", "logs/")):
-            out.append(_template(text, bool(f)))
-    return out
-
-
-def parse_rules(text: str) -> list[tuple[str, str, str]]:
-    """(rule name template, section, path template) for every path a rule file declares."""
-    lines = text.splitlines()
-    found, i = [], 0
-    while i < len(lines):
-        m = _RULE.match(lines[i])
-        if not m:
-            i += 1
-            continue
-        indent, name = len(m.group(1)), m.group(2)
-        body, i = [], i + 1
-        while i < len(lines) and (not lines[i].strip() or len(lines[i]) - len(lines[i].lstrip()) > indent):
-            body.append(lines[i])
-            i += 1
-        sections: dict[str, list[str]] = {}
-        current = None
-        for line in body:
-            h = _HEADER.match(line)
-            if h and len(h.group(1)) == indent + 4:
-                current = h.group(2)
-                sections[current] = [h.group(3)]
-            elif current:
-                sections[current].append(line)
-        if not name:   # rule defined in a loop: the name is an f-string or a loop variable
-            raw = "\n".join(sections.get("name", [])).strip()
-            s = _STRING.search(raw)
-            name = _template(s.group(2), bool(s.group(1))) if s else "{}"
-        for section in SECTIONS:
-            for path in _strings("\n".join(sections.get(section, []))):
-                found.append((name, section, path))
-    return found
-
-
-def rule_paths() -> list[tuple[str, str, str, str]]:
-    return [(p.name, *r) for p in sorted((ROOT / "rules").glob("*.smk")) for r in parse_rules(p.read_text())]
 
 
 def _pattern(template: str) -> re.Pattern:
@@ -122,67 +67,61 @@ def artifact_rows() -> list[dict]:
     return rows
 
 
-def test_rule_parser_reads_plain_and_loop_rules():
-    text = '''
-rule plain:
-    input:
-        "results/other/in.parquet",
-    output:
-        data=directory("results/a/{family}/{split}"),
-        table=multiext("results/tables/x", ".parquet", ".md"),
-    log:
-        "logs/a/{family}.log",
-    script:
-        "../workflow/scripts/a.py"
+def _documented(path: str, rows: list[dict]) -> bool:
+    """Whether a concrete path (or a folder it lies in) matches a row's path in docs/artifacts.md."""
+    candidates = [path]
+    parent = path
+    while "/" in parent:
+        parent = parent.rsplit("/", 1)[0]
+        candidates.append(parent)
+    for c in candidates:
+        if any(_pattern(p).fullmatch(c) for row in rows for p in row["paths"]):
+            return True
+    return False
 
 
-for _k, _batch in enumerate(B):
+def test_every_declared_artifact_has_a_row_naming_its_rule_function_and_schema():
+    """heuresis.artifacts.paths and docs/artifacts.md name the same rule, function and schema per path."""
+    from heuresis.artifacts.paths import ARTIFACTS, TABLE_EXTS
 
-    rule:
-        name:
-            f"batch_{_k}"
-        output:
-            **{a: f"results/b/{a}/{{family}}/shard-{{shard}}.parquet" for a in _batch},
-        benchmark:
-            f"results/benchmarks/b/batch{_k}/{{family}}.tsv"
-        params:
-            path="results/not/an/output.parquet",
-'''
-    assert sorted(parse_rules(text)) == sorted([
-        ("plain", "output", "results/a/{}/{}"),
-        ("plain", "output", "results/tables/x.parquet"),
-        ("plain", "output", "results/tables/x.md"),
-        ("plain", "log", "logs/a/{}.log"),
-        ("batch_{}", "output", "results/b/{}/{}/shard-{}.parquet"),
-        ("batch_{}", "benchmark", "results/benchmarks/b/batch{}/{}.tsv"),
-    ])
-
-
-def test_the_rules_declare_paths():
-    found = rule_paths()
-    names = {r[1] for r in found}
-    # every rule file contributes, and the parser sees the rules written out and those made in loops
-    assert {r[0] for r in found} == {p.name for p in (ROOT / "rules").glob("*.smk")} - {"common.smk"}
-    assert {"instances", "headroom", "episodes", "games_plays", "references_{}", "{}"} <= names
-    assert ("headroom.smk", "headroom", "output", "results/headroom/selection.parquet") in found
-
-
-def test_every_rule_path_is_in_the_artifact_map():
     rows = artifact_rows()
-    missing = []
-    for file, rule, section, path in rule_paths():
-        rp, pp = _pattern(rule), _pattern(path)
-        if not any(any(rp.fullmatch(r) for r in row["rules"]) and any(pp.fullmatch(p) for p in row["paths"])
-                   for row in rows):
-            missing.append(f"rules/{file}: rule {rule} {section} {path}")
+    wrong = []
+    for name, art in ARTIFACTS.items():
+        ext = "pdf" if name == "FIGURE" else TABLE_EXTS[0]
+        template = _template(art.template.replace("{ext}", ext), False)
+        matching = [row for row in rows if any(_pattern(template).fullmatch(p) or p == template
+                                               or p.startswith(template + "/") for p in row["paths"])]
+        agree = [row for row in matching if any(_pattern(r).fullmatch(_template(art.rule, False)) or
+                                                 r == _template(art.rule, False) for r in row["rules"])
+                 and art.function in row["functions"] and (not art.schema or art.schema in row["schemas"])]
+        if name in ("TABLE", "FIGURE"):   # one row per target: each names the one entry point
+            agree = [row for row in rows for p in row["paths"] if _pattern(template).fullmatch(p)
+                     and art.function in row["functions"]]
+        if not agree:
+            wrong.append(f"{name} = {art.template!r} ({art.rule}, {art.function}, {art.schema or '-'}): "
+                         + ("rows disagree: " + "; ".join(r["line"][:120] for r in matching) if matching else "no row"))
+    assert not wrong, "docs/artifacts.md and heuresis.artifacts.paths disagree:\n" + "\n".join(wrong)
+
+
+def test_every_target_has_a_row():
+    from heuresis.targets.registry import paper_targets, target_files
+
+    rows = artifact_rows()
+    missing = [f"{t.name}: {path}" for t in paper_targets(["antenna", "zone", "weather"])
+               for path in target_files(t).values() if not _documented(path, rows)]
     assert not missing, "docs/artifacts.md has no row for:\n" + "\n".join(missing)
 
 
-def test_every_rule_in_the_artifact_map_exists():
-    rules = {r[1] for r in rule_paths()}
-    unknown = [(name, row["line"]) for row in artifact_rows() for name in row["rules"]
-               if not any(_pattern(r).fullmatch(name) for r in rules)]
-    assert not unknown, f"docs/artifacts.md names rules that rules/*.smk do not define: {unknown}"
+def test_every_file_of_a_tiny_run_is_in_the_artifact_map(tiny_run):
+    """Walk a whole run's results/ and logs/: each file (or a folder it is in) has a row."""
+    rows = artifact_rows()
+    files = [str(p.relative_to(tiny_run)) for top in ("results", "logs") for p in sorted((tiny_run / top).rglob("*"))
+             if p.is_file()]
+    assert len(files) > 300
+    # a figure's numbers and provenance sidecar, and a checkpoint folder, go with their documented output
+    undocumented = [f for f in files if not _documented(re.sub(r"\.provenance\.json$", ".pdf", f), rows)
+                    and ".parts/" not in f]
+    assert not undocumented, "files of the tiny run without a row in docs/artifacts.md:\n" + "\n".join(undocumented[:40])
 
 
 def test_the_artifact_map_names_exactly_the_workflow_rules():

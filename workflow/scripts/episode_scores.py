@@ -15,7 +15,7 @@ sm = snakemake  # noqa: F821  (injected by Snakemake)
 log = stage_logger(sm.log[0])
 started = utc_now()
 episodes, calls = load_episodes(list(sm.input.episodes))
-truths = {(Path(p).parts[-3], Path(p).parts[-2]): load_truth(Path(p).parent) for p in sm.input.truth}
+truths = {tuple(scope): load_truth(Path(p).parent) for scope, p in zip(sm.params.scopes, sm.input.truth, strict=True)}
 pc_refs = load_references(list(sm.input.pc_kci)) if sm.input.pc_kci else pd.DataFrame(columns=["family"])
 scores = score_episodes(episodes, calls, truths, pc_refs, load_scores(sm.input.headroom), sm.params.menu)
 inputs = [*sm.input.episodes, *sm.input.calls, *sm.input.pc_kci, *sm.input.truth, sm.input.headroom]

@@ -10,7 +10,7 @@ sm = snakemake  # noqa: F821  (injected by Snakemake)
 log = stage_logger(sm.log[0])
 started = utc_now()
 hp = sm.params.headroom
-truth_dirs = {Path(p).parts[-3]: Path(p).parent for p in sm.input.truth}
+truth_dirs = {family: Path(p).parent for family, p in zip(sm.params.families, sm.input.truth, strict=True)}
 selection, scores = build_headroom(sm.input.refs, truth_dirs, hp["menu"], hp["baselines"],
                                    random_restorations=hp["random_restorations"], seed=hp["seed"])
 prov = provenance_record(stage="headroom", config=dict(hp), seeds={"random_restoration": hp["seed"]},

@@ -561,33 +561,6 @@ def paths_figure(stats: pd.DataFrame, per_step: pd.DataFrame):
 
 
 # --- targets (rules/games.smk) -------------------------------------------------------------------------
-CAPTIONS = {
-    "family": ("Games, {family} family: Stage-2 survival, win rate (survival at or above the scenario's "
-               "threshold) and gap to the verified optimum per scenario, agent and mode, and the report rubric "
-               "(0-16, mean over judges); means over plays with {level:.0%} bootstrap intervals over plays "
-               "({resamples} resamples). Rows 'all {family}' pool the family's plays."),
-    "games_optima": ("Games references: optimum by common-random-number search, verified on fresh Stage-2 "
-                         "fleets (mean and 95% interval over fleets); trap and standard designs on the same "
-                         "fleets; win threshold = optimum - margin (or the scenario's fixed threshold)."),
-    "games_judges": ("Games report rubric: each LLM judge's mean score per criterion (CR1 true mechanism 0-4, "
-                     "CR2 trap avoidance 0-4, CR3 mechanistic depth 0-3, ED experimental design 0-2, RQ reflection "
-                     "0-2, DU data usage 0-1; CR = CR1+CR2+CR3) and the agreement across judges, ICC(2,k) "
-                     "(Shrout & Fleiss 1979) over the plays every judge scored."),
-    "games_criteria": ("Games rubric criteria per agent and mode (all: pooled): mean over judged plays (a play's "
-                       "score is the mean over its judges) with {level:.0%} bootstrap intervals ({resamples} "
-                       "resamples), share of plays with credit (>0), share of zeros (=0), and ICC(2,k) across "
-                       "judges over the plays every judge scored."),
-    "games_failure_modes": ("Games failure modes: the judges' labels of the reports' main failure per agent and "
-                            "mode (all: pooled), share and count of the judgements; no_report: no report written."),
-    "games_trap_fall": ("Games trap-fall rate (judge-independent): per scenario, agent and mode the share of "
-                        "submitted final designs that follow the scenario's trap pattern (every condition holds), "
-                        "and Stage-2 survival; {level:.0%} bootstrap intervals over plays ({resamples} resamples)."),
-    "games_bias_control": ("Games biased vs control (judge-independent): each biased scenario beside its control "
-                           "(the same SCM with destroyed drones shown), per agent and mode: Stage-2 survival and "
-                           "trap-fall rate (the biased scenario's trap pattern) of both and biased minus control; "
-                           "{level:.0%} bootstrap intervals ({resamples} resamples; the difference resamples the "
-                           "two scenarios' plays independently)."),
-}
 
 
 def load_inputs(references: Sequence, plays: Sequence, judgements: Sequence):
@@ -620,44 +593,49 @@ def load_inputs(references: Sequence, plays: Sequence, judgements: Sequence):
 
 
 def build_target(target: str, stem, *, references: Sequence, plays: Sequence, judgements: Sequence,
-                 judges: Sequence[str], bootstrap: Mapping) -> str:
-    """Write one games table (``stem``.parquet/.md/.tex) or figure (``stem``.pdf/.png); returns a log line."""
+                 judges: Sequence[str], bootstrap: Mapping, caption: str, stage: str) -> str:
+    """Write one games table (``stem``.parquet/.md/.tex) or figure (``stem``.pdf/.png); returns a log line.
+
+    A table's caption is ``caption`` (its caption file's text), then the run's facts: the family,
+    the interval level and resamples, and whether a judge is configured.
+    """
     from heuresis.artifacts.provenance import provenance_record
     from heuresis.artifacts.report import save_figure, write_paper_table
 
     refs, p, j = load_inputs(references, plays, judgements)
-    prov = provenance_record(stage="games_targets", config={"target": target, "judges": list(judges),
+    prov = provenance_record(stage=stage, config={"target": target, "judges": list(judges),
                                                             "bootstrap": dict(bootstrap)},
                              seeds={"bootstrap": int(bootstrap["seed"])},
                              inputs=[*references, *plays, *judgements])
     if target == "games_optima":
         num, disp = references_table(refs)
-        write_paper_table(num, disp, stem, caption=CAPTIONS[target], provenance=prov)
+        write_paper_table(num, disp, stem, caption=caption, provenance=prov)
         return f"{target}: {len(num)} scenarios"
     if target == "games_judges":
         num, disp = judges_table(j, judges)
-        write_paper_table(num, disp, stem, caption=CAPTIONS[target], provenance=prov)
+        cap = caption + ("" if judges else f" {NO_JUDGE} (games.judges is empty).")
+        write_paper_table(num, disp, stem, caption=cap, provenance=prov)
         return f"{target}: " + (f"{len(judges)} judges, {len(j)} judgements" if judges else NO_JUDGE)
     if target.startswith("games_") and target[len("games_"):] in set(p.family):
         family = target[len("games_"):]
         summ = summary(p[p.family == family], j, judges, bootstrap)
         num, disp = family_table(summ, family, judges)
-        cap = CAPTIONS["family"].format(family=family, level=float(bootstrap["level"]),
-                                        resamples=int(bootstrap["resamples"]))
+        cap = (f"{caption} Family: {family}; {float(bootstrap['level']):.0%} intervals, "
+               f"{int(bootstrap['resamples'])} resamples.")
         if not judges:
             cap += f" Rubric: {NO_JUDGE} (games.judges is empty)."
         write_paper_table(num, disp, stem, caption=cap, provenance=prov)
         return f"{target}: {len(num)} rows from {int((p.family == family).sum())} plays"
-    fmt = {"level": float(bootstrap["level"]), "resamples": int(bootstrap["resamples"])}
+    facts = f"{float(bootstrap['level']):.0%} intervals, {int(bootstrap['resamples'])} resamples."
     if target in ("games_criteria", "games_failure_modes"):
         num, disp = (criteria_table(p, j, judges, bootstrap) if target == "games_criteria"
                      else failure_modes_table(p, j, judges))
-        cap = CAPTIONS[target].format(**fmt) + ("" if judges else f" {NO_JUDGE} (games.judges is empty).")
+        cap = f"{caption} {facts}" + ("" if judges else f" {NO_JUDGE} (games.judges is empty).")
         write_paper_table(num, disp, stem, caption=cap, provenance=prov)
         return f"{target}: " + (f"{len(num)} rows from {len(j)} judgements" if judges else NO_JUDGE)
     if target in ("games_trap_fall", "games_bias_control"):
         num, disp = (trap_fall_table if target == "games_trap_fall" else bias_control_table)(p, refs, bootstrap)
-        write_paper_table(num, disp, stem, caption=CAPTIONS[target].format(**fmt), provenance=prov)
+        write_paper_table(num, disp, stem, caption=f"{caption} {facts}", provenance=prov)
         return f"{target}: {len(num)} rows from {len(p)} plays"
     if target in ("games_criteria_tiers", "games_survival_cr"):
         fig, numbers = (criteria_tiers_figure(p, j, judges, bootstrap) if target == "games_criteria_tiers"
