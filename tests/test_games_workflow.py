@@ -29,7 +29,7 @@ from heuresis.artifacts.schemas import (
 from heuresis.causal.bootstrap import bootstrap_mean
 from heuresis.config import ConfigError, load_config, validate_config
 from heuresis.games import Game, load_scenario
-from heuresis.games.analysis import NO_JUDGE, family_table, judges_table, path_summary, summary
+from heuresis.games.analysis import NO_JUDGE, criteria_table, family_table, judges_table, path_summary, summary
 from heuresis.games.judge import CRITERIA, ScoreError, icc, parse_scores
 from heuresis.games.play import AnswerError, parse_answer, run_play
 from heuresis.games.workflow import play_seed, run_judgements, run_plays, run_references
@@ -437,6 +437,22 @@ def test_rubric_and_icc_from_judgements():
     wide = jd.pivot(index="play_id", columns="judge", values="total")[["j1", "j2", "j3"]]
     assert num.iloc[-1]["total"] == pytest.approx(icc(wide.to_numpy())["ICC2_k"])
     assert disp.iloc[-1]["Judge"].startswith("ICC(2,3)")
+
+
+def test_the_judges_criteria_are_the_columns_the_judgements_table_has():
+    """A table without DU and with a further criterion ``xx`` (scored, with its reason): the tables read
+    the criteria from the columns, and the new one's maximum is the highest score a judge gave it."""
+    plays = _fake_plays()
+    rows = [{"judge": j, "play_id": pid, "status": "ok", "cr1": 2.0, "cr2": 1.0, "cr3": 1.0, "ed": 1.0, "rq": 0.0,
+             "xx": float(k % 4), "xx_reason": "why", "cr": 4.0, "total": 5.0 + k % 4}
+            for k, pid in enumerate(plays.play_id) for j in ("j1", "j2")]
+    jd = pd.DataFrame(rows)
+    num, disp = judges_table(jd, ["j1", "j2"])
+    assert "XX (0-3)" in disp.columns and not any(c.startswith("DU") for c in disp.columns)
+    assert num.iloc[0]["xx"] == pytest.approx(jd[jd.judge == "j1"].xx.mean())
+    num, disp = criteria_table(plays, jd, ["j1", "j2"], BOOT)
+    assert set(num.criterion) == {"cr1", "cr2", "cr3", "ed", "rq", "xx", "cr", "total"}
+    assert num[num.criterion == "xx"]["max"].iloc[0] == 3.0
 
 
 def test_path_summary_distance_to_optimum():

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from heuresis import __version__
+from heuresis.artifacts import paths as P
 from heuresis.artifacts.io import ArtifactError
 
 
@@ -446,15 +447,16 @@ def cmd_serve_play(args: argparse.Namespace) -> int:
     spec = _served_spec(cfg, args)
     _keep_writing_over_stdio(args)
     res = Path(args.results)
-    refs = res / "games" / "references" / f"{args.scenario}.parquet"
+    refs = P.located(P.GAME_REFERENCES, res, scenario=args.scenario)
     if not refs.exists():
         raise FileNotFoundError(f"no references of scenario {args.scenario!r} at {refs} (run the workflow's games "
                                 "references stage first)")
     g = cfg["games"]
-    out = res / "games" / "plays" / args.agent / "agentic" / f"served-{args.scenario}.parquet"
+    out = P.located(P.SERVED_PLAY, res, agent=args.agent, scenario=args.scenario)
     run_plays(args.agent, spec, "agentic", args.scenario, scenario_folder(cfg), plays=1, seed=g["seed"],
               max_turns=g["max_turns"], references=refs, out=out, calls_out=out.with_suffix(".calls.parquet"),
-              transcripts_dir=res / "games" / "transcripts" / args.agent / "agentic" / args.scenario,
+              transcripts_dir=P.located(P.GAME_TRANSCRIPTS, res, agent=args.agent, mode="agentic",
+                                        scenario=args.scenario),
               log=stage_logger(None), task_variant=g["task_variant"], max_tool_calls=g["max_tool_calls_per_turn"],
               code_tool=cfg["episodes"]["code_tool"])
     print(f"play written to {out}", file=sys.stderr)
@@ -482,21 +484,22 @@ def cmd_serve_episode(args: argparse.Namespace) -> int:
         raise ValueError(f"condition {args.condition!r}: unknown budget {cond.budget!r}; known: "
                          f"{sorted(cfg['episodes']['budgets'])}")
     res = Path(args.results)
-    refs = sorted((res / "references" / "pc_kci" / fam / split).glob("shard-*.parquet"))
+    shards = P.located(P.REFERENCES, res, algorithm="pc_kci", family=fam, split=split, shard="*")
+    refs = sorted(shards.parent.glob(shards.name))
     if not refs:
-        raise FileNotFoundError(f"no PC-KCI references under {res / 'references' / 'pc_kci' / fam / split} "
+        raise FileNotFoundError(f"no PC-KCI references under {shards.parent} "
                                 "(run the workflow's references stage first)")
     from heuresis.artifacts.sealing import PUBLIC_SALT, SALT_FILE, write_salt
 
     # the run's salt: drawn once into the results tree (as the workflow does when it plans episodes) unless public
-    salt = PUBLIC_SALT if cfg["secrets"]["salt"] == "public" else write_salt(res / Path(SALT_FILE).relative_to("results"))
-    tail = Path(args.agent) / args.condition / fam / split
-    out = res / "episodes" / tail / f"served-{idx:04d}.parquet"
-    run_episode_shard(args.agent, spec, args.condition, fam, split, [idx], data_dir=res / "instances" / fam / split,
-                      truth_dir=res / "truth" / fam / split, pc_kci_paths=refs, episodes_cfg=cfg["episodes"],
+    salt = PUBLIC_SALT if cfg["secrets"]["salt"] == "public" else write_salt(P.located(SALT_FILE, res))
+    where = {"agent": args.agent, "condition_id": args.condition, "family": fam, "split": split}
+    out = P.located(P.SERVED_EPISODE, res, **where, index=f"{idx:04d}")
+    run_episode_shard(args.agent, spec, args.condition, fam, split, [idx], data_dir=P.located(P.INSTANCES, res, **where),
+                      truth_dir=P.located(P.TRUTH_GRAPHS, res, **where).parent, pc_kci_paths=refs, episodes_cfg=cfg["episodes"],
                       menu=cfg["references"]["algorithms"], grades=cfg["grades"], seed=cfg["seed"], out=out,
                       calls_out=out.with_suffix(".calls.parquet"), requests_out=out.with_suffix(".requests.parquet"),
-                      transcripts_dir=res / "transcripts" / tail, log=stage_logger(None), salt=salt)
+                      transcripts_dir=P.located(P.EPISODE_TRANSCRIPTS, res, **where), log=stage_logger(None), salt=salt)
     print(f"episode written to {out}", file=sys.stderr)
     from heuresis.agents.external import wait_for_clients
 

@@ -29,11 +29,12 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from heuresis.agents.base import FatalAgentError
+from heuresis.artifacts.paths import SPEND
 
 __all__ = ["PROMPT_MARGIN", "SPEND_DIR", "SpendLedger", "SpendLimitReached", "request_bound"]
 
 #: Where the workflow's jobs keep the run's spend ledgers (one per agent with ``max_run_usd``).
-SPEND_DIR = "results/spend"
+SPEND_DIR = SPEND
 
 #: Factor on litellm's prompt-token count in a request's worst case (providers count their own
 #: way: chat templates, tool schemas).

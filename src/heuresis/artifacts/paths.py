@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 __all__ = [
     "ARTIFACTS",
@@ -136,6 +137,17 @@ FIGURE_EXTS = ("pdf", "png")
 VIEW = _declare("VIEW", "results/view", "view", "heuresis.view.export_site")
 
 TEMPLATES = {name: artifact.template for name, artifact in ARTIFACTS.items()}
+
+# written by no rule: the run's drawn salt (planned once, never a job's output), and what the
+# `heuresis serve-episode` / `serve-play` commands write beside the workflow's own files
+SALT = "results/truth/salt.json"
+SERVED_EPISODE = "results/episodes/{agent}/{condition_id}/{family}/{split}/served-{index}.parquet"
+SERVED_PLAY = "results/games/plays/{agent}/agentic/served-{scenario}.parquet"
+
+
+def located(template: str, results: str | Path, **fields: object) -> Path:
+    """``template`` with its fields filled, in the results folder ``results`` instead of ``results/``."""
+    return Path(results) / template.format(**fields).removeprefix(RESULTS + "/")
 
 
 def shard(index: int) -> str:

@@ -34,6 +34,8 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
+from heuresis.artifacts.paths import SALT
+
 __all__ = [
     "PUBLIC_SALT",
     "SALT_FILE",
@@ -54,7 +56,7 @@ __all__ = [
 ]
 
 PUBLIC_SALT = "heuresis-public-salt-v1"     # secrets.salt: public (documented, so anyone recomputes the masks)
-SALT_FILE = "results/truth/salt.json"       # where the workflow keeps a drawn salt (beside the truth)
+SALT_FILE = SALT       # where the workflow keeps a drawn salt (beside the truth)
 _COMMIT_PREFIX = "heuresis-test-seed:"      # commitment = sha256(prefix + seed)
 _ENTROPY_PREFIX = "heuresis-test-entropy:"  # the test split's SeedSequence entropy = first 8 bytes of sha256(prefix + seed)
 _SALT_PREFIX = "heuresis-salt:"             # recorded digest of a salt = sha256(prefix + salt)

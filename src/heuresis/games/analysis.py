@@ -52,6 +52,7 @@ __all__ = [
     "paths_figure",
     "references_table",
     "rubric_per_play",
+    "scores_of",
     "summary",
     "survival_cr_figure",
     "survival_rubric_figure",
@@ -69,9 +70,28 @@ TIERS = ("won", "close", "far", "unsubmitted")
 TIER_WIDTH = 0.10
 
 
+def scores_of(judgements: pd.DataFrame | None) -> dict[str, float]:
+    """The score columns of a judgements table, with their maxima: read from the columns it has.
+
+    The rubric's criteria, CR and the total that are columns of the table, in the rubric's order
+    (:data:`SCORES`); then any other criterion the judges scored (a column with a
+    ``<name>_reason`` column beside it), its maximum the highest score a judge gave it. No
+    table: the rubric's.
+    """
+    if judgements is None:
+        return dict(SCORES)
+    cols = set(judgements.columns)
+    out = {k: float(v) if isinstance(v, float) else v for k, v in SCORES.items() if k in cols}
+    for c in judgements.columns:
+        if c not in SCORES and f"{c}_reason" in cols:
+            top = pd.to_numeric(judgements[c], errors="coerce").max()
+            out[c] = float(top) if pd.notna(top) else float("nan")
+    return out
+
+
 def rubric_per_play(judgements: pd.DataFrame) -> pd.DataFrame:
-    """Per play: mean over the judges that scored it of each criterion, CR and the total."""
-    cols = list(SCORES)
+    """Per play: mean over the judges that scored it of each score column (:func:`scores_of`)."""
+    cols = list(scores_of(judgements))
     if judgements is None or judgements.empty:
         return pd.DataFrame(columns=["play_id", *cols, "judges_scored"])
     ok = judgements[judgements.status.isin(["ok", "no_report"])]
@@ -164,9 +184,9 @@ def references_table(refs: Mapping[str, Mapping]) -> tuple[pd.DataFrame, pd.Data
     return num, disp
 
 
-def _head(k: str) -> str:
-    """Column heading of a score: ``CR1 (0-4)``, ``CR (0-11)``, ``Total (0-16)``."""
-    return f"{'Total' if k == 'total' else k.upper()} (0-{SCORES[k]})"
+def _head(k: str, top: float) -> str:
+    """Column heading of a score with maximum ``top``: ``CR1 (0-4)``, ``CR (0-11)``, ``Total (0-16)``."""
+    return f"{'Total' if k == 'total' else k.upper()} (0-{top:g})"
 
 
 def judges_table(judgements: pd.DataFrame | None, judges: Sequence[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -174,6 +194,7 @@ def judges_table(judgements: pd.DataFrame | None, judges: Sequence[str]) -> tupl
     if not judges:
         num = pd.DataFrame([{"judge": NO_JUDGE, "item": None, "value": None}])
         return num, pd.DataFrame({"Judge": [NO_JUDGE], "Result": ["games.judges is empty: no rubric, no ICC"]})
+    scores = scores_of(judgements)
     rows, disp = [], []
     for j in judges:
         d = judgements[judgements.judge == j]
@@ -181,25 +202,25 @@ def judges_table(judgements: pd.DataFrame | None, judges: Sequence[str]) -> tupl
         rec = {"judge": j, "plays": len(d), "scored": len(ok), "unparsed": int((d.status == "unparsed").sum()),
                "play_failed": int((d.status == "play_failed").sum()),
                "failed": int((d.status == "failed").sum()), **{k: float(ok[k].mean()) if len(ok) else None
-                                                                 for k in list(SCORES)}}
+                                                                 for k in scores}}
         rows.append(rec)
         disp.append({"Judge": j, "Plays": str(rec["plays"]) + (f" ({rec['play_failed']} failed plays, not judged)"
                                                              if rec["play_failed"] else ""),
                      "Unparsed / failed": f"{rec['unparsed']} / {rec['failed']}",
-                     **{_head(k): "n/a" if rec[k] is None else f"{rec[k]:.2f}" for k in SCORES}})
+                     **{_head(k, top): "n/a" if rec[k] is None else f"{rec[k]:.2f}" for k, top in scores.items()}})
     num = pd.DataFrame(rows)
     # agreement: plays scored by every judge (reports only: a missing report scores 0 for all by rule)
     asked = judgements[judgements.status != "no_report"]
     icc_row = {"judge": f"ICC(2,{len(judges)})"}
     disp_row = {"Judge": f"ICC(2,{len(judges)}) across judges", "Plays": "", "Unparsed / failed": ""}
-    for k in list(SCORES):
+    for k, top in scores.items():
         wide = asked.pivot_table(index="play_id", columns="judge", values=k, aggfunc="first")
         wide = wide.reindex(columns=list(judges)).dropna()
         val, n = float("nan"), len(wide)
         if len(judges) >= 2 and n >= 2:
             val = icc(wide.to_numpy(float))["ICC2_k"]
         icc_row[k] = val
-        disp_row[_head(k)] = (f"{val:.2f} (n={n})" if np.isfinite(val)
+        disp_row[_head(k, top)] = (f"{val:.2f} (n={n})" if np.isfinite(val)
                                                       else ("n/a (one judge)" if len(judges) < 2 else f"n/a (n={n})"))
     disp_row["Plays"] = str(len(asked.play_id.unique()))
     num = pd.concat([num, pd.DataFrame([icc_row])], ignore_index=True)
@@ -246,7 +267,7 @@ def criteria_table(plays: pd.DataFrame, judgements: pd.DataFrame | None, judges:
     for (agent, mode), df in groups:
         sc = rub.reindex(df.play_id).dropna(subset=["total"])
         drow = {"Agent": agent, "Mode": mode, "Plays judged": str(len(sc))}
-        for k, top in SCORES.items():
+        for k, top in scores_of(judgements).items():
             v = sc[k].to_numpy(float)
             iv = bootstrap_mean(v, **_kw(boot))
             val, n_icc = _icc2k(judgements, judges, k, df.play_id)
@@ -255,7 +276,7 @@ def criteria_table(plays: pd.DataFrame, judgements: pd.DataFrame | None, judges:
                    "share_zero": float((v == 0).mean()) if len(v) else np.nan, "icc2k": val, "icc_plays": n_icc}
             rows.append(rec)
             icc_txt = f"{val:.2f}" if np.isfinite(val) else "n/a"
-            drow[_head(k)] = (f"{format_interval(iv.estimate, iv.lo, iv.hi, digits=2)}; >0 {rec['share_positive']:.0%}, "
+            drow[_head(k, top)] = (f"{format_interval(iv.estimate, iv.lo, iv.hi, digits=2)}; >0 {rec['share_positive']:.0%}, "
                               f"=0 {rec['share_zero']:.0%}; ICC {icc_txt}" if len(v) else "n/a")
         disp.append(drow)
     return pd.DataFrame(rows), pd.DataFrame(disp)
@@ -476,14 +497,15 @@ def criteria_tiers_figure(plays: pd.DataFrame, judgements: pd.DataFrame | None, 
     if judges:
         df = _tiered(plays, judgements)
         tiers = [t for t in TIERS if (df.tier == t).any()]
-        crit = list(CRITERIA)
+        maxima = {c: top for c, top in scores_of(judgements).items() if c not in ("cr", "total")}
+        crit = list(maxima)
         width = 0.8 / max(len(tiers), 1)
         colors = dict(zip(TIERS, ["#1b7837", "#a6dba0", "#c2a5cf", "#762a83"]))
         for k, t in enumerate(tiers):
             sub = df[df.tier == t]
             means, los, his = [], [], []
             for c in crit:
-                iv = bootstrap_mean(sub[c].to_numpy(float) / CRITERIA[c], **_kw(boot))
+                iv = bootstrap_mean(sub[c].to_numpy(float) / maxima[c], **_kw(boot))
                 means.append(iv.estimate)
                 los.append(iv.estimate - iv.lo)
                 his.append(iv.hi - iv.estimate)
@@ -491,7 +513,7 @@ def criteria_tiers_figure(plays: pd.DataFrame, judgements: pd.DataFrame | None, 
                                 "lo": iv.lo, "hi": iv.hi})
             x = np.arange(len(crit)) + (k - (len(tiers) - 1) / 2) * width
             ax.bar(x, means, width, yerr=[los, his], capsize=2, color=colors[t], label=f"{t} (n={len(sub)})")
-        ax.set_xticks(range(len(crit)), [f"{c.upper()}\n{CRITERION_NAMES[c]}" for c in crit], fontsize=8)
+        ax.set_xticks(range(len(crit)), [f"{c.upper()}\n{CRITERION_NAMES.get(c, c)}" for c in crit], fontsize=8)
         ax.set_ylim(0, 1.05)
         ax.legend(frameon=False, fontsize=8, title="survival tier", title_fontsize=8)
     else:
