@@ -16,8 +16,16 @@ from conftest import ROOT
 from heuresis.artifacts.paths import TABLE_EXTS
 from heuresis.targets.build import TargetFailed, build, caption_text
 from heuresis.targets.builders import BUILDERS
-from heuresis.targets.registry import INPUT_NAMES, PARAM_NAMES, TARGETS, Target, caption_file, paper_targets, \
-    target_files, target_named
+from heuresis.targets.registry import (
+    INPUT_NAMES,
+    PARAM_NAMES,
+    TARGETS,
+    Target,
+    caption_file,
+    paper_targets,
+    target_files,
+    target_named,
+)
 from heuresis.targets.table1 import load_table1
 
 REPORT = ROOT / "workflow" / "report"
