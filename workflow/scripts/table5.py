@@ -1,4 +1,4 @@
-"""Snakemake adapter for Table 5 (logic: heuresis.stages.verification.table5, heuresis.artifacts.report).
+"""Snakemake adapter for Table 5 (logic: heuresis.stages.verification.tables, heuresis.artifacts.report).
 
 Collects the check records into ``checks.parquet`` and Table 5, then exits non-zero if a check in
 ``verification.required`` failed; the Markdown table is also written to the log, because
