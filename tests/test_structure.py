@@ -113,10 +113,13 @@ def test_no_module_imports_a_private_name_of_another():
                                                               "episodes", "leakage", "saturation", "repairs")),
                                    "games.workflow"])
 def test_each_stage_checks_its_own_config_section(stage):
-    """Validation collects each stage's ``config_errors``; it imports no other part of a stage."""
+    """Validation collects each stage's ``config_errors``; it imports no other part of a stage.
+
+    A stage package's ``config_errors`` may be defined in one of its modules and re-exported.
+    """
     from heuresis.config.validation import STAGE_CHECKS
 
-    assert f"heuresis.{stage}" in {check.__module__ for check in STAGE_CHECKS}
+    assert any(m == f"heuresis.{stage}" or m.startswith(f"heuresis.{stage}.") for m in {c.__module__ for c in STAGE_CHECKS})
     graph = import_graph()
     assert graph.edges["heuresis.config.validation", f"heuresis.{stage}"]["names"] in ([], ["config_errors"])
 

@@ -53,6 +53,11 @@ def _settings(cfg, check, **sizes):
     return s
 
 
+def test_the_registry_keeps_the_order_of_table5():
+    """Importing the package registers the checks in Table 5's row order (the workflow's job order too)."""
+    assert list(CHECKS) == list(TINY)
+
+
 def test_every_check_is_configured_at_both_scales(paper_config, quick_config):
     for cfg in (paper_config, quick_config):
         v = cfg["verification"]

@@ -94,12 +94,12 @@ SPEND = _declare("SPEND", "results/spend", "episodes", "heuresis.agents.spend.Sp
 
 # verification: one record and an examples folder per check, then all checks in one table
 VERIFICATION_CHECK = _declare("VERIFICATION_CHECK", "results/verification/checks/{check}.parquet",
-                              "verification_check", "heuresis.stages.verification.write_check",
+                              "verification_check", "heuresis.stages.verification.runner.write_check",
                               "VERIFICATION_CHECKS")
 VERIFICATION_EXAMPLES = _declare("VERIFICATION_EXAMPLES", "results/verification/examples/{check}",
-                                 "verification_check", "heuresis.stages.verification.write_check")
+                                 "verification_check", "heuresis.stages.verification.runner.write_check")
 VERIFICATION_CHECKS = _declare("VERIFICATION_CHECKS", "results/verification/checks.parquet", "table5",
-                               "heuresis.stages.verification.write_checks_table", "VERIFICATION_CHECKS")
+                               "heuresis.stages.verification.tables.write_checks_table", "VERIFICATION_CHECKS")
 
 # leakage probe, saturation, scripted repairs
 LEAKAGE = _declare("LEAKAGE", "results/leakage/{agent}/{network}.parquet", "leakage",
