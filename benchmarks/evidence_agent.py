@@ -58,7 +58,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from heuresis.agents import nlcode  # noqa: E402
-from heuresis.agents.offline import (  # noqa: E402
+from heuresis.agents.evidence import (  # noqa: E402
     NONLINEAR_DEFAULTS,
     SET_KINDS,
     Check,

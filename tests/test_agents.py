@@ -142,7 +142,7 @@ def test_evidence_agent_repairs_wrong_deletions_on_hard_families(hard_instances)
 
 def test_evidence_rule_plans_and_decides_from_grades():
     """Chain X1 - X2 - X3 plus isolated X4; the deletion X1 -- X3 | {X2} is borderline."""
-    from heuresis.agents.offline import EvidenceRule, decide_restore, plan_retests
+    from heuresis.agents.evidence import EvidenceRule, decide_restore, plan_retests
 
     g = Graph.empty(4)
     g.set(0, 1, Relation.UNDIRECTED)
@@ -228,7 +228,7 @@ def test_evidence_agent_nonlinear_path_matches_independent_values(inst):
     (``chunk`` per call, no test units); the submitted graph adds exactly the pairs whose confirming
     value, recomputed here in-process, is <= ``confirm`` to what the CI checks restore."""
     from heuresis.agents import nlcode
-    from heuresis.agents.offline import EvidenceRule, plan_confirm, plan_screen
+    from heuresis.agents.evidence import EvidenceRule, plan_confirm, plan_screen
 
     inp, pc = inst
     spec = _nl_spec(chunk=2)
@@ -272,7 +272,7 @@ def test_evidence_agent_nonlinear_path_off_without_code_tool_or_log(inst, toolbo
 
 
 def test_evidence_rule_nonlinear_settings_validated():
-    from heuresis.agents.offline import NONLINEAR_DEFAULTS, EvidenceRule
+    from heuresis.agents.evidence import NONLINEAR_DEFAULTS, EvidenceRule
 
     rule = EvidenceRule.from_config({"nonlinear": {"screen": 1e-6}})
     assert rule.nonlinear == {**NONLINEAR_DEFAULTS, "screen": 1e-6}
