@@ -58,7 +58,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from heuresis.agents import nlcode  # noqa: E402
-from heuresis.agents.offline import (  # noqa: E402
+from heuresis.agents.evidence import (  # noqa: E402
     NONLINEAR_DEFAULTS,
     SET_KINDS,
     Check,
@@ -307,16 +307,18 @@ def episode_input(rec: dict):
 
 def run_real(cfg: dict, rec: dict, guided: bool = True, spec: dict | None = None) -> dict:
     """One episode of the configured evidence agent; restored pairs labelled against the truth."""
+    from heuresis.agents.base import make_agent
     from heuresis.harness.conditions import Condition
-    from heuresis.harness.episode import episode_seed, run_episode
+    from heuresis.harness.episode import episode_algorithm_map, episode_seed, run_episode
     from heuresis.stages.episodes import episode_settings
 
     spec = dict(cfg["agents"]["evidence"] if spec is None else spec)
     settings = episode_settings(cfg["episodes"], cfg["references"]["algorithms"], cfg["grades"], "standard")
     cond = Condition("evidence", toolbox="full", guided=guided, budget="standard", last_turn="once")
     inp = episode_input(rec)
-    out = run_episode("evidence", spec, cond, inp, settings,
-                      episode_seed(int(cfg["seed"]), "evidence", cond.condition_id, inp.instance_id))
+    seed = episode_seed(int(cfg["seed"]), "evidence", cond.condition_id, inp.instance_id)
+    out = run_episode(make_agent("evidence", spec, algorithm_map=episode_algorithm_map(settings, seed)), cond, inp,
+                      settings, seed)
     r = out.row
     if r["status"] != "ok":
         raise RuntimeError(f"{rec['id']}: episode failed: {r['error']}")

@@ -18,7 +18,7 @@ import anyio
 import numpy as np
 from mcp import Client
 
-from heuresis.agents.base import Agent, AgentReply, Usage, register_agent
+from heuresis.agents.base import Agent, AgentReply, Usage, make_agent, register_agent
 from heuresis.causal.grades import DEFAULT_GRADES
 from heuresis.causal.graph import Graph, dag_to_cpdag
 from heuresis.harness.budgets import BudgetSettings
@@ -58,7 +58,7 @@ def main() -> None:
     cond = Condition("bench", toolbox="minimal", guided=False)
 
     t0 = time.perf_counter()
-    run_episode("bench", {"kind": "bench_scripted", "calls": a.calls}, cond, inp, settings, 1)
+    run_episode(make_agent("bench", {"kind": "bench_scripted", "calls": a.calls}), cond, inp, settings, 1)
     loop_s = time.perf_counter() - t0
 
     with socket.socket() as s:
@@ -66,7 +66,7 @@ def main() -> None:
         port = s.getsockname()[1]
     box = {}
     th = threading.Thread(target=lambda: box.update(out=run_episode(
-        "bench", {"kind": "external", "port": port, "exit_grace_s": 0.1}, cond, inp, settings, 1)))
+        make_agent("bench", {"kind": "external", "port": port, "exit_grace_s": 0.1}), cond, inp, settings, 1)))
     th.start()
 
     async def client() -> float:

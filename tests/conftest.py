@@ -107,3 +107,12 @@ def pytest_runtest_makereport(item, call):
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
         report.outcome = "failed"
         report.longrepr = f"skipped in CI ({reason}); .ci/run installs what this test needs"
+
+
+def agent_episode(name: str, spec, cond, inp, settings, seed: int, **records):
+    """One episode of agent ``name`` (config entry ``spec``), built and run as the episodes stage does."""
+    from heuresis.agents.base import agent_origin, make_agent
+    from heuresis.harness.episode import episode_algorithm_map, run_episode
+
+    agent = make_agent(name, spec, algorithm_map=episode_algorithm_map(settings, seed))
+    return run_episode(agent, cond, inp, settings, seed, agent_origin=agent_origin(name, spec), **records)

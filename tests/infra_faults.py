@@ -21,30 +21,24 @@ TESTS = Path(__file__).resolve().parent
 def install(fail, log, setattr=None) -> None:
     import builtins
 
-    import heuresis.harness.episode as harness
     import heuresis.stages.episodes as episodes
 
     setattr = setattr or builtins.setattr
-    fail, current = set(fail), {}
-    run, make = episodes.run_episode, harness.make_agent
+    fail = set(fail)
+    run = episodes.run_episode
 
-    def run_episode(agent_name, spec, cond, inp, settings, seed, **records):
-        current["id"] = f"{agent_name}/{cond.condition_id}/{inp.instance_id}"
+    def run_episode(agent, cond, inp, settings, seed, **records):
+        episode_id = f"{agent.name}/{cond.condition_id}/{inp.instance_id}"
         if log:
             with open(log, "a") as fh:
-                fh.write(current["id"] + "\n")
-        return run(agent_name, spec, cond, inp, settings, seed, **records)
-
-    def make_agent(*args, **kw):
-        agent = make(*args, **kw)
-        if current.get("id") in fail:
+                fh.write(episode_id + "\n")
+        if episode_id in fail:
             def respond(messages, tools):
                 raise ConnectionError("scripted: the provider kept answering 503 after every retry")
             agent.respond = respond
-        return agent
+        return run(agent, cond, inp, settings, seed, **records)
 
     setattr(episodes, "run_episode", run_episode)
-    setattr(harness, "make_agent", make_agent)
 
 
 def sitecustomize(dest: Path) -> Path:

@@ -4,7 +4,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import chain_instance, pc_episode_input
+from conftest import agent_episode, chain_instance, pc_episode_input
 
 from heuresis.agents import AGENTS, make_agent
 from heuresis.causal.algorithms import make_algorithm
@@ -12,7 +12,7 @@ from heuresis.causal.grades import DEFAULT_GRADES
 from heuresis.causal.graph import Graph, Relation
 from heuresis.harness.budgets import BudgetSettings
 from heuresis.harness.conditions import Condition
-from heuresis.harness.episode import EpisodeSettings, run_episode
+from heuresis.harness.episode import EpisodeSettings
 
 MENU = {"pc_fisherz": {"alpha": 0.05}, "pc_kci": {"alpha": 0.05}, "ges": {}, "notears": {"lambda1": 0.1, "w_threshold": 0.3}}
 
@@ -38,14 +38,14 @@ def test_registry_and_privilege():
 @pytest.mark.parametrize("guided", [True, False])
 def test_shortcut_submits_pc_kci(inst, guided):
     inp, pc = inst
-    out = run_episode("shortcut", {"kind": "shortcut"}, Condition("shortcut", guided=guided), inp, _settings(), 1)
+    out = agent_episode("shortcut", {"kind": "shortcut"}, Condition("shortcut", guided=guided), inp, _settings(), 1)
     assert out.row["edges"] == "; ".join(pc.graph.to_lines()) and out.row["finished"]
     assert out.row["privileged"] and json.loads(out.row["algorithm_map"])
 
 
 def test_merge_matches_an_independent_vote(inst):
     inp, pc = inst
-    out = run_episode("merge", {"kind": "merge", "k": 2}, Condition("merge"), inp, _settings(), 2)
+    out = agent_episode("merge", {"kind": "merge", "k": 2}, Condition("merge"), inp, _settings(), 2)
     others = [make_algorithm(a, **p).run(inp.data).graph.skeleton() for a, p in MENU.items() if a != "pc_kci"]
     expected = pc.graph.copy()
     votes = sum(s.astype(int) for s in others)
@@ -60,7 +60,7 @@ def test_merge_matches_an_independent_vote(inst):
 @pytest.mark.parametrize("guided", [True, False])
 def test_evidence_agent_stays_within_budget_and_only_restores(inst, guided):
     inp, pc = inst
-    out = run_episode("evidence", {"kind": "evidence"}, Condition("evidence", guided=guided), inp, _settings(), 3)
+    out = agent_episode("evidence", {"kind": "evidence"}, Condition("evidence", guided=guided), inp, _settings(), 3)
     r = out.row
     assert r["finished"] and r["test_units_used"] <= r["test_units_limit"]
     # every unit charged is one CI test the agent ran (the guided agent re-tests only borderline deletions)
@@ -121,7 +121,7 @@ def test_evidence_agent_repairs_wrong_deletions_on_hard_families(hard_instances)
     assert sum(w for *_, w in insts) >= 3            # the set does hold wrong deletions to repair
     ours, theirs, right, wrong = [], [], 0, 0
     for k, (inp, pc, dag, _) in enumerate(insts):
-        out = run_episode("evidence", spec, Condition("evidence", guided=True), inp, settings, 100 + k)
+        out = agent_episode("evidence", spec, Condition("evidence", guided=True), inp, settings, 100 + k)
         r = out.row
         assert r["status"] == "ok" and r["finished"] and r["test_units_used"] <= r["test_units_limit"]
         d = dag.shape[0]
@@ -142,7 +142,7 @@ def test_evidence_agent_repairs_wrong_deletions_on_hard_families(hard_instances)
 
 def test_evidence_rule_plans_and_decides_from_grades():
     """Chain X1 - X2 - X3 plus isolated X4; the deletion X1 -- X3 | {X2} is borderline."""
-    from heuresis.agents.offline import EvidenceRule, decide_restore, plan_retests
+    from heuresis.agents.evidence import EvidenceRule, decide_restore, plan_retests
 
     g = Graph.empty(4)
     g.set(0, 1, Relation.UNDIRECTED)
@@ -228,12 +228,12 @@ def test_evidence_agent_nonlinear_path_matches_independent_values(inst):
     (``chunk`` per call, no test units); the submitted graph adds exactly the pairs whose confirming
     value, recomputed here in-process, is <= ``confirm`` to what the CI checks restore."""
     from heuresis.agents import nlcode
-    from heuresis.agents.offline import EvidenceRule, plan_confirm, plan_screen
+    from heuresis.agents.evidence import EvidenceRule, plan_confirm, plan_screen
 
     inp, pc = inst
     spec = _nl_spec(chunk=2)
-    out = run_episode("evidence", spec, Condition("evidence", guided=True), inp, _settings(), 4)
-    base = run_episode("evidence", {"kind": "evidence"}, Condition("evidence", guided=True), inp, _settings(), 4)
+    out = agent_episode("evidence", spec, Condition("evidence", guided=True), inp, _settings(), 4)
+    base = agent_episode("evidence", {"kind": "evidence"}, Condition("evidence", guided=True), inp, _settings(), 4)
     r = out.row
     assert r["status"] == "ok" and r["finished"] and all(c["ok"] for c in out.calls)
     code = [c for c in out.calls if c["tool"] == "run_code"]
@@ -264,15 +264,15 @@ def test_evidence_agent_nonlinear_path_matches_independent_values(inst):
 def test_evidence_agent_nonlinear_path_off_without_code_tool_or_log(inst, toolbox, guided):
     inp, _pc = inst
     cond = Condition("evidence", toolbox=toolbox, guided=guided)
-    out = run_episode("evidence", _nl_spec(), cond, inp, _settings(), 5)
-    base = run_episode("evidence", {"kind": "evidence"}, Condition("evidence", toolbox=toolbox, guided=guided), inp,
-                       _settings(), 5)
+    out = agent_episode("evidence", _nl_spec(), cond, inp, _settings(), 5)
+    base = agent_episode("evidence", {"kind": "evidence"}, Condition("evidence", toolbox=toolbox, guided=guided), inp,
+                         _settings(), 5)
     assert out.row["finished"] and not [c for c in out.calls if c["tool"] == "run_code"]
     assert out.row["edges"] == base.row["edges"]
 
 
 def test_evidence_rule_nonlinear_settings_validated():
-    from heuresis.agents.offline import NONLINEAR_DEFAULTS, EvidenceRule
+    from heuresis.agents.evidence import NONLINEAR_DEFAULTS, EvidenceRule
 
     rule = EvidenceRule.from_config({"nonlinear": {"screen": 1e-6}})
     assert rule.nonlinear == {**NONLINEAR_DEFAULTS, "screen": 1e-6}

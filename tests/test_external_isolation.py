@@ -319,7 +319,7 @@ def _rss_mb() -> float:
 
 def test_a_flood_leaves_the_server_within_its_limits(split, tmp_path, capfd, monkeypatch):
     """300 idle connections, slow headers, 40 bodies of 3.5 MB, a 900 KB argument, calls at once: all bounded."""
-    monkeypatch.setattr(external, "REQUEST_TIMEOUT_S", 2.0)
+    monkeypatch.setattr(external.transport, "REQUEST_TIMEOUT_S", 2.0)   # read when a request starts
     free = socket.create_server(("127.0.0.1", 0))
     port = free.getsockname()[1]
     free.close()

@@ -4,6 +4,7 @@ import json
 
 import numpy as np
 import pytest
+from conftest import agent_episode
 
 from heuresis.agents.base import Agent, AgentReply, Usage, register_agent, tool_call
 from heuresis.causal.ci import make_ci_test
@@ -11,7 +12,7 @@ from heuresis.causal.grades import DEFAULT_GRADES, grade_of
 from heuresis.causal.graph import Graph, Relation
 from heuresis.harness.budgets import Budgets, BudgetSettings
 from heuresis.harness.conditions import Condition, expand_conditions
-from heuresis.harness.episode import EpisodeInput, EpisodeSettings, algorithm_mapping, run_episode
+from heuresis.harness.episode import EpisodeInput, EpisodeSettings, algorithm_mapping
 from heuresis.harness.parse import ParseError, parse_edge_list
 from heuresis.harness.tools import MINIMAL_EXCLUDED, TOOLS, ToolContext, ToolError, toolbox
 
@@ -228,8 +229,8 @@ def _run(chain_data, script=(), last=(), cond=None, **budget):
     spec.update(budget)
     settings = EpisodeSettings(BudgetSettings("t", **spec), MENU, tuple(DEFAULT_GRADES))
     cond = cond or Condition("scripted_test", guided=True, last_turn="once")
-    return run_episode("scripted", {"kind": "scripted_test", "script": script, "last": last}, cond,
-                       _input(chain_data), settings, seed=3)
+    return agent_episode("scripted", {"kind": "scripted_test", "script": script, "last": last}, cond,
+                         _input(chain_data), settings, seed=3)
 
 
 CI = lambda: tool_call("ci_test", {"x": "X1", "y": "X2", "test": "fisherz"})  # noqa: E731
@@ -368,8 +369,8 @@ def test_code_isolation_modes_are_recorded_and_required_fails_closed(chain_data,
 
     def run(mode):
         settings = EpisodeSettings(BudgetSettings("t", **spec), MENU, tuple(DEFAULT_GRADES), code_isolation=mode)
-        return run_episode("scripted", {"kind": "scripted_test", "script": [code, SUBMIT()], "last": ()}, cond,
-                           _input(chain_data), settings, seed=3)
+        return agent_episode("scripted", {"kind": "scripted_test", "script": [code, SUBMIT()], "last": ()}, cond,
+                             _input(chain_data), settings, seed=3)
 
     with pytest.raises(sandbox.IsolationUnavailable, match=r"episodes\.code_tool\.isolation"):
         run("required")
@@ -384,8 +385,8 @@ def test_code_isolation_modes_are_recorded_and_required_fails_closed(chain_data,
     assert "run_code" not in {t["function"]["name"] for t in off.transcript["tools"]}
     rc = next(c for c in off.calls if c["tool"] == "run_code")
     assert not rc["ok"] and "unknown tool" in rc["error"]
-    minimal = run_episode("scripted", {"kind": "scripted_test", "script": [SUBMIT()], "last": ()},
-                          Condition("scripted_test", toolbox="minimal", guided=True, last_turn="once"),
-                          _input(chain_data), EpisodeSettings(BudgetSettings("t", **spec), MENU, tuple(DEFAULT_GRADES)),
-                          seed=3)
+    minimal = agent_episode("scripted", {"kind": "scripted_test", "script": [SUBMIT()], "last": ()},
+                            Condition("scripted_test", toolbox="minimal", guided=True, last_turn="once"),
+                            _input(chain_data), EpisodeSettings(BudgetSettings("t", **spec), MENU, tuple(DEFAULT_GRADES)),
+                            seed=3)
     assert minimal.row["code_isolation"] == "off"          # no code tool: nothing to isolate, nothing probed

@@ -3,14 +3,14 @@
 import json
 
 import pytest
-from conftest import chain_instance
+from conftest import agent_episode, chain_instance
 
 from heuresis.agents.base import Observation, Usage
 from heuresis.causal.grades import DEFAULT_GRADES
 from heuresis.harness import tools as harness_tools
 from heuresis.harness.budgets import BudgetSettings
 from heuresis.harness.conditions import Condition
-from heuresis.harness.episode import EpisodeSettings, run_episode
+from heuresis.harness.episode import EpisodeSettings
 from heuresis.harness.loop import UsageTotals, single_request
 from heuresis.harness.tools import ToolResult
 
@@ -49,9 +49,9 @@ def _reword(monkeypatch):
 def test_offline_agents_read_the_data_not_the_text(inst, monkeypatch, agent, guided):
     """Rewording every tool result, the budgets line and the prompt changes nothing an offline agent does."""
     cond = Condition(agent, guided=guided)
-    plain = run_episode(agent, AGENT_SPECS[agent], cond, inp=inst, settings=_settings(), seed=7)
+    plain = agent_episode(agent, AGENT_SPECS[agent], cond, inp=inst, settings=_settings(), seed=7)
     _reword(monkeypatch)
-    reworded = run_episode(agent, AGENT_SPECS[agent], cond, inp=inst, settings=_settings(), seed=7)
+    reworded = agent_episode(agent, AGENT_SPECS[agent], cond, inp=inst, settings=_settings(), seed=7)
     assert reworded.transcript["messages"][1]["content"] == "(reworded prompt)"
     assert all(c["result"] == "(reworded result)\n(reworded budgets)" for c in reworded.calls)
     assert [json.loads(c["arguments"]) for c in reworded.calls] == [json.loads(c["arguments"]) for c in plain.calls]
@@ -81,7 +81,7 @@ def test_observations_say_no_more_than_the_text(inst, monkeypatch):
     monkeypatch.setattr(EvidenceAgent, "observe", lambda self, obs: (seen.append(obs), _observe(self, obs)))
     spec = {"kind": "evidence", "resamples": 4, "candidate_grades": [],
             "nonlinear": {"screen": 1.0, "confirm": 0.05}}
-    out = run_episode("evidence", spec, Condition("evidence", guided=True), inst, _settings(), 3)
+    out = agent_episode("evidence", spec, Condition("evidence", guided=True), inst, _settings(), 3)
     tools = {o.tool for o in seen}
     assert {"", "ci_test", "run_code", "submit"} <= tools
     details = [json.loads(c["details"]) for c in out.calls]

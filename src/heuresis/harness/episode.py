@@ -11,9 +11,10 @@ An episode, in order:
 3. score the submitted graph — or, unsubmitted, the working graph (flagged unfinished) — after
    the loop, which never holds the truth (:func:`heuresis.harness.scoring.score_episode_graph`).
 
-:func:`run_episode` returns an :class:`EpisodeOutcome`: the ``episodes`` row, the ``calls`` rows
-and the JSON transcript (every message with its usage, every call with arguments, result, test
-units charged and wall time).  An exception of the agent ends the episode as ``failed`` with its
+:func:`run_episode` drives the agent it is handed (built by the caller, a privileged one with the
+episode's masking, :func:`episode_algorithm_map`) and returns an :class:`EpisodeOutcome`: the
+``episodes`` row, the ``calls`` rows and the JSON transcript (every message with its usage, every
+call with arguments, result, test units charged and wall time).  An exception of the agent ends the episode as ``failed`` with its
 error; an exception inside a tool is answered to the agent as an error and the episode goes on.
 """
 
@@ -30,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from heuresis.agents.base import Agent, agent_origin, make_agent
+from heuresis.agents.base import Agent
 from heuresis.causal.graph import Graph
 from heuresis.config.loading import schema_default
 from heuresis.harness.budgets import Budgets, BudgetSettings
@@ -49,6 +50,7 @@ __all__ = [
     "EpisodeSettings",
     "algorithm_mapping",
     "build_prompt",
+    "episode_algorithm_map",
     "episode_seed",
     "run_episode",
     "task_data",
@@ -113,6 +115,15 @@ def algorithm_mapping(menu: Sequence[str], rng: np.random.Generator) -> dict[str
     order = rng.permutation(len(menu))
     letters = string.ascii_uppercase
     return {f"algorithm_{letters[k]}": menu[int(j)] for k, j in enumerate(order)}
+
+
+def episode_algorithm_map(settings: EpisodeSettings, seed: int) -> dict[str, str]:
+    """The masking of the episode of seed ``seed``: masked name -> menu name (:func:`algorithm_mapping`).
+
+    The first draw of the episode's seed, as :func:`run_episode` draws it; the caller builds a
+    privileged agent with it (``make_agent(..., algorithm_map=...)``).
+    """
+    return algorithm_mapping(list(settings.menu), np.random.default_rng(seed))
 
 
 def _log_lines(deletions: Sequence[Mapping]) -> str:
@@ -224,20 +235,24 @@ class _Episode(AgentLoop):
                  "details": c.details} for c in self.calls]
 
 
-def run_episode(agent_name: str, agent_spec: Mapping, cond: Condition, inp: EpisodeInput,
-                settings: EpisodeSettings, seed: int, request_log: RequestLog | None = None,
+def run_episode(agent: Agent, cond: Condition, inp: EpisodeInput, settings: EpisodeSettings, seed: int, *,
+                agent_origin: Mapping | None = None, request_log: RequestLog | None = None,
                 spend_dir: str | Path | None = None) -> EpisodeOutcome:
-    """Run one episode of agent ``agent_name`` (config entry ``agent_spec``) under ``cond``.
+    """Run one episode of ``agent`` under ``cond``; it is recorded under the agent's name.
 
-    The loop gets the instance's data, its starting graph and PC-KCI's test count, never the
-    truth; the graph it ends with is scored afterwards (:func:`~heuresis.harness.scoring.score_episode_graph`).
-    ``request_log``: the episode's log of model requests (earlier answers replayed, every attempt
-    appended); ``spend_dir``: the folder of the run's spend ledgers.
+    The caller builds the agent (:func:`heuresis.agents.base.make_agent`), a privileged one with
+    the episode's masking, :func:`episode_algorithm_map` of the same ``seed``.  ``agent_origin``:
+    a plugin's class and distribution (:func:`heuresis.agents.base.agent_origin`; None: a
+    built-in kind), kept in the transcript.  The loop gets the instance's data, its starting
+    graph and PC-KCI's test count, never the truth; the graph it ends with is scored afterwards
+    (:func:`~heuresis.harness.scoring.score_episode_graph`).  ``request_log``: the episode's log
+    of model requests (earlier answers replayed, every attempt appended); ``spend_dir``: the
+    folder of the run's spend ledgers.
     """
     t0 = time.monotonic()
+    agent_name = agent.name
     rng = np.random.default_rng(seed)
     amap = algorithm_mapping(list(settings.menu), rng)
-    agent = make_agent(agent_name, agent_spec, algorithm_map=amap)
     agent.use_records(request_log, spend_dir)
     start = inp.pc_kci_graph.copy() if cond.guided else Graph.complete(inp.data.shape[1])
     ep = _Episode(agent, cond, inp.data, start, inp.pc_kci_tests, settings, int(rng.integers(2**32)), amap)
@@ -273,7 +288,7 @@ def run_episode(agent_name: str, agent_spec: Mapping, cond: Condition, inp: Epis
         "transcript_version": TRANSCRIPT_VERSION,
         "episode": row, "condition": cond.as_dict(), "budgets": {"limits": ep.budgets.limits(), "used": ep.budgets.used(),
                                                                   "setting": ep.budgets.settings.name},
-        "agent_origin": agent_origin(agent_name, agent_spec),   # a plugin's class and distribution (None: built-in)
+        "agent_origin": agent_origin,   # a plugin's class and distribution (None: built-in)
         "algorithm_map": amap, "algorithm_map_given_to_agent": bool(agent.privileged),
         "start_graph": ("pc_kci" if cond.guided else "complete"),
         "deletion_log_shown": _agent_visible_log(inp.pc_kci_deletions) if cond.guided else None,

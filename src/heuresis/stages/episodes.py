@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from heuresis.agents.base import agent_origin, origin_packages
+from heuresis.agents.base import agent_origin, make_agent, origin_packages
 from heuresis.agents.spec import result_spec
 from heuresis.artifacts.failures import FIRST_ATTEMPT, failure_metadata, record_attempt
 from heuresis.artifacts.io import Checkpoint, atomic_write_text, write_table
@@ -36,7 +36,13 @@ from heuresis.artifacts.sealing import PUBLIC_SALT, salt_digest
 from heuresis.config.loading import config_digest
 from heuresis.harness.budgets import BudgetSettings
 from heuresis.harness.conditions import Condition
-from heuresis.harness.episode import EpisodeInput, EpisodeSettings, episode_seed, run_episode
+from heuresis.harness.episode import (
+    EpisodeInput,
+    EpisodeSettings,
+    episode_algorithm_map,
+    episode_seed,
+    run_episode,
+)
 from heuresis.harness.requestlog import RequestLog
 from heuresis.harness.sandbox import SandboxLimits
 from heuresis.stages.instances import load_data, load_truth
@@ -117,8 +123,9 @@ def run_episode_shard(agent: str, agent_spec: Mapping, condition_id: str, family
         if i in ckpt:
             continue
         inp = inputs[i]
-        res = run_episode(agent, agent_spec, cond, inp, settings,
-                          episode_seed(salt, seed, agent, condition_id, inp.instance_id),
+        ep_seed = episode_seed(salt, seed, agent, condition_id, inp.instance_id)
+        model = make_agent(agent, agent_spec, algorithm_map=episode_algorithm_map(settings, ep_seed))
+        res = run_episode(model, cond, inp, settings, ep_seed, agent_origin=origin,
                           request_log=RequestLog(tdir / f"{i:04d}.requests.jsonl"), spend_dir=spend_dir)
         res.row["transcript"] = str(tdir / f"{i:04d}.json")
         res.transcript["secrets"] = salted
@@ -169,7 +176,7 @@ def config_errors(config: Mapping) -> list[str]:
     known agents (not game agents), budgets and families, and fit their split; ``episodes.run``
     names known grids; episodes need PC-KCI on the menu.
     """
-    from heuresis.agents.base import AgentSpecError, check_agent, is_plugin, make_agent
+    from heuresis.agents.base import AgentSpecError, check_agent, is_plugin
     from heuresis.games.agents import GameAgent  # registers the offline game agents
 
     msgs: list[str] = []
