@@ -308,6 +308,7 @@ def episode_input(rec: dict):
 def run_real(cfg: dict, rec: dict, guided: bool = True, spec: dict | None = None) -> dict:
     """One episode of the configured evidence agent; restored pairs labelled against the truth."""
     from heuresis.agents.base import make_agent
+    from heuresis.artifacts.sealing import PUBLIC_SALT
     from heuresis.harness.conditions import Condition
     from heuresis.harness.episode import episode_algorithm_map, episode_seed, run_episode
     from heuresis.stages.episodes import episode_settings
@@ -316,7 +317,7 @@ def run_real(cfg: dict, rec: dict, guided: bool = True, spec: dict | None = None
     settings = episode_settings(cfg["episodes"], cfg["references"]["algorithms"], cfg["grades"], "standard")
     cond = Condition("evidence", toolbox="full", guided=guided, budget="standard", last_turn="once")
     inp = episode_input(rec)
-    seed = episode_seed(int(cfg["seed"]), "evidence", cond.condition_id, inp.instance_id)
+    seed = episode_seed(PUBLIC_SALT, int(cfg["seed"]), "evidence", cond.condition_id, inp.instance_id)
     out = run_episode(make_agent("evidence", spec, algorithm_map=episode_algorithm_map(settings, seed)), cond, inp,
                       settings, seed)
     r = out.row
