@@ -202,3 +202,12 @@ def test_the_package_docstring_names_every_subpackage_and_top_level_module():
             or (p.is_dir() and (p / "__init__.py").exists())}
     missing = sorted(t for t in tops if f"``{t}``" not in (heuresis.__doc__ or ""))
     assert not missing, f"the package docstring (the map) does not name: {missing}"
+
+
+def test_the_harness_is_handed_its_agent():
+    """No harness module builds an agent: the episodes stage makes it and hands it to ``run_episode``."""
+    graph = import_graph()
+    builds = [(a, b) for a, b in graph.edges if a.startswith("heuresis.harness")
+              and "make_agent" in graph.edges[a, b]["names"]]
+    assert not builds, builds
+    assert "make_agent" in graph.edges["heuresis.stages.episodes", "heuresis.agents.base"]["names"]
