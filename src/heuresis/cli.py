@@ -440,6 +440,7 @@ def cmd_serve_play(args: argparse.Namespace) -> int:
     """Serve one game play (the agentic mode) over MCP and write it to the games' plays tables (docs/mcp.md)."""
     from heuresis.agents.external import wait_for_clients
     from heuresis.artifacts.logs import stage_logger
+    from heuresis.config.settings import CodeTool
     from heuresis.games.workflow import run_plays, scenario_folder
 
     cfg = _load(args)
@@ -456,7 +457,7 @@ def cmd_serve_play(args: argparse.Namespace) -> int:
               max_turns=g["max_turns"], references=refs, out=out, calls_out=out.with_suffix(".calls.parquet"),
               transcripts_dir=res / "games" / "transcripts" / args.agent / "agentic" / args.scenario,
               log=stage_logger(None), task_variant=g["task_variant"], max_tool_calls=g["max_tool_calls_per_turn"],
-              code_tool=cfg["episodes"]["code_tool"])
+              code_tool=CodeTool.from_config(cfg["episodes"]["code_tool"]))
     print(f"play written to {out}", file=sys.stderr)
     wait_for_clients()
     return 0

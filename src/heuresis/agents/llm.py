@@ -50,7 +50,7 @@ import random
 import re
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -67,6 +67,7 @@ from heuresis.agents.base import (
 )
 from heuresis.agents.spec import scrub
 from heuresis.agents.spend import SPEND_DIR, SpendLedger, request_bound
+from heuresis.config.settings import Retries
 from heuresis.harness.requestlog import RequestLog, request_key
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -128,28 +129,8 @@ class CredentialsError(RuntimeError):
     """A configured model's credential variable is not set."""
 
 
-@dataclass(frozen=True)
-class RetryPolicy:
-    """Backoff with full jitter, on top of the provider's ``Retry-After``.
-
-    Before retry k+1 the wait is drawn uniformly in ``[0, min(max_s, base_s * 2**k))``, added to the
-    provider's ``Retry-After`` (at most ``max_retry_after_s``) when it sends one.
-
-    The jitter spreads the retries of parallel jobs, which would otherwise hit a provider in lockstep;
-    it changes when a request is sent, never what: the waits are recorded in the retry log.
-    """
-
-    max_retries: int = 5
-    base_s: float = 2.0
-    max_s: float = 60.0
-    max_retry_after_s: float = 300.0
-
-    def wait(self, attempt: int, retry_after: float | None = None, rng: random.Random | None = None) -> float:
-        """Return the seconds to wait after failed attempt ``attempt`` (0-based)."""
-        top = float(min(self.max_s, self.base_s * 2.0 ** attempt))
-        jitter = (rng or random).uniform(0.0, top)
-        floor = min(float(retry_after), self.max_retry_after_s) if retry_after and retry_after > 0 else 0.0
-        return floor + jitter
+#: The backoff of a model call: an LLM agent's ``retries`` settings (config ``agents.<name>.retries``).
+RetryPolicy = Retries
 
 
 _WARM: set[str] = set()
@@ -454,7 +435,7 @@ class LLMAgent(Agent):
     def __init__(self, name: str, *, model: str, api_base: str | None = None, api_key_env: str | None = None,
                  requires_key: bool = True, temperature: float | None = None, max_tokens: int | None = None,
                  reasoning_effort: str | None = None, thinking: Mapping | None = None, timeout_s: float = 120.0,
-                 retries: Mapping | None = None, prices: Mapping | None = None, extra: Mapping | None = None,
+                 retries: Retries | Mapping | None = None, prices: Mapping | None = None, extra: Mapping | None = None,
                  api_base_env: str | None = None, tool_choice: str | None = None, force_lone_tool: bool = False,
                  plain_history: bool = False, max_episode_usd: float | None = None,
                  max_episode_tokens: int | None = None, max_run_usd: float | None = None,
@@ -483,7 +464,7 @@ class LLMAgent(Agent):
         self.reasoning_effort = reasoning_effort
         self.thinking = dict(thinking) if thinking else None
         self.timeout_s = float(timeout_s)
-        self.retry = RetryPolicy(**(retries or {}))
+        self.retry = Retries.coerce(retries, f"agents.{name}.retries")
         self.prices = dict(prices) if prices else None
         self.extra = dict(extra or {})
         self.max_episode_usd = None if max_episode_usd is None else float(max_episode_usd)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from heuresis.agents.spec import provider_resource
 from heuresis.config.loading import ConfigError
+from heuresis.config.settings import BudgetSettings
 from heuresis.harness.conditions import LAST_TURN_REQUESTS, Condition, expand_conditions
 from heuresis.stages.instances import instance_spec
 from heuresis.stages.references import shard_indices, shards
@@ -195,9 +196,9 @@ def episode_job_runtime(config: Mapping, agent: str, condition_id: str, n_episod
     if kind in AGENTS and AGENTS.lookup(kind).privileged:
         return OFFLINE_RUNTIME_MIN
     cond = Condition.from_id(agent, condition_id)
-    budget = config["episodes"]["budgets"][cond.budget]
+    budget = BudgetSettings.from_config(cond.budget, config["episodes"]["budgets"][cond.budget])
     last = LAST_TURN_REQUESTS[cond.last_turn] * (_request_seconds(spec) or 0.0)
-    return _minutes(int(n_episodes) * (float(budget["wall_seconds"]) + last))
+    return _minutes(int(n_episodes) * (float(budget.wall_seconds) + last))
 
 
 def play_job_runtime(config: Mapping, agent: str, mode: str, scenario: str) -> int:

@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 from heuresis.agents.base import FatalAgentError, agent_class, agent_origin, make_agent
 from heuresis.agents.llm import repair_arguments
 from heuresis.config.loading import schema_default
+from heuresis.config.settings import CodeTool
 from heuresis.games.game import Game, GameError
 from heuresis.games.scenario import Scenario
 from heuresis.games.tools import game_tools, rows_csv
@@ -173,7 +174,7 @@ def path_stats(game: Game) -> dict:
 def run_play(agent_name: str, agent_spec: Mapping, scn: Scenario, *, repeat: int = 0, seed: int = 0,
              threshold: float | None = None, optimum: float | None = None,
              max_turns: int = DEFAULT_MAX_TURNS, mode: str = "agentic", task_variant: str = "standard",
-             max_tool_calls: int | None = None, code_tool: Mapping | None = None,
+             max_tool_calls: int | None = None, code_tool: CodeTool | None = None,
              request_log: RequestLog | None = None) -> PlayOutcome:
     """Agent ``agent_name`` (config entry ``agent_spec``) plays ``scn`` once in ``mode``.
 
@@ -207,9 +208,9 @@ def run_play(agent_name: str, agent_spec: Mapping, scn: Scenario, *, repeat: int
     if mode == "agentic":
         calls_cap = int(schema_default("games", "max_tool_calls_per_turn") if max_tool_calls is None
                         else max_tool_calls)
-        code = dict(code_tool or {})
-        isolation = isolation_for(code.pop("isolation", schema_default("episodes", "code_tool", "isolation")))
-        limits = SandboxLimits(**{k: v for k, v in code.items() if k in SandboxLimits.__dataclass_fields__})
+        code = CodeTool() if code_tool is None else code_tool
+        isolation = isolation_for(code.isolation)
+        limits = SandboxLimits(**code.limits())
         result = _play_agentic(agent, game, max_turns, task_variant, calls_cap, isolation, limits)
     else:
         isolation = "off"

@@ -49,6 +49,7 @@ from pathlib import Path
 import numpy as np
 
 from heuresis.config.loading import schema_default
+from heuresis.config.settings import CodeTool
 
 __all__ = [
     "ISOLATION_KEY",
@@ -517,7 +518,7 @@ def check_isolation(cfg) -> str:
     Also raises it for an external agent in use (an active grid, the games) whose command must run
     isolated (``isolation: required``, its default) where bubblewrap does not work (docs/mcp.md).
     """
-    used = isolation_for(cfg["episodes"]["code_tool"]["isolation"])
+    used = isolation_for(CodeTool.from_config(cfg["episodes"]["code_tool"]).isolation)
     eps, agents = cfg.get("episodes", {}), cfg.get("agents", {})
     in_use = {a for g in eps.get("run", []) for a in eps.get("grids", {}).get(g, {}).get("agents", [])}
     in_use |= set((cfg.get("games") or {}).get("agents", []))
