@@ -80,7 +80,7 @@ def spend_lines(cfg: dict) -> list[str]:
         out.append(f"  {r.agent:<{w}}  {r.part:<12}  {r.requests:>8,} requests  {_amount(r.input_tokens):>15} in  "
                    f"{_amount(r.output_tokens):>12} out  {_amount(r.dollars, True):>12}")
     totals = [r for r in rows if r.part == "total"]
-    dollars = None if any(r.dollars is None for r in totals) else sum(r.dollars for r in totals)
+    dollars = None if any(r.dollars is None for r in totals) else sum(r.dollars for r in totals)  # type: ignore[misc]
     out.append(f"  all LLM agents: at most {sum(r.requests for r in totals):,} model requests and "
                f"{_amount(dollars, True)}")
     return out
@@ -315,18 +315,18 @@ def cmd_play(args: argparse.Namespace, inp=input, out=print) -> int:
             elif cmd == "status":
                 out(json.dumps(game.status(), indent=1))
             elif cmd == "history":
-                res = tools["get_history"].call(None, {}).data
+                res = tools["get_history"].call(None, {}).data  # type: ignore[arg-type]
                 for dep in res["history"] + res["stage1"]:
                     show(dep)
             elif cmd == "deploy":
                 count, _, design = rest.strip().partition(" ")
-                res = tools["deploy"].call(None, {"design": _parse_design(design), "count": int(count)}).data
+                res = tools["deploy"].call(None, {"design": _parse_design(design), "count": int(count)}).data  # type: ignore[arg-type]
                 show(res)
                 out(f"left: {res['drones_left']} drones, {res['deployments_left']} deployments")
             elif cmd == "submit":
-                out(tools["submit_final_design"].call(None, {"design": _parse_design(rest)}).text)
+                out(tools["submit_final_design"].call(None, {"design": _parse_design(rest)}).text)  # type: ignore[arg-type]
             elif cmd == "report":
-                out(tools["write_report"].call(None, {"text": rest}).text)
+                out(tools["write_report"].call(None, {"text": rest}).text)  # type: ignore[arg-type]
             else:
                 out(f"unknown command {cmd!r}\n{_PLAY_HELP}")
         except (GameError, ValueError) as exc:

@@ -335,12 +335,12 @@ class ExternalAgent(Agent):
         if reported is not None:
             ok = isinstance(reported, Mapping) and all(
                 reported.get(k) is None or (isinstance(reported.get(k), int) and not isinstance(reported.get(k), bool)
-                                            and reported.get(k) >= 0) for k in tokens)
+                                            and reported.get(k) >= 0) for k in tokens)  # type: ignore[operator]
             if ok:
                 tokens = {k: reported.get(k) for k in tokens}
             else:
                 notes = [*notes, f"unreadable usage report {echo(reported, 120)}: tokens unknown"]
-        return Usage(**tokens, cost=None, latency_s=round(time.monotonic() - t0, 4),
+        return Usage(**tokens, cost=None, latency_s=round(time.monotonic() - t0, 4),  # type: ignore[arg-type]
                      model=self._model, provider=self._provider, price_source="external", notes=notes, warnings=warn)
 
     def record(self) -> dict | None:
@@ -722,7 +722,7 @@ class _HTTP(_Transport):
 
         self.uv = uvicorn.Server(uvicorn.Config(
             app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2, http=_bounded_protocol(),
-            limit_concurrency=MAX_CONNECTIONS, timeout_keep_alive=KEEP_ALIVE_S, backlog=MAX_CONNECTIONS,
+            limit_concurrency=MAX_CONNECTIONS, timeout_keep_alive=KEEP_ALIVE_S, backlog=MAX_CONNECTIONS,  # type: ignore[arg-type]
             h11_max_incomplete_event_size=MAX_HEADER_BYTES, ws="none"))
         self.thread = threading.Thread(target=self.uv.run, kwargs={"sockets": [self.sock]}, daemon=True,
                                        name="heuresis-mcp-http")
@@ -920,7 +920,7 @@ def command_argv(command: Sequence[str], workdir: str, isolation: str, expose: S
         why = hidden_inside(os.path.realpath(t))
         if why:
             raise IsolationUnavailable(f"the external agent's command would see what must stay hidden: {why}")
-    bwrap = os.path.realpath(bwrap_path())
+    bwrap = os.path.realpath(bwrap_path())  # type: ignore[type-var]
     prlimit = prlimit_path()
     shown = sorted({os.path.realpath(p) for p in [*trees, *expose]})
     system = system_args(whole_etc=True)
@@ -943,7 +943,7 @@ def command_argv(command: Sequence[str], workdir: str, isolation: str, expose: S
                  f"{_SOCKET_DIR}/mcp.sock"]
     args += argv
     if os.geteuid() != 0:
-        return args, {"PATH": "/usr/bin:/bin"}, "bwrap"
+        return args, {"PATH": "/usr/bin:/bin"}, "bwrap"  # type: ignore[return-value]
     # a root harness: never run the command as root. As the code tool's sandbox does (docs/sandbox.md), an outer
     # bwrap shows the same trees, setpriv drops to the unprivileged uid, and the bwrap above runs as that user
     setpriv = shutil.which("setpriv")
@@ -951,11 +951,11 @@ def command_argv(command: Sequence[str], workdir: str, isolation: str, expose: S
         raise IsolationUnavailable("setpriv (util-linux) not found under /usr: needed to leave root before the "
                                    "external agent's command")
     outer = [bwrap, "--unshare-pid", "--die-with-parent", *system, *views]
-    if not bwrap.startswith("/usr/"):
+    if not bwrap.startswith("/usr/"):  # type: ignore[union-attr]
         outer += [*parent_dirs([bwrap]), "--ro-bind", bwrap, bwrap]
     if socket_dir is not None:
         outer += [*parent_dirs([socket_dir]), "--bind", socket_dir, socket_dir]
     outer += ["--dir", "/tmp", "--bind", "/proc", "/proc", "--dev", "/dev", "--",
               os.path.realpath(setpriv), f"--reuid={SANDBOX_UID}", f"--regid={SANDBOX_UID}", "--clear-groups",
               "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
-    return [*outer, *args], {"PATH": "/usr/bin:/bin"}, "bwrap"
+    return [*outer, *args], {"PATH": "/usr/bin:/bin"}, "bwrap"  # type: ignore[list-item]

@@ -553,7 +553,7 @@ class LLMAgent(Agent):
         if self.prices is not None:
             p_in = float(self.prices["input_per_mtok"]) / 1e6
             return {"input_per_token": p_in, "output_per_token": float(self.prices["output_per_mtok"]) / 1e6,
-                    "cached_per_token": float(self.prices.get("cached_input_per_mtok",
+                    "cached_per_token": float(self.prices.get("cached_input_per_mtok",  # type: ignore[arg-type]
                                                               self.prices["input_per_mtok"])) / 1e6}
         info = _litellm().model_cost.get(self._model) or _litellm().model_cost.get(self._model.split("/", 1)[-1])
         if not info or info.get("input_cost_per_token") is None or info.get("output_cost_per_token") is None:
@@ -574,7 +574,7 @@ class LLMAgent(Agent):
                                       "tokens and cost recorded as unknown"]
         if self.prices is not None:
             p = self._token_prices()
-            cost = (n_in - cached) * p["input_per_token"] + cached * p["cached_per_token"] + n_out * p["output_per_token"]
+            cost = (n_in - cached) * p["input_per_token"] + cached * p["cached_per_token"] + n_out * p["output_per_token"]  # type: ignore[index]
             return float(cost), "config", []
         try:
             return float(_litellm().completion_cost(completion_response=resp, model=self._model)), "litellm", []
@@ -662,13 +662,13 @@ class LLMAgent(Agent):
             except Exception as exc:
                 timeout = isinstance(exc, getattr(litellm, "Timeout", ()))
                 if token is not None:   # a timed-out attempt may be billed: it stays reserved
-                    self._ledger.settle(token, None if timeout else 0.0)
+                    self._ledger.settle(token, None if timeout else 0.0)  # type: ignore[union-attr]
                 message = scrub(str(exc), self._secrets())
                 entry = {"attempt": attempt, "error": type(exc).__name__, "status": getattr(exc, "status_code", None),
                          "message": message[:500], "latency_s": round(time.monotonic() - t0, 4),
                          "started": at, "ended": _utc(), "billed": "unknown" if timeout else "no"}
                 fatal = fatal_reason(exc)
-                server_error = isinstance(getattr(exc, "status_code", None), int) and exc.status_code >= 500
+                server_error = isinstance(getattr(exc, "status_code", None), int) and exc.status_code >= 500  # type: ignore[attr-defined]
                 last = fatal is not None or not (isinstance(exc, retryable) or server_error) \
                     or attempt == self.retry.max_retries
                 wait = 0.0 if last else self.retry.wait(attempt, _retry_after(exc), self._rng)
@@ -702,7 +702,7 @@ class LLMAgent(Agent):
             u.warnings.append(f"{sum(e.get('billed') == 'unknown' for e in log)} timed-out attempt(s) may have been "
                               "billed by the provider: not in the recorded cost")
         if token is not None:
-            self._ledger.settle(token, u.cost if u.cost is not None else None)
+            self._ledger.settle(token, u.cost if u.cost is not None else None)  # type: ignore[union-attr]
         self._spent_usd += float(u.cost or 0.0) if u.cost is not None else bound[1] or 0.0
         self._spent_tokens += int(u.tokens_in or 0) + int(u.tokens_out or 0) if u.tokens_in is not None else bound[0]
         if self._log is not None:
@@ -717,7 +717,7 @@ class LLMAgent(Agent):
         u = replace(Usage(**fields), replayed=True)
         self._spent_usd += float(u.cost or 0.0)
         self._spent_tokens += int(u.tokens_in or 0) + int(u.tokens_out or 0)
-        self._log.append({"key": hit.get("key"), "status": "ok", "replayed": True, "replayed_at": _utc(),
+        self._log.append({"key": hit.get("key"), "status": "ok", "replayed": True, "replayed_at": _utc(),  # type: ignore[union-attr]
                           "message": hit.get("message"), "usage": u.as_dict()})
         return AgentReply(dict(hit["message"]), u)
 

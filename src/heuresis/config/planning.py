@@ -387,8 +387,8 @@ def spend_bounds(config: Mapping) -> list[SpendBound]:
             tin = None if window is None else requests * window
             tout = _sum(None if cap is None else n * cap for cap, n in groups)
             dollars = _sum(None if (d := _request_dollars(spec, window, cap)) is None else n * d for cap, n in groups)
-            own.append(SpendBound(agent, model, part, requests, tin, tout, dollars))
+            own.append(SpendBound(agent, model, part, requests, tin, tout, dollars))  # type: ignore[arg-type]
         rows += own
-        rows.append(SpendBound(agent, model, "total", sum(r.requests for r in own), _sum(r.input_tokens for r in own),
-                               _sum(r.output_tokens for r in own), _sum(r.dollars for r in own)))
+        rows.append(SpendBound(agent, model, "total", sum(r.requests for r in own), _sum(r.input_tokens for r in own),  # type: ignore[arg-type]
+                               _sum(r.output_tokens for r in own), _sum(r.dollars for r in own)))  # type: ignore[arg-type]
     return rows

@@ -177,7 +177,7 @@ def judges_table(judgements: pd.DataFrame | None, judges: Sequence[str]) -> tupl
         return num, pd.DataFrame({"Judge": [NO_JUDGE], "Result": ["games.judges is empty: no rubric, no ICC"]})
     rows, disp = [], []
     for j in judges:
-        d = judgements[judgements.judge == j]
+        d = judgements[judgements.judge == j]  # type: ignore[index, union-attr]
         ok = d[d.status.isin(["ok", "no_report"])]
         rec = {"judge": j, "plays": len(d), "scored": len(ok), "unparsed": int((d.status == "unparsed").sum()),
                "play_failed": int((d.status == "play_failed").sum()),
@@ -190,7 +190,7 @@ def judges_table(judgements: pd.DataFrame | None, judges: Sequence[str]) -> tupl
                      **{_head(k): "n/a" if rec[k] is None else f"{rec[k]:.2f}" for k in SCORES}})
     num = pd.DataFrame(rows)
     # agreement: plays scored by every judge (reports only: a missing report scores 0 for all by rule)
-    asked = judgements[judgements.status != "no_report"]
+    asked = judgements[judgements.status != "no_report"]  # type: ignore[index, union-attr]
     icc_row = {"judge": f"ICC(2,{len(judges)})"}
     disp_row = {"Judge": f"ICC(2,{len(judges)}) across judges", "Plays": "", "Unparsed / failed": ""}
     for k in list(SCORES):
@@ -199,7 +199,7 @@ def judges_table(judgements: pd.DataFrame | None, judges: Sequence[str]) -> tupl
         val, n = float("nan"), len(wide)
         if len(judges) >= 2 and n >= 2:
             val = icc(wide.to_numpy(float))["ICC2_k"]
-        icc_row[k] = val
+        icc_row[k] = val  # type: ignore[assignment]
         disp_row[_head(k)] = (f"{val:.2f} (n={n})" if np.isfinite(val)
                                                       else ("n/a (one judge)" if len(judges) < 2 else f"n/a (n={n})"))
     disp_row["Plays"] = str(len(asked.play_id.unique()))
@@ -266,7 +266,7 @@ def failure_modes_table(plays: pd.DataFrame, judgements: pd.DataFrame | None,
         return num, pd.DataFrame({"Agent": [NO_JUDGE], "Result": ["games.judges is empty: no failure modes"]})
     labels = [*FAILURE_MODES, "no_report"]
     ids = set(_scored(plays).play_id)
-    j = judgements[judgements.status.isin(["ok", "no_report"]) & judgements.play_id.isin(ids)]
+    j = judgements[judgements.status.isin(["ok", "no_report"]) & judgements.play_id.isin(ids)]  # type: ignore[index, union-attr]
     groups = [((a, m), df) for (a, m), df in j.groupby(["agent", "mode"], sort=True)]
     groups.append((("all", "all"), j))
     rows, disp = [], []
@@ -344,16 +344,16 @@ def bias_control_table(plays: pd.DataFrame, refs: Mapping[str, Mapping],
     if num.empty:
         return num, pd.DataFrame({"Scenario": [], "Control": []})
 
-    def iv(col, digits=3):
+    def iv(col, digits=3):  # type: ignore[no-redef]
         return [format_interval(m, lo, hi, digits=digits) for m, lo, hi in
                 zip(num[col], num[f"{col}_lo"], num[f"{col}_hi"])]
 
     disp = pd.DataFrame({
         "Scenario": num.scenario, "Control": num.control, "Agent": num.agent, "Mode": num["mode"],
         "Plays": [f"{p} / {c}" for p, c in zip(num.plays, num.control_plays)],
-        "Survival": iv("survival"), "Control survival": iv("control_survival"), "Difference": iv("survival_diff"),
-        "Trap-fall": iv("trap_fall", 2), "Control trap-fall": iv("control_trap_fall", 2),
-        "Trap-fall difference": iv("trap_fall_diff", 2),
+        "Survival": iv("survival"), "Control survival": iv("control_survival"), "Difference": iv("survival_diff"),  # type: ignore[operator]
+        "Trap-fall": iv("trap_fall", 2), "Control trap-fall": iv("control_trap_fall", 2),  # type: ignore[operator]
+        "Trap-fall difference": iv("trap_fall_diff", 2),  # type: ignore[operator]
     })
     return num, disp
 

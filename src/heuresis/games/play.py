@@ -164,10 +164,10 @@ def path_stats(game: Game) -> dict:
         out["drift_from_best"] = float(abs(vec(game.stage2.design) - vec(deps[best].design)).sum())
     # lock-in: the component that holds the largest share of DEF across every deployed design
     tot = sum(game.space.vector(d.design)[:game.space.n_components] for d in deps)
-    if tot.sum() > 0:
-        k = int(tot.argmax())
+    if tot.sum() > 0:  # type: ignore[union-attr]
+        k = int(tot.argmax())  # type: ignore[union-attr]
         out["lock_in_component"] = game.space.components[k]
-        out["lock_in_share"] = float(tot[k] / tot.sum())
+        out["lock_in_share"] = float(tot[k] / tot.sum())  # type: ignore[index, union-attr]
     return out
 
 
@@ -428,7 +428,7 @@ def parse_answer(text: str | None, space) -> dict:
     if action == "deploy":
         if "count" not in obj:
             raise AnswerError("a deploy answer needs a count")
-        out["count"] = _number(obj["count"], "count")
+        out["count"] = _number(obj["count"], "count")  # type: ignore[assignment]
     else:
         report = obj.get("report")
         out["report"] = report if isinstance(report, str) else ""
@@ -477,10 +477,10 @@ def _play_prompting(agent, game: Game, max_turns: int, variant: str):
                 status, error, termination = "failed", f"{type(ex.error).__name__}: {ex.error}", "failed"
                 requests.append({"turn": turn, "error": ex.failure})
                 break
-            answer = ex.reply.message.get("content") or ""
+            answer = ex.reply.message.get("content") or ""  # type: ignore[union-attr]
             messages.append({"role": "assistant", "content": answer})
-            meta.append({"turn": turn, "usage": ex.usage.as_dict(), "wall_s": round(ex.wall_s, 4)})
-            requests.append({"turn": turn, "answer": answer, "usage": ex.usage.as_dict(),
+            meta.append({"turn": turn, "usage": ex.usage.as_dict(), "wall_s": round(ex.wall_s, 4)})  # type: ignore[union-attr]
+            requests.append({"turn": turn, "answer": answer, "usage": ex.usage.as_dict(),  # type: ignore[union-attr]
                              "wall_s": round(ex.wall_s, 4)})
             t2 = time.monotonic()
             tool, args = "answer", ""

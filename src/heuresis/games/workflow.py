@@ -388,7 +388,7 @@ def run_judgements(judge: str, spec: Mapping, agent: str, mode: str, plays_paths
     units = {p["play_id"]: judgement_unit(p) for p in plays}
     model = make_agent(judge, spec)
     if getattr(model, "max_tokens", None) is None:
-        model.max_tokens = int(max_tokens)
+        model.max_tokens = int(max_tokens)  # type: ignore[attr-defined]
     scns: dict[str, Scenario] = {}
     for p in plays:
         unit = units[p["play_id"]]

@@ -153,7 +153,7 @@ def run_episode_shard(agent: str, agent_spec: Mapping, condition_id: str, family
                 EPISODES, meta)
     if ckpt.finish():
         log(f"{agent} {condition_id} {family}/{split}: {len(failed)} of {len(indices)} episodes FAILED "
-            f"({', '.join(inputs[i].instance_id for i in failed)}); not counted as run: rerun the target to retry "
+            f"({', '.join(inputs[i].instance_id for i in failed)}); not counted as run: rerun the target to retry "  # type: ignore[index]
             "them (the finished ones are kept)")
     return Path(out)
 

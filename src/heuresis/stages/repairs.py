@@ -136,7 +136,7 @@ def pair_features(data: np.ndarray, graph, deletions: Sequence[Mapping], *, alph
         ps = [float(kci.pvalue(x, y, s)) for s in alts]
         p_del = float(dl["pvalue"])
         stab = float(np.mean([t.pvalue(x, y, S) <= alpha for t in subs])) if subs else float("nan")
-        z = data[np.ix_(dcor_sub, list(S))]
+        z = data[np.ix_(dcor_sub, list(S))]  # type: ignore[arg-type]
         rd = distance_correlation(_residual(data[dcor_sub, x], z), _residual(data[dcor_sub, y], z))
         rows.append(dict(x=dl["x"], y=dl["y"], sepset=list(dl["sepset"]), level=int(dl["level"]),
                          grade=dl["grade"], wrong=bool(dl["wrong"]), log_pvalue=p_del, log_set_size=float(len(S)),

@@ -128,12 +128,12 @@ def run_dataset(network: str, dataset: int, *, n: int, seed: int, family: Mappin
             continue
         extra = {}
         if res.pc is not None:
-            wrong = sum(bool(dag[dl.x, dl.y] or dag[dl.y, dl.x]) for dl in res.pc.deletions)
-            extra = dict(n_deletions=len(res.pc.deletions), n_wrong=int(wrong))
+            wrong = sum(bool(dag[dl.x, dl.y] or dag[dl.y, dl.x]) for dl in res.pc.deletions)  # type: ignore[attr-defined]
+            extra = dict(n_deletions=len(res.pc.deletions), n_wrong=int(wrong))  # type: ignore[attr-defined]
         rows.append(_row(network, dataset, n, dag, perm, ss, name, name, res.graph, runtime_s=res.runtime_s,
                          n_tests=res.n_tests, **extra))
         if name == _PC:
-            rows.append(_row(network, dataset, n, dag, perm, ss, ORACLE, _PC, oracle_repair(res.pc, dag),
+            rows.append(_row(network, dataset, n, dag, perm, ss, ORACLE, _PC, oracle_repair(res.pc, dag),  # type: ignore[arg-type]
                              runtime_s=res.runtime_s, n_tests=res.n_tests, **extra))
     return rows
 

@@ -108,7 +108,7 @@ def figure6(scores: pd.DataFrame, headroom: pd.DataFrame, families: Sequence[str
     plt = _plt()
     scores, failed = _scored(scores)
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), sharey=False)
-    rows = []
+    rows = []  # type: ignore[var-annotated]
     if scores.empty:
         for ax in axes:
             _empty(ax, "no test episodes in this config" if failed.empty else "every test episode failed")
@@ -148,7 +148,7 @@ def figure6(scores: pd.DataFrame, headroom: pd.DataFrame, families: Sequence[str
         ax.set_ylabel("adjacency F1 difference\n(test, mean ± 95% CI)" if k == 0 else "")
         ax.set_title(title, fontsize=10)
         ax.spines[["top", "right"]].set_visible(False)
-    legend = {}
+    legend = {}  # type: ignore[var-annotated]
     for ax in axes:
         for h, lab in zip(*ax.get_legend_handles_labels()):
             legend.setdefault(lab, h)
@@ -173,7 +173,7 @@ def figure7a(scores: pd.DataFrame, families: Sequence[str], boot: Bootstrap | Ma
     failed = failed[failed["guided"].astype(bool)]
     parts = _by_agent_guided(scores, agents)
     fig, ax = plt.subplots(figsize=(max(5.0, 1.3 * (len(families) + 1) + 2), 3.4))
-    rows = []
+    rows = []  # type: ignore[var-annotated]
     if not parts:
         _empty(ax, "no guided episodes in this config" if failed.empty else "every guided episode failed")
         return fig, _with_failed(fig, pd.DataFrame(rows), failed)
@@ -215,7 +215,7 @@ def figure7b(scores: pd.DataFrame, families: Sequence[str], boot: Bootstrap | Ma
     scores, failed = _scored(scores)
     parts = _by_agent_guided(scores, agents)
     fig, ax = plt.subplots(figsize=(max(5.0, 1.3 * (len(families) + 1) + 2), 3.4))
-    rows, plotted = [], []
+    rows, plotted = [], []  # type: ignore[var-annotated]
     for part in parts:
         ivs = {}
         for scope in _scopes(part, families):
@@ -253,7 +253,7 @@ def figure9(scores: pd.DataFrame, families: Sequence[str], boot: Bootstrap | Map
     scores, failed = _scored(scores)
     fields = ["agent", "toolbox", "guided", "prompt_level", "target", "budget", "repeat"]
     order = {"none": 0, "once": 1, "retry": 2}
-    rows = []
+    rows = []  # type: ignore[var-annotated]
     groups = [g for _, g in scores.groupby(fields, sort=False)] if len(scores) else []
     groups = [g for g in groups if g["last_turn"].nunique() > 1] or groups
     fig, ax = plt.subplots(figsize=(max(5.0, 0.9 * sum(g["last_turn"].nunique() for g in groups) + 2), 3.6))
@@ -293,7 +293,7 @@ def figure9(scores: pd.DataFrame, families: Sequence[str], boot: Bootstrap | Map
             ticks.append(x)
             labels.append(f"{r['agent']}\n{r['budget']} budget\nlast turn: {lt}")
             x += 1
-        x += 0.5
+        x += 0.5  # type: ignore[assignment]
     ax.set_xticks(ticks, labels, fontsize=7)
     ax.set_ylim(0, 1.12)
     ax.set_ylabel("adjacency F1 (test, mean ± 95% CI)")

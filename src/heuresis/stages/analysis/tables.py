@@ -124,7 +124,7 @@ def counting_failures(per_family: bool, subset: Callable[[pd.DataFrame], pd.Data
                                     **{f: r[f] for f in CONDITION_FIELDS}, "n": 0, "n_finished": 0, "n_failed": k,
                                     "note": ALL_FAILED})
                     row = dict.fromkeys(display.columns, ALL_FAILED)
-                    row.update({c: v for c, v in (("agent", agent), ("condition", cond), ("family", scope),
+                    row.update({c: v for c, v in (("agent", agent), ("condition", cond), ("family", scope),  # type: ignore[misc]
                                                   ("families", ", ".join(dict.fromkeys(part["family"]))),
                                                   ("episodes", 0), (FAILED_COLUMN, k), ("repeat", r["repeat"]),
                                                   ("budget", r["budget"]), ("last turn", r["last_turn"]),
