@@ -745,3 +745,58 @@ def test_check_config_reads_an_overlay_over_the_base_config(root, tmp_path, monk
     assert main(["check-config", "--config", str(root / "config/quick.yaml")]) == 2
     err = capsys.readouterr().err
     assert "base config config/config.yaml: not found in" in err and "--no-base" in err, err
+
+
+# --- typed settings (heuresis.config.settings) --------------------------------------------------
+
+def test_typed_settings_give_back_the_validated_mappings(quick_config):
+    """Each dataclass's as_dict is its validated mapping: the same keys, order and values."""
+    from heuresis.config import typed_settings
+
+    t = typed_settings(quick_config)
+    eps = quick_config["episodes"]
+    pairs = [(t.bootstrap.as_dict(), quick_config["bootstrap"]), (t.code_tool.as_dict(), eps["code_tool"]),
+             *((t.budgets[n].as_dict(), eps["budgets"][n]) for n in eps["budgets"])]
+    for typed, plain in pairs:
+        assert list(typed.items()) == list(plain.items())
+        assert [type(v) for v in typed.values()] == [type(v) for v in plain.values()]   # nothing converted
+    assert set(t.budgets) == set(eps["budgets"]) and all(b.name == n for n, b in t.budgets.items())
+    llm = {n for n, s in quick_config["agents"].items() if s.get("kind") == "llm"}
+    assert set(t.retries) == llm
+
+
+def test_typed_settings_fill_in_the_schema_defaults_and_are_frozen():
+    import dataclasses
+
+    from heuresis.config.loading import schema_default
+    from heuresis.config.settings import Bootstrap, CodeTool, Retries
+
+    assert Bootstrap.from_config({}).as_dict() == {k: schema_default("bootstrap", k) for k in ("resamples", "level", "seed")}
+    assert Bootstrap.from_config({"seed": 3}).seed == 3
+    assert CodeTool.from_config({"isolation": "best_effort"}).isolation == "best_effort"
+    assert Retries.coerce(None) == Retries() and Retries.coerce({"max_retries": 0}).max_retries == 0
+    b = Bootstrap(resamples=100)
+    assert Bootstrap.coerce(b) is b
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        b.seed = 1
+
+
+@pytest.mark.parametrize("build, key", [
+    (lambda s: s.Bootstrap.from_config({"resamples": 5}), "bootstrap.resamples"),
+    (lambda s: s.Bootstrap.from_config({"level": 1.5}), "bootstrap.level"),
+    (lambda s: s.Bootstrap.from_config({"resamples": 2000.0}), "bootstrap.resamples"),
+    (lambda s: s.Bootstrap.from_config({"seed": 1, "sead": 2}, "games.bootstrap"), "games.bootstrap"),
+    (lambda s: s.BudgetSettings.from_config("tight", {"test_units_factor": 1.0, "turns": 0, "output_tokens_per_turn": 10,
+                                                      "algorithm_calls": 1, "wall_seconds": 5}),
+     "episodes.budgets.tight.turns"),
+    (lambda s: s.BudgetSettings.from_config("tight", {"turns": 3}), "episodes.budgets.tight.wall_seconds"),
+    (lambda s: s.CodeTool.from_config({"memory_mb": 1}), "episodes.code_tool.memory_mb"),
+    (lambda s: s.CodeTool.from_config({"isolation": "maybe"}), "episodes.code_tool.isolation"),
+    (lambda s: s.Retries.from_config({"base_s": -1}, "agents.gpt.retries"), "agents.gpt.retries.base_s"),
+    (lambda s: s.Retries.from_config([1], "agents.gpt.retries"), "agents.gpt.retries"),
+])
+def test_a_bad_setting_is_a_config_error_naming_its_key(build, key):
+    from heuresis.config import settings
+
+    with pytest.raises(ConfigError, match=re.escape(f"config key {key}")):
+        build(settings)

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from heuresis.causal.bootstrap import bootstrap_mean, unpaired_bootstrap
+from heuresis.config.settings import Bootstrap
 from heuresis.games.analysis import (
     NO_JUDGE,
     bias_control_table,
@@ -21,7 +22,7 @@ from heuresis.games.analysis import (
 )
 from heuresis.games.judge import CRITERIA, icc
 
-BOOT = {"resamples": 300, "seed": 5, "level": 0.9}
+BOOT = Bootstrap(resamples=300, level=0.9, seed=5)
 PATTERN = [{"of": ["antenna"], "at_least": 4}]
 REFS = {"s_bias": {"family": "antenna", "trap_pattern": PATTERN, "control": "s_ctrl"},
         "s_ctrl": {"family": "antenna", "trap_pattern": PATTERN, "control": None}}
@@ -78,7 +79,7 @@ def test_criteria_table_mean_shares_and_icc_per_criterion():
         v = per_play.reindex(ids)[c].to_numpy()
         assert row.plays == len(v) == 12 and row["mean"] == pytest.approx(v.mean())
         assert row.share_positive == pytest.approx((v > 0).mean()) and row.share_zero == pytest.approx((v == 0).mean())
-        iv = bootstrap_mean(v, **BOOT)
+        iv = bootstrap_mean(v, **BOOT.kwargs())
         assert (row.mean_lo, row.mean_hi) == (iv.lo, iv.hi)
         wide = ok[ok.play_id.isin(ids)].pivot(index="play_id", columns="judge", values=c)[["j1", "j2"]].dropna()
         assert row.icc2k == pytest.approx(icc(wide.to_numpy())["ICC2_k"]) and row.icc_plays == len(wide)
@@ -112,7 +113,7 @@ def test_trap_fall_and_bias_control_against_hand_counts():
         sub = ok[(ok.scenario == row.scenario) & (ok.agent == row.agent) & ok.submitted]
         falls = np.array([json.loads(d)["antenna"] >= 4 for d in sub.design], float)
         assert row.submitted == len(sub) and row.trap_fall == pytest.approx(falls.mean())
-        assert (row.trap_fall_lo, row.trap_fall_hi) == tuple(getattr(bootstrap_mean(falls, **BOOT), k)
+        assert (row.trap_fall_lo, row.trap_fall_hi) == tuple(getattr(bootstrap_mean(falls, **BOOT.kwargs()), k)
                                                               for k in ("lo", "hi"))
     assert num[(num.scenario == "s_bias") & (num.agent == "a1")].plays.iloc[0] == 6    # the failed play left out
     bc, disp = bias_control_table(plays, REFS, BOOT)
@@ -120,7 +121,7 @@ def test_trap_fall_and_bias_control_against_hand_counts():
     row = bc[bc.agent == "a2"].iloc[0]
     a, b = ok[(ok.scenario == "s_bias") & (ok.agent == "a2")], ok[(ok.scenario == "s_ctrl") & (ok.agent == "a2")]
     assert row.survival == pytest.approx(a.survival.mean()) and row.control_survival == pytest.approx(b.survival.mean())
-    d = unpaired_bootstrap(a.survival.to_numpy(), b.survival.to_numpy(), **BOOT)
+    d = unpaired_bootstrap(a.survival.to_numpy(), b.survival.to_numpy(), **BOOT.kwargs())
     assert (row.survival_diff, row.survival_diff_lo, row.survival_diff_hi) == pytest.approx((d.estimate, d.lo, d.hi))
     fa = np.array([json.loads(x)["antenna"] >= 4 for x, s in zip(a.design, a.submitted) if s], float)
     fb = np.array([json.loads(x)["antenna"] >= 4 for x, s in zip(b.design, b.submitted) if s], float)

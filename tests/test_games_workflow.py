@@ -28,6 +28,7 @@ from heuresis.artifacts.schemas import (
 )
 from heuresis.causal.bootstrap import bootstrap_mean
 from heuresis.config import ConfigError, load_config, validate_config
+from heuresis.config.settings import Bootstrap
 from heuresis.games import Game, load_scenario
 from heuresis.games.analysis import NO_JUDGE, criteria_table, family_table, judges_table, path_summary, summary
 from heuresis.games.judge import CRITERIA, ScoreError, icc, parse_scores
@@ -395,7 +396,7 @@ def _fake_plays():
     return pd.DataFrame(rows)
 
 
-BOOT = {"resamples": 300, "seed": 5, "level": 0.9}
+BOOT = Bootstrap(resamples=300, level=0.9, seed=5)
 
 
 def test_summary_against_independent_computation():

@@ -11,6 +11,7 @@ from scipy import stats
 from heuresis.artifacts.io import Checkpoint
 from heuresis.causal.algorithms.router import holm_adjust
 from heuresis.causal.bootstrap import bootstrap_mean, paired_bootstrap
+from heuresis.config.settings import Bootstrap
 from heuresis.stages import headroom_targets as targets
 from heuresis.stages.headroom import build_headroom, select_bca
 from heuresis.stages.instances import instance_spec, write_split
@@ -378,7 +379,7 @@ def test_router_routing_share_in_scores_and_table3(sweep):
     assert scores[scores.method != "router"]["routed_to_kci"].isna().all()
     scores.loc[scores.method == "pc_fisherz", "method"] = "pc_kci"
     fams = {f: sweep["cfg"]["families"][f] for f in sweep["families"]}
-    n3, d3 = targets.table3(scores, selection, list(fams), {"resamples": 50, "seed": 1, "level": 0.95})
+    n3, d3 = targets.table3(scores, selection, list(fams), Bootstrap(resamples=50, level=0.95, seed=1))
     by = n3.set_index("row")
     for fam in sweep["families"]:
         assert by.loc[fam, "router_kci_share"] == pytest.approx(rs[rs.family == fam].routed_to_kci.mean())

@@ -11,6 +11,7 @@ from sklearn.metrics import f1_score
 
 from heuresis.causal.networks import load_network
 from heuresis.config import ConfigError, merge_configs, saturation_settings, validate_config
+from heuresis.config.settings import Bootstrap
 from heuresis.stages.saturation import load_saturation, run_network, saturation_summary, simulate
 
 
@@ -152,7 +153,7 @@ def test_figure1b_table_on_small_data(table):
     from heuresis.stages.saturation import figure1b_table
 
     s = saturation_summary(table, ["asia"], ["pc_fisherz", "pc_kci", "oracle"],
-                           {"resamples": 50, "seed": 1, "level": 0.95})
+                           Bootstrap(resamples=50, level=0.95, seed=1))
     numbers, _ = figure1b_table(s, ["asia"], ["pc_fisherz", "pc_kci", "oracle"], share_of="pc_fisherz")
     mean = {m: table[table["method"] == m]["f1"].mean() for m in ("pc_fisherz", "pc_kci", "oracle")}
     expect = (mean["pc_fisherz"] - mean["pc_kci"]) / (mean["oracle"] - mean["pc_kci"]) \

@@ -138,7 +138,7 @@ def test_config_loading_depends_on_no_other_module():
 GAMES_CORE = ["heuresis.games.scm", "heuresis.games.scenario", "heuresis.games.reading", "heuresis.games.references",
               "heuresis.games.game"]
 LAYERS = {
-    "base": ["heuresis.registry", "heuresis.config.loading"],
+    "base": ["heuresis.registry", "heuresis.config.loading", "heuresis.config.settings"],
     "causal": ["heuresis.causal", *GAMES_CORE],
     "artifacts": ["heuresis.artifacts"],
     "agent protocol": ["heuresis.agents.base", "heuresis.agents.spec"],

@@ -81,7 +81,7 @@ def spend_lines(cfg: dict) -> list[str]:
         out.append(f"  {r.agent:<{w}}  {r.part:<12}  {r.requests:>8,} requests  {_amount(r.input_tokens):>15} in  "
                    f"{_amount(r.output_tokens):>12} out  {_amount(r.dollars, True):>12}")
     totals = [r for r in rows if r.part == "total"]
-    dollars = None if any(r.dollars is None for r in totals) else sum(r.dollars for r in totals)
+    dollars = None if any(r.dollars is None for r in totals) else sum(r.dollars for r in totals)  # type: ignore[misc]
     out.append(f"  all LLM agents: at most {sum(r.requests for r in totals):,} model requests and "
                f"{_amount(dollars, True)}")
     return out
@@ -316,18 +316,18 @@ def cmd_play(args: argparse.Namespace, inp=input, out=print) -> int:
             elif cmd == "status":
                 out(json.dumps(game.status(), indent=1))
             elif cmd == "history":
-                res = tools["get_history"].call(None, {}).data
+                res = tools["get_history"].call(None, {}).data  # type: ignore[arg-type]
                 for dep in res["history"] + res["stage1"]:
                     show(dep)
             elif cmd == "deploy":
                 count, _, design = rest.strip().partition(" ")
-                res = tools["deploy"].call(None, {"design": _parse_design(design), "count": int(count)}).data
+                res = tools["deploy"].call(None, {"design": _parse_design(design), "count": int(count)}).data  # type: ignore[arg-type]
                 show(res)
                 out(f"left: {res['drones_left']} drones, {res['deployments_left']} deployments")
             elif cmd == "submit":
-                out(tools["submit_final_design"].call(None, {"design": _parse_design(rest)}).text)
+                out(tools["submit_final_design"].call(None, {"design": _parse_design(rest)}).text)  # type: ignore[arg-type]
             elif cmd == "report":
-                out(tools["write_report"].call(None, {"text": rest}).text)
+                out(tools["write_report"].call(None, {"text": rest}).text)  # type: ignore[arg-type]
             else:
                 out(f"unknown command {cmd!r}\n{_PLAY_HELP}")
         except (GameError, ValueError) as exc:
@@ -441,6 +441,7 @@ def cmd_serve_play(args: argparse.Namespace) -> int:
     """Serve one game play (the agentic mode) over MCP and write it to the games' plays tables (docs/mcp.md)."""
     from heuresis.agents.external import wait_for_clients
     from heuresis.artifacts.logs import stage_logger
+    from heuresis.config.settings import CodeTool
     from heuresis.games.workflow import run_plays, scenario_folder
 
     cfg = _load(args)
@@ -458,7 +459,7 @@ def cmd_serve_play(args: argparse.Namespace) -> int:
               transcripts_dir=P.located(P.GAME_TRANSCRIPTS, res, agent=args.agent, mode="agentic",
                                         scenario=args.scenario),
               log=stage_logger(None), task_variant=g["task_variant"], max_tool_calls=g["max_tool_calls_per_turn"],
-              code_tool=cfg["episodes"]["code_tool"])
+              code_tool=CodeTool.from_config(cfg["episodes"]["code_tool"]))
     print(f"play written to {out}", file=sys.stderr)
     wait_for_clients()
     return 0

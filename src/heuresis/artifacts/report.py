@@ -63,7 +63,7 @@ def format_interval(estimate: Interval | float | None, lo: float | None = None, 
             raise ValueError("format_interval: give an Interval or estimate, lo and hi, not both")
         if estimate.n == 0:
             return missing
-        estimate, lo, hi = estimate.estimate, estimate.lo, estimate.hi
+        estimate, lo, hi = estimate.estimate, estimate.lo, estimate.hi  # type: ignore[attr-defined]
     if _missing(estimate):
         return missing
     spec = f"{'+' if signed else ''}.{(0 if percent else 3) if digits is None else int(digits)}{'%' if percent else 'f'}"
@@ -149,7 +149,7 @@ def save_figure(fig, stem: str | Path, *, provenance: Mapping) -> None:
     stem = Path(stem)
     stem.parent.mkdir(parents=True, exist_ok=True)
     for ext in ("pdf", "png"):
-        atomic_write(stem.with_suffix(f".{ext}"), lambda tmp, ext=ext: fig.savefig(tmp, format=ext, dpi=200,
+        atomic_write(stem.with_suffix(f".{ext}"), lambda tmp, ext=ext: fig.savefig(tmp, format=ext, dpi=200,  # type: ignore[misc]
                                                                                    bbox_inches="tight"),
                      suffix=f".{ext}")
     atomic_write_text(stem.with_suffix(".provenance.json"), json.dumps(provenance, indent=2, sort_keys=True,

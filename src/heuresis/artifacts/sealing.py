@@ -124,7 +124,7 @@ def run_salt(mode: str, path: str | Path | None = SALT_FILE) -> str:
         return PUBLIC_SALT
     if mode != "drawn":
         raise ValueError(f"config key secrets.salt: {mode!r}; allowed: drawn, public")
-    return read_salt(path)
+    return read_salt(path)  # type: ignore[arg-type]
 
 
 def salt_digest(salt: str) -> str:

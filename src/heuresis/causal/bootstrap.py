@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from heuresis.config.loading import schema_default
+from heuresis.config.settings import Bootstrap
 
 __all__ = ["LEVEL", "RESAMPLES", "Interval", "bootstrap_mean", "bootstrap_ratio", "bootstrap_settings", "paired_bootstrap",
            "unpaired_bootstrap"]
@@ -44,15 +45,16 @@ class Interval:
         return {f"{prefix}mean": self.estimate, f"{prefix}lo": self.lo, f"{prefix}hi": self.hi, f"{prefix}n": self.n}
 
 
-def bootstrap_settings(cfg: Mapping) -> dict:
-    """The keyword arguments of the interval functions from a validated ``bootstrap`` section.
+def bootstrap_settings(cfg: Bootstrap | Mapping) -> dict:
+    """The keyword arguments of the interval functions from the ``bootstrap`` settings.
 
     Parameters
     ----------
     cfg
-        ``resamples``, ``seed`` and ``level`` (the schema fills in whichever a config leaves out).
+        A :class:`~heuresis.config.settings.Bootstrap`, or a validated ``bootstrap`` section
+        (``resamples``, ``seed`` and ``level``; the schema fills in whichever a config leaves out).
     """
-    return dict(resamples=int(cfg["resamples"]), seed=int(cfg["seed"]), level=float(cfg["level"]))
+    return Bootstrap.coerce(cfg).kwargs()
 
 
 def bootstrap_mean(values, *, resamples: int = RESAMPLES, seed: int = 0, level: float = LEVEL) -> Interval:

@@ -420,7 +420,7 @@ def meek_closure(graph: Graph, rules: Sequence[int] = (1, 2, 3, 4)) -> Graph:
     g = graph.copy()
     m = g.amat
     d = g.d
-    rules = set(rules)
+    rules = set(rules)  # type: ignore[assignment]
     changed = True
     while changed:
         changed = False

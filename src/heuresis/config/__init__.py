@@ -1,4 +1,4 @@
-"""The workflow configuration, in three parts.
+"""The workflow configuration, in three parts (and the typed settings).
 
 - :mod:`heuresis.config.loading`: reading and merging files, the schema (the one place each
   default is written) and its helpers, and :func:`config_digest`. It imports no other part of
@@ -6,7 +6,9 @@
 - :mod:`heuresis.config.planning`: the jobs a config plans (reference batches and shards,
   episode jobs) and the config slice each job depends on.
 - :mod:`heuresis.config.validation`: :func:`validate_config`, the schema followed by each
-  stage's own ``config_errors(config)``, and :func:`load_config`.
+  stage's own ``config_errors(config)``, :func:`load_config`, and :func:`typed_settings`: the
+  slices several modules read, as the frozen dataclasses of :mod:`heuresis.config.settings`
+  (which, like loading, every module may import).
 
 Every public name of the three is importable from here. Planning and validation import the
 stage modules, which import :mod:`heuresis.config.loading`; so their names are loaded on first
@@ -24,7 +26,7 @@ from heuresis.config.loading import *  # noqa: F403  (every public name of loadi
 
 _PLANNING = ("episode_job_config", "episode_job_indices", "episode_jobs", "reference_batches",
              "reference_shard_indices", "reference_shards", "saturation_settings")
-_VALIDATION = ("STAGE_CHECKS", "load_config", "validate_config")
+_VALIDATION = ("STAGE_CHECKS", "load_config", "typed_settings", "validate_config")
 
 __all__ = [*_loading.__all__, *_PLANNING, *_VALIDATION]
 

@@ -124,7 +124,7 @@ def allowed(schema: Mapping) -> str:
     if "const" in schema:
         return repr(schema["const"])
     t = schema.get("type")
-    text = " or ".join(_TYPES.get(x, x) for x in (t if isinstance(t, list) else [t])) if t else "a value"
+    text = " or ".join(_TYPES.get(x, x) for x in (t if isinstance(t, list) else [t])) if t else "a value"  # type: ignore[misc]
     lo = (schema["minimum"], "[") if "minimum" in schema else (schema["exclusiveMinimum"], "(") \
         if "exclusiveMinimum" in schema else None
     hi = (schema["maximum"], "]") if "maximum" in schema else (schema["exclusiveMaximum"], ")") \

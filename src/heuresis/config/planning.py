@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from heuresis.agents.spec import provider_resource
 from heuresis.config.loading import ConfigError
+from heuresis.config.settings import BudgetSettings
 from heuresis.harness.conditions import LAST_TURN_REQUESTS, Condition, expand_conditions
 from heuresis.stages.instances import instance_spec
 from heuresis.stages.references import shard_indices, shards
@@ -195,9 +196,9 @@ def episode_job_runtime(config: Mapping, agent: str, condition_id: str, n_episod
     if kind in AGENTS and AGENTS.lookup(kind).privileged:
         return OFFLINE_RUNTIME_MIN
     cond = Condition.from_id(agent, condition_id)
-    budget = config["episodes"]["budgets"][cond.budget]
+    budget = BudgetSettings.from_config(cond.budget, config["episodes"]["budgets"][cond.budget])
     last = LAST_TURN_REQUESTS[cond.last_turn] * (_request_seconds(spec) or 0.0)
-    return _minutes(int(n_episodes) * (float(budget["wall_seconds"]) + last))
+    return _minutes(int(n_episodes) * (float(budget.wall_seconds) + last))
 
 
 def play_job_runtime(config: Mapping, agent: str, mode: str, scenario: str) -> int:
@@ -386,8 +387,8 @@ def spend_bounds(config: Mapping) -> list[SpendBound]:
             tin = None if window is None else requests * window
             tout = _sum(None if cap is None else n * cap for cap, n in groups)
             dollars = _sum(None if (d := _request_dollars(spec, window, cap)) is None else n * d for cap, n in groups)
-            own.append(SpendBound(agent, model, part, requests, tin, tout, dollars))
+            own.append(SpendBound(agent, model, part, requests, tin, tout, dollars))  # type: ignore[arg-type]
         rows += own
-        rows.append(SpendBound(agent, model, "total", sum(r.requests for r in own), _sum(r.input_tokens for r in own),
-                               _sum(r.output_tokens for r in own), _sum(r.dollars for r in own)))
+        rows.append(SpendBound(agent, model, "total", sum(r.requests for r in own), _sum(r.input_tokens for r in own),  # type: ignore[arg-type]
+                               _sum(r.output_tokens for r in own), _sum(r.dollars for r in own)))  # type: ignore[arg-type]
     return rows

@@ -7,6 +7,8 @@ schema cannot say about its own section (unknown mechanism kinds, inverted range
 not registered, grids naming unknown agents, ...) in a function ``config_errors(config)`` that
 returns one line per problem, each naming the offending config key. This module only collects
 them: the knowledge of a section lives with the stage that reads it (docs/config-validation.md).
+:func:`typed_settings` gives the slices several modules read as frozen dataclasses
+(:mod:`heuresis.config.settings`).
 """
 
 from __future__ import annotations
@@ -18,10 +20,11 @@ from typing import Any
 
 from heuresis.agents.spec import secret_errors
 from heuresis.config.loading import ConfigError, read_config_files, schema_errors
+from heuresis.config.settings import ConfigSettings
 from heuresis.games import workflow as games
 from heuresis.stages import episodes, headroom, instances, leakage, references, repairs, saturation, verification
 
-__all__ = ["STAGE_CHECKS", "load_config", "validate_config"]
+__all__ = ["STAGE_CHECKS", "load_config", "typed_settings", "validate_config"]
 
 #: The stages' checks, in the order their messages are listed: instances (graph, mechanisms,
 #: families), references (menu, baselines, batches, grades), headroom, verification, episodes
@@ -58,3 +61,13 @@ def validate_config(config: Mapping[str, Any]) -> dict:
 def load_config(*paths: str | Path) -> dict:
     """Load one or more YAML files, later ones merged over earlier ones, and validate."""
     return validate_config(read_config_files(*paths))
+
+
+def typed_settings(config: Mapping[str, Any]) -> ConfigSettings:
+    """The typed slices of a validated config (:func:`validate_config`'s result).
+
+    ``bootstrap``, ``episodes.budgets`` (by name), ``episodes.code_tool`` and the ``retries`` of
+    every LLM agent, as :class:`~heuresis.config.settings.ConfigSettings`; each dataclass's
+    ``as_dict`` gives back its mapping.
+    """
+    return ConfigSettings.from_config(config)

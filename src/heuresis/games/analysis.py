@@ -35,6 +35,7 @@ import pandas as pd
 
 from heuresis.artifacts.report import format_interval
 from heuresis.causal.bootstrap import bootstrap_mean, unpaired_bootstrap
+from heuresis.config.settings import Bootstrap
 from heuresis.games.judge import CAUSAL, CRITERIA, CRITERION_NAMES, FAILURE_MODES, RUBRIC_MAX, icc
 from heuresis.games.scenario import follows_pattern, pattern_text
 
@@ -119,9 +120,9 @@ def trap_fall(plays: pd.DataFrame, refs: Mapping[str, Mapping]) -> pd.Series:
     return pd.Series(out, index=plays.index, dtype=object)
 
 
-def summary(plays: pd.DataFrame, judgements: pd.DataFrame | None, judges: Sequence[str], boot: Mapping) -> pd.DataFrame:
+def summary(plays: pd.DataFrame, judgements: pd.DataFrame | None, judges: Sequence[str], boot: Bootstrap) -> pd.DataFrame:
     """Per family x scenario x agent x mode (scenario ``all``: the family's plays pooled)."""
-    kw = {"resamples": int(boot["resamples"]), "seed": int(boot["seed"]), "level": float(boot["level"])}
+    kw = boot.kwargs()
     rub = rubric_per_play(judgements).set_index("play_id") if judges else None
     rows = []
     keys = ["family", "scenario", "agent", "mode"]
@@ -197,7 +198,7 @@ def judges_table(judgements: pd.DataFrame | None, judges: Sequence[str]) -> tupl
     scores = scores_of(judgements)
     rows, disp = [], []
     for j in judges:
-        d = judgements[judgements.judge == j]
+        d = judgements[judgements.judge == j]  # type: ignore[index, union-attr]
         ok = d[d.status.isin(["ok", "no_report"])]
         rec = {"judge": j, "plays": len(d), "scored": len(ok), "unparsed": int((d.status == "unparsed").sum()),
                "play_failed": int((d.status == "play_failed").sum()),
@@ -210,7 +211,7 @@ def judges_table(judgements: pd.DataFrame | None, judges: Sequence[str]) -> tupl
                      **{_head(k, top): "n/a" if rec[k] is None else f"{rec[k]:.2f}" for k, top in scores.items()}})
     num = pd.DataFrame(rows)
     # agreement: plays scored by every judge (reports only: a missing report scores 0 for all by rule)
-    asked = judgements[judgements.status != "no_report"]
+    asked = judgements[judgements.status != "no_report"]  # type: ignore[index, union-attr]
     icc_row = {"judge": f"ICC(2,{len(judges)})"}
     disp_row = {"Judge": f"ICC(2,{len(judges)}) across judges", "Plays": "", "Unparsed / failed": ""}
     for k, top in scores.items():
@@ -219,7 +220,7 @@ def judges_table(judgements: pd.DataFrame | None, judges: Sequence[str]) -> tupl
         val, n = float("nan"), len(wide)
         if len(judges) >= 2 and n >= 2:
             val = icc(wide.to_numpy(float))["ICC2_k"]
-        icc_row[k] = val
+        icc_row[k] = val  # type: ignore[assignment]
         disp_row[_head(k, top)] = (f"{val:.2f} (n={n})" if np.isfinite(val)
                                                       else ("n/a (one judge)" if len(judges) < 2 else f"n/a (n={n})"))
     disp_row["Plays"] = str(len(asked.play_id.unique()))
@@ -239,17 +240,13 @@ def _icc2k(judgements: pd.DataFrame, judges: Sequence[str], col: str, play_ids=N
     return icc(wide.to_numpy(float))["ICC2_k"], len(wide)
 
 
-def _kw(boot: Mapping) -> dict:
-    return {"resamples": int(boot["resamples"]), "seed": int(boot["seed"]), "level": float(boot["level"])}
-
-
 def _scored(plays: pd.DataFrame) -> pd.DataFrame:
     """The plays that did not fail (a failed play is counted elsewhere, never scored)."""
     return plays[plays.status != "failed"] if "status" in plays else plays
 
 
 def criteria_table(plays: pd.DataFrame, judgements: pd.DataFrame | None, judges: Sequence[str],
-                   boot: Mapping) -> tuple[pd.DataFrame, pd.DataFrame]:
+                   boot: Bootstrap) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Per agent x mode (and ``all`` pooled) and criterion: mean, share > 0, share = 0, ICC(2,k), over judged plays.
 
     A play's score is the mean over the judges that scored it; share > 0 counts plays with any
@@ -269,7 +266,7 @@ def criteria_table(plays: pd.DataFrame, judgements: pd.DataFrame | None, judges:
         drow = {"Agent": agent, "Mode": mode, "Plays judged": str(len(sc))}
         for k, top in scores_of(judgements).items():
             v = sc[k].to_numpy(float)
-            iv = bootstrap_mean(v, **_kw(boot))
+            iv = bootstrap_mean(v, **boot.kwargs())
             val, n_icc = _icc2k(judgements, judges, k, df.play_id)
             rec = {"agent": agent, "mode": mode, "criterion": k, "max": top, "plays": len(v), "mean": iv.estimate,
                    "mean_lo": iv.lo, "mean_hi": iv.hi, "share_positive": float((v > 0).mean()) if len(v) else np.nan,
@@ -290,7 +287,7 @@ def failure_modes_table(plays: pd.DataFrame, judgements: pd.DataFrame | None,
         return num, pd.DataFrame({"Agent": [NO_JUDGE], "Result": ["games.judges is empty: no failure modes"]})
     labels = [*FAILURE_MODES, "no_report"]
     ids = set(_scored(plays).play_id)
-    j = judgements[judgements.status.isin(["ok", "no_report"]) & judgements.play_id.isin(ids)]
+    j = judgements[judgements.status.isin(["ok", "no_report"]) & judgements.play_id.isin(ids)]  # type: ignore[index, union-attr]
     groups = [((a, m), df) for (a, m), df in j.groupby(["agent", "mode"], sort=True)]
     groups.append((("all", "all"), j))
     rows, disp = [], []
@@ -308,15 +305,15 @@ def failure_modes_table(plays: pd.DataFrame, judgements: pd.DataFrame | None,
 
 
 def trap_fall_table(plays: pd.DataFrame, refs: Mapping[str, Mapping],
-                    boot: Mapping) -> tuple[pd.DataFrame, pd.DataFrame]:
+                    boot: Bootstrap) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Per scenario x agent x mode: share of submitted designs following the scenario's trap pattern, with its interval."""
     plays = _scored(plays).copy()
     plays["trap_fall"] = trap_fall(plays, refs)
     rows = []
     for (scn, agent, mode), df in plays.groupby(["scenario", "agent", "mode"], sort=True):
         tf = df.trap_fall.dropna().astype(float).to_numpy()
-        iv = bootstrap_mean(tf, **_kw(boot))
-        sv = bootstrap_mean(df.survival.to_numpy(float), **_kw(boot))
+        iv = bootstrap_mean(tf, **boot.kwargs())
+        sv = bootstrap_mean(df.survival.to_numpy(float), **boot.kwargs())
         rows.append({"scenario": scn, "family": refs[scn]["family"], "agent": agent, "mode": mode, "plays": len(df),
                      "submitted": len(tf), "trap_pattern": pattern_text(refs[scn]["trap_pattern"]),
                      "trap_fall": iv.estimate, "trap_fall_lo": iv.lo, "trap_fall_hi": iv.hi,
@@ -335,7 +332,7 @@ def trap_fall_table(plays: pd.DataFrame, refs: Mapping[str, Mapping],
 
 
 def bias_control_table(plays: pd.DataFrame, refs: Mapping[str, Mapping],
-                       boot: Mapping) -> tuple[pd.DataFrame, pd.DataFrame]:
+                       boot: Bootstrap) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Each biased scenario beside its control, per agent x mode: survival and trap-fall rate, and biased minus control.
 
     The two sides are different plays (their draws are the scenarios' own), so the difference's
@@ -359,25 +356,25 @@ def bias_control_table(plays: pd.DataFrame, refs: Mapping[str, Mapping],
             for col, x, y in (("survival", a.survival.to_numpy(float), b.survival.to_numpy(float)),
                               ("trap_fall", _falls(a, pat), _falls(b, pat))):
                 for side, v in ((col, x), (f"control_{col}", y)):
-                    iv = bootstrap_mean(v, **_kw(boot))
+                    iv = bootstrap_mean(v, **boot.kwargs())
                     rec.update({side: iv.estimate, f"{side}_lo": iv.lo, f"{side}_hi": iv.hi})
-                d = unpaired_bootstrap(x, y, **_kw(boot))
+                d = unpaired_bootstrap(x, y, **boot.kwargs())
                 rec.update({f"{col}_diff": d.estimate, f"{col}_diff_lo": d.lo, f"{col}_diff_hi": d.hi})
             rows.append(rec)
     num = pd.DataFrame(rows)
     if num.empty:
         return num, pd.DataFrame({"Scenario": [], "Control": []})
 
-    def iv(col, digits=3):
+    def iv(col, digits=3):  # type: ignore[no-redef]
         return [format_interval(m, lo, hi, digits=digits) for m, lo, hi in
                 zip(num[col], num[f"{col}_lo"], num[f"{col}_hi"])]
 
     disp = pd.DataFrame({
         "Scenario": num.scenario, "Control": num.control, "Agent": num.agent, "Mode": num["mode"],
         "Plays": [f"{p} / {c}" for p, c in zip(num.plays, num.control_plays)],
-        "Survival": iv("survival"), "Control survival": iv("control_survival"), "Difference": iv("survival_diff"),
-        "Trap-fall": iv("trap_fall", 2), "Control trap-fall": iv("control_trap_fall", 2),
-        "Trap-fall difference": iv("trap_fall_diff", 2),
+        "Survival": iv("survival"), "Control survival": iv("control_survival"), "Difference": iv("survival_diff"),  # type: ignore[operator]
+        "Trap-fall": iv("trap_fall", 2), "Control trap-fall": iv("control_trap_fall", 2),  # type: ignore[operator]
+        "Trap-fall difference": iv("trap_fall_diff", 2),  # type: ignore[operator]
     })
     return num, disp
 
@@ -489,7 +486,7 @@ def _no_judge_note(ax, plt) -> None:
 
 
 def criteria_tiers_figure(plays: pd.DataFrame, judgements: pd.DataFrame | None, judges: Sequence[str],
-                          boot: Mapping):
+                          boot: Bootstrap):
     """Plot each criterion's mean (as a share of its maximum) per survival tier, with bootstrap intervals."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(7.6, 3.8))
@@ -505,7 +502,7 @@ def criteria_tiers_figure(plays: pd.DataFrame, judgements: pd.DataFrame | None, 
             sub = df[df.tier == t]
             means, los, his = [], [], []
             for c in crit:
-                iv = bootstrap_mean(sub[c].to_numpy(float) / maxima[c], **_kw(boot))
+                iv = bootstrap_mean(sub[c].to_numpy(float) / maxima[c], **boot.kwargs())
                 means.append(iv.estimate)
                 los.append(iv.estimate - iv.lo)
                 his.append(iv.hi - iv.estimate)
@@ -615,7 +612,7 @@ def load_inputs(references: Sequence, plays: Sequence, judgements: Sequence):
 
 
 def build_target(target: str, stem, *, references: Sequence, plays: Sequence, judgements: Sequence,
-                 judges: Sequence[str], bootstrap: Mapping, caption: str, stage: str) -> str:
+                 judges: Sequence[str], bootstrap: Bootstrap | Mapping, caption: str, stage: str) -> str:
     """Write one games table (``stem``.parquet/.md/.tex) or figure (``stem``.pdf/.png); returns a log line.
 
     A table's caption is ``caption`` (its caption file's text), then the run's facts: the family,
@@ -624,10 +621,11 @@ def build_target(target: str, stem, *, references: Sequence, plays: Sequence, ju
     from heuresis.artifacts.provenance import provenance_record
     from heuresis.artifacts.report import save_figure, write_paper_table
 
+    bootstrap = Bootstrap.coerce(bootstrap, "games.bootstrap")
     refs, p, j = load_inputs(references, plays, judgements)
     prov = provenance_record(stage=stage, config={"target": target, "judges": list(judges),
-                                                            "bootstrap": dict(bootstrap)},
-                             seeds={"bootstrap": int(bootstrap["seed"])},
+                                                  "bootstrap": bootstrap.as_dict()},
+                             seeds={"bootstrap": int(bootstrap.seed)},
                              inputs=[*references, *plays, *judgements])
     if target == "games_optima":
         num, disp = references_table(refs)
@@ -642,13 +640,13 @@ def build_target(target: str, stem, *, references: Sequence, plays: Sequence, ju
         family = target[len("games_"):]
         summ = summary(p[p.family == family], j, judges, bootstrap)
         num, disp = family_table(summ, family, judges)
-        cap = (f"{caption} Family: {family}; {float(bootstrap['level']):.0%} intervals, "
-               f"{int(bootstrap['resamples'])} resamples.")
+        cap = (f"{caption} Family: {family}; {float(bootstrap.level):.0%} intervals, "
+               f"{int(bootstrap.resamples)} resamples.")
         if not judges:
             cap += f" Rubric: {NO_JUDGE} (games.judges is empty)."
         write_paper_table(num, disp, stem, caption=cap, provenance=prov)
         return f"{target}: {len(num)} rows from {int((p.family == family).sum())} plays"
-    facts = f"{float(bootstrap['level']):.0%} intervals, {int(bootstrap['resamples'])} resamples."
+    facts = f"{float(bootstrap.level):.0%} intervals, {int(bootstrap.resamples)} resamples."
     if target in ("games_criteria", "games_failure_modes"):
         num, disp = (criteria_table(p, j, judges, bootstrap) if target == "games_criteria"
                      else failure_modes_table(p, j, judges))

@@ -131,26 +131,26 @@ def _from_object(obj: Mapping) -> dict | None:
         if c is None and reason_key != _norm(key):
             c2 = _criterion(reason_key)
             if c2 is not None:
-                found.setdefault(c2, [None, ""])[1] = str(v)
+                found.setdefault(c2, [None, ""])[1] = str(v)  # type: ignore[arg-type, index]
             continue
         if c is None:
             continue
         if isinstance(v, Mapping):
             sub = {_norm(k): x for k, x in v.items()}
-            found.setdefault(c, [None, ""])[0] = sub.get("score", sub.get("points"))
-            found[c][1] = str(sub.get("reason", found[c][1]) or "")
+            found.setdefault(c, [None, ""])[0] = sub.get("score", sub.get("points"))  # type: ignore[arg-type, index]
+            found[c][1] = str(sub.get("reason", found[c][1]) or "")  # type: ignore[index]
             if found[c][0] is None:
                 raise ScoreError(f"{c}: no score")
         else:
-            found.setdefault(c, [None, ""])[0] = v
+            found.setdefault(c, [None, ""])[0] = v  # type: ignore[arg-type, index]
     if not any(x[0] is not None for x in found.values()):
         return None
     missing = [c for c in CRITERIA if c not in found or found[c][0] is None]
     if missing:
         raise ScoreError(f"no score for {', '.join(m.upper() for m in missing)}")
     out = {c: _value(found[c][0], c) for c in CRITERIA}
-    out.update({f"{c}_reason": " ".join(found[c][1].split()) for c in CRITERIA})
-    out["failure_mode"] = _label(label)
+    out.update({f"{c}_reason": " ".join(found[c][1].split()) for c in CRITERIA})  # type: ignore[misc]
+    out["failure_mode"] = _label(label)  # type: ignore[assignment]
     return out
 
 
@@ -217,8 +217,8 @@ def judge_play(model, judge: str, play: Mapping, scn) -> dict:
                    latency_s=round(ex.wall_s, 4))
         return row
     u = ex.usage
-    answer = ex.reply.message.get("content") or ""
-    row.update(answer=answer, tokens_in=u.tokens_in, tokens_out=u.tokens_out, cost=ex.cost, latency_s=u.latency_s)
+    answer = ex.reply.message.get("content") or ""  # type: ignore[union-attr]
+    row.update(answer=answer, tokens_in=u.tokens_in, tokens_out=u.tokens_out, cost=ex.cost, latency_s=u.latency_s)  # type: ignore[union-attr]
     try:
         scores = parse_scores(answer)
     except ScoreError as exc:

@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 from heuresis.agents.base import FatalAgentError, agent_class, agent_origin, make_agent
 from heuresis.agents.llm import repair_arguments
 from heuresis.config.loading import schema_default
+from heuresis.config.settings import CodeTool
 from heuresis.games.game import Game, GameError
 from heuresis.games.scenario import Scenario
 from heuresis.games.tools import game_tools, rows_csv
@@ -163,17 +164,17 @@ def path_stats(game: Game) -> dict:
         out["drift_from_best"] = float(abs(vec(game.stage2.design) - vec(deps[best].design)).sum())
     # lock-in: the component that holds the largest share of DEF across every deployed design
     tot = sum(game.space.vector(d.design)[:game.space.n_components] for d in deps)
-    if tot.sum() > 0:
-        k = int(tot.argmax())
+    if tot.sum() > 0:  # type: ignore[union-attr]
+        k = int(tot.argmax())  # type: ignore[union-attr]
         out["lock_in_component"] = game.space.components[k]
-        out["lock_in_share"] = float(tot[k] / tot.sum())
+        out["lock_in_share"] = float(tot[k] / tot.sum())  # type: ignore[index, union-attr]
     return out
 
 
 def run_play(agent_name: str, agent_spec: Mapping, scn: Scenario, *, repeat: int = 0, seed: int = 0,
              threshold: float | None = None, optimum: float | None = None,
              max_turns: int = DEFAULT_MAX_TURNS, mode: str = "agentic", task_variant: str = "standard",
-             max_tool_calls: int | None = None, code_tool: Mapping | None = None,
+             max_tool_calls: int | None = None, code_tool: CodeTool | None = None,
              request_log: RequestLog | None = None) -> PlayOutcome:
     """Agent ``agent_name`` (config entry ``agent_spec``) plays ``scn`` once in ``mode``.
 
@@ -207,9 +208,9 @@ def run_play(agent_name: str, agent_spec: Mapping, scn: Scenario, *, repeat: int
     if mode == "agentic":
         calls_cap = int(schema_default("games", "max_tool_calls_per_turn") if max_tool_calls is None
                         else max_tool_calls)
-        code = dict(code_tool or {})
-        isolation = isolation_for(code.pop("isolation", schema_default("episodes", "code_tool", "isolation")))
-        limits = SandboxLimits(**{k: v for k, v in code.items() if k in SandboxLimits.__dataclass_fields__})
+        code = CodeTool() if code_tool is None else code_tool
+        isolation = isolation_for(code.isolation)
+        limits = SandboxLimits(**code.limits())
         result = _play_agentic(agent, game, max_turns, task_variant, calls_cap, isolation, limits)
     else:
         isolation = "off"
@@ -427,7 +428,7 @@ def parse_answer(text: str | None, space) -> dict:
     if action == "deploy":
         if "count" not in obj:
             raise AnswerError("a deploy answer needs a count")
-        out["count"] = _number(obj["count"], "count")
+        out["count"] = _number(obj["count"], "count")  # type: ignore[assignment]
     else:
         report = obj.get("report")
         out["report"] = report if isinstance(report, str) else ""
@@ -476,10 +477,10 @@ def _play_prompting(agent, game: Game, max_turns: int, variant: str):
                 status, error, termination = "failed", f"{type(ex.error).__name__}: {ex.error}", "failed"
                 requests.append({"turn": turn, "error": ex.failure})
                 break
-            answer = ex.reply.message.get("content") or ""
+            answer = ex.reply.message.get("content") or ""  # type: ignore[union-attr]
             messages.append({"role": "assistant", "content": answer})
-            meta.append({"turn": turn, "usage": ex.usage.as_dict(), "wall_s": round(ex.wall_s, 4)})
-            requests.append({"turn": turn, "answer": answer, "usage": ex.usage.as_dict(),
+            meta.append({"turn": turn, "usage": ex.usage.as_dict(), "wall_s": round(ex.wall_s, 4)})  # type: ignore[union-attr]
+            requests.append({"turn": turn, "answer": answer, "usage": ex.usage.as_dict(),  # type: ignore[union-attr]
                              "wall_s": round(ex.wall_s, 4)})
             t2 = time.monotonic()
             tool, args = "answer", ""

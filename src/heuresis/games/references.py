@@ -188,7 +188,7 @@ def search_optimum(scn: Scenario, *, drones: int | None = None, starts: int | No
         runner = float(vals.max())
         better = int((vals > best_val + 1e-12).sum())
         share_ub = float(beta_dist.ppf(0.95, better + 1, sample - better)) if better < sample else 1.0
-    return Search(best_vec, best_val, float(np.sqrt(best_val * (1 - best_val) / drones)), "searched", size,
+    return Search(best_vec, best_val, float(np.sqrt(best_val * (1 - best_val) / drones)), "searched", size,  # type: ignore[arg-type]
                   evaluated, runner, share_ub, sample, drones)
 
 

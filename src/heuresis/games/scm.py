@@ -69,7 +69,7 @@ class Draws:
     u_hit: np.ndarray                     # (n, W, S)
     target: np.ndarray                    # (n, W, S) component index a hit lands on
     damage: np.ndarray                    # (n, W, S) damage of a hit before the gun factor
-    u_obs: np.random.SeedSequence = field(repr=False, default=None)  # observation noise seed
+    u_obs: np.random.SeedSequence = field(repr=False, default=None)  # type: ignore[assignment]  # observation noise seed
 
 
 @dataclass

@@ -49,6 +49,7 @@ from heuresis.artifacts.schemas import (
     GAME_REFERENCES,
 )
 from heuresis.config.loading import StrictValidator, agent_errors, config_digest, config_key, format_errors
+from heuresis.config.settings import CodeTool
 from heuresis.games.play import MODES
 from heuresis.games.references import check_references, compute_references, seed_of, winnability_errors
 from heuresis.games.scenario import Scenario, ScenarioError, load_scenario, scenario_schema
@@ -277,25 +278,27 @@ def run_plays(agent: str, spec: Mapping, mode: str, scenario: str, folder: str |
               max_turns: int, references: str | Path, out: str | Path, calls_out: str | Path,
               transcripts_dir: str | Path, log: _Log = _quiet, attempt: str = FIRST_ATTEMPT,
               requests_out: str | Path | None = None, task_variant: str = "standard",
-              max_tool_calls: int | None = None, code_tool: Mapping | None = None) -> Path:
+              max_tool_calls: int | None = None, code_tool: CodeTool | Mapping | None = None) -> Path:
     """``plays`` plays of ``scenario`` by ``agent`` in ``mode``; checkpointed per play.
 
     ``requests_out``: the plays' model requests (:data:`~heuresis.artifacts.schemas.GAME_PLAY_REQUESTS`);
     ``task_variant``, ``max_tool_calls`` and ``code_tool``: config ``games.task_variant``,
-    ``games.max_tool_calls_per_turn`` and ``episodes.code_tool`` (see :func:`heuresis.games.play.run_play`).
+    ``games.max_tool_calls_per_turn`` and ``episodes.code_tool`` (see :func:`heuresis.games.play.run_play`;
+    a mapping is read with :meth:`CodeTool.from_config <heuresis.config.settings.CodeTool.from_config>`).
     """
     from heuresis.agents.base import agent_origin, origin_packages
     from heuresis.games.play import run_play
     from heuresis.harness.requestlog import RequestLog
 
     started = utc_now()
+    code_tool = None if code_tool is None else CodeTool.coerce(code_tool)
     scn = load_scenario(scenario, folder)
     ref = load_references([references])[scenario]
     cfg_slice = {"agent": agent, "spec": result_spec(spec), "mode": mode, "scenario": scn.spec, "plays": int(plays),
                  "seed": int(seed), "max_turns": int(max_turns), "threshold": ref["threshold"],
                  "optimum": ref["optimum"], "task_variant": task_variant,
                  "max_tool_calls": None if max_tool_calls is None else int(max_tool_calls),
-                 "code_tool": dict(code_tool or {})}
+                 "code_tool": {} if code_tool is None else code_tool.as_dict()}
     origin = agent_origin(agent, spec)
     if origin is not None:   # a plugin's class and distribution version: in the provenance and the resume key
         cfg_slice["agent_origin"] = origin
@@ -385,7 +388,7 @@ def run_judgements(judge: str, spec: Mapping, agent: str, mode: str, plays_paths
     units = {p["play_id"]: judgement_unit(p) for p in plays}
     model = make_agent(judge, spec)
     if getattr(model, "max_tokens", None) is None:
-        model.max_tokens = int(max_tokens)
+        model.max_tokens = int(max_tokens)  # type: ignore[attr-defined]
     scns: dict[str, Scenario] = {}
     for p in plays:
         unit = units[p["play_id"]]

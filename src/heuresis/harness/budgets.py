@@ -11,16 +11,17 @@ stability check one per resample), *turns* (assistant replies before the last tu
 tokens per turn*, *algorithm calls* and *wall time*.  The test-unit limit is sized in PC's own
 cost: ``test_units_factor`` times the number of CI tests PC-KCI ran on the instance (from its
 references row).  :meth:`Budgets.line` renders what remains as the one line appended to every
-tool result and shown in the prompt.
+tool result and shown in the prompt.  A budget setting of the config is
+:class:`~heuresis.config.settings.BudgetSettings` (importable from here too).
 """
 
 from __future__ import annotations
 
-import math
 import re
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+
+from heuresis.config.settings import BudgetSettings
 
 __all__ = ["EXHAUSTION_KINDS", "BudgetSettings", "Budgets", "normalize_clock"]
 
@@ -35,27 +36,6 @@ def normalize_clock(text: str) -> str:
 
 #: Names of the limits, as recorded in ``episodes.exhausted``.
 EXHAUSTION_KINDS = ("test_units", "turns", "output_tokens", "algorithm_calls", "wall_time")
-
-
-@dataclass(frozen=True)
-class BudgetSettings:
-    """A named budget setting of the config (``episodes.budgets.<name>``)."""
-
-    name: str
-    test_units_factor: float
-    turns: int
-    output_tokens_per_turn: int
-    algorithm_calls: int
-    wall_seconds: float
-
-    @classmethod
-    def from_config(cls, name: str, spec: Mapping) -> BudgetSettings:
-        """Build the setting ``name`` from its config entry (keys as the fields; an unknown key is a TypeError)."""
-        return cls(name=name, **dict(spec))
-
-    def test_units(self, pc_kci_tests: int) -> int:
-        """Test units of an instance: the factor times PC-KCI's test count (at least 1)."""
-        return max(1, int(math.ceil(self.test_units_factor * int(pc_kci_tests))))
 
 
 class Budgets:

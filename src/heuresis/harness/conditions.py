@@ -127,7 +127,7 @@ class Cell:
             return ()
         if self.instances is None or self.instances.get(family) is None:
             return tuple(range(n))
-        return self.instances[family]
+        return self.instances[family]  # type: ignore[return-value]
 
 
 class GridError(ValueError):
@@ -252,7 +252,7 @@ def expand_conditions(config: Mapping) -> list[Cell]:
                 cells[key] = cell
                 continue
             families_u = prev.families + tuple(f for f in cell.families if f not in prev.families)
-            inst = {f: _union(prev.instances, cell.instances, f) for f in families_u}
+            inst = {f: _union(prev.instances, cell.instances, f) for f in families_u}  # type: ignore[arg-type]
             cells[key] = Cell(cell.condition, families_u, cell.split, inst)
     return list(cells.values())
 

@@ -338,8 +338,8 @@ class AgentLoop:
         tool = str(fn.get("name", ""))
         first = usage is not None and index == 0
         self.calls.append(Call(self.turn, index, call_id, tool, str(fn.get("arguments", "")), content, ok, error,
-                               int(units), round(wall, 4), _tokens(usage.tokens_in) if first else 0,
-                               _tokens(usage.tokens_out) if first else 0, last_turn,
+                               int(units), round(wall, 4), _tokens(usage.tokens_in) if first else 0,  # type: ignore[arg-type, union-attr]
+                               _tokens(usage.tokens_out) if first else 0, last_turn,  # type: ignore[arg-type, union-attr]
                                json.dumps(details or {}, default=str), self.call_extra()))
         self.agent.observe(Observation(call_id, tool, ok, copy.deepcopy(data) if ok and data else {}, error,
                                        copy.deepcopy(budgets)))
@@ -373,7 +373,7 @@ class AgentLoop:
                                 wall=time.monotonic() - t0, details={"traceback": traceback.format_exc(limit=5)},
                                 **kw)
         self._answer(tc, out.text, ok=True, units=out.test_units, wall=time.monotonic() - t0, details=out.details,
-                     data=out.data, **kw)
+                     data=out.data, **kw)  # type: ignore[arg-type]
         if out.ends:
             self.ended = True
         self.on_result(out)

@@ -49,6 +49,7 @@ from pathlib import Path
 import numpy as np
 
 from heuresis.config.loading import schema_default
+from heuresis.config.settings import CodeTool
 
 __all__ = [
     "ISOLATION_KEY",
@@ -320,8 +321,8 @@ def _read_capped(proc: subprocess.Popen, deadline: float, out_cap: int) -> tuple
     sel = selectors.DefaultSelector()
     out, err = bytearray(), bytearray()
     for f in (proc.stdout, proc.stderr):
-        os.set_blocking(f.fileno(), False)
-        sel.register(f, selectors.EVENT_READ)
+        os.set_blocking(f.fileno(), False)  # type: ignore[union-attr]
+        sel.register(f, selectors.EVENT_READ)  # type: ignore[arg-type]
     capped = timed_out = False
     err_read = 0
     try:
@@ -350,7 +351,7 @@ def _read_capped(proc: subprocess.Popen, deadline: float, out_cap: int) -> tuple
                     del err[:-_STDERR_KEEP]
                     if err_read > 50 * _STDERR_KEEP:
                         sel.unregister(key.fileobj)
-                        key.fileobj.close()
+                        key.fileobj.close()  # type: ignore[union-attr]
     finally:
         sel.close()
     return bytes(out), bytes(err), capped, timed_out
@@ -395,23 +396,23 @@ def run_code(code: str, data: np.ndarray | None, limits: SandboxLimits = Sandbox
         for name in extra:
             if name in ("data.npy", "data.csv", "script.py") or not _SAFE_NAME.fullmatch(name):
                 raise ValueError(f"sandbox data file name {name!r} is reserved or not a plain file name")
-        files = {"script.py": base / "script.py"}
+        files = {"script.py": base / "script.py"}  # type: ignore[dict-item]
         if data is not None:
             x = np.asarray(data, dtype=float)
-            files.update({"data.npy": base / "data.npy", "data.csv": base / "data.csv"})
+            files.update({"data.npy": base / "data.npy", "data.csv": base / "data.csv"})  # type: ignore[dict-item]
             np.save(files["data.npy"], x)
             header = ",".join(f"X{k + 1}" for k in range(x.shape[1]))
             np.savetxt(files["data.csv"], x, delimiter=",", header=header, comments="", fmt="%.10g")
         for name, text in extra.items():
-            files[name] = base / name
-            files[name].write_text(text)
-        files["script.py"].write_text(code)
+            files[name] = base / name  # type: ignore[assignment]
+            files[name].write_text(text)  # type: ignore[attr-defined]
+        files["script.py"].write_text(code)  # type: ignore[attr-defined]
         for f in files.values():
             os.chmod(f, 0o644)
         out_cap = max(4 * limits.max_output_chars, 65536)
         mem, cpu = int(limits.memory_mb) * 1024 * 1024, int(limits.cpu_seconds)
         if isolation == "bwrap":
-            cmd = _command(bwrap, {k: str(v) for k, v in files.items()}, limits)
+            cmd = _command(bwrap, {k: str(v) for k, v in files.items()}, limits)  # type: ignore[arg-type]
             env, cwd, preexec = {"PATH": "/usr/bin:/bin"}, "/", None
         else:
             work = base / "work"
@@ -440,9 +441,9 @@ def run_code(code: str, data: np.ndarray | None, limits: SandboxLimits = Sandbox
         finally:
             _kill(proc)
             proc.wait()
-            for f in (proc.stdout, proc.stderr):
-                if not f.closed:
-                    f.close()
+            for f in (proc.stdout, proc.stderr):  # type: ignore[assignment]
+                if not f.closed:  # type: ignore[attr-defined]
+                    f.close()  # type: ignore[attr-defined]
         wall = time.monotonic() - t0
         cpu_used = resource.getrusage(resource.RUSAGE_CHILDREN).ru_utime - before
         text = raw.decode(errors="replace")
@@ -517,7 +518,7 @@ def check_isolation(cfg) -> str:
     Also raises it for an external agent in use (an active grid, the games) whose command must run
     isolated (``isolation: required``, its default) where bubblewrap does not work (docs/mcp.md).
     """
-    used = isolation_for(cfg["episodes"]["code_tool"]["isolation"])
+    used = isolation_for(CodeTool.from_config(cfg["episodes"]["code_tool"]).isolation)
     eps, agents = cfg.get("episodes", {}), cfg.get("agents", {})
     in_use = {a for g in eps.get("run", []) for a in eps.get("grids", {}).get(g, {}).get("agents", [])}
     in_use |= set((cfg.get("games") or {}).get("agents", []))

@@ -34,7 +34,7 @@ from heuresis.artifacts.provenance import PROVENANCE_KEY, dumps, provenance_reco
 from heuresis.artifacts.schemas import CALLS, EPISODES, REQUESTS
 from heuresis.artifacts.sealing import PUBLIC_SALT, salt_digest
 from heuresis.config.loading import config_digest
-from heuresis.harness.budgets import BudgetSettings
+from heuresis.config.settings import BudgetSettings, CodeTool
 from heuresis.harness.conditions import Condition
 from heuresis.harness.episode import (
     EpisodeInput,
@@ -53,12 +53,11 @@ __all__ = ["config_errors", "episode_settings", "load_episode_inputs", "run_epis
 
 def episode_settings(episodes_cfg: Mapping, menu: Mapping, grades: Sequence[Mapping], budget: str) -> EpisodeSettings:
     """Settings of an episode from the config slices (``episodes``, the menu, ``grades``)."""
+    code_tool = CodeTool.from_config(episodes_cfg["code_tool"])
     return EpisodeSettings(budget=BudgetSettings.from_config(budget, episodes_cfg["budgets"][budget]),
                            menu={k: dict(v) for k, v in menu.items()}, grades=grade_table(grades),
-                           alpha=float(episodes_cfg["alpha"]),
-                           code_limits=SandboxLimits(**{k: v for k, v in episodes_cfg["code_tool"].items()
-                                                        if k != "isolation"}),
-                           code_isolation=episodes_cfg["code_tool"]["isolation"])
+                           alpha=float(episodes_cfg["alpha"]), code_limits=SandboxLimits(**code_tool.limits()),
+                           code_isolation=code_tool.isolation)
 
 
 def load_episode_inputs(family: str, split: str, indices: Sequence[int], data_dir, truth_dir,
@@ -102,9 +101,10 @@ def run_episode_shard(agent: str, agent_spec: Mapping, condition_id: str, family
     started = utc_now()
     cond = Condition.from_id(agent, condition_id)
     settings = episode_settings(episodes_cfg, menu, grades, cond.budget)
+    code_tool = CodeTool.from_config(episodes_cfg["code_tool"])
     inputs = load_episode_inputs(family, split, indices, data_dir, truth_dir, pc_kci_paths)
     cfg_slice = {"agent": agent, "agent_spec": result_spec(agent_spec), "condition": condition_id,
-                 "budget": episodes_cfg["budgets"][cond.budget], "code_tool": episodes_cfg["code_tool"],
+                 "budget": settings.budget.as_dict(), "code_tool": code_tool.as_dict(),
                  "alpha": episodes_cfg["alpha"], "menu": dict(menu), "grades": list(grades), "seed": seed,
                  "salt": "public" if salt == PUBLIC_SALT else "drawn"}
     salted = {"salt": cfg_slice["salt"], "salt_sha256": salt_digest(salt)}
@@ -160,7 +160,7 @@ def run_episode_shard(agent: str, agent_spec: Mapping, condition_id: str, family
                 EPISODES, meta)
     if ckpt.finish():
         log(f"{agent} {condition_id} {family}/{split}: {len(failed)} of {len(indices)} episodes FAILED "
-            f"({', '.join(inputs[i].instance_id for i in failed)}); not counted as run: rerun the target to retry "
+            f"({', '.join(inputs[i].instance_id for i in failed)}); not counted as run: rerun the target to retry "  # type: ignore[index]
             "them (the finished ones are kept)")
     return Path(out)
 

@@ -166,7 +166,7 @@ def build_headroom(ref_paths: Sequence[str | Path], truth_dirs: Mapping[str, str
             rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(stable_key(family), index)))
             draws = []
             for _ in range(random_restorations):
-                pick = rng.choice(len(pairs), size=n_wrong, replace=False) if n_wrong else []
+                pick = rng.choice(len(pairs), size=n_wrong, replace=False) if n_wrong else []  # type: ignore[var-annotated]
                 draws.append(_score_row(family, index, "random_restoration", pc_algorithm, truth,
                                         restore_pairs(pc_graph, [pairs[k] for k in pick]), pc_failed))
             mean = {k: float(np.mean([d[k] for d in draws])) for k in ("f1", "precision", "recall", "shd", "nshd")}

@@ -18,8 +18,9 @@ import numpy as np
 import pandas as pd
 
 from heuresis.artifacts.report import format_interval
-from heuresis.causal.bootstrap import Interval, bootstrap_mean, bootstrap_settings, paired_bootstrap
+from heuresis.causal.bootstrap import Interval, bootstrap_mean, paired_bootstrap
 from heuresis.causal.foundation import foundation_model
+from heuresis.config.settings import Bootstrap
 from heuresis.stages.headroom import BCA_FAILURE_RULE, GLOBAL
 
 __all__ = ["FLOORS", "figure1c", "method_f1", "method_failed", "table2", "table3", "table11"]
@@ -61,14 +62,15 @@ def _iv(iv: Interval, prefix: str) -> dict:
     return {f"{prefix}": iv.estimate, f"{prefix}_lo": iv.lo, f"{prefix}_hi": iv.hi}
 
 
-def table2(scores: pd.DataFrame, families: Mapping[str, Mapping], boot: Mapping) -> tuple[pd.DataFrame, pd.DataFrame]:
+def table2(scores: pd.DataFrame, families: Mapping[str, Mapping], boot: Bootstrap | Mapping) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Families, their mechanism kinds, PC-KCI's wrong deletions, and the oracle's gain over PC-KCI."""
+    boot = Bootstrap.coerce(boot)
     rows, disp = [], []
     for fam in _scopes(list(families)):
         pc = scores[(scores["method"] == "pc_kci") & ((scores["family"] == fam) | (fam == GLOBAL))]
         n_failed = int(pc["failed"].sum())
         wrong = pc.loc[~pc["failed"].astype(bool), "n_wrong_deletions"].to_numpy(dtype=float)  # no log if failed
-        gain = paired_bootstrap(method_f1(scores, fam, "oracle"), method_f1(scores, fam, "pc_kci"), **bootstrap_settings(boot))
+        gain = paired_bootstrap(method_f1(scores, fam, "oracle"), method_f1(scores, fam, "pc_kci"), **boot.kwargs())
         kinds = ", ".join(families[fam]["kinds"]) if fam != GLOBAL else ""
         mean = float(wrong.mean()) if len(wrong) else np.nan
         share = float(np.mean(wrong == 0)) if len(wrong) else np.nan
@@ -95,20 +97,21 @@ def _routed_share(scores: pd.DataFrame, family: str, router: str) -> float:
     return float(part["routed_to_kci"].mean())
 
 
-def table3(scores: pd.DataFrame, selection: pd.DataFrame, families: Sequence[str], boot: Mapping,
+def table3(scores: pd.DataFrame, selection: pd.DataFrame, families: Sequence[str], boot: Bootstrap | Mapping,
            foundation: Sequence[str] = (), router: str = "router") -> tuple[pd.DataFrame, pd.DataFrame]:
     """Build Table 3, the reference points: F1 of BCA_f and the oracle, and both headrooms.
 
     Also the router's residual gain and the share of instances its screen routed to PC-KCI.
     """
+    boot = Bootstrap.coerce(boot)
     chosen = selection[selection["chosen"]].set_index("scope")["algorithm"]
     has_router = router in set(scores["method"])
     rows, disp = [], []
     for fam in _scopes(families):
         bca_g, bca_f, oracle = (method_f1(scores, fam, m) for m in ("bca_g", "bca_f", "oracle"))
-        hs = paired_bootstrap(bca_f, bca_g, **bootstrap_settings(boot))
-        hr = paired_bootstrap(oracle, bca_f, **bootstrap_settings(boot))
-        rg = paired_bootstrap(method_f1(scores, fam, router), bca_f, **bootstrap_settings(boot)) if has_router else None
+        hs = paired_bootstrap(bca_f, bca_g, **boot.kwargs())
+        hr = paired_bootstrap(oracle, bca_f, **boot.kwargs())
+        rg = paired_bootstrap(method_f1(scores, fam, router), bca_f, **boot.kwargs()) if has_router else None
         nf = {m: method_failed(scores, fam, m)
               for m in ("bca_g", "bca_f", "oracle", *((router,) if has_router else ()))}
         dev_scope = selection[(selection["scope"] == (fam if fam != GLOBAL else GLOBAL)) & selection["chosen"]]
@@ -153,15 +156,16 @@ def table3(scores: pd.DataFrame, selection: pd.DataFrame, families: Sequence[str
     return numbers, display
 
 
-def table11(scores: pd.DataFrame, families: Sequence[str], boot: Mapping) -> tuple[pd.DataFrame, pd.DataFrame]:
+def table11(scores: pd.DataFrame, families: Sequence[str], boot: Bootstrap | Mapping) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Trivial floors per family: F1 of empty, complete, PC-KCI, random restoration, oracle."""
+    boot = Bootstrap.coerce(boot)
     labels = {"empty": "empty", "complete": "complete", "pc_kci": "PC-KCI", "random_restoration": "random restoration",
               "oracle": "oracle"}
     rows, disp = [], []
     for fam in _scopes(families):
         r, d = {"family": fam}, {"family": fam}
         for m in FLOORS:
-            iv = bootstrap_mean(method_f1(scores, fam, m), **bootstrap_settings(boot))
+            iv = bootstrap_mean(method_f1(scores, fam, m), **boot.kwargs())
             k = method_failed(scores, fam, m)
             r.update(_iv(iv, m), **{f"{m}_n_failed": k})
             d[labels[m]] = format_interval(iv) + _failed_note(k)
@@ -170,8 +174,9 @@ def table11(scores: pd.DataFrame, families: Sequence[str], boot: Mapping) -> tup
     return pd.DataFrame(rows), pd.DataFrame(disp)
 
 
-def figure1c(scores: pd.DataFrame, families: Sequence[str], boot: Mapping):
+def figure1c(scores: pd.DataFrame, families: Sequence[str], boot: Bootstrap | Mapping):
     """F1 per family of BCA_g, BCA_f and the oracle with bootstrap intervals; returns (fig, numbers)."""
+    boot = Bootstrap.coerce(boot)
     import matplotlib
 
     matplotlib.use("Agg")
@@ -183,7 +188,7 @@ def figure1c(scores: pd.DataFrame, families: Sequence[str], boot: Mapping):
     fig, ax = plt.subplots(figsize=(1.2 * len(scopes) + 2, 3.2))
     width = 0.8 / len(methods)
     for k, (m, label, color) in enumerate(methods):
-        ivs = [bootstrap_mean(method_f1(scores, fam, m), **bootstrap_settings(boot)) for fam in scopes]
+        ivs = [bootstrap_mean(method_f1(scores, fam, m), **boot.kwargs()) for fam in scopes]
         x = np.arange(len(scopes)) + (k - 1) * width
         est = np.array([iv.estimate for iv in ivs])
         err = np.array([[iv.estimate - iv.lo for iv in ivs], [iv.hi - iv.estimate for iv in ivs]])

@@ -274,7 +274,7 @@ def generate_instance(spec: Mapping, family: str, split: str, index: int, test_s
     prior = priors[int(rng.integers(len(priors)))]
     adj, order = sample_dag(rng, d, prior, spec["graph"]["expected_degree"])
 
-    x, node_records = sample_scm(rng, adj, order, fam, spec["mechanisms"], n)
+    x, node_records = sample_scm(rng, adj, order, fam, spec["mechanisms"], n)  # type: ignore[arg-type]
 
     if not np.all(np.isfinite(x)):
         raise FloatingPointError(f"instance {instance_id(family, split, index)}: non-finite values generated")
@@ -295,7 +295,7 @@ def generate_instance(spec: Mapping, family: str, split: str, index: int, test_s
                           params=json.dumps(rec["params"], sort_keys=True)))
     return Instance(family=family, split=split, index=index, data=data, dag=dag, prior=prior,
                     causal_order=[names[int(inv[j])] for j in order], nodes=nodes,
-                    spawn_key=tuple(int(v) for v in ss.spawn_key), entropy=int(ss.entropy),
+                    spawn_key=tuple(int(v) for v in ss.spawn_key), entropy=int(ss.entropy),  # type: ignore[arg-type]
                     var_sortability_raw=vs_raw, var_sortability=var_sortability(data, dag),
                     r2_sortability=r2_sortability(data, dag))
 
@@ -480,10 +480,10 @@ def _family_errors(config: Mapping, name: str, fam: Mapping) -> list[str]:
 def _override_errors(key: str, kind: str, constants: Mapping, params: Mapping) -> list[str]:
     """A family's ``params`` checked against the kind's declared constants (merged over ``mechanisms``)."""
     node = constants_schema(kind)
-    known = sorted(node.get("properties", {}))
+    known = sorted(node.get("properties", {}))  # type: ignore[union-attr]
     msgs = [f"config key {key}.{k}: not a constant of kind {kind!r}; known: {known}" for k in params if k not in known]
     merged = {**constants, **{k: v for k, v in params.items() if k in known}}
-    validator = StrictValidator({"$defs": schema()["$defs"], **node})
+    validator = StrictValidator({"$defs": schema()["$defs"], **node})  # type: ignore[dict-item]
     msgs.extend(format_errors(validator.iter_errors(merged), lambda path: f"config key {key}.{config_key(path)}"))
     if not msgs:   # ordering of the merged ranges (sign and type are the schema's)
         for k, v in params.items():

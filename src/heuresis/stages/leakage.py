@@ -147,19 +147,19 @@ def run_leakage(agent: str, spec: Mapping, networks: Sequence[str], repeats: int
         ex = single_request(model, messages)
         u = ex.usage
         if ex.ending:   # the prompt does not fit the model's context: no answer, scored as an unreadable one
-            row.update(score_reply("", labels, net.adjacency), status="unparsed", reply="",
+            row.update(score_reply("", labels, net.adjacency), status="unparsed", reply="",  # type: ignore[call-overload]
                        error=f"{ex.ending.reason}: {ex.ending}",
                        tokens_in=0, tokens_out=0, cost=ex.cost, latency_s=round(ex.wall_s, 4),
                        retries=0 if u is None else u.retries)
         elif not ex.ok:   # recorded, never dropped; the other probes go on
-            row.update(status="failed", error=f"{type(ex.error).__name__}: {ex.error}", reply="", f1=float("nan"),
+            row.update(status="failed", error=f"{type(ex.error).__name__}: {ex.error}", reply="", f1=float("nan"),  # type: ignore[call-overload]
                        precision=float("nan"), recall=float("nan"), n_edges=0, n_directed_judged=0,
                        direction_accuracy=float("nan"), tokens_in=0, tokens_out=0,
                        cost=ex.cost, latency_s=0.0, retries=0 if u is None else u.retries)
         else:
-            text = ex.reply.message.get("content") or ""
-            row.update(score_reply(text, labels, net.adjacency), reply=text, tokens_in=u.tokens_in,
-                       tokens_out=u.tokens_out, cost=ex.cost, latency_s=u.latency_s, retries=u.retries)
+            text = ex.reply.message.get("content") or ""  # type: ignore[union-attr]
+            row.update(score_reply(text, labels, net.adjacency), reply=text, tokens_in=u.tokens_in,  # type: ignore[misc, union-attr]
+                       tokens_out=u.tokens_out, cost=ex.cost, latency_s=u.latency_s, retries=u.retries)  # type: ignore[arg-type, union-attr]
         if row["status"] == "failed":   # written, not saved: a rerun retries it
             ckpt.fail(key, row)
         else:

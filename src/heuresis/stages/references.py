@@ -129,7 +129,7 @@ def run_shard(algorithm: str, params: Mapping, family: str, split: str, indices:
     return Path(out)
 
 
-def load_references(paths: Sequence[str | Path]) -> pd.DataFrame:  # noqa: F821
+def load_references(paths: Sequence[str | Path]) -> pd.DataFrame:  # type: ignore[name-defined]  # noqa: F821
     """Concatenate reference shards into one DataFrame (graph as an int8 array per row)."""
     import pandas as pd
 
@@ -153,7 +153,7 @@ def labelled_log(deletions, dag: Graph) -> list[dict]:
     log = list(deletions if deletions is not None else [])
     names = list(dag.names)
     pairs = [SimpleNamespace(x=names.index(d["x"]), y=names.index(d["y"])) for d in log]
-    return [{**d, "wrong": w} for d, w in zip(log, label_deletions(pairs, dag))]
+    return [{**d, "wrong": w} for d, w in zip(log, label_deletions(pairs, dag))]  # type: ignore[arg-type]
 
 
 def graph_of(row: Mapping) -> Graph:

@@ -48,6 +48,7 @@ import pyarrow as pa
 from heuresis.artifacts.io import read_table, write_table
 from heuresis.artifacts.report import format_interval
 from heuresis.artifacts.schemas import REPAIR_FEATURES
+from heuresis.config.settings import Bootstrap
 from heuresis.stages.instances import load_data, load_truth, stable_key
 from heuresis.stages.references import graph_of, labelled_log, load_references
 
@@ -135,7 +136,7 @@ def pair_features(data: np.ndarray, graph, deletions: Sequence[Mapping], *, alph
         ps = [float(kci.pvalue(x, y, s)) for s in alts]
         p_del = float(dl["pvalue"])
         stab = float(np.mean([t.pvalue(x, y, S) <= alpha for t in subs])) if subs else float("nan")
-        z = data[np.ix_(dcor_sub, list(S))]
+        z = data[np.ix_(dcor_sub, list(S))]  # type: ignore[arg-type]
         rd = distance_correlation(_residual(data[dcor_sub, x], z), _residual(data[dcor_sub, y], z))
         rows.append(dict(x=dl["x"], y=dl["y"], sepset=list(dl["sepset"]), level=int(dl["level"]),
                          grade=dl["grade"], wrong=bool(dl["wrong"]), log_pvalue=p_del, log_set_size=float(len(S)),
@@ -327,7 +328,7 @@ def _boot_auc(scores, df, resamples, seed, level):
     return float(lo), float(hi)
 
 
-def evaluate(features: pd.DataFrame, boot: Mapping, *, seed: int,
+def evaluate(features: pd.DataFrame, boot: Bootstrap | Mapping, *, seed: int,
              classifier_params: Mapping | None = None) -> pd.DataFrame:
     """Per signal (and classifier, oracle): test AUC, dev-chosen threshold and test F1 change.
 
@@ -344,7 +345,7 @@ def evaluate(features: pd.DataFrame, boot: Mapping, *, seed: int,
     test = features[features["split"] == "test"].reset_index(drop=True)
     if dev.empty or test.empty:
         raise ValueError("scripted repairs need dev and test features (instances.n_dev and n_test > 0)")
-    kw = dict(resamples=int(boot["resamples"]), seed=int(boot["seed"]), level=float(boot["level"]))
+    kw = Bootstrap.coerce(boot).kwargs()
     tpairs = test["is_pair"].to_numpy(dtype=bool)
     labels = test["wrong"].fillna(False).to_numpy(dtype=bool)
     rows = []

@@ -35,6 +35,7 @@ from heuresis.causal.mechanisms import standardize
 from heuresis.causal.metrics import score_graph
 from heuresis.causal.networks import load_network
 from heuresis.config.loading import config_digest
+from heuresis.config.settings import Bootstrap
 from heuresis.stages.instances import sample_scm, stable_key
 
 __all__ = [
@@ -127,12 +128,12 @@ def run_dataset(network: str, dataset: int, *, n: int, seed: int, family: Mappin
             continue
         extra = {}
         if res.pc is not None:
-            wrong = sum(bool(dag[dl.x, dl.y] or dag[dl.y, dl.x]) for dl in res.pc.deletions)
-            extra = dict(n_deletions=len(res.pc.deletions), n_wrong=int(wrong))
+            wrong = sum(bool(dag[dl.x, dl.y] or dag[dl.y, dl.x]) for dl in res.pc.deletions)  # type: ignore[attr-defined]
+            extra = dict(n_deletions=len(res.pc.deletions), n_wrong=int(wrong))  # type: ignore[attr-defined]
         rows.append(_row(network, dataset, n, dag, perm, ss, name, name, res.graph, runtime_s=res.runtime_s,
                          n_tests=res.n_tests, **extra))
         if name == _PC:
-            rows.append(_row(network, dataset, n, dag, perm, ss, ORACLE, _PC, oracle_repair(res.pc, dag),
+            rows.append(_row(network, dataset, n, dag, perm, ss, ORACLE, _PC, oracle_repair(res.pc, dag),  # type: ignore[arg-type]
                              runtime_s=res.runtime_s, n_tests=res.n_tests, **extra))
     return rows
 
@@ -174,16 +175,17 @@ def load_saturation(paths: Sequence[str | Path]) -> pd.DataFrame:
 
 
 def saturation_summary(df: pd.DataFrame, networks: Sequence[str], methods: Sequence[str],
-                       boot: Mapping) -> pd.DataFrame:
+                       boot: Bootstrap | Mapping) -> pd.DataFrame:
     """Mean adjacency F1 per network and method with a bootstrap interval over datasets."""
     from heuresis.causal.bootstrap import bootstrap_mean
+
+    boot = Bootstrap.coerce(boot)
 
     rows = []
     for net in networks:
         for m in methods:
             part = df[(df["network"] == net) & (df["method"] == m)].sort_values("dataset")
-            iv = bootstrap_mean(part["f1"].to_numpy(), resamples=int(boot["resamples"]), seed=int(boot["seed"]),
-                                level=float(boot["level"]))
+            iv = bootstrap_mean(part["f1"].to_numpy(), **boot.kwargs())
             rows.append(dict(network=net, method=m, d=int(part["d"].iloc[0]) if len(part) else 0,
                              n_arcs=int(part["n_arcs"].iloc[0]) if len(part) else 0, datasets=len(part),
                              failed=int((part["status"] != "ok").sum()), f1=iv.estimate, f1_lo=iv.lo, f1_hi=iv.hi))

@@ -80,7 +80,7 @@ def headroom_target(name: str, inputs: Mapping, params: Mapping):
     scores = load_scores(inputs["headroom_scores"][0])
     selection = load_selection(inputs["headroom_selection"][0])
     families, boot = params["family_specs"], params["bootstrap"]
-    common = {"config": {"families": families, "bootstrap": boot}, "seeds": {"bootstrap": boot["seed"]},
+    common: dict[str, Any] = {"config": {"families": families, "bootstrap": boot}, "seeds": {"bootstrap": boot["seed"]},
               "inputs": [*inputs["headroom_scores"], *inputs["headroom_selection"]], "secrets": params["test_seed"]}
     if name == "figure1c":
         fig, numbers = T.figure1c(scores, list(families), boot)
@@ -105,7 +105,7 @@ def analysis_target(name: str, inputs: Mapping, params: Mapping):
     families, agents = list(params["families"]), list(params["agents"])
     boot = dict(params.get("bootstrap", {}))   # Table 12 has no intervals: the bootstrap settings leave it alone
     disclosure = dict(params.get("disclosure", {}))
-    common = {"config": {"families": families, "bootstrap": boot, "agents": agents, **disclosure},
+    common: dict[str, Any] = {"config": {"families": families, "bootstrap": boot, "agents": agents, **disclosure},
               "seeds": _seeds(boot), "inputs": [p for paths in inputs.values() for p in paths],
               "secrets": params["secrets"]}
     if name == "table12":
@@ -157,7 +157,7 @@ def table5(name: str, inputs: Mapping, params: Mapping):
     failure = (f"required check(s) failed: {', '.join(failed)}; examples under results/verification/examples/; "
                "Snakemake removes the failed job's outputs (the table is above; --keep-incomplete keeps them)"
                if failed else "")
-    common = {"config": {"required": required, "scale": scale}, "inputs": list(inputs["verification_records"])}
+    common: dict[str, Any] = {"config": {"required": required, "scale": scale}, "inputs": list(inputs["verification_records"])}
 
     def write_checks(path, caption, provenance):
         from heuresis.artifacts.provenance import PROVENANCE_KEY, dumps
@@ -195,7 +195,7 @@ def figure1b(name: str, inputs: Mapping, params: Mapping):
     sat, boot = params["saturation"], params["bootstrap"]
     networks, methods = sat["networks"], sat["methods"]
     summary = saturation_summary(load_saturation(inputs["saturation"]), networks, methods, boot)
-    common = {"config": {"networks": networks, "methods": methods, "bootstrap": boot},
+    common: dict[str, Any] = {"config": {"networks": networks, "methods": methods, "bootstrap": boot},
               "seeds": {"bootstrap": boot["seed"]}, "inputs": list(inputs["saturation"])}
     numbers, display = figure1b_table(summary, networks, methods)
     log = "figure1b: " + "; ".join(f"{r.network} {r.method} {r.f1:.3f}" for r in summary.itertuples())
@@ -211,7 +211,7 @@ def figure8(name: str, inputs: Mapping, params: Mapping):
     rep, boot = params["repairs"], params["bootstrap"]
     summary = evaluate(load_features(inputs["repair_features"]), boot, seed=rep["seed"],
                        classifier_params=rep["classifier"])
-    common = {"config": {"bootstrap": boot, "seed": rep["seed"], "classifier": rep["classifier"]},
+    common: dict[str, Any] = {"config": {"bootstrap": boot, "seed": rep["seed"], "classifier": rep["classifier"]},
               "seeds": {"bootstrap": boot["seed"], "classifier": rep["seed"]}, "inputs": list(inputs["repair_features"])}
     log = "figure8: " + "; ".join(f"{r.method} AUC={r.auc:.3f} dF1={r.f1_change:+.3f}" for r in summary.itertuples())
     return [Table(summary, summary_display(summary), **common),

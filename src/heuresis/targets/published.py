@@ -53,9 +53,9 @@ def load_published_table2(path: str | Path | None = None) -> dict:
             v = entry.get(field)
             if field in entry and (isinstance(v, bool) or not isinstance(v, (int, float)) or not np.isfinite(v)):
                 errors.append(f"families.{fam}.{field}: {v!r} is not a number")
-            elif field == "share_none" and field in entry and not 0.0 <= v <= 1.0:
+            elif field == "share_none" and field in entry and not 0.0 <= v <= 1.0:  # type: ignore[operator]
                 errors.append(f"families.{fam}.share_none: {v!r} is not a share in [0, 1]")
-            elif field == "wrong_deletions" and field in entry and v < 0:
+            elif field == "wrong_deletions" and field in entry and v < 0:  # type: ignore[operator]
                 errors.append(f"families.{fam}.wrong_deletions: {v!r} is negative")
     if errors:
         raise ValueError(f"published Table 2 data file {path}:\n  " + "\n  ".join(errors))

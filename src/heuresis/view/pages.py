@@ -207,7 +207,7 @@ def turn_drawings(graphs: Mapping[int, Graph], turns: list[int], truth, size: in
             continue
         g = graphs[max(known)]
         rows = _graph_rows(g, truth)
-        changes = []
+        changes = []  # type: ignore[var-annotated]
         if prev is not None and prev != g:
             changed = {(i, j) for i in range(g.d) for j in range(i + 1, g.d) if prev.relation(i, j) != g.relation(i, j)}
             changes = [f"{_rel_text(prev, i, j)} → {_rel_text(g, i, j)}" for i, j in sorted(changed)]
@@ -377,7 +377,7 @@ class Site:
                                          else r["f1"] - r["pc_kci_f1"] for r in rs]),
                         "turns": mean([number(r.get("turns")) for r in rs]),
                         "tokens": sum((r.get("tokens_in") or 0) + (r.get("tokens_out") or 0) for r in rs),
-                        "cost": None if any(c is None for c in costs) else sum(costs)})
+                        "cost": None if any(c is None for c in costs) else sum(costs)})  # type: ignore[arg-type]
         return out
 
     def summary_data(self) -> dict:

@@ -62,7 +62,7 @@ class Run:
         return out
 
     def _rows(self, schema_name: str) -> list[dict]:
-        rows = []
+        rows = []  # type: ignore[var-annotated]
         for p in self._by_schema.get(schema_name, []):
             try:
                 table = read_table(p, _SCHEMAS[schema_name])
@@ -161,7 +161,7 @@ class Run:
     @cached_property
     def run_files(self) -> list[str]:
         """The run's tables and figures (paths relative to the results folder), for the index's links."""
-        out = []
+        out = []  # type: ignore[var-annotated]
         for folder, suffixes in RUN_FILES.items():
             base = self.results / folder
             if base.is_dir():

@@ -170,4 +170,4 @@ def read_play_transcript(path: str | Path) -> PlayTranscript:
     path = Path(path)
     data = _load_json(path, "play transcript")
     _check(data, _PLAY_TRANSCRIPT_SCHEMA, path, "play transcript")
-    return PlayTranscript(path, data)
+    return PlayTranscript(path, data)  # type: ignore[arg-type]

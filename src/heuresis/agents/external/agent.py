@@ -274,12 +274,12 @@ class ExternalAgent(Agent):
         if reported is not None:
             ok = isinstance(reported, Mapping) and all(
                 reported.get(k) is None or (isinstance(reported.get(k), int) and not isinstance(reported.get(k), bool)
-                                            and reported.get(k) >= 0) for k in tokens)
+                                            and reported.get(k) >= 0) for k in tokens)  # type: ignore[operator]
             if ok:
                 tokens = {k: reported.get(k) for k in tokens}
             else:
                 notes = [*notes, f"unreadable usage report {echo(reported, 120)}: tokens unknown"]
-        return Usage(**tokens, cost=None, latency_s=round(time.monotonic() - t0, 4),
+        return Usage(**tokens, cost=None, latency_s=round(time.monotonic() - t0, 4),  # type: ignore[arg-type]
                      model=self._model, provider=self._provider, price_source="external", notes=notes, warnings=warn)
 
     def record(self) -> dict | None:

@@ -233,7 +233,7 @@ def command_argv(command: Sequence[str], workdir: str, isolation: str, expose: S
         why = hidden_inside(os.path.realpath(t))
         if why:
             raise IsolationUnavailable(f"the external agent's command would see what must stay hidden: {why}")
-    bwrap = os.path.realpath(bwrap_path())
+    bwrap = os.path.realpath(bwrap_path())  # type: ignore[type-var]
     prlimit = prlimit_path()
     shown = sorted({os.path.realpath(p) for p in [*trees, *expose]})
     system = system_args(whole_etc=True)
@@ -256,7 +256,7 @@ def command_argv(command: Sequence[str], workdir: str, isolation: str, expose: S
                  f"{_SOCKET_DIR}/mcp.sock"]
     args += argv
     if os.geteuid() != 0:
-        return args, {"PATH": "/usr/bin:/bin"}, "bwrap"
+        return args, {"PATH": "/usr/bin:/bin"}, "bwrap"  # type: ignore[return-value]
     # a root harness: never run the command as root. As the code tool's sandbox does (docs/sandbox.md), an outer
     # bwrap shows the same trees, setpriv drops to the unprivileged uid, and the bwrap above runs as that user
     setpriv = shutil.which("setpriv")
@@ -264,11 +264,11 @@ def command_argv(command: Sequence[str], workdir: str, isolation: str, expose: S
         raise IsolationUnavailable("setpriv (util-linux) not found under /usr: needed to leave root before the "
                                    "external agent's command")
     outer = [bwrap, "--unshare-pid", "--die-with-parent", *system, *views]
-    if not bwrap.startswith("/usr/"):
+    if not bwrap.startswith("/usr/"):  # type: ignore[union-attr]
         outer += [*parent_dirs([bwrap]), "--ro-bind", bwrap, bwrap]
     if socket_dir is not None:
         outer += [*parent_dirs([socket_dir]), "--bind", socket_dir, socket_dir]
     outer += ["--dir", "/tmp", "--bind", "/proc", "/proc", "--dev", "/dev", "--",
               os.path.realpath(setpriv), f"--reuid={SANDBOX_UID}", f"--regid={SANDBOX_UID}", "--clear-groups",
               "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
-    return [*outer, *args], {"PATH": "/usr/bin:/bin"}, "bwrap"
+    return [*outer, *args], {"PATH": "/usr/bin:/bin"}, "bwrap"  # type: ignore[list-item]

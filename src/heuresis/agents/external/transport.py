@@ -161,7 +161,7 @@ class HTTPTransport(Transport):
 
         self.uv = uvicorn.Server(uvicorn.Config(
             app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2, http=_bounded_protocol(),
-            limit_concurrency=MAX_CONNECTIONS, timeout_keep_alive=KEEP_ALIVE_S, backlog=MAX_CONNECTIONS,
+            limit_concurrency=MAX_CONNECTIONS, timeout_keep_alive=KEEP_ALIVE_S, backlog=MAX_CONNECTIONS,  # type: ignore[arg-type]
             h11_max_incomplete_event_size=MAX_HEADER_BYTES, ws="none"))
         self.thread = threading.Thread(target=self.uv.run, kwargs={"sockets": [self.sock]}, daemon=True,
                                        name="heuresis-mcp-http")

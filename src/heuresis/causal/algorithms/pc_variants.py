@@ -38,7 +38,7 @@ class _PCBase(Algorithm):
         deletions = getattr(res, "deletions", None)
         details = {"ci_test": self.ci_test}
         if deletions is not None:
-            details["n_deletions"] = len(deletions)
+            details["n_deletions"] = len(deletions)  # type: ignore[assignment]
         return AlgorithmResult(graph=res.graph, n_tests=int(res.n_tests), details=details, pc=res)
 
 

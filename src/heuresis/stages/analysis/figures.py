@@ -15,7 +15,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from heuresis.causal.bootstrap import bootstrap_mean, bootstrap_ratio, bootstrap_settings, paired_bootstrap
+from heuresis.causal.bootstrap import bootstrap_mean, bootstrap_ratio, paired_bootstrap
+from heuresis.config.settings import Bootstrap
 from heuresis.stages.analysis.tables import GLOBAL, n_failed, paired_diff, results_of, split_failed, test_episodes
 from heuresis.stages.headroom_targets import method_f1
 
@@ -100,13 +101,14 @@ def _errbar(ax, x, ivs, color, label, marker="o", fill=True):
                 mfc=color if fill else "white", lw=1)
 
 
-def figure6(scores: pd.DataFrame, headroom: pd.DataFrame, families: Sequence[str], boot: Mapping,
+def figure6(scores: pd.DataFrame, headroom: pd.DataFrame, families: Sequence[str], boot: Bootstrap | Mapping,
             agents: Sequence[str] = ()):
     """Δ^s and Δ^r per result and family against the selection and repair headrooms."""
+    boot = Bootstrap.coerce(boot)
     plt = _plt()
     scores, failed = _scored(scores)
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), sharey=False)
-    rows = []
+    rows = []  # type: ignore[var-annotated]
     if scores.empty:
         for ax in axes:
             _empty(ax, "no test episodes in this config" if failed.empty else "every test episode failed")
@@ -118,7 +120,7 @@ def figure6(scores: pd.DataFrame, headroom: pd.DataFrame, families: Sequence[str
     for scope in scopes:
         fam = GLOBAL if scope == GLOBAL else scope
         g, f, o = (method_f1(headroom, fam, m) for m in ("bca_g", "bca_f", "oracle"))
-        heads[scope] = (paired_bootstrap(f, g, **bootstrap_settings(boot)), paired_bootstrap(o, f, **bootstrap_settings(boot)))
+        heads[scope] = (paired_bootstrap(f, g, **boot.kwargs()), paired_bootstrap(o, f, **boot.kwargs()))
     for ax, (col, k, title, hname) in zip(axes, (("delta_s", 0, "selection: Δ$^s$ = F1(A) − F1(BCA$_g$)", "H$^s$"),
                                                  ("delta_r", 1, "repair: Δ$^r$ = F1(A) − F1(BCA$_f$)", "H$^r$"))):
         hv = [heads[s][k] for s in scopes]
@@ -131,7 +133,7 @@ def figure6(scores: pd.DataFrame, headroom: pd.DataFrame, families: Sequence[str
             for i, scope in enumerate(scopes):
                 sub = _fam(part, scope)
                 if len(sub):
-                    ivs.append(bootstrap_mean(sub[col].to_numpy(float), **bootstrap_settings(boot)))
+                    ivs.append(bootstrap_mean(sub[col].to_numpy(float), **boot.kwargs()))
                     xs.append(i - 0.35 + width * (j + 0.5))
                     rows.append(dict(series=_label(part), agent=part.iloc[0]["agent"],
                                      condition_id=part.iloc[0]["condition_id"], family=scope, measure=col,
@@ -146,7 +148,7 @@ def figure6(scores: pd.DataFrame, headroom: pd.DataFrame, families: Sequence[str
         ax.set_ylabel("adjacency F1 difference\n(test, mean ± 95% CI)" if k == 0 else "")
         ax.set_title(title, fontsize=10)
         ax.spines[["top", "right"]].set_visible(False)
-    legend = {}
+    legend = {}  # type: ignore[var-annotated]
     for ax in axes:
         for h, lab in zip(*ax.get_legend_handles_labels()):
             legend.setdefault(lab, h)
@@ -163,14 +165,15 @@ def _by_agent_guided(scores, agents):
     return _series(g, agents)[0] if len(g) else []
 
 
-def figure7a(scores: pd.DataFrame, families: Sequence[str], boot: Mapping, agents: Sequence[str] = ()):
+def figure7a(scores: pd.DataFrame, families: Sequence[str], boot: Bootstrap | Mapping, agents: Sequence[str] = ()):
     """Guided episodes: recall of PC-KCI's wrong deletions per result and family (pooled, instances resampled)."""
+    boot = Bootstrap.coerce(boot)
     plt = _plt()
     scores, failed = _scored(scores)
     failed = failed[failed["guided"].astype(bool)]
     parts = _by_agent_guided(scores, agents)
     fig, ax = plt.subplots(figsize=(max(5.0, 1.3 * (len(families) + 1) + 2), 3.4))
-    rows = []
+    rows = []  # type: ignore[var-annotated]
     if not parts:
         _empty(ax, "no guided episodes in this config" if failed.empty else "every guided episode failed")
         return fig, _with_failed(fig, pd.DataFrame(rows), failed)
@@ -183,7 +186,7 @@ def figure7a(scores: pd.DataFrame, families: Sequence[str], boot: Mapping, agent
             if not len(sub):
                 continue
             iv = bootstrap_ratio(sub["recovered"].to_numpy(float), sub["n_wrong_deleted"].to_numpy(float),
-                                 **bootstrap_settings(boot))
+                                 **boot.kwargs())
             xi = i - 0.4 + width * (j + 0.5)
             rows.append(dict(series=_label(part), agent=part.iloc[0]["agent"], condition_id=part.iloc[0]["condition_id"],
                              family=scope, recall=iv.estimate, lo=iv.lo, hi=iv.hi,
@@ -205,13 +208,14 @@ def figure7a(scores: pd.DataFrame, families: Sequence[str], boot: Mapping, agent
     return fig, _with_failed(fig, pd.DataFrame(rows), failed)
 
 
-def figure7b(scores: pd.DataFrame, families: Sequence[str], boot: Mapping, agents: Sequence[str] = ()):
+def figure7b(scores: pd.DataFrame, families: Sequence[str], boot: Bootstrap | Mapping, agents: Sequence[str] = ()):
     """Guided − unguided F1 per agent (and condition) and family, paired over instances."""
+    boot = Bootstrap.coerce(boot)
     plt = _plt()
     scores, failed = _scored(scores)
     parts = _by_agent_guided(scores, agents)
     fig, ax = plt.subplots(figsize=(max(5.0, 1.3 * (len(families) + 1) + 2), 3.4))
-    rows, plotted = [], []
+    rows, plotted = [], []  # type: ignore[var-annotated]
     for part in parts:
         ivs = {}
         for scope in _scopes(part, families):
@@ -242,13 +246,14 @@ def figure7b(scores: pd.DataFrame, families: Sequence[str], boot: Mapping, agent
     return fig, _with_failed(fig, pd.DataFrame(rows), failed)
 
 
-def figure9(scores: pd.DataFrame, families: Sequence[str], boot: Mapping, agents: Sequence[str] = ()):
+def figure9(scores: pd.DataFrame, families: Sequence[str], boot: Bootstrap | Mapping, agents: Sequence[str] = ()):
     """Last-turn settings: F1 over all episodes vs over finished ones, with the truncation rate."""
+    boot = Bootstrap.coerce(boot)
     plt = _plt()
     scores, failed = _scored(scores)
     fields = ["agent", "toolbox", "guided", "prompt_level", "target", "budget", "repeat"]
     order = {"none": 0, "once": 1, "retry": 2}
-    rows = []
+    rows = []  # type: ignore[var-annotated]
     groups = [g for _, g in scores.groupby(fields, sort=False)] if len(scores) else []
     groups = [g for g in groups if g["last_turn"].nunique() > 1] or groups
     fig, ax = plt.subplots(figsize=(max(5.0, 0.9 * sum(g["last_turn"].nunique() for g in groups) + 2), 3.6))
@@ -263,8 +268,8 @@ def figure9(scores: pd.DataFrame, families: Sequence[str], boot: Mapping, agents
         for lt in sorted(g["last_turn"].unique(), key=lambda v: order.get(v, 9)):
             sub = g[g["last_turn"] == lt].sort_values(["family", "instance"])
             fin = sub[sub["finished"]]
-            a = bootstrap_mean(sub["f1"].to_numpy(float), **bootstrap_settings(boot))
-            f = bootstrap_mean(fin["f1"].to_numpy(float), **bootstrap_settings(boot)) if len(fin) else None
+            a = bootstrap_mean(sub["f1"].to_numpy(float), **boot.kwargs())
+            f = bootstrap_mean(fin["f1"].to_numpy(float), **boot.kwargs()) if len(fin) else None
             _errbar(ax, [x - 0.12], [a], "#4c72b0", None if "all" in labelled else "all episodes")
             labelled.add("all")
             if f is not None:
@@ -288,7 +293,7 @@ def figure9(scores: pd.DataFrame, families: Sequence[str], boot: Mapping, agents
             ticks.append(x)
             labels.append(f"{r['agent']}\n{r['budget']} budget\nlast turn: {lt}")
             x += 1
-        x += 0.5
+        x += 0.5  # type: ignore[assignment]
     ax.set_xticks(ticks, labels, fontsize=7)
     ax.set_ylim(0, 1.12)
     ax.set_ylabel("adjacency F1 (test, mean ± 95% CI)")

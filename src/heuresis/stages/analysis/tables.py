@@ -34,7 +34,8 @@ import numpy as np
 import pandas as pd
 
 from heuresis.artifacts.report import format_interval
-from heuresis.causal.bootstrap import Interval, bootstrap_mean, bootstrap_ratio, bootstrap_settings, paired_bootstrap
+from heuresis.causal.bootstrap import Interval, bootstrap_mean, bootstrap_ratio, paired_bootstrap
+from heuresis.config.settings import Bootstrap
 
 __all__ = [
     "CONDITION_FIELDS",
@@ -97,7 +98,8 @@ def counting_failures(per_family: bool, subset: Callable[[pd.DataFrame], pd.Data
     """
     def wrap(builder):
         @functools.wraps(builder)
-        def table(scores: pd.DataFrame, families: Sequence[str], boot: Mapping, agents: Sequence[str] = ()):
+        def table(scores: pd.DataFrame, families: Sequence[str], boot: Bootstrap | Mapping, agents: Sequence[str] = ()):
+            boot = Bootstrap.coerce(boot)
             test = test_episodes(scores)
             ok, failed = split_failed(test)
             failed = subset(failed)
@@ -122,7 +124,7 @@ def counting_failures(per_family: bool, subset: Callable[[pd.DataFrame], pd.Data
                                     **{f: r[f] for f in CONDITION_FIELDS}, "n": 0, "n_finished": 0, "n_failed": k,
                                     "note": ALL_FAILED})
                     row = dict.fromkeys(display.columns, ALL_FAILED)
-                    row.update({c: v for c, v in (("agent", agent), ("condition", cond), ("family", scope),
+                    row.update({c: v for c, v in (("agent", agent), ("condition", cond), ("family", scope),  # type: ignore[misc]
                                                   ("families", ", ".join(dict.fromkeys(part["family"]))),
                                                   ("episodes", 0), (FAILED_COLUMN, k), ("repeat", r["repeat"]),
                                                   ("budget", r["budget"]), ("last turn", r["last_turn"]),
@@ -177,14 +179,14 @@ def _pct(x: float) -> str:
     return "n/a" if math.isnan(x) else f"{x:.0%}"
 
 
-def _mean_iv(values, boot: Mapping) -> Interval | None:
+def _mean_iv(values, boot: Bootstrap) -> Interval | None:
     v = np.asarray(values, dtype=float)
-    return bootstrap_mean(v, **bootstrap_settings(boot)) if len(v) else None
+    return bootstrap_mean(v, **boot.kwargs()) if len(v) else None
 
 
-def _diff_iv(a, b, boot: Mapping) -> Interval | None:
+def _diff_iv(a, b, boot: Bootstrap) -> Interval | None:
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    return paired_bootstrap(a, b, **bootstrap_settings(boot)) if len(a) else None
+    return paired_bootstrap(a, b, **boot.kwargs()) if len(a) else None
 
 
 def _start(guided: bool) -> str:
@@ -235,7 +237,7 @@ def paired_with(scores: pd.DataFrame, part: pd.DataFrame, **change) -> pd.DataFr
     return other.set_index(["family", "instance"])
 
 
-def paired_diff(scores, part, boot, column="f1", **change):
+def paired_diff(scores, part, boot: Bootstrap, column="f1", **change):
     """Interval of part[column] - counterpart[column] on shared instances, or None if no counterpart."""
     other = paired_with(scores, part, **change)
     if other is None:
@@ -245,7 +247,7 @@ def paired_diff(scores, part, boot, column="f1", **change):
     if not len(shared):
         return None
     return paired_bootstrap(keyed.loc[shared, column].to_numpy(float), other.loc[shared, column].to_numpy(float),
-                            **bootstrap_settings(boot))
+                            **boot.kwargs())
 
 
 # --- trace attribution -------------------------------------------------------------------------
@@ -270,7 +272,7 @@ def _merge_star_scope(part: pd.DataFrame) -> tuple[str, np.ndarray]:
 
 
 @counting_failures(per_family=True)
-def table4(scores: pd.DataFrame, families: Sequence[str], boot: Mapping, agents: Sequence[str] = ()):
+def table4(scores: pd.DataFrame, families: Sequence[str], boot: Bootstrap, agents: Sequence[str] = ()):
     """Trace attribution: agent F1, merge* (k per family in hindsight), agent - merge*, Unsupp."""
     scores = test_episodes(scores)
     cols = ["agent", "condition", "family", "episodes", "truncated", "F1", "k", "merge*", "agent − merge*",
@@ -285,7 +287,7 @@ def table4(scores: pd.DataFrame, families: Sequence[str], boot: Mapping, agents:
         fin = part["finished"].to_numpy(bool)
         gap, gap_fin = _diff_iv(f1, ms, boot), _diff_iv(f1[fin], ms[fin], boot)
         uns = bootstrap_ratio(part["recovered_unsupported"].to_numpy(float), part["recovered"].to_numpy(float),
-                              **bootstrap_settings(boot))
+                              **boot.kwargs())
         note = "" if part["recovered"].sum() else "Unsupp: no wrongly deleted edge restored"
         rows.append({**b, **_iv_cols(_mean_iv(f1, boot), "f1"), "k": k, "merge_star": float(ms.mean()),
                      **_iv_cols(gap, "agent_minus_merge_star"), **_iv_cols(gap_fin, "agent_minus_merge_star_finished"),
@@ -301,7 +303,7 @@ def table4(scores: pd.DataFrame, families: Sequence[str], boot: Mapping, agents:
 
 # --- Table 6 -----------------------------------------------------------------------------------
 @counting_failures(per_family=True)
-def table6(scores: pd.DataFrame, families: Sequence[str], boot: Mapping, agents: Sequence[str] = ()):
+def table6(scores: pd.DataFrame, families: Sequence[str], boot: Bootstrap, agents: Sequence[str] = ()):
     """Agent F1, paired Δ^s (vs BCA_g) and Δ^r (vs BCA_f) per family and over all; all vs finished."""
     scores = test_episodes(scores)
     cols = ["agent", "condition", "family", "episodes", "truncated", "F1", "Δ^s", "Δ^r", "F1 (finished)",
@@ -344,7 +346,7 @@ def mutual_information(part: pd.DataFrame) -> float:
 
 
 @counting_failures(per_family=True)
-def table7(scores: pd.DataFrame, families: Sequence[str], boot: Mapping, agents: Sequence[str] = ()):
+def table7(scores: pd.DataFrame, families: Sequence[str], boot: Bootstrap, agents: Sequence[str] = ()):
     """Gain over the agent's in-episode PC-KCI output (F1, nSHD reduction) and behaviour."""
     scores = test_episodes(scores)
     cols = ["agent", "condition", "family", "episodes", "truncated", "with PC-KCI output", "F1 − PC-KCI(episode)",
@@ -380,7 +382,7 @@ def table7(scores: pd.DataFrame, families: Sequence[str], boot: Mapping, agents:
 
 # --- Table 8 -----------------------------------------------------------------------------------
 @counting_failures(per_family=True, subset=lambda s: s[s["guided"].astype(bool)])
-def table8(scores: pd.DataFrame, families: Sequence[str], boot: Mapping, agents: Sequence[str] = ()):
+def table8(scores: pd.DataFrame, families: Sequence[str], boot: Bootstrap, agents: Sequence[str] = ()):
     """Guided condition: repair precision and recall, gain over PC-KCI, guided − unguided, full − minimal."""
     scores = test_episodes(scores)
     guided = scores[scores["guided"].astype(bool)]
@@ -393,7 +395,7 @@ def table8(scores: pd.DataFrame, families: Sequence[str], boot: Mapping, agents:
         b = _base(part, agent, cond, scope)
         rec, wrong = part["recovered"].to_numpy(float), part["n_wrong_deleted"].to_numpy(float)
         restored = rec + part["harmful"].to_numpy(float)
-        kw = bootstrap_settings(boot)
+        kw = boot.kwargs()
         prec, recall = bootstrap_ratio(rec, restored, **kw), bootstrap_ratio(rec, wrong, **kw)
         fin = part[part["finished"]]
         gain, gain_fin = _diff_iv(part["f1"], part["pc_kci_f1"], boot), _diff_iv(fin["f1"], fin["pc_kci_f1"], boot)
@@ -433,7 +435,7 @@ def _global_rows(scores: pd.DataFrame, agents: Sequence[str], families: Sequence
         yield agent, cond, part, part[part["finished"]], _base(part, agent, cond, GLOBAL), _families_label(part, families)
 
 
-def _all_and_finished(part: pd.DataFrame, fin: pd.DataFrame, column: str, boot: Mapping):
+def _all_and_finished(part: pd.DataFrame, fin: pd.DataFrame, column: str, boot: Bootstrap):
     """Mean intervals of ``column`` over all episodes and over the finished ones."""
     return _mean_iv(part[column], boot), _mean_iv(fin[column], boot)
 
@@ -444,7 +446,7 @@ def _families_label(part: pd.DataFrame, families: Sequence[str]) -> str:
 
 
 @counting_failures(per_family=False)
-def table9(scores: pd.DataFrame, families: Sequence[str], boot: Mapping, agents: Sequence[str] = ()):
+def table9(scores: pd.DataFrame, families: Sequence[str], boot: Bootstrap, agents: Sequence[str] = ()):
     """Prompt level × stated target: Δ^r, share returning PC-KCI's output, share reaching the wall."""
     scores = test_episodes(scores)
     cols = ["agent", "toolbox", "start", "prompt level", "stated target", "budget", "last turn", "families", "episodes",
@@ -472,7 +474,7 @@ def table9(scores: pd.DataFrame, families: Sequence[str], boot: Mapping, agents:
 
 
 @counting_failures(per_family=False)
-def table10(scores: pd.DataFrame, families: Sequence[str], boot: Mapping, agents: Sequence[str] = ()):
+def table10(scores: pd.DataFrame, families: Sequence[str], boot: Bootstrap, agents: Sequence[str] = ()):
     """Budget sweep: Δ^r, wall reached and rescued, unsubmitted, completion tokens, per budget and last turn."""
     scores = test_episodes(scores)
     cols = ["agent", "condition", "budget", "last turn", "families", "episodes", "truncated", "Δ^r", "Δ^r (finished)",
@@ -502,7 +504,7 @@ def table10(scores: pd.DataFrame, families: Sequence[str], boot: Mapping, agents
 
 
 @counting_failures(per_family=False)
-def table13(scores: pd.DataFrame, families: Sequence[str], boot: Mapping, agents: Sequence[str] = ()):
+def table13(scores: pd.DataFrame, families: Sequence[str], boot: Bootstrap, agents: Sequence[str] = ()):
     """Per-repeat results: F1 over all episodes and over finished ones, wall/rescued/unsubmitted counts."""
     scores = test_episodes(scores)
     cols = ["agent", "condition", "repeat", "families", "episodes", "finished", "truncated", "F1 (all)",

@@ -125,18 +125,18 @@ def check_invariance_relabel(settings: Mapping, workers: int = 1, log: Log | Non
     for k, adj in enumerate(random_dags(rng, sz["dags"], sz["d"])):
         runs.append((f"random-dag-{k:04d}", None, adj))
     for run_id, X, adj in runs:
-        d = X.shape[1] if X is not None else adj.shape[0]
+        d = X.shape[1] if X is not None else adj.shape[0]  # type: ignore[attr-defined]
         perm = rng.permutation(d)
         with quiet_blas():
             if X is not None:
                 base = pc(X, make_ci_test("fisherz", X), alpha)
                 moved = pc(X[:, perm], make_ci_test("fisherz", X[:, perm]), alpha)
             else:
-                base = pc(np.zeros((1, d)), DSeparationOracle(adj), alpha)
-                moved = pc(np.zeros((1, d)), DSeparationOracle(adj[np.ix_(perm, perm)]), alpha)
+                base = pc(np.zeros((1, d)), DSeparationOracle(adj), alpha)  # type: ignore[arg-type]
+                moved = pc(np.zeros((1, d)), DSeparationOracle(adj[np.ix_(perm, perm)]), alpha)  # type: ignore[index]
         inv = np.argsort(perm)  # moved's output relabeled back to the original columns
         # relabel() also permutes the names; the comparison and the examples use the original ones
-        back_graph, back_skel = Graph(moved.graph.relabel(inv).amat), Graph(moved.skeleton.relabel(inv).amat)
+        back_graph, back_skel = Graph(moved.graph.relabel(inv).amat), Graph(moved.skeleton.relabel(inv).amat)  # type: ignore[arg-type]
         skel_same = back_skel == base.skeleton
         sep_same = _relabel_sepsets(moved.sepsets, perm) == dict(base.sepsets)
         graph_same = back_graph == base.graph

@@ -46,7 +46,7 @@ def table5(checks, required: Sequence[str]):
     """
     import pandas as pd
 
-    required = set(required)
+    required = set(required)  # type: ignore[assignment]
     numbers = checks.copy()
     numbers["required"] = numbers["check"].isin(required).astype(bool)
 
