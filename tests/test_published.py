@@ -55,7 +55,7 @@ def test_side_by_side_table_from_our_table2(tmp_path):
     rng = np.random.default_rng(3)
     fams = {"lg": {"kinds": {"linear": {}}}, "wild": {"kinds": {"mlp": {}}}, "seventh": {"kinds": {"abs": {}}}}
     scores = _scores(rng, fams)
-    ours, _ = targets.table2(scores, fams, {"resamples": 50, "seed": 1, "level": 0.95})
+    ours, _ = targets.table2(scores, fams, {"resamples": 100, "seed": 1, "level": 0.95})
     # the rule reads our Table 2 from its Parquet
     write_paper_table(ours, ours.astype(str), tmp_path / "table2", caption="t2", provenance={"stage": "test"})
     ours = pq.read_table(tmp_path / "table2.parquet").to_pandas()
