@@ -12,7 +12,7 @@ rule view:
     log:
         "logs/view.log",
     params:
-        results=P.RESULTS,   # the folder the site is built from
+        results=lambda wildcards, output: str(Path(output.site).parent),   # the results folder the site is in
     threads: 1
     resources:
         mem_mb=4000,
