@@ -48,7 +48,8 @@ PROGRAMS = ("python3", "python", "pip", "snakemake", "heuresis", "bash", "apt-ge
 
 #: Commands run in a new virtual environment of their own, with why.
 FRESH_VENV = {
-    "python3 -m pip install --no-deps --require-hashes -r requirements/lock.txt && python3 -m pip install --no-deps -e . && python3 -m pip check":
+    "python3 -m pip install --no-deps --require-hashes -r requirements/lock.txt"
+    " && python3 -m pip install --no-deps -e . && python3 -m pip check":
         "the locked install is for a new environment; in command 1's it would change nothing or, with a new "
         "release out, the versions the tests run on",
 }

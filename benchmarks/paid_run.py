@@ -80,7 +80,7 @@ def workdir(base: Path, name: str, url: str, instances: int) -> Path:
 def targets(wd: Path) -> list[str]:
     from heuresis.config import validate_config
     from heuresis.config.loading import merge_configs, read_config_file
-    from heuresis.config.planning import episode_jobs
+    from heuresis.stages.episodes import episode_jobs
 
     cfg: dict = {}
     for name in ("config.yaml", "quick.yaml", "bench.yaml"):

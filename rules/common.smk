@@ -7,35 +7,36 @@ try:
     from heuresis.agents.llm import CredentialsError, ProviderFatalError, check_credentials, verify_keys
     from heuresis.agents.spec import result_spec as _result_spec
     from heuresis.config import ConfigError, SPLITS, check_config_files, validate_config
-    from heuresis.config.planning import (
-        episode_job_config as _episode_job_config,
-        episode_job_indices as _episode_job_indices,
-        episode_job_runtime as _episode_job_runtime,
-        episode_jobs as _episode_jobs,
-        judgement_job_runtime as _judgement_job_runtime,
-        leakage_job_runtime as _leakage_job_runtime,
-        llm_resource as _llm_resource,
-        llm_resources as _llm_resources,
-        play_job_runtime as _play_job_runtime,
-        reference_batches as _reference_batches,
-        reference_shard_indices as _reference_shard_indices,
-        reference_shards as _reference_shards,
-        saturation_settings as _saturation_settings,
-    )
     from heuresis.artifacts import paths as P
     from heuresis.artifacts.failures import attempt_param as _attempt_param
     from heuresis.artifacts.paths import benchmark_of, log_of, one_of
     from heuresis.games.scenario import load_scenario as _load_scenario, scenario_files as _scenario_files
     from heuresis.games.workflow import (
         MODES as GAME_MODES,
+        judgement_job_runtime as _judgement_job_runtime,
         max_turns_of as _max_turns_of,
         play_jobs as _play_jobs,
+        play_job_runtime as _play_job_runtime,
         plays_of as _plays_of,
         scenario_folder as _scenario_folder,
     )
     from heuresis.harness.conditions import CONDITION_ID_PATTERN, cell_records as _cell_records
     from heuresis.harness.sandbox import IsolationUnavailable, check_isolation
+    from heuresis.stages.episodes import (
+        episode_job_config as _episode_job_config,
+        episode_job_indices as _episode_job_indices,
+        episode_job_runtime as _episode_job_runtime,
+        episode_jobs as _episode_jobs,
+    )
     from heuresis.stages.instances import instance_spec as _instance_spec
+    from heuresis.stages.jobs import llm_resource as _llm_resource, llm_resources as _llm_resources
+    from heuresis.stages.leakage import leakage_job_runtime as _leakage_job_runtime
+    from heuresis.stages.references import (
+        reference_batches as _reference_batches,
+        reference_shard_indices as _reference_shard_indices,
+        reference_shards as _reference_shards,
+    )
+    from heuresis.stages.saturation import saturation_settings as _saturation_settings
     from heuresis.targets.published import load_published_table2 as _load_published_table2
     from heuresis.targets.published import published_table2_path as _published_table2_path
     from heuresis.artifacts.sealing import SALT_FILE, SecretUnavailable, disclosure as _disclosure, require_test_seed
@@ -134,7 +135,7 @@ onstart:
 FAMILIES = list(config["families"])
 
 # Provider limits (docs/agents.md, "Running real models at scale"): every job that calls a model
-# holds one unit of its provider's resource (llm_openai, llm_anthropic, ...: heuresis.config.planning.
+# holds one unit of its provider's resource (llm_openai, llm_anthropic, ...: heuresis.stages.jobs.
 # llm_resource) and sends one request at a time, so `--resources llm_openai=N` (the profiles set
 # them) caps the concurrent requests to that provider across all jobs. A provider without a limit
 # is not capped (Snakemake ignores a resource that --resources does not name).
@@ -457,7 +458,7 @@ def game_judge_spec(wildcards):
 
 def game_play_runtime(wildcards):
     """Minutes of a play job: its plays' requests, each at most the agent's timeout, plus a margin."""
-    return _play_job_runtime(config, wildcards.agent, wildcards.mode, wildcards.scenario)
+    return _play_job_runtime(config, wildcards.agent)
 
 
 def game_judgement_runtime(wildcards):

@@ -182,15 +182,15 @@ def _grid_config(grids: dict, run: list[str], n_test: int = 10, shard_size: int 
 
 def _episodes(config) -> set[tuple]:
     """Every planned (agent, condition_id, family, split, index), from the jobs' instance lists."""
-    from heuresis.config import episode_jobs
+    from heuresis.stages.episodes import episode_jobs
 
     return {(j["agent"], j["condition_id"], j["family"], j["split"], i) for j in episode_jobs(config)
             for i in j["indices"]}
 
 
 def test_grid_instance_subset_and_repeats_per_family_expand_as_written():
-    from heuresis.config import episode_job_indices, episode_jobs
     from heuresis.harness.conditions import expand_conditions, grid_plan
+    from heuresis.stages.episodes import episode_job_indices, episode_jobs
 
     cfg = _grid_config({"g": {"agents": ["bot"], "guided": [True, False], "instances": [3, 9],
                               "repeats": {"lg": 3, "default": 1}, "families": ["lg", "wild"]}}, ["g"])
@@ -322,7 +322,7 @@ def test_spend_bounds_of_the_paper_config_counted_by_hand(paper_config):
     the rates of litellm's price map (each request: the model's context window in, its cap out)."""
     import litellm
 
-    from heuresis.config.planning import spend_bounds
+    from heuresis.config.spend import spend_bounds
     from heuresis.games.workflow import scenario_names
 
     rows = {(r.agent, r.part): r for r in spend_bounds(paper_config)}
@@ -360,7 +360,7 @@ def test_spend_bounds_of_the_paper_config_counted_by_hand(paper_config):
 
 
 def test_an_unknown_price_or_window_is_unknown_never_zero(paper_config):
-    from heuresis.config.planning import spend_bounds
+    from heuresis.config.spend import spend_bounds
 
     cfg = copy.deepcopy(paper_config)
     cfg["agents"]["gpt"]["model"] = "openai/no-such-model"                 # no window, no price
@@ -693,7 +693,7 @@ def test_scenario_files_follow_extends(tmp_path):
 
 def test_each_reference_batch_has_a_name_that_does_not_depend_on_its_position(paper_config):
     """Reordering references.batches keeps each batch's rule name (references_<first algorithm>)."""
-    from heuresis.config import reference_batches
+    from heuresis.stages.references import reference_batches
 
     batches = reference_batches(paper_config)
     swapped = copy.deepcopy(paper_config)

@@ -295,7 +295,7 @@ def test_every_cited_section_exists():
 
 def test_readme_quotes_the_paper_configs_bill(paper_config):
     """The README's paper-scale numbers are what check-config computes for config/config.yaml."""
-    from heuresis.config.planning import spend_bounds
+    from heuresis.config.spend import spend_bounds
     from heuresis.harness.conditions import grid_plan
 
     text = " ".join(README.read_text().split())

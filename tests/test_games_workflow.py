@@ -696,7 +696,7 @@ def test_quota_error_stops_the_play_job_after_one_request(refs, tmp_path, mode):
 def test_llm_players_have_their_own_turn_limit(quick_config):
     """games.llm_max_turns: the turn limit of LLM agents only (the offline players keep
     games.max_turns); the job's runtime and the spend bound count it; null means games.max_turns."""
-    from heuresis.config.planning import spend_bounds
+    from heuresis.config.spend import spend_bounds
     from heuresis.games.workflow import max_turns_of, plays_of, scenario_names
 
     cfg = copy.deepcopy(quick_config)

@@ -118,8 +118,8 @@ def test_the_installed_example_registers_its_kinds(on_path):
 
 
 def test_the_example_overlay_validates_and_adds_the_agents(on_path):
-    from heuresis.config import episode_jobs
     from heuresis.games.workflow import play_jobs, plays_of
+    from heuresis.stages.episodes import episode_jobs
 
     cfg = read_config_files(ROOT / "config/config.yaml", ROOT / "config/quick.yaml", EXAMPLE / "config.yaml")
     cfg = validate_config(cfg)
@@ -248,7 +248,8 @@ def test_the_example_runs_an_episode_and_a_play_through_the_workflow(site, tmp_p
 
     from heuresis.artifacts.io import read_table
     from heuresis.artifacts.schemas import CALLS, EPISODES, GAME_CALLS, GAME_PLAYS, REFERENCES
-    from heuresis.config import episode_jobs, load_config
+    from heuresis.config import load_config
+    from heuresis.stages.episodes import episode_jobs
 
     wd = copy_workflow(tmp_path / "wf")
     overlay = yaml.safe_load((EXAMPLE / "config.yaml").read_text())   # the example's own agent entries

@@ -10,9 +10,9 @@ from scipy import stats
 from sklearn.metrics import f1_score
 
 from heuresis.causal.networks import load_network
-from heuresis.config import ConfigError, merge_configs, saturation_settings, validate_config
+from heuresis.config import ConfigError, merge_configs, validate_config
 from heuresis.config.settings import Bootstrap
-from heuresis.stages.saturation import load_saturation, run_network, saturation_summary, simulate
+from heuresis.stages.saturation import load_saturation, run_network, saturation_settings, saturation_summary, simulate
 
 
 @pytest.fixture(scope="module")

@@ -10,10 +10,11 @@ which tests/test_structure.py checks):
 * ``agents.base`` and ``agents.spec`` — the agent protocol a plugin implements;
 * ``harness`` — one episode: prompts, tools, budgets, the agent loop, the request log;
 * ``agents`` — the agents: offline, LLM (litellm), external (MCP);
-* ``stages`` — the workflow's stages, one per rule file; ``games`` — the interventional track;
+* ``stages`` — the workflow's stages, one per rule file, each with its config checks, its job
+  planning and its run (``stages.jobs``: what a model-calling job asks for); ``games`` — the interventional track;
   ``view`` — the results viewer;
 * ``targets`` — the paper's tables and figures, each declared once;
-* ``config`` — validation of the whole config and job planning, which the rules read;
+* ``config`` — validation of the whole config (each stage's checks) and what it may spend;
 * ``cli`` — the ``heuresis`` command; ``local_server`` — the local model server.
 """
 

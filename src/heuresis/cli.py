@@ -50,7 +50,7 @@ def episode_bill(cfg: dict) -> list[str]:
                    f"({r['new_llm_requests']:>7,} new)")
     tot = sum(r["new_llm_episodes"] for r in rows)
     req = sum(r["new_llm_requests"] for r in rows)
-    from heuresis.config import episode_jobs
+    from heuresis.stages.episodes import episode_jobs
 
     out.append(f"  total: {tot:,} LLM episodes, at most {req:,} LLM requests ({len(episode_jobs(cfg)):,} episode jobs)")
     return out
@@ -65,9 +65,9 @@ def _amount(value, dollars: bool = False) -> str:
 def spend_lines(cfg: dict) -> list[str]:
     """Return the spend lines of ``check-config``: upper bounds per LLM agent and part of the run.
 
-    Requests, input and output tokens and dollars (:func:`heuresis.config.planning.spend_bounds`).
+    Requests, input and output tokens and dollars (:func:`heuresis.config.spend.spend_bounds`).
     """
-    from heuresis.config.planning import spend_bounds
+    from heuresis.config.spend import spend_bounds
 
     rows = spend_bounds(cfg)
     if not rows:

@@ -53,15 +53,19 @@ from heuresis.config.settings import CodeTool
 from heuresis.games.play import MODES
 from heuresis.games.references import check_references, compute_references, seed_of, winnability_errors
 from heuresis.games.scenario import Scenario, ScenarioError, load_scenario, scenario_schema
+from heuresis.stages.jobs import OFFLINE_RUNTIME_MIN, job_minutes, request_seconds
 
 __all__ = [
     "MODES",
     "config_errors",
     "game_agent_kinds",
     "is_llm",
+    "judgement_job_runtime",
     "judgement_unit",
     "load_references",
+    "max_turns_of",
     "output_cap_errors",
+    "play_job_runtime",
     "play_jobs",
     "play_seed",
     "plays_of",
@@ -138,6 +142,23 @@ def play_jobs(config: Mapping) -> list[dict]:
             for scn in scenario_names(config):
                 out.append({"agent": agent, "mode": mode, "scenario": scn})
     return out
+
+
+def play_job_runtime(config: Mapping, agent: str) -> int:
+    """Minutes of a play job of an LLM agent: its plays' requests at most, each at most ``timeout_s``.
+
+    A play sends at most the agent's turn limit (:func:`max_turns_of`, either mode).
+    :data:`~heuresis.stages.jobs.OFFLINE_RUNTIME_MIN` for an agent that is not an LLM agent.
+    """
+    seconds = request_seconds(config["agents"][agent])
+    if seconds is None:
+        return OFFLINE_RUNTIME_MIN
+    return job_minutes(plays_of(config, agent) * max_turns_of(config, agent) * seconds)
+
+
+def judgement_job_runtime(config: Mapping, judge: str, agent: str) -> int:
+    """Minutes of a judgement job: one request per play of ``agent`` (a scenario x mode), each at most ``timeout_s``."""
+    return job_minutes(plays_of(config, agent) * (request_seconds(config["agents"][judge]) or 0.0))
 
 
 def config_errors(config: Mapping) -> list[str]:

@@ -26,16 +26,16 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from heuresis.agents.base import agent_origin, make_agent, origin_packages
+from heuresis.agents.base import AGENTS, agent_origin, make_agent, origin_packages
 from heuresis.agents.spec import result_spec
 from heuresis.artifacts.failures import FIRST_ATTEMPT, failure_metadata, record_attempt
 from heuresis.artifacts.io import Checkpoint, atomic_write_text, write_table
 from heuresis.artifacts.provenance import PROVENANCE_KEY, dumps, provenance_record, utc_now
 from heuresis.artifacts.schemas import CALLS, EPISODES, REQUESTS
 from heuresis.artifacts.sealing import PUBLIC_SALT, salt_digest
-from heuresis.config.loading import config_digest
+from heuresis.config.loading import ConfigError, config_digest
 from heuresis.config.settings import BudgetSettings, CodeTool
-from heuresis.harness.conditions import Condition
+from heuresis.harness.conditions import LAST_TURN_REQUESTS, Condition, expand_conditions
 from heuresis.harness.episode import (
     EpisodeInput,
     EpisodeSettings,
@@ -46,9 +46,19 @@ from heuresis.harness.episode import (
 from heuresis.harness.requestlog import RequestLog
 from heuresis.harness.sandbox import SandboxLimits
 from heuresis.stages.instances import load_data, load_truth
+from heuresis.stages.jobs import OFFLINE_RUNTIME_MIN, job_minutes, request_seconds
 from heuresis.stages.references import grade_table, graph_of, load_references
 
-__all__ = ["config_errors", "episode_settings", "load_episode_inputs", "run_episode_shard"]
+__all__ = [
+    "config_errors",
+    "episode_job_config",
+    "episode_job_indices",
+    "episode_job_runtime",
+    "episode_jobs",
+    "episode_settings",
+    "load_episode_inputs",
+    "run_episode_shard",
+]
 
 
 def episode_settings(episodes_cfg: Mapping, menu: Mapping, grades: Sequence[Mapping], budget: str) -> EpisodeSettings:
@@ -163,6 +173,87 @@ def run_episode_shard(agent: str, agent_spec: Mapping, condition_id: str, family
             f"({', '.join(inputs[i].instance_id for i in failed)}); not counted as run: rerun the target to retry "  # type: ignore[index]
             "them (the finished ones are kept)")
     return Path(out)
+
+
+# --- job planning -----------------------------------------------------------------------------------
+def episode_job_config(config: Mapping, condition_id: str) -> dict:
+    """The slice of the ``episodes`` section one episode job depends on.
+
+    Only the job's own budget, the code tool's settings and the test level: adding a grid, a
+    budget or an agent elsewhere in the section leaves every existing job's params unchanged, so
+    Snakemake reruns nothing that was already paid for.
+
+    Raises
+    ------
+    ConfigError
+        If the condition names a budget that ``episodes.budgets`` does not define.
+    """
+    episodes = config["episodes"]
+    budget = Condition.from_id("", condition_id).budget
+    if budget not in episodes["budgets"]:
+        raise ConfigError(f"config key episodes.budgets.{budget}: unknown budget of condition {condition_id!r}")
+    return {"budgets": {budget: dict(episodes["budgets"][budget])}, "code_tool": dict(episodes["code_tool"]),
+            "alpha": episodes["alpha"]}
+
+
+def episode_jobs(config: Mapping) -> list[dict]:
+    """Every episode job of the active grids, one Parquet each.
+
+    Returns
+    -------
+    list of dict
+        Keys ``agent``, ``condition_id``, ``family``, ``split``, ``shard`` and ``indices``: the
+        instances of the shard (``episodes.shard_size`` consecutive instances) that the job's
+        grids select. A shard none of them selects is no job.
+    """
+    size = int(config["episodes"]["shard_size"])
+    out: list[dict] = []
+    for cell in expand_conditions(config):
+        n = int(config["instances"][f"n_{cell.split}"])
+        for family in cell.families:
+            by_shard: dict[int, list[int]] = {}
+            for i in cell.indices(family, n):
+                by_shard.setdefault(i // size, []).append(i)
+            for shard, idx in sorted(by_shard.items()):   # cells are unique: so is each key
+                key = (cell.condition.agent, cell.condition.condition_id, family, cell.split, shard)
+                out.append({**dict(zip(("agent", "condition_id", "family", "split", "shard"), key)), "indices": idx})
+    return out
+
+
+def episode_job_indices(jobs: list[dict], agent: str, condition_id: str, family: str, split: str,
+                        shard: int) -> list[int]:
+    """The instance indices of one planned episode job (``jobs`` from :func:`episode_jobs`).
+
+    Raises
+    ------
+    ValueError
+        If no active grid plans that job.
+    """
+    for j in jobs:
+        if (j["agent"], j["condition_id"], j["family"], j["split"], j["shard"]) == (
+                agent, condition_id, family, split, int(shard)):
+            return list(j["indices"])
+    raise ValueError(f"no planned episode job {agent}/{condition_id}/{family}/{split}/shard-{int(shard):03d} "
+                     f"(not in the active grids, episodes.run)")
+
+
+def episode_job_runtime(config: Mapping, agent: str, condition_id: str, n_episodes: int) -> int:
+    """Minutes of an episode job: per episode the budget's ``wall_seconds`` plus its last turn's requests.
+
+    Each episode ends when its working time reaches the condition's ``wall_seconds``; then at
+    most the last turn's requests follow (:data:`~heuresis.harness.conditions.LAST_TURN_REQUESTS`),
+    each at most the agent's ``timeout_s``.  Times ``n_episodes`` (the shard's), through
+    :func:`~heuresis.stages.jobs.job_minutes`; :data:`~heuresis.stages.jobs.OFFLINE_RUNTIME_MIN`
+    for an offline baseline (a privileged agent, seconds per episode).
+    """
+    spec = config["agents"][agent]
+    kind = spec.get("kind")
+    if kind in AGENTS and AGENTS.lookup(kind).privileged:
+        return OFFLINE_RUNTIME_MIN
+    cond = Condition.from_id(agent, condition_id)
+    budget = BudgetSettings.from_config(cond.budget, config["episodes"]["budgets"][cond.budget])
+    last = LAST_TURN_REQUESTS[cond.last_turn] * (request_seconds(spec) or 0.0)
+    return job_minutes(int(n_episodes) * (float(budget.wall_seconds) + last))
 
 
 # --- config checks (heuresis.config.validation collects them) ------------------------------------

@@ -44,11 +44,13 @@ from heuresis.config.loading import agent_errors, config_digest
 from heuresis.harness.loop import single_request
 from heuresis.harness.parse import ParseError, parse_edge_list
 from heuresis.harness.prompts import render
+from heuresis.stages.jobs import job_minutes, request_seconds
 
 __all__ = [
     "CONDITIONS",
     "config_errors",
     "figure1a",
+    "leakage_job_runtime",
     "probe_labels",
     "probe_prompt",
     "probe_seed",
@@ -241,3 +243,10 @@ def config_errors(config: Mapping) -> list[str]:
         if n not in NETWORKS:
             msgs.append(f"config key leakage.networks: unknown network {n!r}; known: {list(NETWORKS)}")
     return msgs
+
+
+# --- job planning -----------------------------------------------------------------------------------
+def leakage_job_runtime(config: Mapping, agent: str) -> int:
+    """Minutes of a leakage job (one network): two conditions x ``leakage.repeats`` requests, each at most ``timeout_s``."""
+    n = len(CONDITIONS) * int(config["leakage"]["repeats"])
+    return job_minutes(n * (request_seconds(config["agents"][agent]) or 0.0))

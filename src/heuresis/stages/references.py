@@ -39,7 +39,10 @@ __all__ = [
     "grade_table",
     "labelled_log",
     "load_references",
+    "reference_batches",
     "reference_row",
+    "reference_shard_indices",
+    "reference_shards",
     "run_shard",
     "shard_indices",
     "shards",
@@ -201,3 +204,23 @@ def config_errors(config: Mapping) -> list[str]:
     except ValueError as exc:
         msgs.append(f"config key grades: {exc}")
     return msgs
+
+
+# --- job planning -----------------------------------------------------------------------------------
+def reference_batches(config: Mapping) -> list[list[str]]:
+    """The swept algorithms grouped into jobs: the configured batches, then each unlisted one alone."""
+    refs = config["references"]
+    swept = [*refs["algorithms"], *refs["baselines"]]
+    batches = [[a for a in b if a in swept] for b in refs["batches"]]
+    listed = {a for b in batches for a in b}
+    return [b for b in batches if b] + [[a] for a in swept if a not in listed]
+
+
+def reference_shards(config: Mapping, split: str) -> list[int]:
+    """The shard numbers of a split's reference jobs (``references.shard_size`` instances each)."""
+    return shards(int(config["instances"][f"n_{split}"]), int(config["references"]["shard_size"]))
+
+
+def reference_shard_indices(config: Mapping, split: str, shard: int) -> list[int]:
+    """The instance indices of one reference shard of a split."""
+    return shard_indices(int(shard), int(config["instances"][f"n_{split}"]), int(config["references"]["shard_size"]))

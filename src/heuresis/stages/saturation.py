@@ -36,7 +36,7 @@ from heuresis.causal.metrics import score_graph
 from heuresis.causal.networks import load_network
 from heuresis.config.loading import config_digest
 from heuresis.config.settings import Bootstrap
-from heuresis.stages.instances import sample_scm, stable_key
+from heuresis.stages.instances import instance_spec, sample_scm, stable_key
 
 __all__ = [
     "ORACLE",
@@ -47,6 +47,7 @@ __all__ = [
     "load_saturation",
     "oracle_gain_share",
     "run_network",
+    "saturation_settings",
     "saturation_summary",
     "simulate",
     "topological_order",
@@ -142,7 +143,7 @@ def run_network(network: str, settings: Mapping, out: str | Path, *,
                 log: Callable[[str], None] = lambda m: None) -> Path:
     """Run every dataset of one network and write ``out`` (schema :data:`SATURATION`).
 
-    ``settings`` is :func:`heuresis.config.saturation_settings`'s slice: ``n``, ``datasets``,
+    ``settings`` is :func:`saturation_settings`'s slice: ``n``, ``datasets``,
     ``seed``, ``family`` (the family's config entry), ``mechanisms`` and ``algorithms``.  Each
     finished dataset is checkpointed, so a killed job resumes.
     """
@@ -277,3 +278,15 @@ def config_errors(config: Mapping) -> list[str]:
             msgs.append(f"config key saturation.algorithms: {a!r} is not on the menu (references.algorithms: "
                         f"{sorted(menu)})")
     return msgs
+
+
+# --- job planning -----------------------------------------------------------------------------------
+def saturation_settings(config: Mapping) -> dict:
+    """The config slice Figure 1b's datasets depend on: sizes, seed, the family's mechanisms, algorithms."""
+    sat = config["saturation"]
+    fam = config["families"][sat["family"]]
+    menu = config["references"]["algorithms"]
+    return {"n": int(sat["n"]), "datasets": int(sat["datasets"]), "seed": int(sat["seed"]),
+            "family_name": sat["family"], "family": dict(fam),
+            "mechanisms": instance_spec(config, sat["family"])["mechanisms"],
+            "algorithms": {a: dict(menu[a]) for a in sat["algorithms"]}}
