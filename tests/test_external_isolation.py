@@ -70,7 +70,9 @@ for pid in os.listdir("/proc"):
                 seen += open(f"/proc/{pid}/{part}", "rb").read()
             except OSError:
                 pass
-        procs[pid] = [seen.replace(b"\0", b" ")[-80:].decode(errors="replace"), marker in seen]
+        # the text, whether it holds the marker, whether it is the harness's (pytest sets this in its environment)
+        procs[pid] = [seen.replace(b"\0", b" ")[-80:].decode(errors="replace"), marker in seen,
+                      b"PYTEST_CURRENT_TEST=" in seen]
 found["procs"] = procs
 listening = []
 for name in ("/proc/net/tcp", "/proc/net/tcp6"):
@@ -186,8 +188,8 @@ def test_hostile_command_finds_nothing_and_the_episode_is_recorded(split, tmp_pa
     assert not any(leak for _, leak in found["fds"].values()), found["fds"]
     assert {re.sub(r"\d+", "N", t) for t in targets} <= {"/dev/null", "pipe:[N]", "FileNotFoundError"}, targets   # listing's fd
     # its own PID namespace: bwrap's init, the forwarder, itself; nothing of the harness
-    assert not any(leak for _, leak in found["procs"].values()) and len(found["procs"]) <= 4, found["procs"]
-    assert not any("pytest" in c for c, _ in found["procs"].values())
+    assert not any(leak for _, leak, _ in found["procs"].values()) and len(found["procs"]) <= 4, found["procs"]
+    assert not any(harness for _, _, harness in found["procs"].values()), found["procs"]
     # its own network: the forwarder to its episode's server is all there is
     assert found["listening"] == [external.INNER_PORT] and found["open_ports"] == [external.INNER_PORT]
     assert found["abstract"] is False and found["log"] is False
@@ -386,7 +388,10 @@ def test_a_flood_leaves_the_server_within_its_limits(split, tmp_path, capfd, mon
     assert rss_flood - rss0 < 60, (rss0, rss_flood)    # not 40 x 3.5 MB held
     assert cut.is_error
     texts = [r.content[0].text for r in at_once]
-    assert sum(x.startswith("another call is pending") for x in texts) >= 1 and sum(not r.is_error for r in at_once) >= 1
+    # still serving, one call at a time: each call answered or refused as made while another was pending (how
+    # many overlap depends on timing; tests/test_mcp.py checks the refusal itself), nothing else
+    assert all(not r.is_error or x.startswith("another call is pending") for r, x in zip(at_once, texts)), texts
+    assert len(at_once) == 5 and sum(not r.is_error for r in at_once) >= 1
     calls = box["tables"]["calls"]
     assert len(calls[0]["arguments"]) < external.MAX_ARGUMENT_CHARS + 100
     assert calls[0]["arguments"].endswith(f"[cut: {len(json.dumps({'x': 'b' * 900_000}))} characters]")
