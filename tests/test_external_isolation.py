@@ -385,7 +385,7 @@ def test_a_flood_leaves_the_server_within_its_limits(split, tmp_path, capfd, mon
     assert fds_flood - fds0 <= external.MAX_CONNECTIONS + 4, (fds0, fds_flood)
     assert closed == 300
     assert sum(a.startswith(b"HTTP/1.1 413") for a in answers) >= 1 and not any(b"200 OK" in a for a in answers)
-    assert rss_flood - rss0 < 60, (rss0, rss_flood)    # not 40 x 3.5 MB held
+    assert rss_flood - rss0 < 100, (rss0, rss_flood)   # not 40 x 3.5 MB (140 MB) held; allocator noise reached 64
     assert cut.is_error
     texts = [r.content[0].text for r in at_once]
     # still serving, one call at a time: each call answered or refused as made while another was pending (how
