@@ -211,3 +211,52 @@ def test_the_harness_is_handed_its_agent():
               and "make_agent" in graph.edges[a, b]["names"]]
     assert not builds, builds
     assert "make_agent" in graph.edges["heuresis.stages.episodes", "heuresis.agents.base"]["names"]
+
+
+#: Modules of an optional extra that src/ may import, each with its distribution and extra. They are
+#: imported only inside a function (the code path that needs the extra), never when a module loads.
+EXTRA_IMPORTS = {"llama_cpp": ("llama-cpp-python", "local")}
+
+
+def _requirement_names(reqs) -> set[str]:
+    import re
+
+    return {re.sub(r"[-_.]+", "-", re.split(r"[<>=!~;\[ ]", r.strip(), maxsplit=1)[0]).lower() for r in reqs}
+
+
+def test_every_third_party_import_is_a_runtime_dependency_or_a_lazy_extra():
+    """What a plain install lacks is never imported when a module loads; every other import is declared."""
+    import re
+    import sys
+    import tomllib
+    from importlib.metadata import packages_distributions
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    runtime = _requirement_names(project["dependencies"])
+    extras = {name: _requirement_names(reqs) for name, reqs in project["optional-dependencies"].items()}
+    dists = packages_distributions()
+    undeclared, eager = [], []
+    for path in sorted((ROOT / "src" / "heuresis").rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        in_function = {id(n) for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+                       for n in ast.walk(f)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            else:
+                continue
+            for top in {n.split(".")[0] for n in names} - {"heuresis", *sys.stdlib_module_names}:
+                where = f"{path.relative_to(ROOT)}:{node.lineno} imports {top}"
+                if top in EXTRA_IMPORTS:
+                    dist, extra = EXTRA_IMPORTS[top]
+                    assert dist in extras[extra], f"{dist} is not in the [{extra}] extra"
+                    if id(node) not in in_function:
+                        eager.append(where)
+                    continue
+                found = {re.sub(r"[-_.]+", "-", d).lower() for d in dists.get(top, [])}
+                if not found & runtime:
+                    undeclared.append(f"{where} ({sorted(found) or 'not installed'})")
+    assert not undeclared, undeclared
+    assert not eager, eager
