@@ -20,7 +20,7 @@ try:
         plays_of as _plays_of,
         scenario_folder as _scenario_folder,
     )
-    from heuresis.harness.conditions import CONDITION_ID_PATTERN, cell_records as _cell_records
+    from heuresis.harness.conditions import CONDITION_ID_PATTERN, cell_records as _cell_records, grid_plan as _grid_plan
     from heuresis.harness.sandbox import IsolationUnavailable, check_isolation
     from heuresis.stages.episodes import (
         episode_job_config as _episode_job_config,
@@ -37,6 +37,7 @@ try:
         reference_shards as _reference_shards,
     )
     from heuresis.stages.saturation import saturation_settings as _saturation_settings
+    from heuresis.stages.pilot import pc_kci_paths as _pc_kci_paths, pilot_plan as _pilot_plan
     from heuresis.targets.published import load_published_table2 as _load_published_table2
     from heuresis.targets.published import published_table2_path as _published_table2_path
     from heuresis.artifacts.sealing import SALT_FILE, SecretUnavailable, disclosure as _disclosure, require_test_seed
@@ -564,3 +565,35 @@ def target_caption(target):
         return text
 
     return caption
+
+
+# --- the pilot and the forecast --------------------------------------------------------------------
+def pilot_plan(wildcards):
+    """The pilot episodes of the job's agent: k per budget setting, spread over its conditions and families."""
+    return [ep for ep in _pilot_plan(config, int(wildcards.k)) if ep["agent"] == wildcards.agent]
+
+
+def pilot_inputs(wildcards):
+    """The instances, hidden truth and PC-KCI references of the families and splits the agent's pilot plays."""
+    cells = sorted({(ep["family"], ep["split"]) for ep in pilot_plan(wildcards)})
+    return {"data": [P.INSTANCES.format(family=f, split=s) for f, s in cells],
+            "truth": [P.TRUTH_GRAPHS.format(family=f, split=s) for f, s in cells],
+            "pc_kci": [p for f, s in cells for p in _pc_kci_paths(config, f, s)],
+            "salt": episode_salt(wildcards)}
+
+
+def pilot_episode_configs(wildcards):
+    """The episodes section's slice of each pilot episode's condition (as its episode job gets it)."""
+    return {ep["condition_id"]: _episode_job_config(config, ep["condition_id"]) for ep in pilot_plan(wildcards)}
+
+
+def pilot_tables(wildcards):
+    """The pilot table of every LLM agent with planned episodes."""
+    agents = sorted({ep["agent"] for ep in _pilot_plan(config, int(wildcards.k))})
+    return [P.PILOT.format(k=wildcards.k, agent=a) for a in agents]
+
+
+def forecast_params(wildcards=None):
+    """What the forecast reads from the config besides the pilot: the planned episodes and each agent's cap."""
+    return {"plan": [(r["grid"], r["llm_episodes"]) for r in _grid_plan(config)],
+            "caps": {a: s.get("max_run_usd") for a, s in config["agents"].items() if s.get("kind") == "llm"}}

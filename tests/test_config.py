@@ -319,7 +319,8 @@ def test_a_refused_credential_is_never_echoed(paper_config):
 
 def test_spend_bounds_of_the_paper_config_counted_by_hand(paper_config):
     """Every LLM request the paper config plans, counted by hand, and its dollars in closed form from
-    the rates of litellm's price map (each request: the model's context window in, its cap out)."""
+    the rates of litellm's price map or the config's prices (each request: the model's context window
+    in, its cap out)."""
     import litellm
 
     from heuresis.config.spend import spend_bounds
@@ -343,8 +344,14 @@ def test_spend_bounds_of_the_paper_config_counted_by_hand(paper_config):
     for agent, (model, max_out) in models.items():
         entry = litellm.model_cost[model]
         window = entry["max_input_tokens"]
-        tier = (entry.get("tiered_pricing") or [entry])[-1]   # the top tier: a request of a full window
-        rate_in, rate_out = tier["input_cost_per_token"], tier["output_cost_per_token"]
+        prices = paper_config["agents"][agent].get("prices")
+        if prices:   # the config's prices (qwen: DashScope's tiers, cache hits and writes), per million tokens
+            top = {**prices, **(prices.get("tiers") or [{}])[-1]}   # the top tier: a request of a full window
+            rate_in = max(top["input_per_mtok"], top.get("cache_write_input_per_mtok", 0)) / 1e6
+            rate_out = top["output_per_mtok"] / 1e6
+        else:        # the map's; input at the dearer of plain input and a cache write (prompt caching is on)
+            rate_in = max(entry["input_cost_per_token"], entry.get("cache_creation_input_token_cost") or 0)
+            rate_out = entry["output_cost_per_token"]
         for part, (n, out) in {**parts, "leakage": (leak, leak * max_out)}.items():
             r = rows[(agent, part)]
             assert (r.requests, r.input_tokens, r.output_tokens) == (n, n * window, out), (agent, part)
@@ -712,7 +719,7 @@ def test_transport_keys_are_llm_settings_and_split_an_entry(paper_config):
     assert TRANSPORT_KEYS <= set(llm), sorted(TRANSPORT_KEYS - set(llm))
     spec = {**paper_config["agents"]["claude"], "retries": {"max_retries": 2}, "api_key_env": "MY_KEY"}
     assert {**result_spec(spec), **transport_of(spec)} == spec
-    assert set(transport_of(spec)) == {"timeout_s", "retries", "api_key_env"}
+    assert set(transport_of(spec)) == {"timeout_s", "retries", "api_key_env", "max_run_usd"}
     assert result_spec(spec)["thinking"] == {"type": "enabled", "budget_tokens": 1024}
 
 

@@ -18,7 +18,7 @@ from conftest import ROOT, small_lg_split
 from llm_server import Conversations, ScriptedLLMServer
 
 from heuresis.agents.llm import LLMAgent, ProviderFatalError, scrub, verify_keys
-from heuresis.agents.spend import SpendLedger, SpendLimitReached
+from heuresis.agents.spend import RunStopped, SpendLedger, SpendLimitReached, read_stop
 from heuresis.artifacts.io import read_table
 from heuresis.artifacts.schemas import EPISODES, REQUESTS
 from heuresis.stages.episodes import run_episode_shard
@@ -57,7 +57,7 @@ def _sweep(small, name, spec, indices=(0,), wall_seconds=None, root=None, spend_
                       pc_kci_paths=[small["ref"]], episodes_cfg=cfg["episodes"], menu=cfg["references"]["algorithms"],
                       grades=cfg["grades"], seed=cfg["seed"], out=out, calls_out=out.with_name("shard-000.calls.parquet"),
                       requests_out=out.with_name("shard-000.requests.parquet"),
-                      transcripts_dir=root / "transcripts" / name, spend_dir=spend_dir)
+                      transcripts_dir=root / "transcripts" / name, spend_dir=spend_dir or root / "spend")
     return (read_table(out, EPISODES).to_pandas(),
             read_table(out.with_name("shard-000.requests.parquet"), REQUESTS).to_pandas())
 
@@ -122,6 +122,13 @@ def test_fatal_provider_error_stops_the_job_after_one_request(small, step, reaso
     assert "sk-proj-abc" not in text and "abcdefwxyz" not in text
     log = (small["root"] / "transcripts" / f"fatal{step['status']}" / "0000.requests.jsonl").read_text()
     assert "sk-proj-abc" not in log and json.loads(log.splitlines()[0])["status"] == "failed"
+    # the stop record: a later job of the agent (a cluster's resubmission) sends nothing
+    assert reason in (read_stop(small["root"] / "spend", f"fatal{step['status']}") or "")
+    with ScriptedLLMServer([{"content": "ok", "usage": (5, 1)}] * 10) as server:
+        spec = {**_spec(server.url), "requires_key": True, "api_key_env": "SCRIPTED_KEY"}
+        with pytest.raises(RunStopped, match="stopped by an earlier job"):
+            _sweep(small, f"fatal{step['status']}", spec, indices=(0,))
+        assert server.requests == []
 
 
 def test_bad_key_caught_by_the_start_check(quick_config, monkeypatch):

@@ -87,6 +87,87 @@ def spend_lines(cfg: dict) -> list[str]:
     return out
 
 
+def pilot_forecast(cfg: dict, results: str | Path = "results") -> tuple[int, list[dict]] | None:
+    """The forecast of the largest pilot under ``results/pilot`` against ``cfg``'s plan; None: no pilot yet."""
+    from heuresis.artifacts.io import read_table
+    from heuresis.artifacts.schemas import PILOT
+    from heuresis.stages.pilot import forecast
+
+    runs = sorted((int(d.name[1:]), d) for d in Path(results, "pilot").glob("k*") if d.name[1:].isdigit()
+                  and any(d.glob("*.parquet")))
+    if not runs:
+        return None
+    k, folder = runs[-1]
+    rows = [r for path in sorted(folder.glob("*.parquet")) if path.name != "forecast.parquet"
+            for r in read_table(path, PILOT).to_pylist()]
+    return k, forecast(cfg, rows)
+
+
+def forecast_text(cfg: dict, results: str | Path = "results") -> list[str]:
+    """The forecast lines of ``check-config`` and ``heuresis forecast`` (or how to get a forecast)."""
+    from heuresis.stages.pilot import LEVEL, forecast_lines
+
+    found = pilot_forecast(cfg, results)
+    if found is None:
+        return ["LLM spend forecast: no pilot yet (heuresis forecast --pilot 3 runs 3 of the run's own episodes per "
+                "LLM agent and budget setting, which the full run then replays, and forecasts the rest)"]
+    k, rows = found
+    return [f"LLM spend forecast from the pilot under {results}/pilot/k{k} ({k} episodes per agent and budget "
+            f"setting; interval {int(LEVEL * 100)} %, bootstrap over pilot episodes; per episode, forecast, interval, "
+            "paid by the pilot, the ceiling above, the cap):", *("  " + line for line in forecast_lines(rows))]
+
+
+def cmd_forecast(args: argparse.Namespace) -> int:
+    """Run the pilot (``--pilot K``) through the workflow, then print the forecast of the run's LLM spend."""
+    import subprocess
+
+    cfg = _load(args)
+    if args.pilot:
+        files = [f for f in _config_files(args) if Path(f).resolve() != Path("config/config.yaml").resolve()]
+        cmd = ["snakemake", P.FORECAST_TEXT.format(k=args.pilot), "--cores", str(args.cores),
+               *(["--configfile", *files] if files else []), *[a for a in args.snakemake if a != "--"]]
+        print("running the pilot: " + " ".join(cmd), file=sys.stderr)
+        rc = subprocess.run(cmd, check=False).returncode
+        if rc != 0:
+            print(f"heuresis forecast: the pilot's workflow failed (exit {rc}); what it paid is kept and replayed",
+                  file=sys.stderr)
+            return rc
+    for line in forecast_text(cfg, args.results):
+        print(line)
+    return 0
+
+
+def cmd_spend(args: argparse.Namespace) -> int:
+    """Show the run's spend per LLM agent (ledger and stop records); reset a ledger or resume a stopped agent."""
+    import time
+
+    from heuresis.agents.llm import llm_agents_in_use
+    from heuresis.agents.spend import SpendLedger, clear_stop, read_stop
+
+    cfg = _load(args)
+    folder = Path(args.results, "spend")
+    agents = llm_agents_in_use(cfg)
+    for name in args.reset or []:
+        ledger = folder / name
+        if ledger.is_dir():
+            archived = folder / f"{name}.reset-{time.strftime('%Y%m%dT%H%M%S')}"
+            ledger.rename(archived)
+            print(f"{name}: ledger moved to {archived} (kept; the run's spend starts again from $0)")
+    for name in args.resume or []:
+        print(f"{name}: " + ("stop record removed; its jobs send requests again" if clear_stop(folder, name)
+                             else "was not stopped"))
+    print(f"run spend under {folder} (spent: settled at the actual cost; reserved: in flight, or of unknown cost)")
+    for name, spec in sorted(agents.items()):
+        cap = spec.get("max_run_usd")
+        t = SpendLedger(folder, name, float(cap) if cap is not None else float("inf")).totals()
+        stop = read_stop(folder, name)
+        print(f"  {name:<14} spent ${t['spent']:,.4f}  reserved ${t['reserved']:,.4f}  "
+              + (f"cap ${float(cap):,.2f} (${float(cap) - t['spent'] - t['reserved']:,.4f} left)" if cap is not None
+                 else "no cap (max_run_usd not set)")
+              + (f"  STOPPED: {stop}" if stop else ""))
+    return 0
+
+
 def cmd_check_config(args: argparse.Namespace) -> int:
     """Validate a configuration and print what it plans, its LLM credentials and code-tool isolation.
 
@@ -123,6 +204,12 @@ def cmd_check_config(args: argparse.Namespace) -> int:
         print("LLM agents in use: " + ", ".join(f"{a} ({s['model']})" for a, s in llm.items()))
         for line in spend_lines(cfg):
             print(line)
+        for line in forecast_text(cfg):
+            print(line)
+        uncapped = [a for a, spec in llm.items() if spec.get("max_run_usd") is None and spec.get("requires_key", True)]
+        if uncapped:
+            print("warning: no spend cap (max_run_usd) for " + ", ".join(uncapped) + ": nothing bounds what these "
+                  "agents spend over the run")
     try:
         check_credentials(cfg)
     except CredentialsError as exc:
@@ -524,6 +611,27 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = with_config(sub.add_parser("check-config", help="validate a configuration"))
     sp.set_defaults(func=cmd_check_config)
+
+    sp = with_config(sub.add_parser(
+        "forecast", help="run a pilot of the run's own LLM episodes and forecast what the whole run will cost",
+        description="With --pilot K, build results/pilot/kK/forecast.md through Snakemake: K of the planned "
+                    "episodes per LLM agent and budget setting (their request logs where the run's jobs keep "
+                    "theirs, so the full run replays them), then the planned episodes times the pilot's mean "
+                    "cost per setting, with a bootstrap interval. Without it, print the forecast of the largest "
+                    "pilot found. See docs/agents.md."))
+    sp.add_argument("--pilot", type=int, metavar="K", help="pilot episodes per LLM agent and budget setting")
+    sp.add_argument("--cores", type=int, default=1, help="cores for the pilot's workflow (default 1)")
+    sp.add_argument("--results", default="results", help="results folder (default: results)")
+    sp.add_argument("snakemake", nargs=argparse.REMAINDER, help="further snakemake arguments, after --")
+    sp.set_defaults(func=cmd_forecast)
+
+    sp = with_config(sub.add_parser("spend", help="the run's LLM spend per agent; reset a ledger, resume a stopped agent"))
+    sp.add_argument("--results", default="results", help="results folder (default: results)")
+    sp.add_argument("--reset", action="append", metavar="AGENT",
+                    help="start AGENT's run ledger again from $0 (the old one is kept beside it)")
+    sp.add_argument("--resume", action="append", metavar="AGENT",
+                    help="remove AGENT's stop record (left by a fatal provider error) once its cause is fixed")
+    sp.set_defaults(func=cmd_spend)
 
     sp = with_config(sub.add_parser("instances", help="stage 1: generate instances (data and hidden truth)"))
     sp.add_argument("--family", action="append", help="family to generate (default: all)")

@@ -77,6 +77,8 @@ class Usage:
     price_source: str = "offline"     # litellm, config, unknown, offline, no reply
     error: str = ""                   # set on a call that failed for good
     cached_tokens: int | None = None      # prompt tokens the provider read from its cache
+    cache_write_tokens: int | None = None  # prompt tokens the provider wrote to its cache (billed above input)
+    caching: str | None = None            # prompt caching: explicit (marked), automatic, off, none
     reasoning_tokens: int | None = None   # completion tokens spent on reasoning
     served_model: str | None = None       # the model the provider says answered (a dated snapshot)
     response_id: str | None = None        # the provider's id of the response

@@ -20,6 +20,22 @@ adds is the care a benchmark owes its numbers:
 * **Prices**: litellm's bundled map where it knows the model, else ``prices`` from the config
   (USD per million tokens); a model with neither has cost ``None`` and a recorded warning —
   never a silent 0.
+* **Prompt caching** (``prompt_caching``, on by default): for providers that cache a prompt's
+  prefix only where the request marks it (:data:`CACHE_MARKED_PROVIDERS`: Anthropic, Bedrock,
+  DashScope), litellm's ``cache_control_injection_points`` mark the tool definitions, the system
+  prompt and the conversation's last message, so each turn reads the previous turns from the cache
+  and writes only what is new; providers that cache on their own (:data:`CACHE_AUTOMATIC_PROVIDERS`:
+  OpenAI, DeepSeek, xAI, Gemini) get nothing added.  The marks are not content: the conversation
+  sent is the same, and a request's identity (:func:`~heuresis.harness.requestlog.request_key`)
+  ignores them.  Cache reads and writes are priced as the provider bills them, and each request
+  records its caching mode (``explicit``, ``automatic``, ``off``, ``none``).
+* **Reasoning inside the cap**: the request's output cap is the turn's output budget, reasoning
+  included (litellm sends ``max_completion_tokens`` to OpenAI's reasoning models, and a thinking
+  budget must fit under it); a reply cut at that cap with neither text nor a tool call (all of it
+  reasoning) is paid for and recorded as ``empty_length``.
+* **A fatal provider error stops the run**: besides stopping its job, it leaves a stop record
+  (:func:`heuresis.agents.spend.stop_run`) that every later job of the agent reads before its first
+  request, so a cluster profile's resubmission or a job queued behind it sends nothing.
 * **Credentials** are checked before anything runs: :func:`missing_credentials` names the
   variables a configured model needs and lacks (litellm's ``validate_environment``, or the config's
   ``api_key_env``), :func:`check_credentials` fails naming the missing ones.
@@ -66,7 +82,7 @@ from heuresis.agents.base import (
     register_agent,
 )
 from heuresis.agents.spec import scrub
-from heuresis.agents.spend import SPEND_DIR, SpendLedger, request_bound
+from heuresis.agents.spend import SPEND_DIR, RunStopped, SpendLedger, clear_stop, read_stop, request_bound, stop_run
 from heuresis.config.settings import Retries
 from heuresis.harness.requestlog import RequestLog, request_key
 
@@ -424,6 +440,15 @@ def context_overflow(exc: Exception, litellm) -> bool:
     return getattr(exc, "status_code", None) == 400 and bool(_OVERFLOW_TEXT.search(str(exc)))
 
 
+#: Providers that cache a prompt prefix only where the request marks it (``cache_control``).
+CACHE_MARKED_PROVIDERS = frozenset({"anthropic", "bedrock", "dashscope"})
+#: Providers that cache prompt prefixes without marks (nothing to add; the usage reports the reads).
+CACHE_AUTOMATIC_PROVIDERS = frozenset({"openai", "deepseek", "xai", "gemini"})
+#: Where the marks go: the tool definitions, the system prompt, the last message (rolling: each turn's
+#: prefix is then read from the cache by the next turn).
+CACHE_INJECTION_POINTS = ({"location": "tool_config"}, {"location": "message", "role": "system"},
+                          {"location": "message", "index": -1})
+
 _RETRYABLE_NAMES = ("RateLimitError", "Timeout", "APIConnectionError", "InternalServerError",
                     "ServiceUnavailableError", "BadGatewayError")
 
@@ -439,13 +464,14 @@ class LLMAgent(Agent):
                  api_base_env: str | None = None, tool_choice: str | None = None, force_lone_tool: bool = False,
                  plain_history: bool = False, max_episode_usd: float | None = None,
                  max_episode_tokens: int | None = None, max_run_usd: float | None = None,
-                 verify_key: bool = True) -> None:
+                 verify_key: bool = True, prompt_caching: bool = True) -> None:
         super().__init__(name, model=model, api_base=api_base, api_key_env=api_key_env, requires_key=requires_key,
                          temperature=temperature, max_tokens=max_tokens, reasoning_effort=reasoning_effort,
                          thinking=thinking, timeout_s=timeout_s, retries=retries, prices=prices, extra=extra,
                          api_base_env=api_base_env, tool_choice=tool_choice, force_lone_tool=force_lone_tool,
                          plain_history=plain_history, max_episode_usd=max_episode_usd,
-                         max_episode_tokens=max_episode_tokens, max_run_usd=max_run_usd, verify_key=verify_key)
+                         max_episode_tokens=max_episode_tokens, max_run_usd=max_run_usd, verify_key=verify_key,
+                         prompt_caching=prompt_caching)
         self._model = str(model)
         if api_base_env:
             api_base = os.environ.get(str(api_base_env))
@@ -470,6 +496,10 @@ class LLMAgent(Agent):
         self.max_episode_usd = None if max_episode_usd is None else float(max_episode_usd)
         self.max_episode_tokens = None if max_episode_tokens is None else int(max_episode_tokens)
         self.max_run_usd = None if max_run_usd is None else float(max_run_usd)
+        self.prompt_caching = bool(prompt_caching)
+        self._spend_dir: str | Path = SPEND_DIR
+        self._stop_checked = False
+        self.stop_records = True   # read and leave the run's stop records (the start check's key test does not)
         self._ids = itertools.count()
         self._provider: str | None = None
         self._sleep = time.sleep   # tests may replace it
@@ -518,6 +548,8 @@ class LLMAgent(Agent):
     def use_records(self, request_log: RequestLog | None = None, spend_dir: str | Path | None = None) -> None:
         """The run's request log (replayed on a rerun, appended to) and the folder of the run's spend ledger."""
         self._log = request_log
+        if spend_dir is not None:
+            self._spend_dir = spend_dir
         if self.max_run_usd is not None and spend_dir is not None:
             self._ledger = SpendLedger(spend_dir, self.name, self.max_run_usd)
 
@@ -542,27 +574,29 @@ class LLMAgent(Agent):
             if getattr(self, key) is not None:
                 kw[key] = getattr(self, key)
         kw.update(self.extra)
+        if self.caching_mode == "explicit":
+            kw["cache_control_injection_points"] = [dict(p) for p in CACHE_INJECTION_POINTS]
         return kw
+
+    @property
+    def caching_mode(self) -> str:
+        """How the provider caches this agent's prompts: ``explicit`` (marked), ``automatic``, ``off``, ``none``."""
+        if not self.prompt_caching:
+            return "off"
+        if self.provider in CACHE_MARKED_PROVIDERS:
+            return "explicit"
+        return "automatic" if self.provider in CACHE_AUTOMATIC_PROVIDERS else "none"
 
     def _secrets(self) -> list[str]:
         var = self.key_variable()
         return [os.environ.get(var, "")] if var else []
 
-    def _token_prices(self) -> dict | None:
-        """USD per token (input, cached input, output): the config's ``prices``, else litellm's map; None: unknown."""
-        if self.prices is not None:
-            p_in = float(self.prices["input_per_mtok"]) / 1e6
-            return {"input_per_token": p_in, "output_per_token": float(self.prices["output_per_mtok"]) / 1e6,
-                    "cached_per_token": float(self.prices.get("cached_input_per_mtok",  # type: ignore[arg-type]
-                                                              self.prices["input_per_mtok"])) / 1e6}
-        info = _litellm().model_cost.get(self._model) or _litellm().model_cost.get(self._model.split("/", 1)[-1])
-        if not info or info.get("input_cost_per_token") is None or info.get("output_cost_per_token") is None:
-            return None
-        return {"input_per_token": float(info["input_cost_per_token"]),
-                "output_per_token": float(info["output_cost_per_token"]),
-                "cached_per_token": float(info.get("cache_read_input_token_cost") or info["input_cost_per_token"])}
+    def _token_prices(self, n_prompt: int | None = None) -> dict | None:
+        """USD per token of a request of ``n_prompt`` prompt tokens (None: the dearest tier; :func:`token_prices`)."""
+        return token_prices(self._model, self.prices, n_prompt)
 
-    def _cost(self, resp, n_in: int | None, n_out: int | None, cached: int) -> tuple[float | None, str, list[str]]:
+    def _cost(self, resp, n_in: int | None, n_out: int | None, cached: int,
+              written: int = 0) -> tuple[float | None, str, list[str]]:
         """(cost in USD or None, source, warnings) of one response.
 
         The config's ``prices`` override litellm's map (cached input at ``cached_input_per_mtok``, else the
@@ -573,8 +607,9 @@ class LLMAgent(Agent):
             return None, "no usage", [f"model {self._model}: the provider reported no token usage for a reply: "
                                       "tokens and cost recorded as unknown"]
         if self.prices is not None:
-            p = self._token_prices()
-            cost = (n_in - cached) * p["input_per_token"] + cached * p["cached_per_token"] + n_out * p["output_per_token"]  # type: ignore[index]
+            p = self._token_prices(n_in)
+            cost = ((n_in - cached - written) * p["input_per_token"] + cached * p["cached_per_token"]  # type: ignore[index]
+                    + written * p["cache_write_per_token"] + n_out * p["output_per_token"])  # type: ignore[index]
             return float(cost), "config", []
         try:
             return float(_litellm().completion_cost(completion_response=resp, model=self._model)), "litellm", []
@@ -648,6 +683,12 @@ class LLMAgent(Agent):
             hit = self._log.replay(key)
             if hit is not None:
                 return self._replayed(hit)
+        if self.stop_records and not self._stop_checked:   # once per job: an earlier fatal error stops it before it pays
+            reason = read_stop(self._spend_dir, self.name)
+            if reason is not None:
+                raise RunStopped(f"agent {self.name!r}: the run was stopped by an earlier job: {reason}. Fix the "
+                                 f"cause, then `heuresis spend --resume {self.name}` lets its jobs send requests again")
+            self._stop_checked = True
         limited = self._ledger is not None or self.max_episode_usd is not None or self.max_episode_tokens is not None
         bound = self._bound(kwargs) if limited else (0, 0.0)
         self._check_episode_limits(bound)
@@ -682,11 +723,13 @@ class LLMAgent(Agent):
                                   charged_s=0.0)
                     if fatal is not None:
                         var = self.key_variable()
-                        raise ProviderFatalError(
-                            f"agent {self.name!r} (model {self._model}): {fatal.replace('_', ' ')}"
-                            + (f" (key from the environment variable {var})" if var else "")
-                            + f": {type(exc).__name__}: {message[:300]}. The run stops: every request of this "
-                              "agent would fail the same way", usage) from exc
+                        text = (f"agent {self.name!r} (model {self._model}): {fatal.replace('_', ' ')}"
+                                + (f" (key from the environment variable {var})" if var else "")
+                                + f": {type(exc).__name__}: {message[:300]}")
+                        if self.stop_records:
+                            stop_run(self._spend_dir, self.name, text)
+                        raise ProviderFatalError(text + ". The run stops: every request of this agent would fail "
+                                                        "the same way", usage) from exc
                     if context_overflow(exc, litellm):
                         raise ContextOverflow(f"the conversation exceeds the model's context window: "
                                               f"{message[:300]}", usage) from exc
@@ -756,22 +799,116 @@ class LLMAgent(Agent):
         details_in = getattr(u, "prompt_tokens_details", None)
         details_out = getattr(u, "completion_tokens_details", None)
         cached = int(getattr(details_in, "cached_tokens", 0) or 0) if n_in is not None else None
+        written = cache_write_tokens(u) if n_in is not None else None
         reasoning = getattr(details_out, "reasoning_tokens", None) if n_in is not None else None
         cost, source, warnings = self._cost(resp, None if n_in is None else int(n_in),
-                                            None if n_out is None else int(n_out), int(cached or 0))
+                                            None if n_out is None else int(n_out), int(cached or 0), int(written or 0))
+        finish = getattr(choice, "finish_reason", None)
+        if finish == "length" and not calls and not (content or "").strip():
+            finish = "empty_length"   # the whole cap went to reasoning: paid for, nothing to act on
+            warnings = [*warnings, f"model {self._model}: the reply reached the output cap ({self.max_tokens} tokens, "
+                                   f"{reasoning if reasoning is not None else 'unknown'} of them reasoning) with "
+                                   "neither text nor a tool call"]
         usage = Usage(tokens_in=None if n_in is None else int(n_in), tokens_out=None if n_out is None else int(n_out),
                       cost=cost, latency_s=round(latency, 4), retries=len(log),
                       model=self._model, provider=self.provider, warnings=warnings, retry_log=log, notes=notes,
-                      finish_reason=getattr(choice, "finish_reason", None), price_source=source,
-                      cached_tokens=cached, reasoning_tokens=None if reasoning is None else int(reasoning),
+                      finish_reason=finish, price_source=source, caching=self.caching_mode,
+                      cached_tokens=cached, cache_write_tokens=written,
+                      reasoning_tokens=None if reasoning is None else int(reasoning),
                       served_model=getattr(resp, "model", None), response_id=getattr(resp, "id", None))
         return AgentReply(message, usage)
+
+
+def config_token_prices(prices: Mapping, n_prompt: int | None = None) -> dict[str, float]:
+    """USD per token from a config entry's ``prices`` (USD per million tokens).
+
+    Cached input at ``cached_input_per_mtok`` and a cache write at ``cache_write_input_per_mtok``,
+    each the input price when not given.  ``tiers`` (a list of ``{from_tokens, input_per_mtok, ...}``)
+    price a request of at least ``from_tokens`` prompt tokens at the last tier it reaches, as
+    providers with tiered prices bill; ``n_prompt`` None takes the dearest tier (a worst case).
+    """
+    levels = [dict(prices)] + [dict(t) for t in prices.get("tiers") or []]
+
+    def per_token(level: Mapping) -> dict[str, float]:
+        p_in = float(level["input_per_mtok"])
+        return {"input_per_token": p_in / 1e6, "output_per_token": float(level["output_per_mtok"]) / 1e6,
+                "cached_per_token": float(level.get("cached_input_per_mtok", p_in)) / 1e6,
+                "cache_write_per_token": float(level.get("cache_write_input_per_mtok", p_in)) / 1e6}
+
+    if n_prompt is None:
+        each = [per_token(level) for level in levels]
+        return {k: max(p[k] for p in each) for k in each[0]}
+    chosen = levels[0]
+    for tier in sorted(levels[1:], key=lambda t: int(t["from_tokens"])):
+        if int(n_prompt) >= int(tier["from_tokens"]):
+            chosen = tier
+    return per_token(chosen)
+
+
+def _map_prices(model: str) -> dict | None:
+    """litellm's bundled prices of ``model`` as a config ``prices`` entry (tiers kept); None: not priced."""
+    litellm = _litellm()
+    info = litellm.model_cost.get(model) or litellm.model_cost.get(model.split("/", 1)[-1]) or {}
+
+    def level(entry: Mapping) -> dict | None:
+        if entry.get("input_cost_per_token") is None or entry.get("output_cost_per_token") is None:
+            return None
+        out = {"input_per_mtok": float(entry["input_cost_per_token"]) * 1e6,
+               "output_per_mtok": float(entry["output_cost_per_token"]) * 1e6}
+        for ours, theirs in (("cached_input_per_mtok", "cache_read_input_token_cost"),
+                             ("cache_write_input_per_mtok", "cache_creation_input_token_cost")):
+            if entry.get(theirs) is not None:
+                out[ours] = float(entry[theirs]) * 1e6
+        return out
+
+    base = level(info)
+    tiers = [(t.get("range") or [0])[0] for t in info.get("tiered_pricing") or []]
+    levels = [level(t) for t in info.get("tiered_pricing") or []]
+    if base is None and levels and all(levels):   # only tiers: the first is the base
+        base, levels, tiers = levels[0], levels[1:], tiers[1:]
+    if base is None or not all(levels):
+        return None
+    return {**base, "tiers": [{**lv, "from_tokens": int(t)} for lv, t in zip(levels, tiers, strict=True)]}  # type: ignore[dict-item]
+
+
+def token_prices(model: str, prices: Mapping | None, n_prompt: int | None = None) -> dict[str, float] | None:
+    """USD per token (input, cached input, cache write, output) of one request of ``model``.
+
+    The config's ``prices`` (:func:`config_token_prices`), else litellm's map (a model with only
+    tiered prices, such as DashScope's, priced by its tiers); None: no known price.  ``n_prompt``
+    picks the tier (None: the dearest, for a worst case).
+    """
+    if prices is None:
+        prices = _map_prices(model)
+    return None if prices is None else config_token_prices(prices, n_prompt)
+
+
+def cache_write_tokens(usage) -> int:
+    """Prompt tokens a reply's usage says were written to the provider's cache (0: none reported).
+
+    Anthropic reports ``cache_creation_input_tokens`` on the usage; litellm also carries it, and
+    DashScope's count, in ``prompt_tokens_details`` (``cache_creation_tokens``, ``cache_write_tokens``,
+    ``cache_creation_input_tokens``).
+    """
+    direct = getattr(usage, "cache_creation_input_tokens", None)
+    if direct:
+        return int(direct)
+    details = getattr(usage, "prompt_tokens_details", None)
+    for key in ("cache_creation_tokens", "cache_write_tokens", "cache_creation_input_tokens"):
+        value = getattr(details, key, None) if details is not None else None
+        if value is None and isinstance(details, Mapping):
+            value = details.get(key)
+        if value:
+            return int(value)
+    return 0
 
 
 def verify_keys(config: Mapping, agents: Iterable[str] | None = None, log=lambda m: None) -> list[str]:
     """Send one cheap request (one output token) per distinct model and key of the LLM agents in use.
 
     Agents that need no key (``requires_key: false``) and those with ``verify_key: false`` are skipped.
+    A key that answers clears the stop records of the agents using it (a fatal error of an earlier
+    run, now shown fixed: :func:`heuresis.agents.spend.stop_run`).
     Raises :class:`ProviderFatalError` naming the agent, model and variable when a key is refused, the
     quota is gone or the model is unknown; a transient failure (rate limit, timeout) is returned as a
     warning, not an error.  Returns the warnings.
@@ -785,15 +922,20 @@ def verify_keys(config: Mapping, agents: Iterable[str] | None = None, log=lambda
         if spec.get("requires_key") is False or spec.get("verify_key") is False:
             continue
         ident = (spec["model"], spec.get("api_base"), spec.get("api_key_env"))
+        sharing = [a for a, s in used.items() if (s["model"], s.get("api_base"), s.get("api_key_env")) == ident]
         if ident in seen:
             continue
         seen.add(ident)
         params = {k: v for k, v in spec.items() if k != "kind"}
         agent = LLMAgent(name, **{**params, "retries": {"max_retries": 0}, "max_tokens": 1,
                                   "thinking": None, "reasoning_effort": None})
+        agent.stop_records = False
         try:
             agent.respond([{"role": "user", "content": "Reply with OK."}], [])
             log(f"agent {name!r} (model {spec['model']}): key verified")
+            for a in sharing:
+                if clear_stop(SPEND_DIR, a):
+                    log(f"agent {a!r}: the stop record of an earlier fatal error is cleared (its key now answers)")
         except ProviderFatalError:
             raise
         except Exception as exc:   # rate limited, a timeout, an unsupported parameter: not proof of a bad key

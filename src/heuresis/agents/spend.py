@@ -3,37 +3,55 @@
 A request is sent only once its worst case fits: the prompt's tokens as litellm counts them
 (:data:`PROMPT_MARGIN` on top, for the provider's own counting) plus the request's output cap,
 at the agent's prices (the config's ``prices``, else litellm's map).  An agent with a spend limit
-and no known price cannot be bounded, and fails at its first request, naming the agent.
+and no known price cannot be bounded: the config check refuses it at workflow start.
 
 * **Per episode** (``max_episode_usd``, ``max_episode_tokens`` in the agent's entry): a request
   whose worst case would take the episode past the limit is not sent; the episode ends there,
   ``ok``, with the termination ``spend_limit`` and the exhausted limit ``cost`` or ``tokens``,
   scored on its working graph (no last turn: it would be one more request).
 * **Per run** (``max_run_usd``): every request of the agent, in every job, reserves its worst
-  case in :class:`SpendLedger` (a JSON state file under a file lock, on the results' file system,
-  shared by a cluster's nodes) and settles it at the actual cost once answered.  A request the
+  case in :class:`SpendLedger` and settles it at the actual cost once answered.  A request the
   remaining budget cannot cover is not sent: :class:`SpendLimitReached` stops the job and the
   workflow, naming what was spent.  A request killed in flight, or one whose cost is unknown (a
   timeout the provider may bill), stays counted at its reserved worst case.
+
+The ledger needs no file lock, so it holds on a shared file system whose cross-node locks do
+not work (NFS mounted ``nolock``, Lustre ``localflock``).  Each process appends to a journal of
+its own (``<folder>/<agent>/<host>-<pid>-<random>.jsonl``, created with ``O_EXCL``, one writer),
+one whole line per event written by a single ``write`` and synced before the request is sent;
+the ledger's state is the sum over every journal.  A reservation is *written first, then
+checked*: a process appends its reservation, reads every journal, and withdraws it (then tries
+again after a random pause, at most :data:`RESERVE_TRIES` times) when the total passes the
+limit.  The last of any set of accepted reservations to be checked saw every other one, so
+where a write is visible to a later open (close-to-open consistency: a local disk, NFS,
+Lustre) the accepted reservations never add up to more than the limit; a file system that
+showed other nodes' writes late could overshoot by at most one worst-case request per process
+writing at once.  A line that is not the last of its journal and does not parse is damage: the
+ledger refuses to go on (:class:`LedgerError`), it never reads as empty.  A journal's last line
+without its newline is a write a kill cut short: a reservation is synced before its request is
+sent, so a cut reservation was never sent, and a cut settlement leaves its reservation counted
+at the worst case.
 """
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
+import random
 import secrets
+import socket
 import time
 from collections.abc import Mapping
-from contextlib import contextmanager
 from pathlib import Path
 
 from heuresis.agents.base import FatalAgentError
 from heuresis.artifacts.paths import SPEND
 
-__all__ = ["PROMPT_MARGIN", "SPEND_DIR", "SpendLedger", "SpendLimitReached", "request_bound"]
+__all__ = ["PROMPT_MARGIN", "RESERVE_TRIES", "SPEND_DIR", "LedgerError", "RunStopped", "SpendLedger",
+           "SpendLimitReached", "clear_stop", "read_stop", "request_bound", "stop_run"]
 
-#: Where the workflow's jobs keep the run's spend ledgers (one per agent with ``max_run_usd``).
+#: Where the workflow's jobs keep the run's spend ledgers (one folder per agent with ``max_run_usd``)
+#: and the stop records of agents whose run was stopped by a fatal error.
 SPEND_DIR = SPEND
 
 #: Factor on litellm's prompt-token count in a request's worst case (providers count their own
@@ -41,29 +59,47 @@ SPEND_DIR = SPEND
 PROMPT_MARGIN = 1.25
 #: Tokens added to every prompt's worst case (the tools' schemas and the template's framing).
 PROMPT_EXTRA_TOKENS = 500
+#: How often a reservation that met a concurrent one past the limit is tried again.
+RESERVE_TRIES = 8
 
 
 class SpendLimitReached(FatalAgentError):
     """The run-level budget of an agent cannot cover its next request."""
 
 
+class LedgerError(FatalAgentError):
+    """The run's ledger cannot be read or written: the job stops (it never reads as empty)."""
+
+
+class RunStopped(FatalAgentError):
+    """An earlier job of the run stopped on a fatal error of this agent: no request is sent."""
+
+
 def request_bound(n_prompt: int, max_out: int, prices: Mapping[str, float]) -> tuple[int, float]:
     """Worst case of one request: (tokens, USD) for ``n_prompt`` counted prompt tokens and output cap ``max_out``.
 
-    ``prices``: ``input_per_token`` and ``output_per_token`` in USD.
+    ``prices``: ``input_per_token`` and ``output_per_token`` in USD (a cache write, priced above
+    plain input, at ``cache_write_per_token`` when given).
     """
     tokens_in = int(n_prompt * PROMPT_MARGIN) + PROMPT_EXTRA_TOKENS
-    return tokens_in + int(max_out), tokens_in * float(prices["input_per_token"]) + int(max_out) * float(
-        prices["output_per_token"])
+    p_in = max(float(prices["input_per_token"]), float(prices.get("cache_write_per_token") or 0.0))
+    return tokens_in + int(max_out), tokens_in * p_in + int(max_out) * float(prices["output_per_token"])
+
+
+def _write_line(fd: int, record: Mapping) -> None:
+    data = (json.dumps(record, sort_keys=True) + "\n").encode()
+    if os.write(fd, data) != len(data):   # a regular file takes a whole write or raises
+        raise OSError(f"short write of {len(data)} bytes")
+    os.fsync(fd)
 
 
 class SpendLedger:
-    """The run-level spend of one agent: ``<folder>/<agent>.json`` (state) and ``.jsonl`` (every event).
+    """The run-level spend of one agent: every process's journal under ``<folder>/<agent>/``.
 
     Parameters
     ----------
     folder : path
-        Where the ledger lives (``results/spend``: shared by every job of the run).
+        Where the run's ledgers live (``results/spend``: shared by every job of the run).
     agent : str
         The agent's name.
     limit_usd : float
@@ -73,62 +109,143 @@ class SpendLedger:
     def __init__(self, folder: str | Path, agent: str, limit_usd: float) -> None:
         self.folder = Path(folder)
         self.agent, self.limit = agent, float(limit_usd)
-        self.state_path = self.folder / f"{agent}.json"
-        self.events_path = self.folder / f"{agent}.jsonl"
-        self._lock_path = self.folder / f"{agent}.lock"
+        self.journals = self.folder / agent
+        self._fd: int | None = None
+        self._fd_pid: int | None = None
+        self._own: Path | None = None
+        self._seen: dict[str, tuple[int, dict[str, float], dict[str, float]]] = {}   # file -> offset, reserved, settled
 
-    @contextmanager
-    def _locked(self):
-        self.folder.mkdir(parents=True, exist_ok=True)
-        with open(self._lock_path, "a+") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            try:
-                state = self._read()
-                yield state
-                tmp = self.state_path.with_name(f".{self.state_path.name}.{os.getpid()}.tmp")
-                tmp.write_text(json.dumps(state), encoding="utf-8")
-                os.replace(tmp, self.state_path)
-            finally:
-                fcntl.flock(lock, fcntl.LOCK_UN)
-
-    def _read(self) -> dict:
+    # --- the journals -------------------------------------------------------------------------
+    def _append(self, **event) -> None:
         try:
-            state = json.loads(self.state_path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError):
-            state = {}
-        return {"spent": float(state.get("spent", 0.0)), "reserved": dict(state.get("reserved", {}))}
+            if self._fd is None or self._fd_pid != os.getpid():
+                self.journals.mkdir(parents=True, exist_ok=True)
+                name = f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(4)}.jsonl"
+                self._own = self.journals / name
+                self._fd = os.open(self._own, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
+                self._fd_pid = os.getpid()
+            _write_line(self._fd, {"t": round(time.time(), 3), **event})
+        except OSError as exc:
+            raise LedgerError(f"agent {self.agent!r}: the run's spend ledger cannot be written ({self.journals}): "
+                              f"{exc}. The job stops: a request whose spend is not recorded is not sent") from exc
 
-    def _event(self, **event) -> None:
-        with open(self.events_path, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps({"t": time.time(), "pid": os.getpid(), **event}) + "\n")
+    def _scan(self) -> tuple[float, float]:
+        """(settled USD, reserved USD) over every journal, reading only what is new since the last scan."""
+        try:
+            names = sorted(p.name for p in self.journals.glob("*.jsonl")) if self.journals.is_dir() else []
+        except OSError as exc:
+            raise LedgerError(f"agent {self.agent!r}: the run's spend ledger cannot be read ({self.journals}): "
+                              f"{exc}") from exc
+        spent = reserved = 0.0
+        for name in names:
+            offset, held, settled = self._seen.get(name, (0, {}, {}))
+            path = self.journals / name
+            try:
+                with open(path, "rb") as fh:
+                    fh.seek(offset)
+                    chunk = fh.read()
+            except OSError as exc:
+                raise LedgerError(f"agent {self.agent!r}: a journal of the run's spend ledger cannot be read "
+                                  f"({path}): {exc}") from exc
+            complete = chunk[:chunk.rfind(b"\n") + 1]   # a last line without its newline: cut short, or not yet whole
+            for k, line in enumerate(complete.splitlines()):
+                try:
+                    event = json.loads(line)
+                    kind, token, usd = event["event"], str(event["token"]), event.get("usd")
+                    if kind == "reserve":
+                        held[token] = float(usd)
+                    elif kind == "settle":
+                        settled[token] = float(usd)
+                        held.pop(token, None)
+                    elif kind == "release":
+                        held.pop(token, None)
+                    elif kind != "unknown":
+                        raise ValueError(f"unknown event {kind!r}")
+                except (ValueError, KeyError, TypeError) as exc:
+                    raise LedgerError(
+                        f"agent {self.agent!r}: the run's spend ledger is damaged: {path}, byte {offset}, line "
+                        f"{k + 1} after it does not read ({exc}). The job stops rather than count less than "
+                        f"was spent; repair or remove that journal (`heuresis spend` shows the totals)") from exc
+            self._seen[name] = (offset + len(complete), held, settled)
+            spent += sum(settled.values())
+            reserved += sum(held.values())
+        return spent, reserved
 
+    # --- what jobs call -----------------------------------------------------------------------
     def totals(self) -> dict:
         """Spent (settled), reserved (in flight or unknown) and the limit, in USD."""
-        s = self._read()
-        return {"spent": s["spent"], "reserved": float(sum(s["reserved"].values())), "limit": self.limit}
+        spent, reserved = self._scan()
+        return {"spent": spent, "reserved": reserved, "limit": self.limit}
 
     def reserve(self, amount: float, what: str = "") -> str:
         """Reserve ``amount`` USD for one request; :class:`SpendLimitReached` when it does not fit."""
-        with self._locked() as state:
-            held = state["spent"] + sum(state["reserved"].values())
-            if held + amount > self.limit:
-                raise SpendLimitReached(
-                    f"agent {self.agent!r}: the run's spend limit (max_run_usd = {self.limit:.4f} USD) cannot cover the "
-                    f"next request (worst case {amount:.4f} USD): spent {state['spent']:.4f} USD, "
-                    f"{held - state['spent']:.4f} USD reserved by requests in flight or of unknown cost "
-                    f"(ledger {self.state_path}). Raise agents.{self.agent}.max_run_usd to go on: "
-                    "nothing already paid is sent again")
+        amount = float(amount)
+        rng = random.Random(secrets.randbits(64))
+        for _ in range(RESERVE_TRIES):
+            spent, reserved = self._scan()
+            if spent + reserved + amount > self.limit:
+                break
             token = secrets.token_hex(8)
-            state["reserved"][token] = float(amount)
-            self._event(event="reserve", token=token, usd=amount, what=what)
-        return token
+            self._append(event="reserve", token=token, usd=amount, what=what)
+            spent, reserved = self._scan()
+            if spent + reserved <= self.limit + 1e-12:
+                return token
+            self._append(event="release", token=token)   # a concurrent reservation took the room: withdraw
+            time.sleep(rng.uniform(0.01, 0.2))
+        spent, reserved = self._scan()
+        raise SpendLimitReached(
+            f"agent {self.agent!r}: the run's spend limit (max_run_usd = {self.limit:.4f} USD) cannot cover the "
+            f"next request (worst case {amount:.4f} USD): spent {spent:.4f} USD, {reserved:.4f} USD reserved by "
+            f"requests in flight or of unknown cost (ledger {self.journals}). Raise agents.{self.agent}.max_run_usd "
+            "to go on: nothing already paid is sent again")
 
     def settle(self, token: str, actual: float | None) -> None:
         """Replace a reservation by the request's actual cost (None: unknown, the reservation stays)."""
         if actual is None:
-            self._event(event="unknown", token=token)
-            return
-        with self._locked() as state:
-            state["reserved"].pop(token, None)
-            state["spent"] += float(actual)
-            self._event(event="settle", token=token, usd=actual)
+            self._append(event="unknown", token=token)
+        else:
+            self._append(event="settle", token=token, usd=float(actual))
+
+
+# --- stopping the run -------------------------------------------------------------------------------
+
+def _stop_path(folder: str | Path, agent: str) -> Path:
+    return Path(folder) / "stopped" / f"{agent}.json"
+
+
+def stop_run(folder: str | Path, agent: str, reason: str) -> None:
+    """Record that ``agent``'s run stopped on a fatal error: later jobs of it send nothing.
+
+    A cluster profile that resubmits a failed job, or a job queued before the failure, then stops
+    at once instead of paying for requests that would fail the same way.  ``heuresis spend
+    --resume AGENT`` removes the record once the cause is fixed.
+    """
+    path = _stop_path(folder, agent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"agent": agent, "reason": reason, "t": time.time(),
+                                   "host": socket.gethostname(), "pid": os.getpid()}), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:   # the job stops anyway; the record only spares later jobs their first request
+        pass
+
+
+def read_stop(folder: str | Path, agent: str) -> str | None:
+    """The reason ``agent``'s run was stopped, or None (a damaged record still stops it)."""
+    path = _stop_path(folder, agent)
+    if not path.exists():
+        return None
+    try:
+        return str(json.loads(path.read_text(encoding="utf-8"))["reason"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return f"(unreadable stop record {path})"
+
+
+def clear_stop(folder: str | Path, agent: str) -> bool:
+    """Remove ``agent``'s stop record; True when there was one."""
+    path = _stop_path(folder, agent)
+    if path.exists():
+        path.unlink()
+        return True
+    return False

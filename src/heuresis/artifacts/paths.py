@@ -92,6 +92,15 @@ EPISODE_SCORES = _declare("EPISODE_SCORES", "results/analysis/episode_scores.par
                           "heuresis.stages.analysis.scores.write_episode_scores", "EPISODE_SCORES")
 SPEND = _declare("SPEND", "results/spend", "episodes", "heuresis.agents.spend.SpendLedger")
 
+# the pilot of a paid run (k episodes per LLM agent and budget setting) and the forecast drawn from it
+PILOT = _declare("PILOT", "results/pilot/k{k}/{agent}.parquet", "pilot", "heuresis.stages.pilot.run_pilot", "PILOT")
+PILOT_SHARD = _declare("PILOT_SHARD", "results/pilot/k{k}/episodes/{agent}/{condition_id}/{family}/{split}/{index}.parquet",
+                       "pilot", "heuresis.stages.pilot.run_pilot", "EPISODES")
+FORECAST = _declare("FORECAST", "results/pilot/k{k}/forecast.parquet", "forecast",
+                    "heuresis.stages.pilot.write_forecast", "FORECAST")
+FORECAST_TEXT = _declare("FORECAST_TEXT", "results/pilot/k{k}/forecast.md", "forecast",
+                         "heuresis.stages.pilot.write_forecast")
+
 # verification: one record and an examples folder per check, then all checks in one table
 VERIFICATION_CHECK = _declare("VERIFICATION_CHECK", "results/verification/checks/{check}.parquet",
                               "verification_check", "heuresis.stages.verification.runner.write_check",

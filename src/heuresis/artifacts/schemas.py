@@ -20,6 +20,7 @@ __all__ = [
     "DELETION",
     "EPISODES",
     "EPISODE_SCORES",
+    "FORECAST",
     "GAME_CALLS",
     "GAME_JUDGEMENTS",
     "GAME_JUDGEMENT_REQUESTS",
@@ -30,6 +31,7 @@ __all__ = [
     "HEADROOM_SELECTION",
     "INSTANCE_INDEX",
     "LEAKAGE",
+    "PILOT",
     "REFERENCES",
     "REPAIR_FEATURES",
     "REQUESTS",
@@ -204,7 +206,7 @@ VERIFICATION_CHECKS = _schema("verification_checks", 1, [
 ])
 
 
-EPISODES = _schema("episodes", 4, [
+EPISODES = _schema("episodes", 5, [
     ("episode_id", pa.string(), "agent/condition_id/family/split/index"),
     ("agent", pa.string(), "agent name (config agents)"),
     ("agent_kind", pa.string(), "agent kind: shortcut, merge, evidence, llm, ..."),
@@ -255,6 +257,10 @@ EPISODES = _schema("episodes", 4, [
     ("tokens_in", pa.int64(), "prompt tokens over all replies"),
     ("tokens_out", pa.int64(), "completion tokens over all replies"),
     ("cost", pa.float64(), "cost in USD over all replies; null when some reply's model has no known price"),
+    ("abandoned_cost", pa.float64(), "USD paid by earlier runs of the episode for answers its conversation then left "
+                                     "(requests table, abandoned); 0 when none, null when one had no known price"),
+    ("empty_length_replies", pa.int32(), "replies cut at the output cap with neither text nor a tool call "
+                                         "(all reasoning; finish_reason empty_length)"),
     ("retries", pa.int32(), "model-call retries over the episode (rate limits, timeouts, 5xx)"),
     ("warnings", pa.string(), "warnings of the agent (e.g. a model without a known price)"),
     ("code_isolation", pa.string(), "isolation of the code tool in this episode: bwrap, none (best_effort "
@@ -285,7 +291,7 @@ CALLS = _schema("calls", 1, [
     ("details", pa.string(), "JSON not shown to the agent: unmasked algorithm, p-values, sandbox limits"),
 ])
 
-EPISODE_SCORES = _schema("episode_scores", 2, [
+EPISODE_SCORES = _schema("episode_scores", 3, [
     ("episode_id", pa.string(), "agent/condition_id/family/split/index"),
     ("agent", pa.string(), "agent name (config agents)"),
     ("agent_kind", pa.string(), "agent kind"),
@@ -312,6 +318,8 @@ EPISODE_SCORES = _schema("episode_scores", 2, [
     ("unsubmitted", pa.bool_(), "ended without a submission, unsubmitted or context_overflow (scored on the "
                                 "working graph)"),
     ("tokens_out", pa.int64(), "completion tokens over all replies"),
+    ("cost", pa.float64(), "USD over all replies (null: some price unknown)"),
+    ("empty_length_replies", pa.int32(), "replies cut at the output cap with neither text nor a tool call"),
     ("f1", pa.float64(), "adjacency F1 of the scored graph (recomputed with metrics.score_graph)"),
     ("precision", pa.float64(), "adjacency precision"),
     ("recall", pa.float64(), "adjacency recall"),
@@ -358,6 +366,8 @@ REQUEST_COLUMNS = [
     ("tokens_in", pa.int64(), "prompt tokens the provider reported (null: no usage reported)"),
     ("tokens_out", pa.int64(), "completion tokens the provider reported (null: no usage reported)"),
     ("cached_tokens", pa.int64(), "prompt tokens read from the provider's cache (null: not reported)"),
+    ("cache_write_tokens", pa.int64(), "prompt tokens written to the provider's cache, billed above input (null: not reported)"),
+    ("caching", pa.string(), "prompt caching: explicit (prefix marked), automatic (the provider's own), off, none"),
     ("reasoning_tokens", pa.int64(), "completion tokens spent on reasoning (null: not reported)"),
     ("cost", pa.float64(), "cost in USD from the response (cached and reasoning tokens priced); null when unknown"),
     ("price_source", pa.string(), "litellm (bundled map), config, unknown, no usage, offline or 'no reply'"),
@@ -368,6 +378,8 @@ REQUEST_COLUMNS = [
     ("ended", pa.string(), "UTC time its answer or final failure arrived (ISO 8601)"),
     ("attempts", pa.int32(), "attempts made (failed ones included)"),
     ("replayed", pa.bool_(), "answered from the run's request log (paid by an earlier attempt of the job)"),
+    ("abandoned", pa.bool_(), "paid by an earlier run of the episode whose conversation then went another way: "
+                              "part of the bill, not of this episode's conversation (turn -1)"),
     ("retries", pa.int32(), "failed attempts before the answer (or before giving up)"),
     ("retry_log", pa.string(), "JSON list: per failed attempt the error, HTTP status, latency, Retry-After and backoff"),
     ("finish_reason", pa.string(), "provider's finish reason"),
@@ -376,7 +388,7 @@ REQUEST_COLUMNS = [
     ("error", pa.string(), "the error of a request that failed for good ('' otherwise; keys scrubbed)"),
 ]
 
-REQUESTS = _schema("requests", 2, [
+REQUESTS = _schema("requests", 3, [
     ("episode_id", pa.string(), "episode of the request"),
     ("agent", pa.string(), "agent name"),
     ("condition_id", pa.string(), "condition"),
@@ -386,7 +398,50 @@ REQUESTS = _schema("requests", 2, [
     *REQUEST_COLUMNS,
 ])
 
-GAME_PLAY_REQUESTS = _schema("game_play_requests", 2, [
+PILOT = _schema("pilot", 1, [
+    ("agent", pa.string(), "LLM agent"),
+    ("condition_id", pa.string(), "condition of the pilot episode"),
+    ("budget", pa.string(), "its budget setting (the forecast's stratum)"),
+    ("family", pa.string(), "mechanism family"),
+    ("split", pa.string(), "dev or test"),
+    ("instance", pa.int32(), "instance index"),
+    ("grids", pa.list_(pa.string()), "the active grids that plan the episode"),
+    ("status", pa.string(), "ok or failed (a failed one is not in the forecast's mean)"),
+    ("termination", pa.string(), "how the episode ended"),
+    ("turns", pa.int32(), "turns played"),
+    ("requests", pa.int32(), "model requests answered (abandoned branches of earlier runs not counted)"),
+    ("tokens_in", pa.int64(), "prompt tokens over its requests (null: some not reported)"),
+    ("tokens_out", pa.int64(), "completion tokens over its requests"),
+    ("cached_tokens", pa.int64(), "prompt tokens read from the provider's cache"),
+    ("cache_write_tokens", pa.int64(), "prompt tokens written to the provider's cache"),
+    ("reasoning_tokens", pa.int64(), "completion tokens spent on reasoning"),
+    ("cost", pa.float64(), "USD paid for the episode, abandoned branches included (null: a price unknown)"),
+])
+
+FORECAST = _schema("forecast", 1, [
+    ("agent", pa.string(), "LLM agent"),
+    ("part", pa.string(), "a grid of episodes.run, total (its episodes, each once), or a part not piloted "
+                          "(games_agentic, games_prompting, judgements, leakage: ceiling only)"),
+    ("episodes", pa.int32(), "planned LLM episodes"),
+    ("pilot_episodes", pa.int32(), "pilot episodes among them"),
+    ("pilot_failed", pa.int32(), "pilot episodes that failed (not in the mean)"),
+    ("mean_turns", pa.float64(), "mean turns of the pilot episodes"),
+    ("mean_requests", pa.float64(), "mean requests per pilot episode"),
+    ("mean_tokens_in", pa.float64(), "mean prompt tokens per pilot episode"),
+    ("mean_tokens_out", pa.float64(), "mean completion tokens per pilot episode"),
+    ("mean_cached_tokens", pa.float64(), "mean cached prompt tokens per pilot episode"),
+    ("mean_reasoning_tokens", pa.float64(), "mean reasoning tokens per pilot episode"),
+    ("forecast_usd", pa.float64(), "planned episodes of each budget setting x its pilot mean, summed"),
+    ("low_usd", pa.float64(), "lower end of the bootstrap interval"),
+    ("high_usd", pa.float64(), "upper end of the bootstrap interval"),
+    ("level", pa.float64(), "the interval's level"),
+    ("pilot_paid_usd", pa.float64(), "what the pilot's episodes cost (the full run replays them)"),
+    ("remaining_usd", pa.float64(), "forecast minus what the pilot paid"),
+    ("ceiling_usd", pa.float64(), "the upper bound of check-config (every request at the full context window)"),
+    ("max_run_usd", pa.float64(), "the agent's cap over the run"),
+])
+
+GAME_PLAY_REQUESTS = _schema("game_play_requests", 3, [
     ("play_id", pa.string(), "play of the request"),
     ("agent", pa.string(), "agent name"),
     ("mode", pa.string(), "agentic or prompting"),
@@ -395,7 +450,7 @@ GAME_PLAY_REQUESTS = _schema("game_play_requests", 2, [
     *REQUEST_COLUMNS,
 ])
 
-GAME_JUDGEMENT_REQUESTS = _schema("game_judgement_requests", 1, [
+GAME_JUDGEMENT_REQUESTS = _schema("game_judgement_requests", 2, [
     ("judge", pa.string(), "judge (an LLM agent's name)"),
     ("play_id", pa.string(), "play judged"),
     ("agent", pa.string(), "agent whose play was judged"),

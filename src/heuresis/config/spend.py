@@ -57,31 +57,19 @@ def _model_info(model: str) -> dict:
 def _request_dollars(spec: Mapping, n_in: int | None, n_out: int | None) -> float | None:
     """USD of one request of ``n_in`` input and ``n_out`` output tokens at most; None when unknown.
 
-    The config's ``prices`` win over litellm's map (as the agent prices its replies); from the map,
-    litellm's ``cost_per_token`` at those counts (a tiered price at its tier: prices only rise with
-    the tokens).  Cached input is priced at the full rate (an upper bound).
+    At the agent's prices as it prices its replies (:func:`heuresis.agents.llm.token_prices`: the
+    config's ``prices``, else litellm's map; a tiered price at the tier of ``n_in``).  Input is
+    priced at the dearer of plain input and a cache write (an upper bound).
     """
-    prices = spec.get("prices")
-    if prices:
-        p_in, p_out = float(prices["input_per_mtok"]), float(prices["output_per_mtok"])
-        if (n_in is None and p_in) or (n_out is None and p_out):
-            return None
-        return ((n_in or 0) * p_in + (n_out or 0) * p_out) / 1e6
-    if n_in is None or n_out is None:
-        return None
-    import litellm
+    from heuresis.agents.llm import token_prices
 
-    try:
-        p_in, p_out = litellm.cost_per_token(model=str(spec["model"]), prompt_tokens=int(n_in),
-                                             completion_tokens=int(n_out))
-    except Exception:   # no price in the map
+    p = token_prices(str(spec["model"]), spec.get("prices"), n_in)
+    if p is None:
         return None
-    cost = float(p_in + p_out)
-    if cost == 0 and n_in + n_out > 0:   # a map entry without a price reads as 0: unknown unless it says 0
-        entry = litellm.model_cost.get(str(spec["model"])) or {}
-        if entry.get("input_cost_per_token") != 0 or entry.get("output_cost_per_token") != 0:
-            return None
-    return cost
+    p_in = max(p["input_per_token"], p["cache_write_per_token"])
+    if (n_in is None and p_in) or (n_out is None and p["output_per_token"]):
+        return None
+    return (n_in or 0) * p_in + (n_out or 0) * p["output_per_token"]
 
 
 def _unit_groups(config: Mapping) -> dict[tuple[str, str, int | None], int]:

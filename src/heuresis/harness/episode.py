@@ -31,12 +31,12 @@ from pathlib import Path
 
 import numpy as np
 
-from heuresis.agents.base import Agent
+from heuresis.agents.base import Agent, Usage
 from heuresis.causal.graph import Graph
 from heuresis.config.loading import schema_default
 from heuresis.harness.budgets import Budgets, BudgetSettings
 from heuresis.harness.conditions import Condition
-from heuresis.harness.loop import AgentLoop, Call
+from heuresis.harness.loop import AgentLoop, Call, Request
 from heuresis.harness.parse import ParseError, parse_edge_list
 from heuresis.harness.prompts import LAST_TURN_TEXT, render
 from heuresis.harness.requestlog import RequestLog
@@ -265,6 +265,8 @@ def run_episode(agent: Agent, cond: Condition, inp: EpisodeInput, settings: Epis
     calls = ep.call_rows()
     totals = ep.totals
     requests = [r.row() for r in totals.requests]
+    abandoned = [abandoned_row(e) for e in (request_log.abandoned() if request_log is not None else [])]
+    abandoned_costs = [r["cost"] for r in abandoned]
     row = {
         "episode_id": episode_id, "agent": agent_name, "agent_kind": agent.kind, "model": agent.model,
         "provider": agent.provider, "privileged": bool(agent.privileged), **cond.as_dict(),
@@ -280,6 +282,8 @@ def run_episode(agent: Agent, cond: Condition, inp: EpisodeInput, settings: Epis
         "working_s": round(ep.budgets.elapsed(), 3),
         "tokens_in": totals.tokens_in, "tokens_out": totals.tokens_out,
         "cost": totals.cost, "retries": totals.retries,
+        "abandoned_cost": None if None in abandoned_costs else float(sum(abandoned_costs)),
+        "empty_length_replies": sum(r["finish_reason"] == "empty_length" for r in requests),
         "warnings": "; ".join(totals.warnings), "code_isolation": ep.code_isolation,
     }
     keys = {"episode_id": episode_id, "agent": agent_name, "condition_id": cond.condition_id,
@@ -302,4 +306,11 @@ def run_episode(agent: Agent, cond: Condition, inp: EpisodeInput, settings: Epis
         transcript["agent_record"] = agent.record()
     transcript["requests"] = requests
     return EpisodeOutcome(row, [{**keys, **c} for c in calls], transcript,
-                          [{**keys, "index": k, **r} for k, r in enumerate(requests)])
+                          [{**keys, "index": k, **r} for k, r in enumerate(requests + abandoned)])
+
+
+def abandoned_row(entry: Mapping) -> dict:
+    """A request-log answer no later run replayed, as a row of the requests table (turn -1, ``abandoned``)."""
+    fields = {k: v for k, v in (entry.get("usage") or {}).items() if k in Usage.__dataclass_fields__}
+    row = Request(-1, 0.0, Usage(**fields)).row()
+    return {**row, "abandoned": True, "replayed": False}

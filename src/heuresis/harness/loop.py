@@ -70,12 +70,13 @@ class Request:
         u = self.usage
         return {"turn": self.turn, "model": u.model, "provider": u.provider, "served_model": u.served_model,
                 "response_id": u.response_id, "tokens_in": _tokens(u.tokens_in), "tokens_out": _tokens(u.tokens_out),
-                "cached_tokens": _tokens(u.cached_tokens), "reasoning_tokens": _tokens(u.reasoning_tokens),
+                "cached_tokens": _tokens(u.cached_tokens), "cache_write_tokens": _tokens(u.cache_write_tokens),
+                "caching": u.caching, "reasoning_tokens": _tokens(u.reasoning_tokens),
                 "cost": None if u.cost is None else float(u.cost), "price_source": u.price_source,
                 "latency_s": float(u.latency_s or 0.0), "wall_s": round(self.wall_s, 4),
                 "charged_s": round(float(self.wall_s if u.charged_s is None else u.charged_s), 4),
                 "started": u.started or None, "ended": u.ended or None, "attempts": int(u.retries or 0) + 1,
-                "replayed": bool(u.replayed),
+                "replayed": bool(u.replayed), "abandoned": False,
                 "retries": int(u.retries or 0), "retry_log": json.dumps(u.retry_log or []),
                 "finish_reason": u.finish_reason, "notes": json.dumps(u.notes or []),
                 "warnings": json.dumps(u.warnings or []), "error": u.error or ""}

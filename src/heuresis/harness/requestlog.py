@@ -1,7 +1,8 @@
 """The request log of one agent run (an episode, a game play): every attempt, append-only.
 
 Each attempt the agent makes of a model request is one JSON line, flushed and synced to disk
-before the harness goes on: the request's key (a digest of what was asked,
+before the harness goes on (a line a kill cut short is never joined to the next one: a record
+always starts on a fresh line, so only the cut attempt is lost, and it is redone): the request's key (a digest of what was asked,
 :func:`request_key`), whether it was answered, the provider's raw response, the reply as the
 harness read it, its usage (tokens, cost, times) and, for a failed attempt, the scrubbed error.
 Nothing is ever rewritten: the usage of failed attempts and of earlier, killed or failed runs
@@ -15,6 +16,10 @@ how a request is sent (timeouts, retries, the address a server got at run time t
 ``api_base_env``; a configured ``api_base`` counts, it may be another model) and the clock of the budgets
 line (:func:`heuresis.harness.budgets.normalize_clock`), which differs between two runs of the
 same conversation.
+
+Answers of an earlier run that the rerun never asks for again (its conversation went another
+way: a reply that differs, a tool result that changed) were paid all the same:
+:meth:`RequestLog.abandoned` returns them, so the bill counts them.
 """
 
 from __future__ import annotations
@@ -82,10 +87,23 @@ class RequestLog:
         rec = {"v": VERSION, **entry}
         self.entries.append(rec)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps(rec, default=str) + "\n")
+        line = json.dumps(rec, default=str) + "\n"
+        with open(self.path, "a+b") as fh:
+            fh.seek(0, os.SEEK_END)
+            if fh.tell() > 0:   # a last line a kill cut short: the record starts on a fresh line
+                fh.seek(-1, os.SEEK_END)
+                if fh.read(1) != b"\n":
+                    line = "\n" + line
+            fh.write(line.encode("utf-8"))
             fh.flush()
             os.fsync(fh.fileno())
+
+    def abandoned(self) -> list[dict]:
+        """Answers of earlier runs this run has not replayed: paid for, then left by a conversation that diverged.
+
+        Call it once the run is over (before, the answers still to come are among them).
+        """
+        return [entry for queue in self._answers.values() for entry in queue]
 
     def spent(self) -> dict:
         """Attempts and what they cost over the whole log (every run of the episode)."""

@@ -290,6 +290,13 @@ def config_errors(config: Mapping) -> list[str]:
             msgs.append(f"config key agents.{name}.k: {spec['k']} other menu algorithms can never join a pair "
                         f"(the menu has {len(menu) - 1} besides pc_kci; allowed: 1 <= k <= {len(menu) - 1})")
         if kind == "llm":
+            from heuresis.agents.llm import token_prices
+
+            capped = [k for k in ("max_run_usd", "max_episode_usd") if spec.get(k) is not None]
+            if capped and token_prices(str(spec["model"]), spec.get("prices")) is None:
+                msgs.append(f"config key agents.{name}.{capped[0]}: a spend limit needs the model's price, and "
+                            f"{spec['model']} has none in litellm's map: give agents.{name}.prices (USD per million "
+                            "tokens: input_per_mtok, output_per_mtok)")
             budget = (spec.get("thinking") or {}).get("budget_tokens")
             if isinstance(budget, (int, float)) and "max_tokens" in spec and spec["max_tokens"] <= budget:
                 msgs.append(f"config key agents.{name}.max_tokens: {spec['max_tokens']} must exceed the thinking "

@@ -572,7 +572,9 @@ def table12(scores: pd.DataFrame, cells: Sequence[Mapping], agent_specs: Mapping
     Columns: kind, implementation (``built-in``, or a plugin agent's class and the name and
     version of the installed distribution that holds it), model, provider, settings, budgets,
     last-turn setting, and the code tool's isolation over its episodes (``code_isolation``:
-    value (episodes), ...).
+    value (episodes), ...), the replies cut at the output cap with neither text nor a tool call
+    (``empty_length_replies``: a reasoning model that spent the turn's whole cap thinking) and the
+    episodes' cost (``cost_usd``; null when some price is unknown).
 
     ``cells`` are the configured conditions (``agent``, ``condition_id``, condition fields,
     ``families``, ``split``, optionally ``instances`` per family, shown after each family); offline
@@ -601,6 +603,8 @@ def table12(scores: pd.DataFrame, cells: Sequence[Mapping], agent_specs: Mapping
         if len(failed):
             note = f"{len(failed)} failed (API or harness error), not scored; rerun the target to retry"
 
+        empty = int(eps["empty_length_replies"].fillna(0).sum()) if len(eps) and "empty_length_replies" in eps else 0
+        cost = float(eps["cost"].sum()) if len(eps) and "cost" in eps and eps["cost"].notna().all() else None
         iso = ", ".join(f"{k} ({v})" for k, v in eps["code_isolation"].value_counts().sort_index().items()) \
             if len(eps) and "code_isolation" in eps else "—"
         impl = _implementation(c["agent"], spec) if "kind" in spec else "—"
@@ -610,7 +614,8 @@ def table12(scores: pd.DataFrame, cells: Sequence[Mapping], agent_specs: Mapping
                    prompt_level=int(c["prompt_level"]), target=c["target"], budget=c["budget"],
                    budget_limits=json.dumps(dict(bud), sort_keys=True), last_turn=c["last_turn"],
                    repeat=int(c["repeat"]), families=fams, split=c["split"], episodes=len(eps),
-                   finished=n_fin, n_failed=len(failed), code_isolation=iso, note=note)
+                   finished=n_fin, n_failed=len(failed), code_isolation=iso, empty_length_replies=empty,
+                   cost_usd=cost, note=note)
         rows.append(row)
         disp.append({"agent": c["agent"], "kind": kind, "implementation": impl, "model": row["model"],
                      "provider": row["provider"],
@@ -619,6 +624,8 @@ def table12(scores: pd.DataFrame, cells: Sequence[Mapping], agent_specs: Mapping
                      "budget": f"{c['budget']}: {_limits(bud)}" if bud else c["budget"], "last turn": c["last_turn"],
                      "repeat": c["repeat"], "families": row["families"], "code tool isolation": iso,
                      "episodes": f"{len(eps)} ({n_fin} finished)" if len(eps) else "no episodes yet",
+                     "replies cut empty": empty,
+                     "cost": "—" if cost is None else f"${cost:,.2f}",
                      FAILED_COLUMN: len(failed)})
     if not any(r["n_failed"] for r in rows):
         disp = [{k: v for k, v in d.items() if k != FAILED_COLUMN} for d in disp]
