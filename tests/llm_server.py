@@ -19,6 +19,12 @@ Instead of a list, ``script`` may be a callable ``step(request) -> dict`` (:clas
 each episode's conversation answered by its own script, whatever the order requests arrive in, as
 parallel jobs send them).
 
+``cache=PromptCache(...)`` makes the server a provider with a prompt cache: a reply's usage is then
+counted from the request itself (:class:`PromptCache`), its cache reads and writes reported as the
+provider reports them, and ``server.bill`` adds up what the provider would charge.
+
+A step's ``"finish_reason"`` overrides the one the reply would have (``"length"``: cut at the cap).
+
 Every request (path, headers, JSON body) is kept in ``server.requests`` and every reply the
 server sent (usage included) in ``server.replies``, so a test compares what the harness
 recorded with what was sent; ``server.max_in_flight`` is the most requests it was answering at
@@ -40,7 +46,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 class ScriptedLLMServer:
     def __init__(self, script: list[dict] | Callable[[dict], dict], model: str = "scripted-model",
-                 served_model: str | None = None) -> None:
+                 served_model: str | None = None, cache: PromptCache | None = None) -> None:
+        self.cache = cache
+        self.bill = 0.0
         self.responder = script if callable(script) else None
         self.script = [] if callable(script) else list(script)
         self.model = model
@@ -107,6 +115,11 @@ class ScriptedLLMServer:
                     return self._send(step["status"], payload, step.get("headers") or {})
                 anthropic = self.path.rstrip("/").endswith("/messages")
                 model = server.served_model
+                if server.cache is not None:
+                    with server._lock:
+                        usage, dollars = server.cache.usage(body, anthropic, step)
+                        server.bill += dollars
+                    step = {**step, "usage": usage}
                 reply = _anthropic_reply(step, model) if anthropic else _openai_reply(step, model)
                 with server._lock:
                     server.replies.append({"path": self.path, "step": step, "reply": reply, "body": body})
@@ -145,6 +158,10 @@ def _usage(step: dict) -> dict | None:
     return {"cached_tokens": 0, "reasoning_tokens": 0, **u}
 
 
+def _finish(step: dict, calls) -> str:
+    return step.get("finish_reason") or ("tool_calls" if calls else "stop")
+
+
 def _openai_reply(step: dict, model: str) -> dict:
     u = _usage(step)
     calls = [{"id": f"call_{next(_ids)}", "type": "function",
@@ -154,11 +171,12 @@ def _openai_reply(step: dict, model: str) -> dict:
     if calls:
         message["tool_calls"] = calls
     reply = {"id": f"chatcmpl-{next(_ids)}", "object": "chat.completion", "created": 0, "model": model,
-             "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}]}
+             "choices": [{"index": 0, "message": message, "finish_reason": _finish(step, calls)}]}
     if u is not None:
         reply["usage"] = {"prompt_tokens": u["prompt_tokens"], "completion_tokens": u["completion_tokens"],
                           "total_tokens": u["prompt_tokens"] + u["completion_tokens"],
-                          "prompt_tokens_details": {"cached_tokens": u["cached_tokens"]},
+                          "prompt_tokens_details": {"cached_tokens": u["cached_tokens"],
+                                                    "cache_creation_input_tokens": u.get("cache_write_tokens", 0)},
                           "completion_tokens_details": {"reasoning_tokens": u["reasoning_tokens"]}}
     return reply
 
@@ -173,9 +191,80 @@ def _anthropic_reply(step: dict, model: str) -> dict:
                         "input": args if isinstance(args, dict) else {}})
     # Anthropic counts cache reads apart from input_tokens
     return {"id": f"msg_{next(_ids)}", "type": "message", "role": "assistant", "model": model, "content": content,
-            "stop_reason": "tool_use" if step.get("tool_calls") else "end_turn", "stop_sequence": None,
-            "usage": {"input_tokens": u["prompt_tokens"] - u["cached_tokens"], "output_tokens": u["completion_tokens"],
-                      "cache_read_input_tokens": u["cached_tokens"], "cache_creation_input_tokens": 0}}
+            "stop_reason": {"length": "max_tokens"}.get(step.get("finish_reason", ""),
+                                                        "tool_use" if step.get("tool_calls") else "end_turn"),
+            "stop_sequence": None,
+            "usage": {"input_tokens": u["prompt_tokens"] - u["cached_tokens"] - u.get("cache_write_tokens", 0),
+                      "output_tokens": u["completion_tokens"], "cache_read_input_tokens": u["cached_tokens"],
+                      "cache_creation_input_tokens": u.get("cache_write_tokens", 0)}}
+
+
+class PromptCache:
+    """A provider's prompt cache, counted from the requests as a provider counts them.
+
+    A request is a sequence of blocks (tool definitions, system prompt, each message's content
+    blocks), each of ``ceil(len(json) / 4)`` tokens.  ``marked=True`` (Anthropic, DashScope):
+    a block carrying ``cache_control`` is a breakpoint; the longest breakpoint prefix cached
+    before is read, the blocks from there to the last breakpoint are written (billed at
+    ``write`` x input), the rest is plain input; every breakpoint prefix is cached from then on.
+    ``marked=False`` (OpenAI): the longest prefix of whole messages seen before is read when it
+    holds at least ``min_tokens`` tokens, rounded down to a multiple of 128; nothing is written.
+    Prices are USD per million tokens; ``bill`` of the server adds up every reply's charge.
+    """
+
+    def __init__(self, prices: dict, marked: bool = True, write: float = 1.25, min_tokens: int = 1024) -> None:
+        self.prices, self.marked, self.write, self.min_tokens = prices, marked, write, min_tokens
+        self.prefixes: set[str] = set()
+
+    @staticmethod
+    def _blocks(body: dict, anthropic: bool) -> list[tuple[dict | str, bool]]:
+        """(block, marked) in the order the provider reads a request."""
+        out: list[tuple[dict | str, bool]] = [(t, "cache_control" in t) for t in body.get("tools") or []]
+        system = body.get("system")
+        if isinstance(system, list):
+            out += [(b, "cache_control" in b) for b in system]
+        elif system:
+            out.append((system, False))
+        for m in body.get("messages") or []:
+            content = m.get("content")
+            if isinstance(content, list):
+                out += [({"role": m.get("role"), **b}, "cache_control" in b) for b in content]
+            else:
+                rest = {k: v for k, v in m.items() if k != "cache_control"}
+                out.append((rest, "cache_control" in m))
+        return out
+
+    def usage(self, body: dict, anthropic: bool, step: dict) -> tuple[dict, float]:
+        blocks = [({k: v for k, v in b.items() if k != "cache_control"} if isinstance(b, dict) else b, m)
+                  for b, m in self._blocks(body, anthropic)]   # a mark is not content
+        sizes = [max(1, -(-len(json.dumps(b, sort_keys=True)) // 4)) for b, _ in blocks]
+        digests, h = [], hashlib.sha256()
+        for b, _ in blocks:
+            h.update(json.dumps(b, sort_keys=True).encode())
+            digests.append(h.hexdigest())
+        total = sum(sizes)
+        read = write = 0
+        if self.marked:
+            marks = [i for i, (_, m) in enumerate(blocks) if m]
+            # a hit is looked up at each breakpoint and up to 20 blocks before it (Anthropic's documented lookback)
+            hit = max((i for i in range(len(blocks)) if digests[i] in self.prefixes
+                       and any(0 <= m - i <= 20 for m in marks)), default=-1)
+            read = sum(sizes[:hit + 1])
+            last = marks[-1] if marks else -1
+            write = sum(sizes[hit + 1:last + 1])
+            self.prefixes.update(digests[i] for i in marks)
+        else:
+            hit = max((i for i in range(len(blocks)) if digests[i] in self.prefixes), default=-1)
+            seen = sum(sizes[:hit + 1])
+            read = seen // 128 * 128 if seen >= self.min_tokens else 0
+            self.prefixes.update(digests)
+        u = step.get("usage", (0, 20))
+        out = u["completion_tokens"] if isinstance(u, dict) else u[1]
+        p = self.prices
+        dollars = ((total - read - write) * p["input_per_mtok"] + read * p["cached_input_per_mtok"]
+                   + write * p["input_per_mtok"] * self.write + out * p["output_per_mtok"]) / 1e6
+        return {"prompt_tokens": total, "completion_tokens": out, "cached_tokens": read,
+                "cache_write_tokens": write, "reasoning_tokens": 0}, dollars
 
 
 class Conversations:

@@ -348,3 +348,102 @@ def test_failed_episode_records_hold_no_key_fragment(small):
     stored = [Path(ep.transcript.iloc[0]).read_text(), ep.error.iloc[0], req.to_json(),
               (small["root"] / "transcripts" / "leaky" / "0000.requests.jsonl").read_text()]
     assert all("LEAKED" not in text for text in stored) and "[redacted]" in stored[0]
+
+
+# --- prompt caching, priced against the provider's own bill ------------------------------------------
+CLAUDE_PRICES = {"input_per_mtok": 3.0, "output_per_mtok": 15.0, "cached_input_per_mtok": 0.3,
+                 "cache_write_input_per_mtok": 3.75}
+
+
+def _long_conversation(_prompt: str) -> list[dict]:
+    """30 turns: 29 looks at the working graph, then a submission (the standard budget's turns)."""
+    return [{"tool_calls": [("view_graph", {})], "usage": (0, 40)}] * 29 + [SUBMIT]
+
+
+def test_prompt_caching_cuts_the_bill_and_the_record_equals_it(small, tmp_path):
+    """A 30-turn episode of an Anthropic model behind a provider with a prompt cache: with caching the
+    recorded cost equals the provider's bill to the cent and is less than half the bill without it;
+    each turn reads the turns before it from the cache; the conversation sent is the same either way."""
+    from llm_server import PromptCache
+
+    runs = {}
+    for caching in (True, False):
+        with ScriptedLLMServer(Conversations(_long_conversation), cache=PromptCache(CLAUDE_PRICES)) as server:
+            spec = {**_spec(server.url), "model": "anthropic/claude-sonnet-4-5", "api_base": server.url,
+                    "prices": CLAUDE_PRICES, "prompt_caching": caching}
+            ep, req = _sweep(small, f"cache{caching}", spec, root=tmp_path / str(caching))
+            messages = json.loads(Path(ep.transcript.iloc[0]).read_text())["messages"]
+            runs[caching] = (ep, req, server.bill, [(m.get("role"), m.get("content")) for m in messages])
+    (ep, req, bill, bodies), (ep0, req0, bill0, bodies0) = runs[True], runs[False]
+    assert list(ep.termination) == ["submitted"] and len(req) == 30
+    assert req.cost.sum() == pytest.approx(bill, abs=0.005) and ep.cost.iloc[0] == pytest.approx(bill, rel=1e-9)
+    assert req0.cost.sum() == pytest.approx(bill0, rel=1e-9) and (req0.cached_tokens == 0).all()
+    assert bill < 0.5 * bill0
+    assert set(req.caching) == {"explicit"} and set(req0.caching) == {"off"}
+    prompt = req.tokens_in.to_numpy()
+    assert (req.cached_tokens.to_numpy()[1:] >= 0.9 * prompt[:-1]).all()   # the previous turn's prompt, read
+    assert (req.cache_write_tokens.to_numpy()[1:] < 0.2 * prompt[1:]).all()  # only what is new, written
+    assert bodies == bodies0                                                # the same conversation
+
+
+def test_automatic_caching_is_recorded_and_priced_as_the_provider_bills(small, tmp_path):
+    """OpenAI caches on its own: nothing is added to the request, the reads are priced at litellm's
+    cached rate and the recorded cost equals the bill."""
+    import litellm
+    from llm_server import PromptCache
+
+    info = litellm.model_cost["gpt-5"]
+    prices = {"input_per_mtok": info["input_cost_per_token"] * 1e6, "output_per_mtok": info["output_cost_per_token"] * 1e6,
+              "cached_input_per_mtok": info["cache_read_input_token_cost"] * 1e6}
+    with ScriptedLLMServer(Conversations(_long_conversation), cache=PromptCache(prices, marked=False)) as server:
+        spec = {**_spec(server.url), "model": "openai/gpt-5"}
+        spec.pop("prices")
+        _, req = _sweep(small, "auto", spec, root=tmp_path)
+        assert not any("cache_control" in json.dumps(r["body"]) for r in server.requests)
+        bill = server.bill
+    assert set(req.caching) == {"automatic"} and req.cached_tokens.iloc[1:].gt(0).all()
+    assert req.cost.sum() == pytest.approx(bill, rel=1e-6) and req.price_source.eq("litellm").all()
+
+
+def test_reply_cut_empty_at_the_cap_is_counted(small):
+    """A reasoning model that spends the whole cap thinking: the paid, empty reply is recorded as
+    ``empty_length`` and counted on the episode."""
+    empty = {"content": None, "finish_reason": "length",
+             "usage": {"prompt_tokens": 900, "completion_tokens": 4000, "reasoning_tokens": 4000}}
+    with ScriptedLLMServer([empty, SUBMIT]) as server:
+        ep, req = _sweep(small, "empty", _spec(server.url, model="openai/gpt-5", reasoning_effort="medium"))
+        body = server.requests[0]["body"]
+    assert body.get("max_completion_tokens") == small["cfg"]["episodes"]["budgets"]["standard"]["output_tokens_per_turn"]
+    assert list(req.finish_reason) == ["empty_length", "tool_calls"] and req.cost.iloc[0] > 0
+    assert int(ep.empty_length_replies.iloc[0]) == 1 and "neither text nor a tool call" in ep.warnings.iloc[0]
+
+
+def test_abandoned_branch_is_in_the_bill(small, tmp_path):
+    """An episode rerun after its agent's settings changed (a new temperature): none of the earlier
+    answers fits, and what they cost appears as abandoned rows and in the episode's abandoned_cost."""
+    with ScriptedLLMServer(Conversations(_conversation)) as server:
+        _, first = _sweep(small, "branch", _spec(server.url, temperature=0.5), root=tmp_path)
+        for p in (tmp_path / "episodes" / "branch").glob("shard-000*"):
+            p.unlink()
+        ep, req = _sweep(small, "branch", _spec(server.url, temperature=0.7), root=tmp_path)
+    assert len(server.requests) == 8
+    old = req[req.abandoned]
+    assert len(old) == 4 and (old.turn == -1).all() and not old.replayed.any()
+    assert old.cost.sum() == pytest.approx(first.cost.sum(), rel=1e-12)
+    assert ep.abandoned_cost.iloc[0] == pytest.approx(first.cost.sum(), rel=1e-12)
+    assert ep.cost.iloc[0] == pytest.approx(req[~req.abandoned].cost.sum(), rel=1e-12)
+
+
+def test_torn_request_log_line_loses_no_paid_answer(tmp_path):
+    """A kill mid-write leaves a torn last line: the next record starts on a fresh line and is replayed."""
+    from heuresis.harness.requestlog import RequestLog
+
+    path = tmp_path / "0000.requests.jsonl"
+    log = RequestLog(path)
+    log.append({"key": "a", "status": "ok", "message": {"role": "assistant", "content": "first"}})
+    with open(path, "a") as fh:
+        fh.write('{"v": 1, "key": "b", "status": "ok", "mess')   # killed here
+    RequestLog(path).append({"key": "c", "status": "ok", "message": {"role": "assistant", "content": "paid"}})
+    again = RequestLog(path)
+    assert [e["key"] for e in again.entries] == ["a", "c"]
+    assert again.replay("c")["message"]["content"] == "paid" and again.replay("b") is None
