@@ -59,6 +59,8 @@ SPEND_DIR = SPEND
 PROMPT_MARGIN = 1.25
 #: Tokens added to every prompt's worst case (the tools' schemas and the template's framing).
 PROMPT_EXTRA_TOKENS = 500
+#: Rounding allowed when sums of reservations are compared with the cap (a billionth of a dollar).
+EPSILON_USD = 1e-9
 #: How often a reservation that met a concurrent one past the limit is tried again.
 RESERVE_TRIES = 8
 
@@ -183,12 +185,12 @@ class SpendLedger:
         rng = random.Random(secrets.randbits(64))
         for _ in range(RESERVE_TRIES):
             spent, reserved = self._scan()
-            if spent + reserved + amount > self.limit:
+            if spent + reserved + amount > self.limit + EPSILON_USD:
                 break
             token = secrets.token_hex(8)
             self._append(event="reserve", token=token, usd=amount, what=what)
             spent, reserved = self._scan()
-            if spent + reserved <= self.limit + 1e-12:
+            if spent + reserved <= self.limit + EPSILON_USD:
                 return token
             self._append(event="release", token=token)   # a concurrent reservation took the room: withdraw
             time.sleep(rng.uniform(0.01, 0.2))
