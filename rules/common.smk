@@ -143,6 +143,13 @@ FAMILIES = list(config["families"])
 LLM_RESOURCES = _llm_resources(config)
 
 
+# A model-calling job is never resubmitted (the profiles' `retries` applies to every other rule): one
+# that failed on a fatal provider error (a refused key, an exhausted quota) would pay again for the
+# same refusal, and while a resubmission is pending Snakemake keeps submitting new jobs. After a node
+# failure the same command resumes such a job from its checkpoints (docs/cluster.md).
+MODEL_JOB_RETRIES = 0
+
+
 def llm_slots(role):
     """The provider resources of a model-calling rule: one unit of the provider of the agent named by
     wildcard `role` (agent, or judge for judgements), none of the others."""

@@ -30,6 +30,7 @@ rule episodes:
         salt=config["secrets"]["salt"],
         transcripts=P.EPISODE_TRANSCRIPTS,
         attempt=attempt_of(P.EPISODES),
+    retries: MODEL_JOB_RETRIES
     threads: 1
     resources:
         mem_mb=3000,

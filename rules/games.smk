@@ -55,6 +55,7 @@ rule games_plays:
         code_tool=config["episodes"]["code_tool"],
         transcripts=P.GAME_TRANSCRIPTS,
         attempt=attempt_of(P.GAME_PLAYS),
+    retries: MODEL_JOB_RETRIES
     threads: 1
     resources:
         mem_mb=1500,
@@ -85,6 +86,7 @@ rule games_judgements:
         folder=GAME_FOLDER,
         max_tokens=GAMES["judge_max_tokens"],
         attempt=attempt_of(P.GAME_JUDGEMENTS),
+    retries: MODEL_JOB_RETRIES
     threads: 1
     resources:
         mem_mb=1000,

@@ -17,6 +17,7 @@ rule leakage:
         repeats=config["leakage"]["repeats"],
         seed=config["leakage"]["seed"],
         attempt=attempt_of(P.LEAKAGE),
+    retries: MODEL_JOB_RETRIES
     threads: 1
     resources:
         mem_mb=1000,

@@ -22,6 +22,7 @@ rule pilot:
         grades=config["grades"],
         seed=config["seed"],
         salt=config["secrets"]["salt"],
+    retries: MODEL_JOB_RETRIES
     threads: 1
     resources:
         mem_mb=3000,

@@ -288,6 +288,7 @@ class Conversations:
         self.script, self.faults, self.seed = script, dict(faults or {}), seed
         self.retry_after, self.latency, self.reply_latency = retry_after, latency, reply_latency
         self.counts: dict[str, int] = {}
+        self.prompts: set[str] = set()   # the first user message of every conversation seen
         self.faulted = 0
 
     @staticmethod
@@ -303,6 +304,7 @@ class Conversations:
         if isinstance(first, list):   # Anthropic content blocks
             first = " ".join(str(b.get("text", "")) for b in first if isinstance(b, dict))
         k = sum(m.get("role") == "assistant" for m in msgs)
+        self.prompts.add(first)
         key = self.key(body)
         attempt = self.counts.get(key, 0)
         self.counts[key] = attempt + 1

@@ -374,7 +374,7 @@ def test_prompt_caching_cuts_the_bill_and_the_record_equals_it(small, tmp_path):
             ep, req = _sweep(small, f"cache{caching}", spec, root=tmp_path / str(caching))
             messages = json.loads(Path(ep.transcript.iloc[0]).read_text())["messages"]
             runs[caching] = (ep, req, server.bill, [(m.get("role"), m.get("content")) for m in messages])
-    (ep, req, bill, bodies), (ep0, req0, bill0, bodies0) = runs[True], runs[False]
+    (ep, req, bill, bodies), (_ep0, req0, bill0, bodies0) = runs[True], runs[False]
     assert list(ep.termination) == ["submitted"] and len(req) == 30
     assert req.cost.sum() == pytest.approx(bill, abs=0.005) and ep.cost.iloc[0] == pytest.approx(bill, rel=1e-9)
     assert req0.cost.sum() == pytest.approx(bill0, rel=1e-9) and (req0.cached_tokens == 0).all()

@@ -130,3 +130,34 @@ def test_model_calling_jobs_ask_for_their_conditions_wall_time(tmp_path):
                 want = math.ceil(n * (wall[b] + last * 40) * 1.5 / 60) + 15 if a == "local" else 120
                 assert asked[path] == want, (path, asked)
     assert asked["results/leakage/local/cancer.parquet"] == math.ceil(2 * 2 * 40 * 1.5 / 60) + 15
+
+
+def test_fatal_provider_error_is_not_resubmitted_and_stops_the_run(slurm, tiny_run, tmp_path):
+    """A refused key on the SLURM profile (its `retries: 1`): the episode job that met it fails after one
+    request and is not resubmitted, no further model-calling job is submitted, the stop record is written."""
+    import json
+
+    from llm_server import ScriptedLLMServer
+
+    wd = tmp_path / "wf"
+    shutil.copytree(tiny_run, wd, symlinks=True)
+    refusal = {"status": 401, "error": "Incorrect API key provided: sk-bad***1234"}
+    with ScriptedLLMServer([refusal] * 10) as server:
+        (wd / "config" / "paid.yaml").write_text(json.dumps({
+            "agents": {"paid": {"kind": "llm", "model": "openai/scripted-model", "api_base": f"{server.url}/v1",
+                                "requires_key": False, "prices": {"input_per_mtok": 1.0, "output_per_mtok": 4.0}}},
+            "episodes": {"grids": {"paid": {"agents": ["paid"], "guided": [True], "prompt_level": [0, 1, 2],
+                                            "families": ["lg"]}}, "run": ["paid"]}}))
+        targets = [f"results/episodes/paid/full-guided-p{p}-none-standard-once-r0/lg/test/shard-000.parquet"
+                   for p in (0, 1, 2)]
+        proc = run_snakemake(wd, *targets, *SLURM_ARGS, "--resources", "llm_openai=1", *CONFIG, "config/paid.yaml",
+                             env={"SLURM_CONF": slurm}, timeout=900, check=False)
+        sent = len(server.requests)
+    log = proc.stdout + proc.stderr
+    assert proc.returncode != 0, log[-3000:]
+    assert log.count("submitted with SLURM jobid") == 1, log[-4000:]      # not resubmitted, nothing after it
+    assert sent == 1, sent
+    assert "Error in rule episodes" in log and "paid" in log, log[-3000:]
+    stop = json.loads((wd / "results/spend/stopped/paid.json").read_text())
+    assert stop["agent"] == "paid" and "401" in stop["reason"] and "sk-bad" not in stop["reason"], stop
+    assert not any((wd / t).exists() for t in targets)

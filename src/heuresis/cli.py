@@ -91,6 +91,7 @@ def pilot_forecast(cfg: dict, results: str | Path = "results") -> tuple[int, lis
     """The forecast of the largest pilot under ``results/pilot`` against ``cfg``'s plan; None: no pilot yet."""
     from heuresis.artifacts.io import read_table
     from heuresis.artifacts.schemas import PILOT
+    from heuresis.config.spend import ceilings
     from heuresis.stages.pilot import forecast
 
     runs = sorted((int(d.name[1:]), d) for d in Path(results, "pilot").glob("k*") if d.name[1:].isdigit()
@@ -100,7 +101,7 @@ def pilot_forecast(cfg: dict, results: str | Path = "results") -> tuple[int, lis
     k, folder = runs[-1]
     rows = [r for path in sorted(folder.glob("*.parquet")) if path.name != "forecast.parquet"
             for r in read_table(path, PILOT).to_pylist()]
-    return k, forecast(cfg, rows)
+    return k, forecast(cfg, rows, ceilings(cfg))
 
 
 def forecast_text(cfg: dict, results: str | Path = "results") -> list[str]:

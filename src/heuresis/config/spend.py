@@ -20,7 +20,7 @@ from heuresis.games.workflow import max_turns_of, play_jobs, plays_of
 from heuresis.harness.conditions import LAST_TURN_REQUESTS, expand_conditions
 from heuresis.stages.leakage import CONDITIONS
 
-__all__ = ["SPEND_PARTS", "SpendBound", "spend_bounds"]
+__all__ = ["SPEND_PARTS", "SpendBound", "ceilings", "spend_bounds"]
 
 #: The parts of a run that call models, in the order :func:`spend_bounds` lists them.
 SPEND_PARTS = ("episodes", "games_agentic", "games_prompting", "judgements", "leakage")
@@ -112,6 +112,11 @@ def _unit_groups(config: Mapping) -> dict[tuple[str, str, int | None], int]:
 def _sum(values) -> int | float | None:
     values = list(values)
     return None if any(v is None for v in values) else sum(values)
+
+
+def ceilings(config: Mapping) -> dict[tuple[str, str], float]:
+    """The upper bound of each LLM agent's dollars per (agent, part), as the forecast compares them."""
+    return {(b.agent, b.part): b.dollars for b in spend_bounds(config)}
 
 
 def spend_bounds(config: Mapping) -> list[SpendBound]:

@@ -170,13 +170,13 @@ def _pilot_row(ep: Mapping, episode: Mapping, requests: Sequence[Mapping]) -> di
             "cost": _sum(r["cost"] for r in requests)}
 
 
-def forecast(config: Mapping, pilot: Sequence[Mapping], *, level: float = LEVEL, resamples: int = RESAMPLES,
-             seed: int = PILOT_SEED) -> list[dict]:
-    """Rows of :data:`FORECAST` from the pilot's rows (:data:`PILOT`), see the module docstring."""
-    from heuresis.config.spend import spend_bounds
+def forecast(config: Mapping, pilot: Sequence[Mapping], ceilings: Mapping[tuple[str, str], float], *,
+             level: float = LEVEL, resamples: int = RESAMPLES, seed: int = PILOT_SEED) -> list[dict]:
+    """Rows of :data:`FORECAST` from the pilot's rows (:data:`PILOT`), see the module docstring.
 
+    ``ceilings`` maps (agent, part) to the upper bound of its dollars (``heuresis.config.spend.ceilings``).
+    """
     planned = _planned(config)
-    ceilings = {(b.agent, b.part): b.dollars for b in spend_bounds(config)}
     caps = {a: spec.get("max_run_usd") for a, spec in llm_agents_in_use(config).items()}
     rng = np.random.default_rng(seed)
     rows = []
@@ -255,11 +255,12 @@ def forecast_lines(rows: Sequence[Mapping]) -> list[str]:
     return out
 
 
-def write_forecast(config: Mapping, pilot_paths: Sequence[str | Path], out: str | Path, text_out: str | Path) -> Path:
+def write_forecast(config: Mapping, pilot_paths: Sequence[str | Path], ceilings: Mapping[tuple[str, str], float],
+                   out: str | Path, text_out: str | Path) -> Path:
     """Write the forecast (:data:`FORECAST`, and the same as a Markdown table) from the pilot's tables."""
     started = utc_now()
     pilot = [row for p in pilot_paths for row in read_table(p, PILOT).to_pylist()]
-    rows = forecast(config, pilot)
+    rows = forecast(config, pilot, ceilings)
     prov = provenance_record(stage="forecast", config={"level": LEVEL, "resamples": RESAMPLES},
                              seeds={"pilot_seed": PILOT_SEED}, inputs=list(map(Path, pilot_paths)), started=started)
     write_table(pa.table({c: [r[c] for r in rows] for c in FORECAST.schema.names}, schema=FORECAST.schema), out,
