@@ -306,8 +306,8 @@ class LocalServer:
         if crash is not None:
             hint = (f"\n{crash.name}: the server crashed. A llama.cpp built natively (pip's default for "
                     "llama-cpp-python) uses every instruction the build machine's CPU advertises, and a "
-                    "virtual machine may advertise AVX-512 or AMX without enabling them; rebuild it portable "
-                    f"(about 3 min on 2 idle cores):\n  {REBUILD_COMMAND}")
+                    "virtual machine may advertise AVX-512 or AMX without enabling them; rebuild it portable:"
+                    f"\n  {REBUILD_COMMAND}")
         return LocalServerError(f"the local server exited with status {status} {when}; its log "
                                 f"{self.log}:\n{self.log_tail()}{hint}")
 
