@@ -14,6 +14,8 @@ finds command 1's results rather than rebuilding them. How each is run:
 
 * **as written** — the default;
 * **Quick start 1 and 2** — by ``.ci/run``'s own steps, each in the environment it describes;
+* **the local model's install** (:func:`local_install`) — as written, by ``.ci/run`` through
+  ``local-install`` before the tests, which need it (tests/test_local_llm.py);
 * **in a fresh virtual environment** — :data:`FRESH_VENV` (an install meant for a new environment);
 * **with its input** — :data:`STDIN`: an interactive command gets its input on stdin and must print
   the expected text;
@@ -24,8 +26,9 @@ finds command 1's results rather than rebuilding them. How each is run:
 * **not run** — :data:`NOT_RUN`, each with its reason.
 
 ``python3 .ci/readme_commands.py list`` prints every command and how CI runs it;
-``quick-start N`` prints Quick start command N (for ``.ci/run``); ``run`` runs them (all but
-Quick start 1 and 2) and prints each one's wall time; exit status 1 when any failed.
+``quick-start N`` prints Quick start command N (for ``.ci/run``); ``local-install`` runs the
+local model's install as written; ``run`` runs the others (all but Quick start 1 and 2 and that
+install) and prints each one's wall time; exit status 1 when any failed.
 """
 
 from __future__ import annotations
@@ -205,10 +208,25 @@ def paid_keys(command: str) -> list[str]:
                    for v in missing_credentials(spec) if v != spec.get("api_base_env")})
 
 
+def is_local_install(command: str) -> bool:
+    """Whether a command installs the ``[local]`` extra (the local model; llama.cpp compiled)."""
+    return "pip install" in command and '".[local]"' in command
+
+
+def local_install(commands: list[Command]) -> Command:
+    """The README's one install of the ``[local]`` extra."""
+    hits = [c for c in commands if is_local_install(c.text)]
+    if len(hits) != 1:
+        raise SystemExit(f"README: the [local] install not found (or found {len(hits)} times)")
+    return hits[0]
+
+
 def how(command: Command) -> str:
     """How CI runs a command, in words (``list`` prints it)."""
     if command.number in CI_STEPS:
         return f"by .ci/run: Quick start command {command.number}"
+    if is_local_install(command.text):
+        return "as written, by .ci/run (local-install) before the tests, in the tests' environment"
     if command.text in NOT_RUN:
         return "not run: " + NOT_RUN[command.text]
     if command.text in FRESH_VENV:
@@ -257,11 +275,21 @@ def _serve_once(cmd: str, env: dict, wait_s: float = 120.0) -> bool:
             proc.kill()
 
 
+def run_local_install(commands: list[Command]) -> int:
+    """Run the README's ``[local]`` install as written, in this folder and the active environment."""
+    c = local_install(commands)
+    print(f"== README ({c.section}; {how(c)}): {c.text}", flush=True)
+    t0 = time.monotonic()
+    rc = subprocess.run(["bash", "-euo", "pipefail", "-c", c.text], cwd=ROOT, timeout=TIMEOUT_S).returncode
+    print(f"== {'ok' if rc == 0 else 'FAILED'} in {time.monotonic() - t0:.0f} s: {c.text}", flush=True)
+    return rc
+
+
 def run_all(commands: list[Command]) -> int:
-    """Run every command (but Quick start 1 and 2 and :data:`NOT_RUN`); print each one's time."""
+    """Run every command (but Quick start 1 and 2, the ``[local]`` install and :data:`NOT_RUN`); print each one's time."""
     failed, times = [], []
     for c in commands:
-        if c.number in CI_STEPS or c.text in NOT_RUN:
+        if c.number in CI_STEPS or c.text in NOT_RUN or is_local_install(c.text):
             print(f"-- skipped ({how(c)}): {c.text}", flush=True)
             continue
         env, cmd, stdin, expect = dict(os.environ), c.text, None, None
@@ -317,6 +345,8 @@ def main(argv: list[str]) -> int:
         for c in readme_commands():
             print(f"{c.text}\n    [{c.section}] {how(c)}")
         return 0
+    if argv == ["local-install"]:
+        return run_local_install(readme_commands())
     if argv == ["run"]:
         return run_all(readme_commands())
     print(__doc__, file=sys.stderr)

@@ -12,14 +12,21 @@ i is family ``families[i % 6]``, test index ``i // 6``; ``random`` is a denser r
 nonlinear mechanisms (edge probability 0.3, about 13.5 edges at d = 10, against about 10 in the
 families), kept to compare with earlier measurements.
 
+Threads: our KCI limits BLAS to one thread inside every query (``kci.one_blas_thread``);
+``--blas-threads`` limits the whole process (causal-learn too) and ``--unpinned`` adds a third run
+per instance, ours with that limit switched off, so that one run shows what the limit saves at the
+process's thread count.
+
 Usage::
 
+    PYTHONPATH=src python benchmarks/bench_kci.py --instances 6 --unpinned       # threads as the machine has them
     PYTHONPATH=src python benchmarks/bench_kci.py --instances 12 --blas-threads 1
     PYTHONPATH=src python benchmarks/bench_kci.py --instances 10 --source random --blas-threads 1
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import resource
 import statistics
@@ -36,6 +43,7 @@ from causallearn.search.ConstraintBased.PC import pc
 from causallearn.utils import cit as cl_cit
 
 from heuresis.causal.ci import KCI
+from heuresis.causal.ci import kci as kci_module
 
 
 # --------------------------------------------------------------------- data
@@ -144,6 +152,8 @@ def main(argv=None) -> int:
     ap.add_argument("--blas-threads", type=int, default=0,
                     help="limit BLAS threads (threadpoolctl) for both libraries; 0 = leave as is. "
                          "1 is much more stable on a shared/oversubscribed machine")
+    ap.add_argument("--unpinned", action="store_true",
+                    help="also run ours without its one-thread BLAS limit (at the process's thread count)")
     ap.add_argument("--no-tracemalloc", action="store_true",
                     help="skip the separate (untimed) tracemalloc pass")
     args = ap.parse_args(argv)
@@ -157,11 +167,17 @@ def main(argv=None) -> int:
     run_pc(warm, "bench_cl_kci")
     run_pc(warm, "bench_heuresis_kci")
 
+    from threadpoolctl import threadpool_info
+
+    pools = sorted({f"{i['internal_api']}:{i['num_threads']}" for i in threadpool_info()})
+    env = {v: os.environ.get(v, "unset") for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
     print(f"PC-stable, KCI, alpha=0.05, d={args.d}, n={args.n}, {args.instances} instances "
-          f"({args.source}), BLAS threads: {args.blas_threads or 'default'}, "
+          f"({args.source}), BLAS threads: {args.blas_threads or 'default'} (pools {', '.join(pools)}; {env}), "
           f"load average at start {os.getloadavg()[0]:.2f}")
-    print(f"{'inst':>4} {'family':>8} {'#tests':>6} {'cl [s]':>8} {'ours [s]':>8} {'ratio':>6} "
+    unp = f" {'unpinned':>8} {'unp/ours':>8}" if args.unpinned else ""
+    print(f"{'inst':>4} {'family':>8} {'#tests':>6} {'cl [s]':>8} {'ours [s]':>8} {'ratio':>6}{unp} "
           f"{'graph':>5} {'tests':>5} {'max|dp|':>9}")
+    t_unp_all: list[float] = []
     IMPLS.clear()
     t_cl_all, t_us_all, ratios = [], [], []
     depth_cl, depth_us, depth_n = defaultdict(float), defaultdict(float), defaultdict(int)
@@ -172,6 +188,19 @@ def main(argv=None) -> int:
         g_cl, log_cl, t_cl, _ = run_pc(data, "bench_cl_kci")
         g_us, log_us, t_us, _ = run_pc(data, "bench_heuresis_kci")
         IMPLS[-1]._mats.clear()  # keep the counters, free the matrices (peak RSS = one run's)
+        unp = ""
+        if args.unpinned:
+            pinned = kci_module.one_blas_thread
+            kci_module.one_blas_thread = contextlib.nullcontext  # type: ignore[assignment]
+            try:
+                g_unp, log_unp, t_unp, _ = run_pc(data, "bench_heuresis_kci")
+            finally:
+                kci_module.one_blas_thread = pinned
+            IMPLS.pop()._mats.clear()
+            t_unp_all.append(t_unp)
+            unp = f" {t_unp:>8.3f} {t_unp / t_us:>8.2f}"
+            if not np.array_equal(g_unp, g_us) or [k for k, *_ in log_unp] != [k for k, *_ in log_us]:
+                unp += " (unpinned: DIFF)"
         graph_eq = bool(np.array_equal(g_cl, g_us))
         keys_cl = [k for k, *_ in log_cl]
         keys_us = [k for k, *_ in log_us]
@@ -190,13 +219,16 @@ def main(argv=None) -> int:
         t_cl_all.append(t_cl)
         t_us_all.append(t_us)
         ratios.append(t_cl / t_us)
-        print(f"{i:>4} {fam:>8} {len(log_cl):>6} {t_cl:>8.2f} {t_us:>8.3f} {t_cl / t_us:>6.1f} "
+        print(f"{i:>4} {fam:>8} {len(log_cl):>6} {t_cl:>8.2f} {t_us:>8.3f} {t_cl / t_us:>6.1f}{unp} "
               f"{'same' if graph_eq else 'DIFF':>5} {'same' if tests_eq else 'DIFF':>5} {dp:>9.2e}", flush=True)
 
     print()
     print(f"total causal-learn {sum(t_cl_all):.2f} s, ours {sum(t_us_all):.2f} s "
           f"(load average at end {os.getloadavg()[0]:.2f})")
     print(f"ratio of sums      {sum(t_cl_all) / sum(t_us_all):.1f}x")
+    if t_unp_all:
+        print(f"ours unpinned      {sum(t_unp_all):.2f} s: {sum(t_unp_all) / sum(t_us_all):.2f}x ours, "
+              f"causal-learn / unpinned {sum(t_cl_all) / sum(t_unp_all):.1f}x")
     print(f"median ratio       {statistics.median(ratios):.1f}x  (min {min(ratios):.1f}x, max {max(ratios):.1f}x)")
     print("per depth (time in computed tests only):")
     for depth in sorted(depth_cl):

@@ -229,3 +229,34 @@ def test_projector_paths_agree():
     ref = Pd.apply(Pd.apply(K).T)
     for P in (Pl, Pd):  # sandwich consumes K and defines only the lower triangle
         assert np.abs(np.tril(P.sandwich(K.copy())) - np.tril(ref)).max() <= 1e-10 * np.abs(ref).max()
+
+
+def test_queries_run_on_one_blas_thread_and_restore_the_callers(monkeypatch):
+    """Every computed query runs with BLAS at one thread (faster: small products), whatever the caller set,
+    and gives the caller's thread counts back; the p-values still match causal-learn's."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    def blas_threads() -> set:
+        return {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"}
+
+    seen = []
+
+    def spy(real):
+        def wrapped(self, *args):
+            seen.append(blas_threads())
+            return real(self, *args)
+        return wrapped
+
+    monkeypatch.setattr(KCI, "_uncond", spy(KCI._uncond))
+    monkeypatch.setattr(KCI, "_cond", spy(KCI._cond))
+    data, ref, _ = _pair("mixed", 150, 0)
+    with threadpool_limits(limits=2, user_api="blas"):
+        before = blas_threads()
+        t = KCI(data)
+        queries = [(0, 1, []), (0, 2, [1]), (2, 4, [1, 3])]
+        for x, y, S in queries:
+            assert abs(t.pvalue(x, y, S) - ref(x, y, S)) <= TOL
+        t.statistic(3, 5, [0])
+        after = blas_threads()
+    assert seen == [{1}] * 4
+    assert after == before and len(before) >= 1

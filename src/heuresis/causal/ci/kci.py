@@ -62,9 +62,13 @@ How we are faster (no change of any decision)
   centred kernels per variable, the ``P`` operator per conditioning set, the
   Y-role factor per (variable, |S|) and the X-role eigen-factor per (x, S).
 
-Threads: the LAPACK calls go through scipy, whose bundled OpenBLAS is a
-second thread pool next to numpy's. Limit both (``threadpoolctl``, or
-``OPENBLAS_NUM_THREADS=1``) when several processes share few cores.
+Threads: every query runs with the BLAS and OpenMP pools limited to one thread
+(``threadpoolctl``, restored on return). Its products are small (n x r with r
+in the tens, or one n x n matrix) and its LAPACK calls mostly sequential, so
+threads only add synchronisation: at n = 600, two OpenBLAS threads made PC-KCI
+about 3x slower than one (docs/performance.md). The limit covers both pools a
+query uses, numpy's OpenBLAS and scipy's bundled one, whatever the caller or
+``OPENBLAS_NUM_THREADS`` set, and costs about 25 us per computed query.
 """
 from __future__ import annotations
 
@@ -79,7 +83,7 @@ from scipy.linalg import lapack as _lapack
 
 from .base import CITest, register_ci_test
 
-__all__ = ["KCI", "hsic_theta", "kci_theta"]
+__all__ = ["KCI", "hsic_theta", "kci_theta", "one_blas_thread"]
 
 
 # ----------------------------------------------------------------- width rules
@@ -297,6 +301,24 @@ def _truncated_from_dense(K: np.ndarray, thresh: float) -> np.ndarray:
     return V * np.sqrt(w)
 
 
+# ----------------------------------------------------------------- threads
+_THREADPOOLS: Any = None
+
+
+def one_blas_thread() -> Any:
+    """A context that limits every loaded BLAS and OpenMP pool to one thread, restoring them on exit.
+
+    The libraries are found once (``threadpoolctl.ThreadpoolController``, ~1 ms); numpy and scipy,
+    whose pools the queries use, are loaded when this module is imported.
+    """
+    global _THREADPOOLS
+    if _THREADPOOLS is None:
+        from threadpoolctl import ThreadpoolController
+
+        _THREADPOOLS = ThreadpoolController()
+    return _THREADPOOLS.limit(limits=1)
+
+
 # ----------------------------------------------------------------- the test
 @register_ci_test("kci")
 class KCI(CITest):
@@ -339,16 +361,15 @@ class KCI(CITest):
 
     # ------------------------------------------------------------ dispatch
     def _compute(self, x: int, y: int, S: tuple[int, ...]) -> float:
-        if not S:
-            stat, k, th = self._uncond(x, y)
-        else:
-            stat, k, th = self._cond(x, y, S)
+        with one_blas_thread():
+            stat, k, th = self._uncond(x, y) if not S else self._cond(x, y, S)
         return 1.0 - special.gammainc(k, stat / th)
 
     def statistic(self, x: int, y: int, S=()) -> tuple[float, float, float]:
         """(test statistic, gamma shape, gamma scale) for a query (uncached)."""
         x, y, S = self.cache_key(x, y, S)
-        return self._uncond(x, y) if not S else self._cond(x, y, S)
+        with one_blas_thread():
+            return self._uncond(x, y) if not S else self._cond(x, y, S)
 
     @property
     def cache_bytes(self) -> int:
