@@ -1,0 +1,498 @@
+"""CausalGame's drone-design games re-implemented from the facts of its public code (docs/games.md, "CausalGame models").
+
+CausalGame (GitHub ``viewsetting/CausalGame``) flies one drone at a time through three pieces
+that every scenario shares, and one scenario-specific SCM:
+
+* the **drone sheet** (``api/middleware/drone_sheet.py``): per component base HP and a DEF value
+  (components the design leaves out keep their ``default_def``); agility falls with the total
+  DEF ``T`` as ``1 - a*T*exp(-T/s) - 0.001*T`` (clamped to ``[min, max]``); damage to a
+  component other than the antenna is reduced by ``min(int(DEF * f), int(raw * 0.65))`` and is
+  at least 1 (``f`` = ``def_reduction_factor``); combat damage is summed per component before
+  that reduction is applied once; detection is clamped to ``[0.01, 0.95]``; combat lasts
+  ``max(1, int(10 * rounds_modifier))`` rounds;
+* **combat** (``api/modules/game/combat.py``): each round hits with probability
+  ``clip(0.8 * accuracy_modifier * exp(0.1 * (1 - agility)), 0.05, 0.95)`` a component chosen
+  by fixed weights among those with HP left at the start of combat, for
+  ``int(int(int(70 * U(0.7, 1.3)) * (2 if critical hit (p 0.2) else 1)) * damage_modifier)``;
+* the **judge** (``api/modules/game/judge.py`` and ``api/modules/agent/action_space.py``): a drone
+  whose engine or cockpit has no HP left after the environment is destroyed without combat;
+  otherwise it is detected with the SCM's probability, fights, and returns when no critical
+  component (engine, cockpit, wing, body) is at 0 HP.
+
+The SCMs (``antenna`` after ``api/modules/environment/antenna_trap_scm.py``, ``zone`` after
+``deployment_zone_trap_scm.py``) read every constant from the scenario file.  All numbers are
+drawn with numpy from the caller's generator, vectorized over a fleet; :func:`fly` returns the
+true outcome of every drone and what CausalGame's agent is shown of it (:func:`agent_view`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+__all__ = [
+    "CRITICAL",
+    "TARGET_WEIGHTS",
+    "CGDesignError",
+    "CGScenario",
+    "Fleet",
+    "agent_view",
+    "fly",
+    "history",
+    "history_groups",
+    "load_cg",
+    "load_cg_all",
+]
+
+CRITICAL = ("engine", "cockpit", "wing", "body")
+# combat.py CombatConfig.target_weights; a component not listed (the shield) weighs 1.0
+TARGET_WEIGHTS = {"engine": 1.5, "cockpit": 1.5, "wing": 1.2, "body": 1.0, "antenna": 0.8, "camera": 0.5, "gun": 0.5}
+BASE_ROUNDS = 10
+HIT_BASE, DAMAGE_BASE, DAMAGE_VARIANCE, CRIT_P, CRIT_MULT = 0.80, 70, 0.3, 0.20, 2.0
+REDUCTION_CAP = 0.65
+DETECTION_CLAMP = (0.01, 0.95)
+HIT_CLAMP = (0.05, 0.95)
+CG_DIR = Path(__file__).resolve().parents[3] / "config" / "games" / "causalgame"
+
+
+class CGDesignError(ValueError):
+    """A design outside a CausalGame scenario's action space (the message names the field)."""
+
+
+@dataclass
+class CGScenario:
+    """One CausalGame scenario: its file's mapping, with accessors for the parts the simulator reads."""
+
+    spec: dict[str, Any]
+
+    @property
+    def name(self) -> str:
+        """The scenario's name (CausalGame's experiment folder name)."""
+        return str(self.spec["name"])
+
+    @property
+    def model(self) -> str:
+        """The SCM: ``antenna`` or ``zone``."""
+        return str(self.spec["model"])
+
+    @property
+    def components(self) -> list[str]:
+        """Component names in the drone sheet's order."""
+        return list(self.spec["components"])
+
+    @property
+    def modules(self) -> dict[str, float]:
+        """Enhancement modules (one is fitted per design) and their EMI resistance; empty when the scenario has none."""
+        return dict(self.spec.get("modules", {}).get("options", {}))
+
+    def design(self, design: Mapping[str, Any], enforce_budget: bool = True) -> dict[str, Any]:
+        """Validate ``design`` and fill the components it leaves out with their ``default_def`` (as the drone sheet does).
+
+        ``enforce_budget=False`` flies a design over the DEF budget, as CausalGame does (its published
+        strategies include such designs); every cap is still checked.
+        """
+        comps = self.spec["components"]
+        out: dict[str, Any] = {c: int(v["default_def"]) for c, v in comps.items()}
+        cap = int(self.spec["def_cap"])
+        for k, v in design.items():
+            if k == "module":
+                continue
+            c = k[:-4] if k.endswith("_def") else k
+            if c not in comps:
+                raise CGDesignError(f"{self.name}: design.{k}: unknown component; known: {list(comps)}")
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not 0 <= v <= cap:
+                raise CGDesignError(f"{self.name}: design.{k}: DEF must be an integer in [0, {cap}], got {v!r}")
+            out[c] = int(v)
+        budget = self.spec.get("def_budget")
+        total = sum(out[c] for c in comps)
+        if enforce_budget and budget is not None and total > budget:
+            raise CGDesignError(f"{self.name}: design: total DEF {total} exceeds the budget def_budget={budget}")
+        if self.modules:
+            m = design.get("module", self.spec["modules"]["default"])
+            if m not in self.modules:
+                raise CGDesignError(f"{self.name}: design.module: unknown module {m!r}; known: {list(self.modules)}")
+            out["module"] = m
+        return out
+
+
+def load_cg(name_or_path: str | Path, folder: str | Path | None = None) -> CGScenario:
+    """Load one CausalGame scenario file (by name from ``config/games/causalgame``, or a path), resolving ``extends``."""
+    folder = Path(folder) if folder is not None else CG_DIR
+    p = Path(name_or_path)
+    path = p if p.suffix == ".yaml" else folder / f"{name_or_path}.yaml"
+    if not path.exists():
+        known = sorted(q.stem for q in folder.glob("*.yaml"))
+        raise FileNotFoundError(f"CausalGame scenario {name_or_path!r}: no file {path}; known: {known}")
+    spec = yaml.safe_load(path.read_text())
+    parent = spec.pop("extends", None)
+    if parent:
+        spec = _merge(load_cg(parent, path.parent).spec, spec)
+    spec.setdefault("name", path.stem)
+    if spec["name"] != path.stem:
+        raise ValueError(f"{path}: name: {spec['name']!r} differs from the file name {path.stem!r}")
+    if spec.get("model") not in _MODELS:
+        raise ValueError(f"{path}: model: {spec.get('model')!r} is not one of {sorted(_MODELS)}")
+    return CGScenario(spec)
+
+
+def load_cg_all(folder: str | Path | None = None) -> dict[str, CGScenario]:
+    """Every CausalGame scenario of ``folder`` (default ``config/games/causalgame``), by name."""
+    folder = Path(folder) if folder is not None else CG_DIR
+    return {p.stem: load_cg(p) for p in sorted(folder.glob("*.yaml"))}
+
+
+def _merge(base: Mapping, over: Mapping) -> dict:
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = _merge(out[k], v) if isinstance(v, Mapping) and isinstance(out.get(k), Mapping) else v
+    return out
+
+
+# --- shared mechanics ------------------------------------------------------------------------------
+def _uniform(rng: np.random.Generator, a: float, b: float, shape) -> np.ndarray:
+    """``random.uniform(a, b)``: ``a + (b - a) * U[0, 1)``."""
+    return a + (b - a) * rng.random(shape)
+
+
+def _sheet_damage(raw: np.ndarray, def_value, factor: float) -> np.ndarray:
+    """The drone sheet's ``_calculate_damage``: ``max(1, raw - min(int(DEF*f), int(raw*0.65)))`` (int arrays)."""
+    red = np.minimum(np.floor(np.asarray(def_value) * factor), np.floor(raw * REDUCTION_CAP))
+    return np.maximum(1, raw - red)
+
+
+def agility(spec: Mapping, total_def) -> np.ndarray:
+    """Agility from total DEF (``drone_sheet.py`` ``_compute_agility`` with the scenario's ``agility_system``)."""
+    a = spec["agility_system"]
+    t = np.asarray(total_def, float)
+    val = a["base_agility"] - a["linear_coefficient"] * t * np.exp(-t / a["exponential_decay_scale"]) - 0.001 * t
+    val = np.clip(val, a["min_agility"], a["max_agility"])
+    return np.where(t <= 0, a["max_agility"], val)
+
+
+def hit_chance(spec: Mapping, total_def, accuracy_mod) -> np.ndarray:
+    """Per-round hit probability of combat (``combat.py``)."""
+    ag = agility(spec, total_def)
+    return np.clip(HIT_BASE * np.asarray(accuracy_mod, float) * np.exp(0.1 * (1.0 - ag)), *HIT_CLAMP)
+
+
+@dataclass
+class Effects:
+    """What an SCM writes into the drone sheet for a fleet of ``n`` drones (numpy arrays of length ``n``)."""
+
+    damage: dict[str, np.ndarray]     # component -> environmental damage before the sheet's reduction (antenna: after)
+    detection: np.ndarray
+    rounds_mod: np.ndarray
+    accuracy_mod: np.ndarray
+    damage_mod: np.ndarray
+    visible: dict[str, np.ndarray]    # the SCM's visible environment
+    latent: dict[str, np.ndarray]     # hidden variables (audits only)
+
+
+@dataclass
+class Fleet:
+    """The true outcome of ``n`` drones of one design."""
+
+    returned: np.ndarray              # (n,) bool
+    hit_count: np.ndarray             # (n,) int, total hits in combat
+    detected: np.ndarray              # (n,) bool
+    visible: dict[str, np.ndarray]    # the SCM's visible environment
+    latent: dict[str, np.ndarray]     # hidden variables (never shown)
+
+    @property
+    def survival(self) -> float:
+        """Share of drones that returned."""
+        return float(self.returned.mean())
+
+
+def fly(scn: CGScenario, design: Mapping[str, Any], n: int, rng: np.random.Generator, stage: int = 1,
+        enforce_budget: bool = True, force: Mapping[str, Any] | None = None) -> Fleet:
+    """Fly ``n`` drones of ``design`` through ``scn``'s SCM, combat and judge.
+
+    Parameters
+    ----------
+    scn : CGScenario
+        The scenario.
+    design : Mapping
+        ``{component or component_def: DEF, module: name}``; left-out components keep their default DEF.
+    n : int
+        Fleet size.
+    rng : numpy.random.Generator
+        Source of every draw (seed it from a recorded seed).
+    stage : int
+        1 (exploration) or 2 (evaluation); a scenario with a stage shift draws Stage 2 differently.
+    enforce_budget : bool
+        Reject a design over the DEF budget (default); False flies it, as CausalGame does.
+    force : Mapping, optional
+        What a biased history pins after the environment is drawn (zone SCM: ``{"zone": name,
+        "emi": (centre, half_width)}``, as CausalGame's Simpson's-paradox history does).
+
+    Returns
+    -------
+    Fleet
+        Per-drone outcome, hit count, detection and environment.
+    """
+    if stage not in (1, 2):
+        raise ValueError(f"stage must be 1 or 2, got {stage!r}")
+    spec = scn.spec
+    d = scn.design(design, enforce_budget)
+    comps = scn.components
+    eff = _MODELS[scn.model](spec, d, n, rng, stage, force)
+    f = float(spec["def_reduction_factor"])
+    hp: dict[str, np.ndarray] = {c: np.full(n, float(spec["components"][c]["hp"])) for c in comps}
+    for c, raw in eff.damage.items():
+        if c not in hp:
+            continue
+        if c == "antenna":        # the SCM's own mitigation; the sheet applies it as is
+            hp[c] = np.maximum(0.0, hp[c] - raw)
+        else:                     # an entry the SCM wrote costs at least 1 HP after the sheet's reduction
+            hp[c] = np.where(_present(eff, c), np.maximum(0.0, hp[c] - _sheet_damage(raw, d[c], f)), hp[c])
+    total_def = sum(d[c] for c in comps)
+    pre = (hp["engine"] > 0) & (hp["cockpit"] > 0)
+    det_p = np.clip(eff.detection, *DETECTION_CLAMP)
+    detected = pre & (rng.random(n) < det_p)
+    rounds = np.maximum(1, np.floor(BASE_ROUNDS * eff.rounds_mod)).astype(int)
+    rmax = int(rounds[detected].max()) if detected.any() else 0
+    hits = np.zeros(n, int)
+    if rmax:
+        p_hit = hit_chance(spec, total_def, eff.accuracy_mod)
+        active = detected[:, None] & (np.arange(rmax)[None, :] < rounds[:, None])
+        landed = active & (rng.random((n, rmax)) < p_hit[:, None])
+        w = np.stack([np.where(hp[c] > 0, TARGET_WEIGHTS.get(c, 1.0), 0.0) for c in comps], axis=1)   # (n, C)
+        cum = np.cumsum(w, axis=1)
+        roll = rng.random((n, rmax)) * cum[:, -1:]
+        tgt = np.minimum((roll[:, :, None] >= cum[:, None, :]).sum(-1), len(comps) - 1)
+        base = np.floor(DAMAGE_BASE * _uniform(rng, 1 - DAMAGE_VARIANCE, 1 + DAMAGE_VARIANCE, (n, rmax)))
+        crit = rng.random((n, rmax)) < CRIT_P
+        base = np.where(crit, np.floor(base * CRIT_MULT), base)
+        amount = np.floor(base * eff.damage_mod[:, None]) * landed
+        hits = landed.sum(1)
+        for k, c in enumerate(comps):
+            on = landed & (tgt == k)
+            struck = on.any(1)
+            raw = (amount * on).sum(1)
+            hp[c] = np.where(struck, np.maximum(0.0, hp[c] - _sheet_damage(raw, d[c], f)), hp[c])
+    returned = pre & np.all([hp[c] > 0 for c in CRITICAL if c in hp], axis=0)
+    return Fleet(returned, hits, detected, eff.visible, eff.latent)
+
+
+def _present(eff: Effects, c: str) -> np.ndarray:
+    """Drones whose SCM wrote a damage entry for ``c`` (a zero entry still costs the sheet's minimum of 1)."""
+    return eff.latent.get(f"_damaged_{c}", np.zeros(len(eff.detection), bool))
+
+
+# --- the antenna trap SCM ----------------------------------------------------------------------------
+def _antenna(spec: Mapping, d: Mapping[str, Any], n: int, rng: np.random.Generator, stage: int,
+             force: Mapping[str, Any] | None = None) -> Effects:
+    """``antenna_trap_scm.py``: a uniform weather pattern, a storm above ``1 - storm_probability``, wind-tier damage."""
+    p = spec["scm"]
+    comp = spec["components"]
+    u = rng.random(n)
+    storm = u > 1 - p["storm_probability"]
+    weather = np.where(storm, u, u * 0.5)
+    wind = np.where(storm, _uniform(rng, 40, 80, n), _uniform(rng, 5, 30, n))
+    humidity = np.where(storm, _uniform(rng, 70, 95, n), _uniform(rng, 30, 60, n))
+    temperature = np.where(storm, _uniform(rng, 10, 20, n), _uniform(rng, 20, 35, n))
+    high = wind > p["wind_threshold_high"]
+    mid = ~high & (wind > p["wind_threshold_low"])
+
+    def tier(hi: tuple[float, float], md: tuple[float, float]) -> np.ndarray:
+        return np.where(high, np.floor(_uniform(rng, *hi, n)), np.where(mid, np.floor(_uniform(rng, *md, n)), 0.0))
+
+    ant_raw, cam_raw, gun_raw = tier((55, 75), (35, 55)), tier((25, 40), (10, 25)), tier((35, 50), (20, 35))
+    damage: dict[str, np.ndarray] = {}
+    latent: dict[str, np.ndarray] = {"weather_pattern": weather, "is_storm": storm}
+    for group, cond, lo_hi in ((("wing", "engine"), wind > 50, (40, 70)), (("body", "cockpit"), weather > 0.7, (30, 55))):
+        for c in group:
+            base = _uniform(rng, *lo_hi, n)
+            if d[c] < 15:
+                base = base * (1.0 + (1.0 - d[c] / 15.0))
+            damage[c] = np.where(cond, np.floor(base), 0.0)
+            latent[f"_damaged_{c}"] = cond
+
+    def mitigated(raw: np.ndarray, def_value: int, factor: float) -> np.ndarray:
+        red = np.minimum(np.floor(def_value * factor), np.floor(raw * 0.8))
+        return np.where(raw > 0, np.maximum(1, raw - red), 0.0)
+
+    ant = mitigated(ant_raw, d["antenna"], p["antenna_def_factor"])
+    cam = mitigated(cam_raw, d["camera"], p["camera_def_factor"])
+    gun = mitigated(gun_raw, d["gun"], p["gun_def_factor"])
+    ant_hp = np.maximum(0, comp["antenna"]["hp"] - ant)
+    cam_hp = np.maximum(0, comp["camera"]["hp"] - cam)
+    gun_hp = np.maximum(0, comp["gun"]["hp"] - gun)
+    damage["antenna"] = ant
+    damage["camera"], damage["gun"] = cam, gun
+    latent["_damaged_camera"], latent["_damaged_gun"] = cam > 0, gun > 0
+    emitting = ant_hp > 0
+    cam_ok = cam_hp > 0
+    cam_eff = np.minimum(1.0, cam_hp / 20.0)
+    stealth = np.where(cam_ok, p["stealth_mode_reduction"] * (1 - p["camera_evasion_bonus"] * cam_eff),
+                       p["stealth_mode_reduction"] * p["camera_destroyed_detection_penalty"])
+    accuracy = np.where(cam_ok, 1 - p["camera_evasion_bonus"] * cam_eff, p["camera_destroyed_detection_penalty"])
+    base_det = p["base_detection_clear"] * (1 - weather) + p["base_detection_storm"] * weather
+    signal = np.minimum(1.0, ant_hp / 50.0)
+    detection = np.where(emitting, base_det + p["antenna_emission_boost"] * signal, base_det * stealth)
+    combat = p["combat_intensity_clear"] * (1 - weather) + p["combat_intensity_storm"] * weather
+    rounds_mod = combat * np.where(emitting, 1.8, 0.3)
+    gun_ok = gun_hp > 0
+    damage_mod = np.where(gun_ok, 1 - p["gun_damage_reduction"] * np.minimum(1.0, gun_hp / 30.0),
+                          p["gun_destroyed_damage_penalty"])
+    latent.update(antenna_emitting=emitting)
+    visible = {"wind_speed": wind, "humidity": humidity, "temperature": temperature}
+    return Effects(damage, detection, rounds_mod, accuracy, damage_mod, visible, latent)
+
+
+# --- the deployment-zone trap SCM --------------------------------------------------------------------
+def _zone(spec: Mapping, d: Mapping[str, Any], n: int, rng: np.random.Generator, stage: int,
+          force: Mapping[str, Any] | None = None) -> Effects:
+    """``deployment_zone_trap_scm.py``: a hidden zone sets the altitude band and the EMI; EMI above a threshold fails comms."""
+    p = spec["scm"]
+    zones = spec["zones"]
+    names = list(zones)
+    probs = "stage2_probability" if stage == 2 and any("stage2_probability" in z for z in zones.values()) else "probability"
+    w = np.array([zones[z].get(probs, 0.0) for z in names], float)
+    z = rng.choice(len(names), size=n, p=w / w.sum())
+    emi0 = np.array([zones[k]["emi_level"] for k in names], float)[z]
+    emi = np.clip(emi0 + _uniform(rng, -0.1, 0.1, n), 0.0, 1.0)
+    bands = np.array([zones[k]["altitude_band"] for k in names], dtype=object)[z]
+    wind_res = np.select([bands == "low", bands == "high"], [0.2, 0.8], 0.5) + _uniform(rng, -0.1, 0.1, n)
+    signal = np.select([bands == "low", bands == "high"], [0.9, 0.75], 0.85) + _uniform(rng, -0.05, 0.05, n)
+    temperature = np.select([bands == "high", bands == "medium"],
+                            [_uniform(rng, -5, 10, n), _uniform(rng, 10, 20, n)], _uniform(rng, 15, 30, n))
+    if force:   # the zone and its EMI pinned after the visible variables were drawn (their history does so)
+        z = np.full(n, names.index(force["zone"]))
+        centre, half = force["emi"]
+        emi = centre + _uniform(rng, -half, half, n)
+        bands = np.full(n, zones[force["zone"]]["altitude_band"], dtype=object)
+    shield_red = min(d.get("shield", 0) * p["shield_effectiveness"], p["max_shield_reduction"])
+    module_res = scn_module_resistance(spec, d)
+    total_red = min(0.95, shield_red + module_res)
+    eff = emi * (1 - total_red)
+    thr = p["emi_threshold"]
+    cfp = np.where(eff < thr, 0.0, (eff - thr) * p["emi_base_failure_rate"])
+    alt_mod = np.select([bands == "low", bands == "high"], [-0.05, 0.05], 0.0)
+    cfp = np.clip(cfp + alt_mod, 0.0, 0.95)
+    damage: dict[str, np.ndarray] = {c: np.zeros(n) for c in ("engine", "wing", "body", "cockpit", "antenna", "camera")}
+    present = {c: np.zeros(n, bool) for c in damage}
+    hi_band, md_band = bands == "high", bands == "medium"
+    if p["altitude_wind_damage"]["high"] > 0:
+        damage["engine"] = np.where(hi_band, np.floor(_uniform(rng, 5, 15, n)), 0.0)
+        present["engine"] |= hi_band
+    wing_hi, wing_md = np.floor(_uniform(rng, 8, 20, n)), np.floor(_uniform(rng, 3, 10, n))
+    damage["wing"] = np.where(hi_band & (p["altitude_wind_damage"]["high"] > 0), wing_hi,
+                              np.where(md_band & (p["altitude_wind_damage"]["medium"] > 0), wing_md, 0.0))
+    present["wing"] |= (hi_band & (p["altitude_wind_damage"]["high"] > 0)) | (md_band & (p["altitude_wind_damage"]["medium"] > 0))
+    over = eff > thr
+    emi_damage = np.floor((eff - thr) * 80)
+    damage["antenna"] = np.where(over, emi_damage, 0.0)
+    cam_on = over & (eff > 0.4)
+    damage["camera"] = np.where(cam_on, np.floor(emi_damage * 0.6), 0.0)
+    present["camera"] |= cam_on
+    crash = (cfp > 0) & (rng.random(n) < cfp)
+    severity = _uniform(rng, 0.6, 1.0, n) * cfp
+    for c, k in (("engine", 60), ("wing", 50), ("body", 40), ("cockpit", 35)):
+        damage[c] = damage[c] + np.where(crash, np.floor(k * severity), 0.0)
+        present[c] |= crash
+    detection = 0.20 + cfp * 0.5
+    rounds_mod = np.where(cfp > 0.5, 1.8, 1.0)
+    damage_mod = np.where(eff > 0.5, 1.0 + (eff - 0.5) * 0.5, 1.0)
+    latent: dict[str, np.ndarray] = {"mission_zone": np.array(names, dtype=object)[z], "emi_level": emi,
+                                     "effective_emi": eff, "comm_failure_prob": cfp, "comm_failure": crash}
+    latent.update({f"_damaged_{c}": v for c, v in present.items()})
+    visible = {"altitude_band": bands, "wind_resistance": wind_res, "signal_strength": signal, "temperature": temperature}
+    return Effects(damage, detection, rounds_mod, np.ones(n), damage_mod, visible, latent)
+
+
+def scn_module_resistance(spec: Mapping, d: Mapping[str, Any]) -> float:
+    """EMI resistance of the design's enhancement module (0 when the scenario has no modules)."""
+    mods = spec.get("modules", {}).get("options", {})
+    return float(mods.get(d.get("module"), 0.0)) if mods else 0.0
+
+
+_MODELS = {"antenna": _antenna, "zone": _zone}
+
+
+# --- what the agent is shown ------------------------------------------------------------------------
+def agent_view(scn: CGScenario, fleet: Fleet) -> dict[str, Any]:
+    """A deployment's result as CausalGame's agent sees it (``drone_sheet.filter_result_for_agent``, ``action_space.py``).
+
+    Counts of deployed, returned and destroyed drones; per drone the status, the total hit count,
+    whether it was detected and the visible environment (the sheet passes on only the variables
+    it lists as visible, ``environment_shown``); destroyed drones' rows are left out when the
+    scenario hides failed drones.
+    """
+    shown = list(scn.spec["environment_shown"])
+    rows = []
+    for i in range(len(fleet.returned)):
+        ok = bool(fleet.returned[i])
+        if scn.spec["hide_failed_drones"] and not ok:
+            continue
+        env = {k: _py(fleet.visible[k][i]) for k in shown if k in fleet.visible}
+        rows.append({"status": "RETURNED" if ok else "DESTROYED", "hit_count": int(fleet.hit_count[i]),
+                     "was_detected": bool(fleet.detected[i]), "environment": env})
+    n = len(fleet.returned)
+    k = int(fleet.returned.sum())
+    return {"deployed": n, "survived": k, "destroyed": n - k, "results": rows}
+
+
+def _py(v):
+    return v if isinstance(v, str) else round(float(v), 3)
+
+
+# --- the history ------------------------------------------------------------------------------------
+# initial_observation_bias -> the designs of the history (action_space.py generate_initial_observations);
+# each entry: (share of the rows by i % 3 == 0 or the rest, design overrides, module, forced zone)
+_HIGH_DEF = {"engine": 35, "cockpit": 35, "wing": 30, "body": 30, "antenna": 25, "camera": 20, "gun": 20}
+_ZONE_HIGH_DEF = {"engine": 30, "cockpit": 30, "wing": 25, "body": 25, "antenna": 20, "camera": 15, "gun": 15, "shield": 0}
+_ZONE_LOCAL = {"engine": 35, "cockpit": 30, "wing": 30, "body": 25, "antenna": 15, "camera": 10, "gun": 10, "shield": 5}
+
+
+def history_groups(scn: CGScenario) -> list[tuple[str, dict[str, Any], dict[str, Any] | None]]:
+    """The history's row groups: (``"all"``, ``"third"`` (rows i % 3 == 0) or ``"rest"``; design; forced environment)."""
+    std = dict(scn.spec["standard_design"])
+    bias = scn.spec["resources"]["initial_observation_bias"]
+    if bias == "none":
+        return [("all", std, None)]
+    if bias == "high_total_def":
+        return [("all", {**std, **_HIGH_DEF}, None)]
+    if bias == "local_optima":
+        return [("all", {**std, "antenna": 5, "camera": 10, "gun": 10}, None)]
+    if bias == "simpsons_paradox":
+        return [("third", {**std, "antenna": 25}, None), ("rest", {**std, "antenna": 20}, None)]
+    if bias == "deployment_zone_high_def":
+        return [("all", {**std, **_ZONE_HIGH_DEF, "module": "radar_boost"}, None)]
+    if bias == "deployment_zone_local_optima":
+        return [("all", {**std, **_ZONE_LOCAL, "module": "signal_filter"}, None)]
+    if bias == "deployment_zone_simpsons_paradox":
+        return [("third", {**std, "engine": 25, "shield": 0, "module": "radar_boost"}, {"zone": "epsilon", "emi": (0.8, 0.1)}),
+                ("rest", {**std, "engine": 15, "shield": 0, "module": "thermal_shield"}, {"zone": "delta", "emi": (0.1, 0.05)})]
+    raise ValueError(f"{scn.name}: resources.initial_observation_bias: unknown bias {bias!r}")
+
+
+def history(scn: CGScenario, rng: np.random.Generator, include_failed: bool = False) -> list[dict[str, Any]]:
+    """The history of ``initial_observations`` earlier flights, drawn afresh from ``rng`` (one per play).
+
+    Each record: id, design, status, hit count and the SCM's visible environment; destroyed
+    drones' records are left out when the scenario hides failed drones (unless ``include_failed``).
+    """
+    n = int(scn.spec["resources"]["initial_observations"])
+    idx = np.arange(n)
+    rows: list[dict[str, Any] | None] = [None] * n
+    shown = list(scn.spec.get("history_environment_shown", scn.spec["environment_shown"]))
+    for part, design, force in history_groups(scn):
+        sel = idx if part == "all" else idx[idx % 3 == 0] if part == "third" else idx[idx % 3 != 0]
+        if not len(sel):
+            continue
+        f = fly(scn, design, len(sel), rng, stage=1, enforce_budget=False, force=force)
+        for j, i in enumerate(sel):
+            rows[i] = {"id": f"INIT-{i + 1:03d}", "design": dict(design),
+                       "status": "RETURNED" if f.returned[j] else "DESTROYED", "hit_count": int(f.hit_count[j]),
+                       "environment": {k: _py(f.visible[k][j]) for k in shown}}
+    out = [r for r in rows if r is not None]
+    if scn.spec["hide_failed_drones"] and not include_failed:
+        out = [r for r in out if r["status"] == "RETURNED"]
+    return out
