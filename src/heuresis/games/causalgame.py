@@ -42,11 +42,14 @@ __all__ = [
     "CGScenario",
     "Fleet",
     "agent_view",
+    "agility",
+    "equipment_resistance",
     "fly",
     "history",
     "history_groups",
     "load_cg",
     "load_cg_all",
+    "weather_pre_survival",
 ]
 
 CRITICAL = ("engine", "cockpit", "wing", "body")
@@ -86,9 +89,9 @@ class CGScenario:
         return list(self.spec["components"])
 
     @property
-    def modules(self) -> dict[str, float]:
-        """Enhancement modules (one is fitted per design) and their EMI resistance; empty when the scenario has none."""
-        return dict(self.spec.get("modules", {}).get("options", {}))
+    def equipment(self) -> dict[str, dict[str, Any]]:
+        """Equipment slots (one choice each) -> ``{default, options: {choice: EMI resistance}}``; empty when none."""
+        return {k: v for k, v in self.spec.get("equipment", {}).items() if v is not None}
 
     def design(self, design: Mapping[str, Any], enforce_budget: bool = True) -> dict[str, Any]:
         """Validate ``design`` and fill the components it leaves out with their ``default_def`` (as the drone sheet does).
@@ -99,8 +102,9 @@ class CGScenario:
         comps = self.spec["components"]
         out: dict[str, Any] = {c: int(v["default_def"]) for c, v in comps.items()}
         cap = int(self.spec["def_cap"])
+        slots = self.equipment
         for k, v in design.items():
-            if k == "module":
+            if k in slots or k == "flight_profile":
                 continue
             c = k[:-4] if k.endswith("_def") else k
             if c not in comps:
@@ -112,11 +116,17 @@ class CGScenario:
         total = sum(out[c] for c in comps)
         if enforce_budget and budget is not None and total > budget:
             raise CGDesignError(f"{self.name}: design: total DEF {total} exceeds the budget def_budget={budget}")
-        if self.modules:
-            m = design.get("module", self.spec["modules"]["default"])
-            if m not in self.modules:
-                raise CGDesignError(f"{self.name}: design.module: unknown module {m!r}; known: {list(self.modules)}")
-            out["module"] = m
+        if "flight_profile" in design:
+            fp = design["flight_profile"]
+            if fp not in self.spec.get("flight_profiles", []):
+                known = self.spec.get("flight_profiles", [])
+                raise CGDesignError(f"{self.name}: design.flight_profile: {fp!r} is not one of {known}")
+            out["flight_profile"] = fp
+        for slot, cfg in slots.items():
+            m = design.get(slot, cfg["default"])
+            if m not in cfg["options"]:
+                raise CGDesignError(f"{self.name}: design.{slot}: unknown choice {m!r}; known: {list(cfg['options'])}")
+            out[slot] = m
         return out
 
 
@@ -146,10 +156,15 @@ def load_cg_all(folder: str | Path | None = None) -> dict[str, CGScenario]:
     return {p.stem: load_cg(p) for p in sorted(folder.glob("*.yaml"))}
 
 
+# sections a variant replaces whole (every other mapping is merged key by key)
+_REPLACED = {"standard_design", "trap_design", "strategies", "zones", "side_information", "equipment", "components"}
+
+
 def _merge(base: Mapping, over: Mapping) -> dict:
     out = dict(base)
     for k, v in over.items():
-        out[k] = _merge(out[k], v) if isinstance(v, Mapping) and isinstance(out.get(k), Mapping) else v
+        merge = isinstance(v, Mapping) and isinstance(out.get(k), Mapping) and k not in _REPLACED
+        out[k] = _merge(out[k], v) if merge else v
     return out
 
 
@@ -353,12 +368,15 @@ def _zone(spec: Mapping, d: Mapping[str, Any], n: int, rng: np.random.Generator,
     p = spec["scm"]
     zones = spec["zones"]
     names = list(zones)
-    probs = "stage2_probability" if stage == 2 and any("stage2_probability" in z for z in zones.values()) else "probability"
+    staged = f"stage{stage}_probability"
+    probs = staged if all(staged in v for v in zones.values()) else "probability"
     w = np.array([zones[z].get(probs, 0.0) for z in names], float)
     z = rng.choice(len(names), size=n, p=w / w.sum())
     emi0 = np.array([zones[k]["emi_level"] for k in names], float)[z]
     emi = np.clip(emi0 + _uniform(rng, -0.1, 0.1, n), 0.0, 1.0)
     bands = np.array([zones[k]["altitude_band"] for k in names], dtype=object)[z]
+    if d.get("flight_profile") is not None:    # the agent's flight profile sets the band (the zone, and its EMI, stay drawn)
+        bands = np.full(n, d["flight_profile"], dtype=object)
     wind_res = np.select([bands == "low", bands == "high"], [0.2, 0.8], 0.5) + _uniform(rng, -0.1, 0.1, n)
     signal = np.select([bands == "low", bands == "high"], [0.9, 0.75], 0.85) + _uniform(rng, -0.05, 0.05, n)
     temperature = np.select([bands == "high", bands == "medium"],
@@ -368,9 +386,9 @@ def _zone(spec: Mapping, d: Mapping[str, Any], n: int, rng: np.random.Generator,
         centre, half = force["emi"]
         emi = centre + _uniform(rng, -half, half, n)
         bands = np.full(n, zones[force["zone"]]["altitude_band"], dtype=object)
-    shield_red = min(d.get("shield", 0) * p["shield_effectiveness"], p["max_shield_reduction"])
-    module_res = scn_module_resistance(spec, d)
-    total_red = min(0.95, shield_red + module_res)
+    shield = d.get("shield", 0) if p.get("shield_counts", True) else 0
+    shield_red = min(shield * p["shield_effectiveness"], p["max_shield_reduction"])
+    total_red = min(0.95, shield_red + equipment_resistance(spec, d))
     eff = emi * (1 - total_red)
     thr = p["emi_threshold"]
     cfp = np.where(eff < thr, 0.0, (eff - thr) * p["emi_base_failure_rate"])
@@ -407,17 +425,53 @@ def _zone(spec: Mapping, d: Mapping[str, Any], n: int, rng: np.random.Generator,
     return Effects(damage, detection, rounds_mod, np.ones(n), damage_mod, visible, latent)
 
 
-def scn_module_resistance(spec: Mapping, d: Mapping[str, Any]) -> float:
-    """EMI resistance of the design's enhancement module (0 when the scenario has no modules)."""
-    mods = spec.get("modules", {}).get("options", {})
-    return float(mods.get(d.get("module"), 0.0)) if mods else 0.0
+def equipment_resistance(spec: Mapping, d: Mapping[str, Any]) -> float:
+    """Summed EMI resistance of the design's equipment choices (0 when the scenario has no equipment)."""
+    slots = {k: v for k, v in spec.get("equipment", {}).items() if v is not None}
+    return float(sum(cfg["options"][d[slot]] for slot, cfg in slots.items() if slot in d))
 
 
-_MODELS = {"antenna": _antenna, "zone": _zone}
+# --- the weather-noise SCM ---------------------------------------------------------------------------
+def _weather(spec: Mapping, d: Mapping[str, Any], n: int, rng: np.random.Generator, stage: int,
+             force: Mapping[str, Any] | None = None) -> Effects:
+    """``weather_noise_scm.py``: storms with a per-stage frequency; the SCM decides survival before combat.
+
+    A storm drone survives the environment with ``sigmoid(antenna_def/30*2.5 - 4)``, a clear-weather
+    one with ``sigmoid(-antenna_def/30*2.5 - 4)``, each plus ``0.3 * clip((engine_def - 10)/20, 0, 1)``;
+    a drone that does not is destroyed (engine damage 1000). A survivor meets combat with detection
+    0.5 and ``max(1, int(10 * 0))`` = 1 round.
+    """
+    p = spec["scm"]
+    u = rng.random(n)
+    storm = u > 1 - p[f"storm_probability_stage{stage}"]
+    wind = np.where(storm, _uniform(rng, 40, 80, n), _uniform(rng, 5, 30, n))
+    humidity = np.where(storm, _uniform(rng, 70, 95, n), _uniform(rng, 30, 60, n))
+    temperature = np.where(storm, _uniform(rng, 10, 20, n), _uniform(rng, 20, 35, n))
+    act = np.where(storm, d["antenna"] / 30.0 * 2.5 - 4, d["antenna"] / 30.0 * -2.5 - 4)
+    rate = 1 / (1 + np.exp(-act)) + 0.3 * min(1.0, max(0.0, (d["engine"] - 10) / 20.0))
+    dies = ~(rng.random(n) < np.clip(rate, 0, 1))
+    damage = {"engine": np.where(dies, 1000.0, 0.0)}
+    latent = {"weather_pattern": u, "is_storm": storm, "_damaged_engine": dies}
+    visible = {"wind_speed": wind, "humidity": humidity, "temperature": temperature}
+    return Effects(damage, np.full(n, 0.5), np.zeros(n), np.ones(n), np.ones(n), visible, latent)
+
+
+def weather_pre_survival(spec: Mapping, d: Mapping[str, Any], stage: int) -> float:
+    """Closed-form probability that a weather-noise drone of (filled) design ``d`` survives the SCM's roll."""
+    p = spec["scm"][f"storm_probability_stage{stage}"]
+    bonus = 0.3 * min(1.0, max(0.0, (d["engine"] - 10) / 20.0))
+    sig = lambda x: 1 / (1 + np.exp(-x))  # noqa: E731
+    storm = min(1.0, sig(d["antenna"] / 30.0 * 2.5 - 4) + bonus)
+    clear = min(1.0, sig(-d["antenna"] / 30.0 * 2.5 - 4) + bonus)
+    return float(p * storm + (1 - p) * clear)
+
+
+_MODELS = {"antenna": _antenna, "zone": _zone, "weather": _weather}
 
 
 # --- what the agent is shown ------------------------------------------------------------------------
-def agent_view(scn: CGScenario, fleet: Fleet) -> dict[str, Any]:
+def agent_view(scn: CGScenario, fleet: Fleet, rng: np.random.Generator | None = None,
+               design: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """A deployment's result as CausalGame's agent sees it (``drone_sheet.filter_result_for_agent``, ``action_space.py``).
 
     Counts of deployed, returned and destroyed drones; per drone the status, the total hit count,
@@ -426,17 +480,46 @@ def agent_view(scn: CGScenario, fleet: Fleet) -> dict[str, Any]:
     scenario hides failed drones.
     """
     shown = list(scn.spec["environment_shown"])
+    noise = scn.spec.get("observation_noise")
+    if noise and rng is None:
+        raise ValueError(f"{scn.name}: observation_noise: the agent's view of a noisy scenario needs a seeded rng")
     rows = []
     for i in range(len(fleet.returned)):
         ok = bool(fleet.returned[i])
-        if scn.spec["hide_failed_drones"] and not ok:
+        row: dict[str, Any] = {"status": "RETURNED" if ok else "DESTROYED", "hit_count": int(fleet.hit_count[i]),
+                               "was_detected": bool(fleet.detected[i]),
+                               "environment": {k: float(fleet.visible[k][i]) if k in fleet.visible and not isinstance(
+                                   fleet.visible[k][i], str) else fleet.visible[k][i] for k in shown if k in fleet.visible}}
+        if scn.spec.get("show_def_remaining") and design is not None:
+            row["def_remaining"] = {c: float(v) for c, v in scn.design(design, False).items() if c in scn.spec["components"]}
+        if noise and rng is not None:
+            row = _noisy(row, noise["storm"] if fleet.latent["is_storm"][i] else noise["clear"], rng)
+        if scn.spec["hide_failed_drones"] and row["status"] != "RETURNED":
             continue
-        env = {k: _py(fleet.visible[k][i]) for k in shown if k in fleet.visible}
-        rows.append({"status": "RETURNED" if ok else "DESTROYED", "hit_count": int(fleet.hit_count[i]),
-                     "was_detected": bool(fleet.detected[i]), "environment": env})
+        row["environment"] = {k: _py(v) for k, v in row["environment"].items()}
+        rows.append(row)
     n = len(fleet.returned)
     k = int(fleet.returned.sum())
     return {"deployed": n, "survived": k, "destroyed": n - k, "results": rows}
+
+
+def _noisy(row: dict[str, Any], sd: float, rng: np.random.Generator) -> dict[str, Any]:
+    """Add ``drone_sheet.add_observation_noise``'s noise to one agent row.
+
+    Values become ``v + N(0, (v*sd)^2)`` (kept >= 0, zeros stay), the hit count likewise and rounded,
+    and the status flips with probability ``sd * 0.1``.
+    """
+    def jitter(v: float) -> float:
+        return 0.0 if v == 0 else max(0.0, v + rng.normal(0.0, abs(v) * sd))
+
+    out = dict(row)
+    out["environment"] = {k: jitter(v) if not isinstance(v, str) else v for k, v in row["environment"].items()}
+    out["hit_count"] = int(max(0, round(jitter(float(row["hit_count"])))))
+    if rng.random() < sd * 0.1:
+        out["status"] = "DESTROYED" if row["status"] == "RETURNED" else "RETURNED"
+    if "def_remaining" in row:
+        out["def_remaining"] = {k: jitter(v) for k, v in row["def_remaining"].items()}
+    return out
 
 
 def _py(v):
@@ -464,12 +547,14 @@ def history_groups(scn: CGScenario) -> list[tuple[str, dict[str, Any], dict[str,
     if bias == "simpsons_paradox":
         return [("third", {**std, "antenna": 25}, None), ("rest", {**std, "antenna": 20}, None)]
     if bias == "deployment_zone_high_def":
-        return [("all", {**std, **_ZONE_HIGH_DEF, "module": "radar_boost"}, None)]
+        return [("all", {**std, **_ZONE_HIGH_DEF, "enhancement_module": "radar_boost"}, None)]
     if bias == "deployment_zone_local_optima":
-        return [("all", {**std, **_ZONE_LOCAL, "module": "signal_filter"}, None)]
+        return [("all", {**std, **_ZONE_LOCAL, "enhancement_module": "signal_filter"}, None)]
     if bias == "deployment_zone_simpsons_paradox":
-        return [("third", {**std, "engine": 25, "shield": 0, "module": "radar_boost"}, {"zone": "epsilon", "emi": (0.8, 0.1)}),
-                ("rest", {**std, "engine": 15, "shield": 0, "module": "thermal_shield"}, {"zone": "delta", "emi": (0.1, 0.05)})]
+        return [("third", {**std, "engine": 25, "shield": 0, "enhancement_module": "radar_boost"},
+                 {"zone": "epsilon", "emi": (0.8, 0.1)}),
+                ("rest", {**std, "engine": 15, "shield": 0, "enhancement_module": "thermal_shield"},
+                 {"zone": "delta", "emi": (0.1, 0.05)})]
     raise ValueError(f"{scn.name}: resources.initial_observation_bias: unknown bias {bias!r}")
 
 
