@@ -248,3 +248,45 @@ def test_weather_rows_are_noisy_counts_exact_and_failed_drones_shown():
     assert np.median(rel[storm]) > 2 * np.median(rel[~storm])         # 20 % vs 5 % of the value
     with pytest.raises(ValueError, match="observation_noise"):
         agent_view(scn, f)
+
+
+# --- judges never grade their own model family ----------------------------------------------------
+def _config():
+    from pathlib import Path
+
+    import yaml
+    return yaml.safe_load((Path(__file__).resolve().parents[1] / "config/config.yaml").read_text())
+
+
+def test_model_families_group_a_providers_models():
+    from heuresis.games.workflow import model_family
+    assert model_family({"model": "openai/gpt-5"}) == model_family({"model": "openrouter/openai/o3"}) == "openai"
+    assert model_family({"model": "anthropic/claude-sonnet-4-5"}) == "anthropic"
+    assert model_family({"model": "dashscope/qwen3-max"}) == model_family({"model": "openrouter/qwen/qwen3-32b"}) == "qwen"
+    assert model_family({"kind": "game_random"}) is None
+
+
+def test_the_default_panel_leaves_out_each_players_own_family():
+    from heuresis.games.workflow import judges_for, model_family
+    cfg = _config()
+    for player in cfg["games"]["agents"]:
+        panel = judges_for(cfg, player)
+        own = model_family(cfg["agents"][player])
+        assert all(model_family(cfg["agents"][j]) != own for j in panel) or own is None
+        assert len(panel) == (3 if own is None else 2), (player, panel)
+
+
+def test_a_player_left_without_a_judge_of_another_family_is_a_config_error():
+    from heuresis.games.workflow import judge_panel_errors
+    cfg = _config()
+    cfg["games"]["judges"] = ["judge_gpt"]
+    msgs = judge_panel_errors(cfg)
+    assert len(msgs) == 1 and "'gpt'" in msgs[0] and "config key games.judges" in msgs[0] and "'openai'" in msgs[0]
+
+
+def test_a_judgement_job_of_the_players_own_family_is_refused(tmp_path):
+    from heuresis.games.workflow import run_judgements
+    cfg = _config()
+    with pytest.raises(ValueError, match="never grades its own model family"):
+        run_judgements("judge_claude", cfg["agents"]["judge_claude"], "claude", "agentic", [], [], tmp_path,
+                       tmp_path / "j.parquet", agent_spec=cfg["agents"]["claude"])
