@@ -271,7 +271,9 @@ def fly(scn: CGScenario, design: Mapping[str, Any], n: int, rng: np.random.Gener
     det_p = np.clip(eff.detection, *DETECTION_CLAMP)
     detected = pre & (rng.random(n) < det_p)
     rounds = np.maximum(1, np.floor(BASE_ROUNDS * eff.rounds_mod)).astype(int)
-    rmax = int(rounds[detected].max()) if detected.any() else 0
+    # combat numbers are drawn for the scenario's largest possible number of rounds, whatever the design,
+    # so that designs flown from one seed share their random numbers (common random numbers)
+    rmax = max_rounds(spec) if detected.any() else 0
     hits = np.zeros(n, int)
     if rmax:
         p_hit = hit_chance(spec, total_def, eff.accuracy_mod)
@@ -293,6 +295,18 @@ def fly(scn: CGScenario, design: Mapping[str, Any], n: int, rng: np.random.Gener
             hp[c] = np.where(struck, np.maximum(0.0, hp[c] - _sheet_damage(raw, d[c], f)), hp[c])
     returned = pre & np.all([hp[c] > 0 for c in CRITICAL if c in hp], axis=0)
     return Fleet(returned, hits, detected, eff.visible, eff.latent)
+
+
+def max_rounds(spec: Mapping) -> int:
+    """The most combat rounds a drone of the scenario can fight, over every design and environment."""
+    model, p = spec["model"], spec["scm"]
+    if model == "antenna":
+        mod = max(p["combat_intensity_clear"], p["combat_intensity_storm"]) * 1.8
+    elif model == "zone":
+        mod = 1.8
+    else:
+        mod = 0.0
+    return max(1, int(BASE_ROUNDS * mod))
 
 
 def _present(eff: Effects, c: str) -> np.ndarray:
@@ -581,3 +595,49 @@ def history(scn: CGScenario, rng: np.random.Generator, include_failed: bool = Fa
     if scn.spec["hide_failed_drones"] and not include_failed:
         out = [r for r in out if r["status"] == "RETURNED"]
     return out
+
+
+# --- the best design found by search ------------------------------------------------------------------
+def search_best(scn: CGScenario, start: Mapping[str, Any], seed: int, n: int = 3000, step: int = 5,
+                max_moves: int = 60) -> tuple[dict[str, Any], float]:
+    """Hill-climb from ``start`` on Stage-2 survival, all designs flown on the same ``n`` drones.
+
+    A move shifts ``step`` DEF points from one component to another (caps and the DEF budget kept),
+    or adds or removes ``step`` points where the budget allows, or changes one equipment choice;
+    the best improving move is taken until none improves. Every design is flown from ``seed``
+    (common random numbers), so two designs differ only by what the design changes. This is a
+    search: its result is the best design found, a lower bound on the optimum, not a proof.
+
+    Returns
+    -------
+    tuple
+        The best design found (every component and equipment slot named) and its survival on the
+        search's drones.
+    """
+    comps = scn.components
+    cap, budget = int(scn.spec["def_cap"]), scn.spec.get("def_budget")
+
+    def value(d: Mapping[str, Any]) -> float:
+        return fly(scn, d, n, np.random.default_rng(seed), stage=2).survival
+
+    cur = scn.design(start)
+    best = value(cur)
+    for _ in range(max_moves):
+        cands: list[dict[str, Any]] = []
+        total = sum(cur[c] for c in comps)
+        for a in comps:
+            for b in comps:
+                if a != b and cur[a] >= step and cur[b] + step <= cap:
+                    cands.append({**cur, a: cur[a] - step, b: cur[b] + step})
+            if cur[a] >= step:
+                cands.append({**cur, a: cur[a] - step})
+            if cur[a] + step <= cap and (budget is None or total + step <= budget):
+                cands.append({**cur, a: cur[a] + step})
+        for slot, cfg in scn.equipment.items():
+            cands += [{**cur, slot: o} for o in cfg["options"] if o != cur[slot]]
+        scored = [(value(c), c) for c in cands]
+        top, arg = max(scored, key=lambda t: t[0])
+        if top <= best:
+            break
+        best, cur = top, arg
+    return cur, best
