@@ -306,3 +306,19 @@ def test_search_from_the_standard_design_reaches_the_published_optimum_and_holds
     assert found >= opt["expected"][0], (design, found)
     fresh = fly(scn, design, 6000, np.random.default_rng(99), stage=2).survival
     assert abs(fresh - found) < 4 * np.sqrt(0.25 / 2000 + 0.25 / 6000), (found, fresh)
+
+
+def test_the_env_query_shows_visible_variables_only_and_stops_at_its_budget(scenarios):
+    from heuresis.games.causalgame import EnvQuery, EnvQueryBudgetError
+    for name, scn in scenarios.items():
+        rows = history(scn, np.random.default_rng(40))
+        q = EnvQuery(scn)
+        assert q.budget == scn.spec["resources"]["env_query_budget"] == 10, name
+        for hidden in ("weather_pattern", "mission_zone", "emi_level", "is_storm"):
+            with pytest.raises(ValueError, match="not a visible environment variable"):
+                q(hidden, rows)
+        var = q.shown[0]
+        answers = [q(var, rows) for _ in range(q.budget)]
+        assert answers[-1]["queries_left"] == 0 and not any(h in json.dumps(answers) for h in HIDDEN)
+        with pytest.raises(EnvQueryBudgetError, match="env_query_budget"):
+            q(var, rows)

@@ -40,6 +40,8 @@ __all__ = [
     "TARGET_WEIGHTS",
     "CGDesignError",
     "CGScenario",
+    "EnvQuery",
+    "EnvQueryBudgetError",
     "Fleet",
     "agent_view",
     "agility",
@@ -641,3 +643,43 @@ def search_best(scn: CGScenario, start: Mapping[str, Any], seed: int, n: int = 3
             break
         best, cur = top, arg
     return cur, best
+
+
+# --- the environment query ----------------------------------------------------------------------------
+class EnvQueryBudgetError(RuntimeError):
+    """The environment query was asked more often than the scenario's ``resources.env_query_budget``."""
+
+
+class EnvQuery:
+    """The environment query of a CausalGame scenario, with its budget (``resources.env_query_budget``).
+
+    Each call summarises one visible environment variable over the rows the agent has been shown
+    (the history and its deployments' rows): count, mean, minimum and maximum, or the counts of each
+    value of a categorical variable. Only the variables the scenario shows (``environment_shown``
+    and, for the history, ``history_environment_shown``) can be asked; a hidden variable is refused
+    by name, and a call past the budget raises :class:`EnvQueryBudgetError`.
+    """
+
+    def __init__(self, scn: CGScenario):
+        self.scn = scn
+        self.budget = int(scn.spec["resources"].get("env_query_budget", 0))
+        self.used = 0
+        self.shown = sorted(set(scn.spec["environment_shown"]) | set(scn.spec.get("history_environment_shown", [])))
+
+    def __call__(self, variable: str, rows: list[Mapping[str, Any]]) -> dict[str, Any]:
+        """Summarise ``variable`` over the shown ``rows`` (each with an ``environment`` mapping)."""
+        if variable not in self.shown:
+            raise ValueError(f"{self.scn.name}: env query: {variable!r} is not a visible environment variable; "
+                             f"visible: {self.shown}")
+        if self.used >= self.budget:
+            raise EnvQueryBudgetError(f"{self.scn.name}: env query budget exhausted "
+                                      f"({self.used}/{self.budget}, resources.env_query_budget)")
+        self.used += 1
+        vals = [r["environment"][variable] for r in rows if variable in r.get("environment", {})]
+        out: dict[str, Any] = {"variable": variable, "rows": len(vals), "queries_left": self.budget - self.used}
+        if vals and isinstance(vals[0], str):
+            out["counts"] = {v: vals.count(v) for v in sorted(set(vals))}
+        elif vals:
+            arr = np.asarray(vals, float)
+            out.update(mean=round(float(arr.mean()), 3), min=round(float(arr.min()), 3), max=round(float(arr.max()), 3))
+        return out
