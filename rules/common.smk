@@ -14,6 +14,7 @@ try:
     from heuresis.games.workflow import (
         MODES as GAME_MODES,
         judgement_job_runtime as _judgement_job_runtime,
+        judges_for as _judges_for,
         max_turns_of as _max_turns_of,
         play_jobs as _play_jobs,
         play_job_runtime as _play_job_runtime,
@@ -491,9 +492,9 @@ def game_play_count(wildcards):
 
 
 def game_judgements():
-    """The judgements of every judge x played agent x mode x scenario."""
-    return [P.GAME_JUDGEMENTS.format(judge=j, agent=a, mode=m, scenario=s) for j in GAMES["judges"] for a, m in GAME_AGENT_MODES
-            for s in sorted(GAME_SCENARIOS)]
+    """The judgements of every played agent x mode x scenario by each judge not of the player's model family."""
+    return [P.GAME_JUDGEMENTS.format(judge=j, agent=a, mode=m, scenario=s) for a, m in GAME_AGENT_MODES
+            for j in _judges_for(config, a) for s in sorted(GAME_SCENARIOS)]
 
 
 def game_bootstrap():

@@ -92,6 +92,7 @@ def test_agentic_play_requests_are_append_only():
     from heuresis.games.play import run_play
 
     scn = load_scenario("antenna_base", SCENARIOS)
+    scn.spec["measurable"] = ["storm_intensity"]     # the ablation that offers the measurement query
     script = [{"tool_calls": [("get_history", {}), ("run_code", {"code": "print(open('drones.csv').read()[:80])"})],
                "usage": (1500, 20)},
               *({"tool_calls": [("deploy", {"design": d, "count": 20})], "usage": (2000, 40)} for d in ANTENNA_DESIGNS),

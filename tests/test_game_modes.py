@@ -23,7 +23,7 @@ import pytest
 from llm_server import ScriptedLLMServer
 from test_games_workflow import SCENARIOS, _deploy, _spec
 
-from heuresis.games import Game, load_scenario
+from heuresis.games import Game, load_scenario, load_scenarios
 from heuresis.games.play import run_play, task_prompt
 from heuresis.games.references import seed_of
 from heuresis.games.scm import draw, simulate
@@ -81,6 +81,7 @@ def _csv(text: str) -> list[dict]:
 
 def test_agentic_mode_computes_over_the_flights_in_the_sandbox_and_measures_the_hidden_variable():
     scn = load_scenario("antenna_base", SCENARIOS)
+    scn.spec["measurable"] = ["storm_intensity"]     # the ablation that offers the hidden look
     probe = ("import csv\n"
              "deps = list(csv.DictReader(open('deployments.csv')))\n"
              "rows = list(csv.DictReader(open('drones.csv')))\n"
@@ -229,3 +230,11 @@ def test_the_sandbox_takes_named_data_files_only():
     for bad in ("script.py", "data.csv", "../escape.csv", "sub/dir.csv", ""):
         with pytest.raises(ValueError, match="reserved or not a plain file name"):
             run_code("print(1)", None, files={bad: "x"}, isolation="none")
+
+
+def test_no_scenario_offers_a_free_look_at_a_hidden_variable_by_default():
+    from heuresis.games.tools import game_tools
+    for name, scn in load_scenarios(SCENARIOS).items():
+        assert scn.measurable_variables() == [], name
+        tools = game_tools(Game(scn, seed=1), analysis=True)
+        assert "measure" not in tools, name

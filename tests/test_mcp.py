@@ -695,8 +695,8 @@ def test_cli_serves_a_game_play_over_stdio(tmp_path):
             return tools, [await client.call_tool(n, a) for n, a in GAME_MOVES]
 
     tools, results = anyio.run(play)
-    assert tools == {"get_status", "get_history", "deploy", "submit_final_design", "write_report", "run_code",
-                     "measure"}
+    # no measure tool: no scenario offers a look at a hidden variable unless its file declares one
+    assert tools == {"get_status", "get_history", "deploy", "submit_final_design", "write_report", "run_code"}
     assert [r.is_error for r in results] == [False, True, False, True, False, False]
     out = tmp_path / "games" / "plays" / "player" / "agentic" / "served-weather_base.parquet"
     for _ in range(200):

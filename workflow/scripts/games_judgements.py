@@ -7,5 +7,5 @@ sm = snakemake  # noqa: F821  (injected by Snakemake)
 # the judge's full entry: the params hold it without its transport settings (heuresis.agents.spec)
 run_judgements(sm.wildcards.judge, sm.config["agents"][sm.wildcards.judge], sm.wildcards.agent, sm.wildcards.mode,
                [sm.input.plays], [sm.input.references], sm.params.folder, sm.output.judgements, max_tokens=sm.params.max_tokens,
-               requests_out=sm.output.requests,
+               requests_out=sm.output.requests, agent_spec=sm.config["agents"][sm.wildcards.agent],
                log=stage_logger(sm.log[0]), attempt=sm.params.attempt)

@@ -141,10 +141,14 @@ def summary(plays: pd.DataFrame, judgements: pd.DataFrame | None, judges: Sequen
             row.update(rubric=iv.estimate, rubric_lo=iv.lo, rubric_hi=iv.hi, rubric_plays=len(r))
         else:
             row.update(rubric=None, rubric_lo=None, rubric_hi=None, rubric_plays=0)
+        # the panel that judged these plays (judges of the player's own model family never do)
+        if judges and judgements is not None and "judge" in judgements and len(judgements):
+            panel = sorted(set(judgements.loc[judgements.play_id.isin(df.play_id), "judge"]))
+            row["judges"] = ", ".join(panel) if panel else NO_JUDGE
+        else:
+            row["judges"] = ", ".join(judges) if judges else NO_JUDGE
         rows.append(row)
-    out = pd.DataFrame(rows)
-    out["judges"] = ", ".join(judges) if judges else NO_JUDGE
-    return out
+    return pd.DataFrame(rows)
 
 
 def family_table(summ: pd.DataFrame, family: str, judges: Sequence[str]) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -88,7 +88,8 @@ class Family:
 
     ``measurable`` names the hidden environment variables a scenario of the family may expose to
     the agentic mode's measurement query (name shown to the agent -> key of :attr:`Env.latent`);
-    ``default_measurable`` those a scenario exposes when its file declares no ``measurable`` list.
+    ``default_measurable`` those a scenario exposes when its file declares no ``measurable`` list:
+    none, so that no hidden value is shown unless a scenario names the look as its ablation.
     """
 
     name = ""
@@ -183,7 +184,7 @@ class AntennaFamily(Family):
     """Latent storm intensity ~ Beta(a, b) drives wind, humidity, damage, detection and combat."""
 
     measurable = {"storm_intensity": "storm"}
-    default_measurable = ("storm_intensity",)
+    default_measurable: tuple[str, ...] = ()   # no free look: a scenario declares `measurable` (an ablation)
 
     def visible(self, spec):
         """List the variables of ``environment.visible``, each linear in the storm intensity plus noise."""
@@ -216,7 +217,7 @@ class ZoneFamily(Family):
     """A hidden deployment zone sets EMI, altitude and wind; temperature falls with altitude."""
 
     measurable = {"emi_level": "emi", "deployment_zone": "zone", "storm_intensity": "storm"}
-    default_measurable = ("emi_level",)
+    default_measurable: tuple[str, ...] = ()   # no free look: a scenario declares `measurable` (an ablation)
 
     def visible(self, spec):
         """List temperature, altitude and wind, plus the (possibly mislabelled) terrain when ``categorical``."""
@@ -286,7 +287,7 @@ class WeatherFamily(Family):
     """Calm or storm weather (storm frequency per stage); observations are noisier in storms."""
 
     measurable = {"weather": "weather", "storm_intensity": "storm"}
-    default_measurable = ("weather",)
+    default_measurable: tuple[str, ...] = ()   # no free look: a scenario declares `measurable` (an ablation)
 
     def visible(self, spec):
         """List the variables of ``environment.visible``, each linear in the storm intensity plus noise."""

@@ -62,8 +62,10 @@ __all__ = [
     "is_llm",
     "judgement_job_runtime",
     "judgement_unit",
+    "judges_for",
     "load_references",
     "max_turns_of",
+    "model_family",
     "output_cap_errors",
     "play_job_runtime",
     "play_jobs",
@@ -161,6 +163,55 @@ def judgement_job_runtime(config: Mapping, judge: str, agent: str) -> int:
     return job_minutes(plays_of(config, agent) * (request_seconds(config["agents"][judge]) or 0.0))
 
 
+# a model's family: the first of these words in its model string (provider prefix included), so that
+# "openai/gpt-5", "azure/gpt-4o" and "openrouter/openai/o3" are one family and "anthropic/claude-*" another
+_FAMILY_WORDS = (("claude", "anthropic"), ("anthropic", "anthropic"), ("gpt", "openai"), ("openai", "openai"),
+                 ("o1", "openai"), ("o3", "openai"), ("o4", "openai"), ("qwen", "qwen"), ("dashscope", "qwen"),
+                 ("gemini", "google"), ("gemma", "google"), ("llama", "meta"), ("deepseek", "deepseek"),
+                 ("mistral", "mistral"), ("mixtral", "mistral"), ("grok", "xai"), ("kimi", "moonshot"),
+                 ("glm", "zhipu"))
+
+
+def model_family(agent_spec: Mapping) -> str | None:
+    """The model family of an agent entry (None for an agent without a ``model``: the offline players).
+
+    The family is named by the first known word of the model string's parts (``provider/name``:
+    ``gpt``, ``o3`` and ``openai`` are OpenAI's; ``claude`` and ``anthropic`` Anthropic's; ``qwen`` and
+    ``dashscope`` Qwen's; ...); an unknown model is its own family (its name without the provider).
+    """
+    model = agent_spec.get("model")
+    if not model:
+        return None
+    parts = [q for part in str(model).lower().split("/") for q in part.replace("_", "-").split("-")]
+    for word, family in _FAMILY_WORDS:
+        if any(q == word or (q.startswith(word) and word not in ("o1", "o3", "o4")) for q in parts):
+            return family
+    return str(model).lower().split("/")[-1]
+
+
+def judges_for(config: Mapping, agent: str) -> list[str]:
+    """The judges of ``games.judges`` that may grade ``agent``'s plays: none of the player's model family."""
+    agents = config.get("agents", {})
+    own = model_family(agents.get(agent, {}))
+    return [j for j in config["games"]["judges"] if own is None or model_family(agents.get(j, {})) != own]
+
+
+def judge_panel_errors(config: Mapping) -> list[str]:
+    """An LLM player none of whose configured judges is of another model family (its reports would go ungraded)."""
+    g = config["games"]
+    agents = config.get("agents", {})
+    if not g.get("judges"):
+        return []
+    msgs = []
+    for a in g["agents"]:
+        fam = model_family(agents.get(a, {}))
+        if fam is not None and not judges_for(config, a):
+            msgs.append(f"config key games.judges: every judge ({', '.join(g['judges'])}) is of the model family "
+                        f"{fam!r} of player {a!r}, and a judge never grades its own model family; add a judge of "
+                        f"another family")
+    return msgs
+
+
 def config_errors(config: Mapping) -> list[str]:
     """Problems of the ``games:`` section, each naming its config key (and the scenario's key)."""
     g = config.get("games")
@@ -177,6 +228,8 @@ def config_errors(config: Mapping) -> list[str]:
                          f"it cannot play games (an episode baseline: {sorted(baselines)}); players: "
                          f"{sorted(players)} or an agent from outside the package (docs/agents.md)")
     msgs += agent_errors(config, "games.judges", g["judges"], {"llm"}, "a judge is an LLM agent (kind llm)")
+    if not msgs:
+        msgs += judge_panel_errors(config)
     msgs += output_cap_errors(config)
     folder = scenario_folder(config)
     if not folder.is_dir():
@@ -389,11 +442,18 @@ def judgement_unit(play: Mapping) -> str:
 
 def run_judgements(judge: str, spec: Mapping, agent: str, mode: str, plays_paths: Sequence[str | Path],
                    references: Sequence[str | Path], folder: str | Path, out: str | Path, *, max_tokens: int = 1500,
-                   log: _Log = _quiet, attempt: str = FIRST_ATTEMPT, requests_out: str | Path | None = None) -> Path:
+                   log: _Log = _quiet, attempt: str = FIRST_ATTEMPT, requests_out: str | Path | None = None,
+                   agent_spec: Mapping | None = None) -> Path:
     """Judge ``judge`` scores the report of every play in ``plays_paths``; checkpointed per play.
 
     ``requests_out``: the judge's model requests (:data:`~heuresis.artifacts.schemas.GAME_JUDGEMENT_REQUESTS`).
+    ``agent_spec``: the player's agent entry; a judge of the player's model family is refused.
     """
+    if agent_spec is not None:
+        own = model_family(agent_spec)
+        if own is not None and model_family(spec) == own:
+            raise ValueError(f"judge {judge!r} ({spec.get('model')}) is of the model family {own!r} of player "
+                             f"{agent!r} ({agent_spec.get('model')}); a judge never grades its own model family")
     from heuresis.agents.base import make_agent
     from heuresis.games.judge import judge_play
 
