@@ -14,7 +14,9 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import socket
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -429,3 +431,86 @@ def test_reported_tokens_count_and_a_missing_report_is_unknown(split, tmp_path, 
     assert not a.is_error and not b.is_error and c.is_error and "output-token limit" in c.content[0].text
     row = box["tables"]["row"]
     assert row["tokens_in"] is None and row["tokens_out"] is None      # unknown once one call did not say
+
+
+SCANNER = r'''
+import json, os, re, select, sys
+# what to look for, reversed on the command line (this scanner's own argv holds none of it)
+needles = [a[::-1].encode() for a in sys.argv[1:]]
+found = {"uid": os.getuid(), "scans": 0, "hits": [], "tokens": [], "agent_seen": False, "environs_read": 0,
+         "controls": []}
+while not select.select([sys.stdin], [], [], 0.05)[0]:
+    found["scans"] += 1
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        for part in ("cmdline", "environ"):
+            try:
+                with open(f"/proc/{pid}/{part}", "rb") as f:
+                    text = f.read()
+            except OSError:
+                continue
+            if part == "environ" and text:
+                found["environs_read"] += 1
+            if part == "cmdline" and b"waiting" + b".py" in text:
+                found["agent_seen"] = True
+            for k, n in enumerate(needles):
+                if n in text and [pid, part, k] not in found["hits"]:
+                    found["hits"].append([pid, part, k])
+            for tok in re.findall(rb"/([A-Za-z0-9_-]{20,})/mcp", text):
+                if tok.decode() not in found["tokens"]:
+                    found["tokens"].append(tok.decode())
+print(json.dumps(found))
+'''
+
+WAITING = r'''
+import asyncio, os, sys, time
+from mcp import Client
+
+async def main():
+    async with Client(os.environ["HEURESIS_MCP_URL"], cache=None) as client:
+        await client.call_tool("view_graph", {"has_key": os.environ.get("HEURESIS_TEST_KEY") == sys.argv[1][::-1]})
+        time.sleep(3)        # the scanner's time
+        await client.call_tool("submit", {})
+
+asyncio.run(main())
+'''
+
+
+@needs_bwrap
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("runuser") or not os.path.exists("/usr/bin/python3"),
+                    reason="needs root (runuser to an unrelated uid) and /usr/bin/python3")
+@pytest.mark.parametrize("network", [False, True])
+def test_another_uid_reads_no_key_and_no_token_in_proc(network, split, tmp_path, monkeypatch):
+    """During an episode, ``nobody`` scans every /proc/*/cmdline and environ: no key, no URL, no token."""
+    key, control = "sk-heuresis-test-9c1e44d0", "heuresis-control-51b2"
+    monkeypatch.setenv("HEURESIS_TEST_KEY", key)
+    agent = tmp_path / "agent"
+    agent.mkdir()
+    (agent / "waiting.py").write_text(WAITING)
+    needles = [key, "HEURESIS_MCP_URL", control]
+    scan = subprocess.Popen([shutil.which("runuser") or "runuser", "-u", "nobody", "--", "/usr/bin/python3", "-I", "-c", SCANNER,
+                             *[n[::-1] for n in needles]], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            env={"PATH": "/usr/bin:/bin"}, cwd="/")
+    # the controls: what the scanner must find where it is readable -- a root process's argv, nobody's own environ
+    ctl = [subprocess.Popen(["/usr/bin/python3", "-c", "import time; time.sleep(2)", control]),
+           subprocess.Popen([shutil.which("runuser") or "runuser", "-u", "nobody", "--", "/usr/bin/python3", "-c",
+                             "import time; time.sleep(2)"],
+                            env={"PATH": "/usr/bin:/bin", "CONTROL": control}, cwd="/")]
+    try:
+        spec = {"kind": "external", "command": ["python", str(agent / "waiting.py"), key[::-1]],
+                "expose": [str(agent)], "env": ["HEURESIS_TEST_KEY"], "network": network, "idle_timeout_s": 60}
+        got = _run(split, "waiting", spec, tmp_path / "out")
+    finally:
+        for c in ctl:
+            c.wait()
+        out, _ = scan.communicate(b"stop\n", timeout=30)
+    found = json.loads(out)
+    assert got["row"]["termination"] == "submitted", got["row"]["error"]
+    assert json.loads(got["calls"][0]["arguments"])["has_key"] is True      # the command got its key
+    token = re.search(r"MCP at http://[^/]+/([^/]+)/mcp", got["requests"][0]["notes"]).group(1)
+    assert found["uid"] == 65534 and found["scans"] > 3 and found["agent_seen"], found
+    # the controls were found: the scanner reads argv everywhere and an environ it may read
+    assert {(part, k) for _, part, k in found["hits"] if k == 2} == {("cmdline", 2), ("environ", 2)}, found
+    assert not [h for h in found["hits"] if h[2] != 2], found["hits"]   # no key, no URL on any command line or environ
+    assert token not in found["tokens"], found["tokens"]

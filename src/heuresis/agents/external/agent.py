@@ -35,6 +35,7 @@ from heuresis.agents.external.command import (
     Drain,
     command_argv,
     command_isolation,
+    command_uid,
     expose_problem,
 )
 from heuresis.agents.external.server import build_server
@@ -167,6 +168,7 @@ class ExternalAgent(Agent):
         self.limits = CommandLimits(memory_mb=memory_mb, max_processes=max_processes, disk_mb=disk_mb)
         self._busy = False
         self._sockdir: str | None = None
+        self._uid: int | None = None   # a root harness: the uid its command runs as (command_uid)
         self._output: dict[str, Drain] = {}
         self._model, self._provider = model, provider
         self._calls: queue.Queue = queue.Queue()
@@ -372,9 +374,8 @@ class ExternalAgent(Agent):
         if private:   # the command's own network: the server on a Unix socket, a forwarder inside
             self._sockdir = tempfile.mkdtemp(prefix="heuresis-mcp-")
             if os.geteuid() == 0:
-                from heuresis.harness.sandbox import SANDBOX_UID
-
-                os.chown(self._sockdir, SANDBOX_UID, SANDBOX_UID)
+                self._uid = command_uid()
+                os.chown(self._sockdir, self._uid, self._uid)
             self._server = HTTPTransport(server, self.host, 0, path, on_delete=self.client_left,
                                  uds=os.path.join(self._sockdir, "mcp.sock"))
             self.url = endpoint_url("127.0.0.1", INNER_PORT, path)
@@ -386,7 +387,8 @@ class ExternalAgent(Agent):
             self._workdir = tempfile.mkdtemp(prefix="heuresis-agent-")
         argv, env, self.isolation_used = command_argv(
             self.command, self._workdir or WORK_DIR, "required" if used == "bwrap" else "none", self.expose,
-            {URL_ENV: self.url}, self.env_names, socket_dir=self._sockdir if private else None, limits=self.limits)
+            {URL_ENV: self.url}, self.env_names, socket_dir=self._sockdir if private else None, limits=self.limits,
+            uid=self._uid)
         passed = sorted(k for k in self.env_names if k in os.environ)
         net = "private (only this episode's server)" if private else "the host's"
         self.notes.append(f"external agent: command {json.dumps(self.command)}; isolation {self.isolation_used}; "

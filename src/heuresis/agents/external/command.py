@@ -17,8 +17,8 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-__all__ = ["INNER_PORT", "OUTPUT_KEEP", "OUTPUT_READ_MAX", "WORK_DIR", "CommandLimits", "Drain", "command_argv",
-           "command_isolation", "expose_problem"]
+__all__ = ["COMMAND_UIDS", "INNER_PORT", "OUTPUT_KEEP", "OUTPUT_READ_MAX", "WORK_DIR", "CommandLimits", "Drain", "command_argv",
+           "command_isolation", "command_uid", "expose_problem"]
 
 #: What the harness keeps of the command's stdout and stderr (the tail of each) and reads at most.
 OUTPUT_KEEP = 20000
@@ -134,6 +134,25 @@ os._exit(os.waitstatus_to_exitcode(status) % 256)
 """
 
 
+#: The uids a root harness runs external commands as: one drawn per command from this range, where no account
+#: lives (``nobody``, 65534, is shared by every service that drops privileges: it could read the command's
+#: environment, its API keys, through ``/proc/PID/environ``).
+COMMAND_UIDS = range(0x5EA00000, 0x5EA00000 + (1 << 20))
+
+
+def command_uid() -> int:
+    """A uid for one external command of a root harness, drawn from :data:`COMMAND_UIDS` (an account of none)."""
+    import pwd
+    import secrets
+
+    while True:
+        uid = COMMAND_UIDS.start + secrets.randbelow(len(COMMAND_UIDS))
+        try:
+            pwd.getpwuid(uid)
+        except KeyError:
+            return uid
+
+
 def expose_problem(path: str) -> str:
     """Why an ``expose`` path must not be shown to the command ('' if it may).
 
@@ -172,8 +191,8 @@ def command_isolation(isolation: str) -> str:
 
 def command_argv(command: Sequence[str], workdir: str, isolation: str, expose: Sequence[str] = (),
                  extra_env: Mapping[str, str] | None = None, env_names: Sequence[str] = (), *,
-                 socket_dir: str | None = None,
-                 limits: CommandLimits = CommandLimits()) -> tuple[list[str], dict[str, str], str]:
+                 socket_dir: str | None = None, limits: CommandLimits = CommandLimits(),
+                 uid: int | None = None) -> tuple[list[str], dict[str, str], str]:
     """The argv, environment and isolation (``bwrap`` or ``none``) of an agent's command.
 
     The environment holds only ``PATH``, ``HOME`` and ``TMPDIR`` (the work folder), ``LANG``,
@@ -183,16 +202,18 @@ def command_argv(command: Sequence[str], workdir: str, isolation: str, expose: S
     for ``python``, with this package hidden) and ``expose``; writable only its work folder
     :data:`WORK_DIR` and ``/tmp``, each a tmpfs of ``limits.disk_mb``; its own ``/proc`` and
     ``/dev``; the limits of ``limits`` (:func:`~heuresis.harness.sandbox.limit_argv`, as the
-    code tool).  With ``socket_dir`` (the folder of the server's Unix socket ``mcp.sock``) it
-    has a network of its own, where a forwarder on ``127.0.0.1:``:data:`INNER_PORT` is the
-    only thing to reach (the server); without it, it shares the host's network.  A root
-    harness never runs the command as root: an outer bwrap and ``setpriv`` drop to
-    :data:`~heuresis.harness.sandbox.SANDBOX_UID` first.  ``isolation`` ``required`` raises
+    code tool).  The environment is the process's own (``env=`` of the caller's ``Popen``),
+    never an argument: no key and no token appears on any command line.  With ``socket_dir``
+    (the folder of the server's Unix socket ``mcp.sock``) it has a network of its own, where a
+    forwarder on ``127.0.0.1:``:data:`INNER_PORT` is the only thing to reach (the server);
+    without it, it shares the host's network.  A root harness never runs the command as root:
+    an outer bwrap and ``setpriv`` drop to ``uid`` (default :func:`command_uid`, a uid of no
+    account, so that no other local user -- not even ``nobody`` -- may read the command's
+    ``/proc/PID/environ``) first.  ``isolation`` ``required`` raises
     :class:`~heuresis.harness.sandbox.IsolationUnavailable` where bubblewrap does not work;
     ``best_effort`` then runs without it.
     """
     from heuresis.harness.sandbox import (
-        SANDBOX_UID,
         IsolationUnavailable,
         bwrap_path,
         hidden_inside,
@@ -246,9 +267,9 @@ def command_argv(command: Sequence[str], workdir: str, isolation: str, expose: S
     args = [bwrap, "--unshare-all", *net, "--unshare-user", "--disable-userns", "--die-with-parent",
             "--new-session", "--cap-drop", "ALL", "--hostname", "agent", *system, "--proc", "/proc",
             "--dev", "/dev", "--remount-ro", "/dev", "--size", disk, "--tmpfs", "/tmp", *views, *package_masks(trees),
-            *sock, "--size", disk, "--tmpfs", WORK_DIR, "--remount-ro", "/", "--chdir", WORK_DIR, "--clearenv"]
-    for k, v in env.items():
-        args += ["--setenv", k, v]
+            *sock, "--size", disk, "--tmpfs", WORK_DIR, "--remount-ro", "/", "--chdir", WORK_DIR]
+    # no --clearenv, no --setenv: the environment (API keys, the server's URL and token) is the one bwrap itself
+    # is started with -- exactly ``env`` -- never an argument, which every local user could read in /proc/*/cmdline
     args += ["--", *limit_argv(prlimit, memory_mb=limits.memory_mb, max_processes=limits.max_processes,
                                disk_mb=limits.disk_mb, nofile=limits.max_open_files), "--"]
     if socket_dir is not None:
@@ -256,9 +277,10 @@ def command_argv(command: Sequence[str], workdir: str, isolation: str, expose: S
                  f"{_SOCKET_DIR}/mcp.sock"]
     args += argv
     if os.geteuid() != 0:
-        return args, {"PATH": "/usr/bin:/bin"}, "bwrap"  # type: ignore[return-value]
+        return args, env, "bwrap"  # type: ignore[return-value]
     # a root harness: never run the command as root. As the code tool's sandbox does (docs/sandbox.md), an outer
     # bwrap shows the same trees, setpriv drops to the unprivileged uid, and the bwrap above runs as that user
+    uid = command_uid() if uid is None else int(uid)
     setpriv = shutil.which("setpriv")
     if setpriv is None or not os.path.realpath(setpriv).startswith("/usr/"):
         raise IsolationUnavailable("setpriv (util-linux) not found under /usr: needed to leave root before the "
@@ -269,6 +291,6 @@ def command_argv(command: Sequence[str], workdir: str, isolation: str, expose: S
     if socket_dir is not None:
         outer += [*parent_dirs([socket_dir]), "--bind", socket_dir, socket_dir]
     outer += ["--dir", "/tmp", "--bind", "/proc", "/proc", "--dev", "/dev", "--",
-              os.path.realpath(setpriv), f"--reuid={SANDBOX_UID}", f"--regid={SANDBOX_UID}", "--clear-groups",
+              os.path.realpath(setpriv), f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
               "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
-    return [*outer, *args], {"PATH": "/usr/bin:/bin"}, "bwrap"  # type: ignore[list-item]
+    return [*outer, *args], env, "bwrap"  # type: ignore[list-item]
