@@ -514,3 +514,75 @@ def test_another_uid_reads_no_key_and_no_token_in_proc(network, split, tmp_path,
     assert {(part, k) for _, part, k in found["hits"] if k == 2} == {("cmdline", 2), ("environ", 2)}, found
     assert not [h for h in found["hits"] if h[2] != 2], found["hits"]   # no key, no URL on any command line or environ
     assert token not in found["tokens"], found["tokens"]
+
+
+MEMFD_AGENT = r'''
+import asyncio, os, sys
+from mcp import Client
+
+r, w = os.pipe()
+pid = os.fork()
+if pid == 0:                       # the flood: 5 memfd files x 60 MB, each under disk_mb, under a 256 MB bound
+    os.close(r)
+    open("/proc/self/oom_score_adj", "w").write("1000")   # the OOM killer's first choice: this child
+    try:
+        for k in range(5):
+            fd = os.memfd_create(f"m{k}")
+            for _ in range(60):
+                os.write(fd, b"x" * (1 << 20))
+                os.write(w, b"+")
+    except OSError as exc:
+        os.write(w, f"refused {exc.errno}".encode())
+    os._exit(0)
+os.close(w)
+got = b""
+while True:
+    chunk = os.read(r, 4096)
+    if not chunk:
+        break
+    got += chunk
+_, status = os.waitpid(pid, 0)
+
+async def main():
+    async with Client(os.environ["HEURESIS_MCP_URL"], cache=None) as client:
+        await client.call_tool("view_graph", {"written_mb": got.count(b"+"), "refused": b"refused" in got,
+                                              "status": os.waitstatus_to_exitcode(status)})
+        await client.call_tool("submit", {})
+
+asyncio.run(main())
+'''
+
+
+@needs_bwrap
+@pytest.mark.parametrize("cgroup", ["auto", "off"])
+def test_an_external_commands_memfd_is_bounded_in_total(cgroup, split, tmp_path, monkeypatch):
+    """5 memfd files × 60 MB (300 MB) under ``memory_mb: 256``: killed by its cgroup; refused by seccomp; recorded.
+
+    Without a cgroup ``memory_mb`` is shared by the processes (8 × 256 MB for 2 GB: the forwarder, the command
+    and their threads need that many), and memfd is refused.
+    """
+    mem, nproc = 256, 16
+    if cgroup == "off":
+        monkeypatch.setenv("HEURESIS_CGROUP", "off")
+        mem, nproc = 2048, 8
+    (tmp_path / "agent").mkdir()
+    (tmp_path / "agent" / "flood.py").write_text(MEMFD_AGENT)
+    spec = {"kind": "external", "command": ["python", str(tmp_path / "agent" / "flood.py")],
+            "expose": [str(tmp_path / "agent")], "memory_mb": mem, "max_processes": nproc, "disk_mb": 128,
+            "idle_timeout_s": 60}
+    got = _run(split, "flood", spec, tmp_path / "out")
+    assert got["row"]["termination"] == "submitted", got["row"]["error"]
+    seen = json.loads(got["calls"][0]["arguments"])
+    record = json.loads(Path(got["row"]["transcript"]).read_text())["agent_record"]
+    bound = record["bound"]
+    notes = got["requests"][0]["notes"]
+    assert f"memory bound {bound['memory_bound']}" in notes and "CPU 3600 s per process" in notes
+    if bound["memory_bound"] == "seccomp":
+        assert seen["refused"] and seen["written_mb"] == 0, seen
+        assert bound["max_processes"] * bound["per_process_mb"] <= mem and bound["per_process_mb"] == 256
+    else:
+        assert cgroup == "auto" and bound["memory_bound"] in ("cgroup-v1", "cgroup-v2") and bound["cpus"] == 1.0
+        assert seen["status"] == -9 and seen["written_mb"] < 256 and not seen["refused"], seen
+        assert bound["oom_kills"] >= 1
+    if cgroup == "auto" and os.geteuid() == 0 and os.access("/sys/fs/cgroup/memory", os.W_OK):
+        assert bound["memory_bound"].startswith("cgroup"), bound     # root on a writable v1 hierarchy: a cgroup

@@ -117,8 +117,13 @@ class ExternalAgent(Agent):
     expose : list of str
         Folders shown read-only to an isolated command (its own code, its environment); never
         inside the harness's working folder or its ``results/``.
-    memory_mb, max_processes, disk_mb : int
-        Limits of an isolated command (:class:`CommandLimits`).
+    memory_mb, max_processes, disk_mb, cpu_seconds : int
+        Limits of an isolated command (:class:`CommandLimits`): ``memory_mb`` in all where a
+        cgroup of its own holds it, else shared by its processes (:mod:`heuresis.harness.bounds`).
+    cpus : float
+        Its cgroup's CPU quota (default 1).
+    memory_bound : {"any", "cgroup"}
+        ``cgroup`` refuses to run the command where no cgroup can be created.
     model, provider : str, optional
         What stands behind the client, for the records.
     """
@@ -128,6 +133,8 @@ class ExternalAgent(Agent):
                  env: Sequence[str] = (), isolation: str = "required", network: bool = False,
                  expose: Sequence[str] = (), memory_mb: int = CommandLimits.memory_mb,
                  max_processes: int = CommandLimits.max_processes, disk_mb: int = CommandLimits.disk_mb,
+                 cpu_seconds: int = CommandLimits.cpu_seconds, cpus: float = CommandLimits.cpus,
+                 memory_bound: str = CommandLimits.memory_bound,
                  model: str | None = None, provider: str | None = None) -> None:
         where = f"agent {name!r}"
         if command is not None and (isinstance(command, str) or not command
@@ -156,16 +163,25 @@ class ExternalAgent(Agent):
                 raise ValueError(f"{where}: expose {p!r} refused: {why}")
         if not isinstance(network, bool):
             raise ValueError(f"{where}: network must be true or false, got {network!r}")
-        for key, val in (("memory_mb", memory_mb), ("max_processes", max_processes), ("disk_mb", disk_mb)):
+        for key, val in (("memory_mb", memory_mb), ("max_processes", max_processes), ("disk_mb", disk_mb),
+                         ("cpu_seconds", cpu_seconds)):
             if isinstance(val, bool) or not isinstance(val, int) or not val > 0:
                 raise ValueError(f"{where}: {key} must be a positive integer, got {val!r}")
+        if isinstance(cpus, bool) or not isinstance(cpus, (int, float)) or not 0 < cpus <= 1024:
+            raise ValueError(f"{where}: cpus must be a positive number of CPUs, got {cpus!r}")
+        from heuresis.harness.bounds import BOUNDS
+
+        if memory_bound not in BOUNDS:
+            raise ValueError(f"{where}: memory_bound must be one of {list(BOUNDS)}, got {memory_bound!r}")
         super().__init__(name)
         self.command = list(command) if command is not None else None
         self.transport, self.host, self.port = transport, host, int(port)
         self.idle_timeout_s, self.exit_grace_s = float(idle_timeout_s), float(exit_grace_s)
         self.env_names, self.isolation, self.expose = list(env), isolation, list(expose)
         self.network = network
-        self.limits = CommandLimits(memory_mb=memory_mb, max_processes=max_processes, disk_mb=disk_mb)
+        self.limits = CommandLimits(memory_mb=memory_mb, max_processes=max_processes, disk_mb=disk_mb,
+                                    cpu_seconds=cpu_seconds, cpus=float(cpus), memory_bound=memory_bound)
+        self._bound: Any = None   # the sandbox's total bound (heuresis.harness.bounds.Bound) while its command runs
         self._busy = False
         self._sockdir: str | None = None
         self._uid: int | None = None   # a root harness: the uid its command runs as (command_uid)
@@ -262,6 +278,8 @@ class ExternalAgent(Agent):
         self._stop_command()
         for drain in self._output.values():
             drain.finish()
+        if self._bound is not None:
+            self._bound.close()
         assert self._server is not None
         self._server.stop()
         for folder in (self._workdir, self._sockdir):
@@ -288,7 +306,9 @@ class ExternalAgent(Agent):
         """The command's exit status and the tails of its stdout and stderr (None: no command ran)."""
         if self._proc is None:
             return None
-        out = {"command_exit_status": self._proc.returncode}
+        out: dict = {"command_exit_status": self._proc.returncode}
+        if self._bound is not None:
+            out["bound"] = self._bound.record()
         for name, drain in self._output.items():
             out[name] = drain.text()
             out[f"{name}_bytes"] = drain.total
@@ -385,15 +405,35 @@ class ExternalAgent(Agent):
         self._server.start()
         if used == "none":
             self._workdir = tempfile.mkdtemp(prefix="heuresis-agent-")
-        argv, env, self.isolation_used = command_argv(
-            self.command, self._workdir or WORK_DIR, "required" if used == "bwrap" else "none", self.expose,
-            {URL_ENV: self.url}, self.env_names, socket_dir=self._sockdir if private else None, limits=self.limits,
-            uid=self._uid)
+        fd = None
+        if used == "bwrap":
+            from heuresis.harness.bounds import BoundUnavailable, sandbox_bound
+            from heuresis.harness.sandbox import IsolationUnavailable
+
+            try:
+                self._bound = sandbox_bound(self.limits.memory_mb, self.limits.max_processes, cpus=self.limits.cpus,
+                                            required=self.limits.memory_bound,
+                                            key=f"agents.{self.name}.memory_bound")
+            except BoundUnavailable as exc:
+                raise IsolationUnavailable(str(exc)) from None
+            fd = self._bound.seccomp_fd()
+        try:
+            argv, env, self.isolation_used = command_argv(
+                self.command, self._workdir or WORK_DIR, "required" if used == "bwrap" else "none", self.expose,
+                {URL_ENV: self.url}, self.env_names, socket_dir=self._sockdir if private else None,
+                limits=self.limits, uid=self._uid, bound=self._bound, seccomp_fd=fd)
+        except BaseException:
+            if fd is not None:
+                os.close(fd)
+            raise
         passed = sorted(k for k in self.env_names if k in os.environ)
         net = "private (only this episode's server)" if private else "the host's"
+        bound = (self._bound.describe() if self._bound is not None else
+                 f"memory bound rlimit: {self.limits.memory_mb} MB of address space per process, no total")
         self.notes.append(f"external agent: command {json.dumps(self.command)}; isolation {self.isolation_used}; "
-                          f"network {net}; environment passed: {', '.join(passed) or 'none'}; MCP at {self.url}")
-        preexec = None
+                          f"network {net}; {bound}; CPU {self.limits.cpu_seconds} s per process; "
+                          f"environment passed: {', '.join(passed) or 'none'}; MCP at {self.url}")
+        preexec = self._bound.preexec if self._bound is not None and self._bound.dirs else None
         if self.isolation_used == "none":
             limits = self.limits
 
@@ -402,12 +442,19 @@ class ExternalAgent(Agent):
 
                 mem = limits.memory_mb * 1024 * 1024
                 resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
+                resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds + 1))
                 resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
-        # its own standard streams: /dev/null and two pipes the harness drains; no other descriptor passes
-        self._proc = subprocess.Popen(argv, cwd=self._workdir or "/", env=env, stdin=subprocess.DEVNULL,
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, close_fds=True,
-                                      start_new_session=True, preexec_fn=preexec)
+        # its own standard streams: /dev/null and two pipes the harness drains; no other descriptor passes (but
+        # the seccomp filter's, read by bwrap before the command starts)
+        try:
+            self._proc = subprocess.Popen(argv, cwd=self._workdir or "/", env=env, stdin=subprocess.DEVNULL,
+                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, close_fds=True,
+                                          start_new_session=True, preexec_fn=preexec,
+                                          pass_fds=() if fd is None else (fd,))
+        finally:
+            if fd is not None:
+                os.close(fd)
         self._output = {"stdout": Drain(self._proc.stdout), "stderr": Drain(self._proc.stderr)}
         threading.Thread(target=self._watch, daemon=True, name="heuresis-agent-watch").start()
 

@@ -34,10 +34,13 @@ WORK_DIR = "/agent"
 class CommandLimits:
     """Limits of an isolated command (config keys of the agent entry; the code tool's machinery sets them)."""
 
-    memory_mb: int = 4096        # address space per process (RLIMIT_AS)
+    memory_mb: int = 4096        # in all (a cgroup), else shared by its processes (RLIMIT_AS, seccomp)
     max_processes: int = 64      # processes and threads in the sandbox (RLIMIT_NPROC)
     disk_mb: int = 1024          # each of its tmpfs (the work folder, /tmp); also the largest file
     max_open_files: int = 1024   # RLIMIT_NOFILE
+    cpu_seconds: int = 3600      # CPU seconds per process (RLIMIT_CPU)
+    cpus: float = 1.0            # CPUs of its cgroup's quota (where a cgroup holds it)
+    memory_bound: str = "any"    # any | cgroup: how memory_mb bounds the total (heuresis.harness.bounds)
 
 
 class Drain:
@@ -192,7 +195,8 @@ def command_isolation(isolation: str) -> str:
 def command_argv(command: Sequence[str], workdir: str, isolation: str, expose: Sequence[str] = (),
                  extra_env: Mapping[str, str] | None = None, env_names: Sequence[str] = (), *,
                  socket_dir: str | None = None, limits: CommandLimits = CommandLimits(),
-                 uid: int | None = None) -> tuple[list[str], dict[str, str], str]:
+                 uid: int | None = None, bound=None,
+                 seccomp_fd: int | None = None) -> tuple[list[str], dict[str, str], str]:
     """The argv, environment and isolation (``bwrap`` or ``none``) of an agent's command.
 
     The environment holds only ``PATH``, ``HOME`` and ``TMPDIR`` (the work folder), ``LANG``,
@@ -202,7 +206,9 @@ def command_argv(command: Sequence[str], workdir: str, isolation: str, expose: S
     for ``python``, with this package hidden) and ``expose``; writable only its work folder
     :data:`WORK_DIR` and ``/tmp``, each a tmpfs of ``limits.disk_mb``; its own ``/proc`` and
     ``/dev``; the limits of ``limits`` (:func:`~heuresis.harness.sandbox.limit_argv`, as the
-    code tool).  The environment is the process's own (``env=`` of the caller's ``Popen``),
+    code tool; with ``bound``, a :class:`~heuresis.harness.bounds.Bound`, its per-process share
+    and processes, and its seccomp filter read by bwrap from ``seccomp_fd``).  The environment
+    is the process's own (``env=`` of the caller's ``Popen``),
     never an argument: no key and no token appears on any command line.  With ``socket_dir``
     (the folder of the server's Unix socket ``mcp.sock``) it has a network of its own, where a
     forwarder on ``127.0.0.1:``:data:`INNER_PORT` is the only thing to reach (the server);
@@ -264,14 +270,16 @@ def command_argv(command: Sequence[str], workdir: str, isolation: str, expose: S
         views += ["--ro-bind", p, p]
     net = ["--share-net"] if socket_dir is None else []
     sock = [] if socket_dir is None else ["--ro-bind", socket_dir, _SOCKET_DIR]
+    seccomp = [] if seccomp_fd is None else ["--seccomp", str(seccomp_fd)]
     args = [bwrap, "--unshare-all", *net, "--unshare-user", "--disable-userns", "--die-with-parent",
-            "--new-session", "--cap-drop", "ALL", "--hostname", "agent", *system, "--proc", "/proc",
+            "--new-session", "--cap-drop", "ALL", *seccomp, "--hostname", "agent", *system, "--proc", "/proc",
             "--dev", "/dev", "--remount-ro", "/dev", "--size", disk, "--tmpfs", "/tmp", *views, *package_masks(trees),
             *sock, "--size", disk, "--tmpfs", WORK_DIR, "--remount-ro", "/", "--chdir", WORK_DIR]
     # no --clearenv, no --setenv: the environment (API keys, the server's URL and token) is the one bwrap itself
     # is started with -- exactly ``env`` -- never an argument, which every local user could read in /proc/*/cmdline
-    args += ["--", *limit_argv(prlimit, memory_mb=limits.memory_mb, max_processes=limits.max_processes,
-                               disk_mb=limits.disk_mb, nofile=limits.max_open_files), "--"]
+    mem, nproc = (limits.memory_mb, limits.max_processes) if bound is None else (bound.limit_mb, bound.max_processes)
+    args += ["--", *limit_argv(prlimit, memory_mb=mem, max_processes=nproc, disk_mb=limits.disk_mb,
+                               nofile=limits.max_open_files, cpu_seconds=limits.cpu_seconds), "--"]
     if socket_dir is not None:
         args += [os.path.realpath(sys.executable), "-I", "-S", "-c", _FORWARDER, str(INNER_PORT),
                  f"{_SOCKET_DIR}/mcp.sock"]
