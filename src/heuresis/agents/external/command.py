@@ -17,17 +17,37 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-__all__ = ["COMMAND_UIDS", "INNER_PORT", "OUTPUT_KEEP", "OUTPUT_READ_MAX", "WORK_DIR", "CommandLimits", "Drain", "command_argv",
-           "command_isolation", "command_uid", "expose_problem"]
+__all__ = [
+    "COMMAND_UIDS",
+    "INNER_PORT",
+    "OUTPUT_KEEP",
+    "OUTPUT_READ_MAX",
+    "PROXY_ENV",
+    "PROXY_PORT",
+    "WORK_DIR",
+    "CommandLimits",
+    "Drain",
+    "command_argv",
+    "command_isolation",
+    "command_uid",
+    "expose_problem",
+]
 
 #: What the harness keeps of the command's stdout and stderr (the tail of each) and reads at most.
 OUTPUT_KEEP = 20000
 OUTPUT_READ_MAX = 16 << 20
-#: Inside the private network: the forwarder's port and where the server's socket is bound.
+#: Inside the private network: the forwarder's port (the server) and the proxy relay's, and where their
+#: sockets are bound.
 INNER_PORT = 40000
+PROXY_PORT = 40001
 _SOCKET_DIR = "/heuresis-mcp"
 #: The command's work folder inside the sandbox (a size-capped tmpfs).
 WORK_DIR = "/agent"
+
+
+#: The variables that send an allowlisted command's HTTP(S) through the harness's proxy (its relay inside).
+PROXY_ENV = dict.fromkeys(("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"), f"http://127.0.0.1:{PROXY_PORT}")
+PROXY_ENV.update({"NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"})
 
 
 @dataclass(frozen=True)
@@ -86,18 +106,22 @@ class Drain:
 
 
 #: The forwarder (run by the harness's interpreter, ``-I -S``, inside the private network): it
-#: listens on 127.0.0.1:PORT before it starts the command, and joins each connection to the
-#: server's Unix socket; it exits with the command's status.
+#: listens on 127.0.0.1:PORT for each PORT=PATH of its first argument before it starts the
+#: command, and joins each connection to the Unix socket PATH; it exits with the command's status.
 _FORWARDER = """
 import os, socket, sys, threading
-port, path, argv = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
-lst = socket.socket()
-lst.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-lst.bind(("127.0.0.1", port))
-lst.listen(64)
+pairs, argv = [p.split("=", 1) for p in sys.argv[1].split(",")], sys.argv[2:]
+listeners = []
+for port, path in pairs:
+    lst = socket.socket()
+    lst.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    lst.bind(("127.0.0.1", int(port)))
+    lst.listen(64)
+    listeners.append((lst, path))
 pid = os.fork()
 if pid == 0:
-    lst.close()
+    for lst, _ in listeners:
+        lst.close()
     try:
         os.execvp(argv[0], argv)
     except OSError as exc:
@@ -119,7 +143,7 @@ def pump(a, b):
         except OSError:
             pass
 
-def serve():
+def serve(lst, path):
     while True:
         c, _ = lst.accept()
         u = socket.socket(socket.AF_UNIX)
@@ -131,7 +155,8 @@ def serve():
             c.close()
             u.close()
 
-threading.Thread(target=serve, daemon=True).start()
+for lst, path in listeners:
+    threading.Thread(target=serve, args=(lst, path), daemon=True).start()
 _, status = os.waitpid(pid, 0)
 os._exit(os.waitstatus_to_exitcode(status) % 256)
 """
@@ -195,8 +220,8 @@ def command_isolation(isolation: str) -> str:
 def command_argv(command: Sequence[str], workdir: str, isolation: str, expose: Sequence[str] = (),
                  extra_env: Mapping[str, str] | None = None, env_names: Sequence[str] = (), *,
                  socket_dir: str | None = None, limits: CommandLimits = CommandLimits(),
-                 uid: int | None = None, bound=None,
-                 seccomp_fd: int | None = None) -> tuple[list[str], dict[str, str], str]:
+                 uid: int | None = None, bound=None, seccomp_fd: int | None = None,
+                 proxy: bool = False) -> tuple[list[str], dict[str, str], str]:
     """The argv, environment and isolation (``bwrap`` or ``none``) of an agent's command.
 
     The environment holds only ``PATH``, ``HOME`` and ``TMPDIR`` (the work folder), ``LANG``,
@@ -211,7 +236,9 @@ def command_argv(command: Sequence[str], workdir: str, isolation: str, expose: S
     is the process's own (``env=`` of the caller's ``Popen``),
     never an argument: no key and no token appears on any command line.  With ``socket_dir``
     (the folder of the server's Unix socket ``mcp.sock``) it has a network of its own, where a
-    forwarder on ``127.0.0.1:``:data:`INNER_PORT` is the only thing to reach (the server);
+    forwarder on ``127.0.0.1:``:data:`INNER_PORT` is the only thing to reach (the server) and,
+    with ``proxy``, a relay on :data:`PROXY_PORT` to the harness's proxy (``proxy.sock``, its
+    address in :data:`PROXY_ENV`);
     without it, it shares the host's network.  A root harness never runs the command as root:
     an outer bwrap and ``setpriv`` drop to ``uid`` (default :func:`command_uid`, a uid of no
     account, so that no other local user -- not even ``nobody`` -- may read the command's
@@ -239,6 +266,10 @@ def command_argv(command: Sequence[str], workdir: str, isolation: str, expose: S
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": home, "TMPDIR": home, "LANG": "C.UTF-8",
            "PYTHONDONTWRITEBYTECODE": "1", **{k: os.environ[k] for k in env_names if k in os.environ},
            **dict(extra_env or {})}
+    if proxy:
+        if socket_dir is None:
+            raise ValueError("a proxy needs the private network (socket_dir)")
+        env.update(PROXY_ENV)
     # a command that cannot start is the harness's failure (recorded, retried), not the agent's early exit
     if shutil.which(argv[0], path=env["PATH"]) is None:
         raise FileNotFoundError(f"the external agent's command {argv[0]!r} is not an executable on PATH")
@@ -281,8 +312,8 @@ def command_argv(command: Sequence[str], workdir: str, isolation: str, expose: S
     args += ["--", *limit_argv(prlimit, memory_mb=mem, max_processes=nproc, disk_mb=limits.disk_mb,
                                nofile=limits.max_open_files, cpu_seconds=limits.cpu_seconds), "--"]
     if socket_dir is not None:
-        args += [os.path.realpath(sys.executable), "-I", "-S", "-c", _FORWARDER, str(INNER_PORT),
-                 f"{_SOCKET_DIR}/mcp.sock"]
+        pairs = f"{INNER_PORT}={_SOCKET_DIR}/mcp.sock" + (f",{PROXY_PORT}={_SOCKET_DIR}/proxy.sock" if proxy else "")
+        args += [os.path.realpath(sys.executable), "-I", "-S", "-c", _FORWARDER, pairs]
     args += argv
     if os.geteuid() != 0:
         return args, env, "bwrap"  # type: ignore[return-value]
