@@ -27,7 +27,8 @@ from heuresis.harness.tools import TOOLS, ToolContext
 
 SECRET = "SECRET-DAG-7f3a9c"
 DATA = np.arange(12.0).reshape(4, 3)
-SMALL = SandboxLimits(cpu_seconds=5, memory_mb=300, wall_seconds=8, max_output_chars=2000, max_processes=8, disk_mb=8)
+# 2 GB in all: where no cgroup can be created (an unprivileged harness) each of the 8 processes gets 256 MB
+SMALL = SandboxLimits(cpu_seconds=5, memory_mb=2048, wall_seconds=8, max_output_chars=2000, max_processes=8, disk_mb=8)
 
 
 def call(code: str, limits: SandboxLimits = SMALL):
@@ -215,7 +216,8 @@ def attack_fork_bomb(wd: Path):
 
 
 def attack_memory_bomb(wd: Path):
-    """Several children each asking for more than the per-process limit; and a tmpfs flood."""
+    """Several children each asking for more than the per-process limit (under a cgroup the whole bound, else the
+    process's share of it); and a tmpfs flood."""
     code = """
 import os
 kids = []
@@ -223,7 +225,7 @@ for _ in range(4):
     pid = os.fork()
     if pid == 0:
         try:
-            b = bytearray(400 * 2**20)
+            b = bytearray(2100 * 2**20)
             os._exit(7)
         except MemoryError:
             os._exit(3)
@@ -238,7 +240,8 @@ except OSError as e:
     disk = type(e).__name__
 print(codes, disk)
 """
-    text, _, _secs = call(code, SandboxLimits(cpu_seconds=5, memory_mb=256, wall_seconds=10, max_processes=8, disk_mb=8))
+    text, _, _secs = call(code, SandboxLimits(cpu_seconds=5, memory_mb=2048, wall_seconds=10, max_processes=8,
+                                              disk_mb=8))
     return "[3, 3, 3, 3]" in text and "WROTE-64MB" not in text and "OSError" in text, text[:200]
 
 

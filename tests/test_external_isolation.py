@@ -14,7 +14,9 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import socket
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -429,3 +431,158 @@ def test_reported_tokens_count_and_a_missing_report_is_unknown(split, tmp_path, 
     assert not a.is_error and not b.is_error and c.is_error and "output-token limit" in c.content[0].text
     row = box["tables"]["row"]
     assert row["tokens_in"] is None and row["tokens_out"] is None      # unknown once one call did not say
+
+
+SCANNER = r'''
+import json, os, re, select, sys
+# what to look for, reversed on the command line (this scanner's own argv holds none of it)
+needles = [a[::-1].encode() for a in sys.argv[1:]]
+found = {"uid": os.getuid(), "scans": 0, "hits": [], "tokens": [], "agent_seen": False, "environs_read": 0,
+         "controls": []}
+while not select.select([sys.stdin], [], [], 0.05)[0]:
+    found["scans"] += 1
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        for part in ("cmdline", "environ"):
+            try:
+                with open(f"/proc/{pid}/{part}", "rb") as f:
+                    text = f.read()
+            except OSError:
+                continue
+            if part == "environ" and text:
+                found["environs_read"] += 1
+            if part == "cmdline" and b"waiting" + b".py" in text:
+                found["agent_seen"] = True
+            for k, n in enumerate(needles):
+                if n in text and [pid, part, k] not in found["hits"]:
+                    found["hits"].append([pid, part, k])
+            for tok in re.findall(rb"/([A-Za-z0-9_-]{20,})/mcp", text):
+                if tok.decode() not in found["tokens"]:
+                    found["tokens"].append(tok.decode())
+print(json.dumps(found))
+'''
+
+WAITING = r'''
+import asyncio, os, sys, time
+from mcp import Client
+
+async def main():
+    async with Client(os.environ["HEURESIS_MCP_URL"], cache=None) as client:
+        await client.call_tool("view_graph", {"has_key": os.environ.get("HEURESIS_TEST_KEY") == sys.argv[1][::-1]})
+        time.sleep(3)        # the scanner's time
+        await client.call_tool("submit", {})
+
+asyncio.run(main())
+'''
+
+
+@needs_bwrap
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("runuser") or not os.path.exists("/usr/bin/python3"),
+                    reason="needs root (runuser to an unrelated uid) and /usr/bin/python3")
+@pytest.mark.parametrize("network", [False, True])
+def test_another_uid_reads_no_key_and_no_token_in_proc(network, split, tmp_path, monkeypatch):
+    """During an episode, ``nobody`` scans every /proc/*/cmdline and environ: no key, no URL, no token."""
+    key, control = "sk-heuresis-test-9c1e44d0", "heuresis-control-51b2"
+    monkeypatch.setenv("HEURESIS_TEST_KEY", key)
+    agent = tmp_path / "agent"
+    agent.mkdir()
+    (agent / "waiting.py").write_text(WAITING)
+    needles = [key, "HEURESIS_MCP_URL", control]
+    scan = subprocess.Popen([shutil.which("runuser") or "runuser", "-u", "nobody", "--", "/usr/bin/python3", "-I", "-c", SCANNER,
+                             *[n[::-1] for n in needles]], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            env={"PATH": "/usr/bin:/bin"}, cwd="/")
+    # the controls: what the scanner must find where it is readable -- a root process's argv, nobody's own environ
+    ctl = [subprocess.Popen(["/usr/bin/python3", "-c", "import time; time.sleep(2)", control]),
+           subprocess.Popen([shutil.which("runuser") or "runuser", "-u", "nobody", "--", "/usr/bin/python3", "-c",
+                             "import time; time.sleep(2)"],
+                            env={"PATH": "/usr/bin:/bin", "CONTROL": control}, cwd="/")]
+    try:
+        spec = {"kind": "external", "command": ["python", str(agent / "waiting.py"), key[::-1]],
+                "expose": [str(agent)], "env": ["HEURESIS_TEST_KEY"], "network": network, "idle_timeout_s": 60}
+        got = _run(split, "waiting", spec, tmp_path / "out")
+    finally:
+        for c in ctl:
+            c.wait()
+        out, _ = scan.communicate(b"stop\n", timeout=30)
+    found = json.loads(out)
+    assert got["row"]["termination"] == "submitted", got["row"]["error"]
+    assert json.loads(got["calls"][0]["arguments"])["has_key"] is True      # the command got its key
+    token = re.search(r"MCP at http://[^/]+/([^/]+)/mcp", got["requests"][0]["notes"]).group(1)
+    assert found["uid"] == 65534 and found["scans"] > 3 and found["agent_seen"], found
+    # the controls were found: the scanner reads argv everywhere and an environ it may read
+    assert {(part, k) for _, part, k in found["hits"] if k == 2} == {("cmdline", 2), ("environ", 2)}, found
+    assert not [h for h in found["hits"] if h[2] != 2], found["hits"]   # no key, no URL on any command line or environ
+    assert token not in found["tokens"], found["tokens"]
+
+
+MEMFD_AGENT = r'''
+import asyncio, os, sys
+from mcp import Client
+
+r, w = os.pipe()
+pid = os.fork()
+if pid == 0:                       # the flood: 5 memfd files x 60 MB, each under disk_mb, under a 256 MB bound
+    os.close(r)
+    open("/proc/self/oom_score_adj", "w").write("1000")   # the OOM killer's first choice: this child
+    try:
+        for k in range(5):
+            fd = os.memfd_create(f"m{k}")
+            for _ in range(60):
+                os.write(fd, b"x" * (1 << 20))
+                os.write(w, b"+")
+    except OSError as exc:
+        os.write(w, f"refused {exc.errno}".encode())
+    os._exit(0)
+os.close(w)
+got = b""
+while True:
+    chunk = os.read(r, 4096)
+    if not chunk:
+        break
+    got += chunk
+_, status = os.waitpid(pid, 0)
+
+async def main():
+    async with Client(os.environ["HEURESIS_MCP_URL"], cache=None) as client:
+        await client.call_tool("view_graph", {"written_mb": got.count(b"+"), "refused": b"refused" in got,
+                                              "status": os.waitstatus_to_exitcode(status)})
+        await client.call_tool("submit", {})
+
+asyncio.run(main())
+'''
+
+
+@needs_bwrap
+@pytest.mark.parametrize("cgroup", ["auto", "off"])
+def test_an_external_commands_memfd_is_bounded_in_total(cgroup, split, tmp_path, monkeypatch):
+    """5 memfd files × 60 MB (300 MB) under ``memory_mb: 256``: killed by its cgroup; refused by seccomp; recorded.
+
+    Without a cgroup ``memory_mb`` is shared by the processes (8 × 256 MB for 2 GB: the forwarder, the command
+    and their threads need that many), and memfd is refused.
+    """
+    mem, nproc = 256, 16
+    if cgroup == "off":
+        monkeypatch.setenv("HEURESIS_CGROUP", "off")
+        mem, nproc = 2048, 8
+    (tmp_path / "agent").mkdir()
+    (tmp_path / "agent" / "flood.py").write_text(MEMFD_AGENT)
+    spec = {"kind": "external", "command": ["python", str(tmp_path / "agent" / "flood.py")],
+            "expose": [str(tmp_path / "agent")], "memory_mb": mem, "max_processes": nproc, "disk_mb": 128,
+            "idle_timeout_s": 60}
+    got = _run(split, "flood", spec, tmp_path / "out")
+    assert got["row"]["termination"] == "submitted", got["row"]["error"]
+    seen = json.loads(got["calls"][0]["arguments"])
+    record = json.loads(Path(got["row"]["transcript"]).read_text())["agent_record"]
+    bound = record["bound"]
+    notes = got["requests"][0]["notes"]
+    assert f"memory bound {bound['memory_bound']}" in notes and "CPU 3600 s per process" in notes
+    if bound["memory_bound"] == "seccomp":
+        assert seen["refused"] and seen["written_mb"] == 0, seen
+        assert bound["max_processes"] * bound["per_process_mb"] <= mem and bound["per_process_mb"] == 256
+    else:
+        assert cgroup == "auto" and bound["memory_bound"] in ("cgroup-v1", "cgroup-v2") and bound["cpus"] == 1.0
+        assert seen["status"] == -9 and seen["written_mb"] < 256 and not seen["refused"], seen
+        assert bound["oom_kills"] >= 1
+    if cgroup == "auto" and os.geteuid() == 0 and os.access("/sys/fs/cgroup/memory", os.W_OK):
+        assert bound["memory_bound"].startswith("cgroup"), bound     # root on a writable v1 hierarchy: a cgroup

@@ -246,3 +246,107 @@ def test_an_unquoted_off_in_the_config_turns_the_code_tool_off(quick_config):
     cfg = copy.deepcopy(quick_config)
     cfg["episodes"]["code_tool"]["isolation"] = False
     assert check_isolation(validate_config(cfg)) == "off" and isolation_for(False) == "off"
+
+
+CHILDREN = r'''
+import os, time
+kids, refused = [], 0
+for k in range(8):
+    try:
+        pid = os.fork()
+    except OSError:
+        refused += 1
+        continue
+    if pid == 0:
+        try:
+            b = bytearray(200 << 20)
+            for i in range(0, len(b), 4096):
+                b[i] = 1
+            print("held", flush=True)
+            time.sleep(1.5)          # all hold at once
+            os._exit(0)
+        except MemoryError:
+            os._exit(3)
+    kids.append(pid)
+codes = [os.waitstatus_to_exitcode(os.waitpid(p, 0)[1]) for p in kids]
+print("codes", codes, "nofork", refused, flush=True)
+'''
+
+MEMFD = r'''
+import os
+total, fds = 0, []
+try:
+    for k in range(30):
+        fd = os.memfd_create(f"m{k}")
+        for _ in range(60):
+            os.write(fd, b"x" * (1 << 20))
+            total += 1
+            if total % 60 == 0:
+                print("written", total, flush=True)
+        fds.append(fd)
+except OSError as exc:
+    print("refused", exc.errno, flush=True)
+'''
+
+#: 1 GB in all, 16 processes, memfd files up to 64 MB each (RLIMIT_FSIZE is disk_mb)
+BOUNDED = SandboxLimits(cpu_seconds=20, memory_mb=1024, wall_seconds=30, max_processes=16, disk_mb=64)
+
+
+def _can_make_cgroup() -> bool:
+    """Independently of the harness: whether this process may create a v1 memory cgroup under its own."""
+    own = next((ln.split(":", 2)[2] for ln in Path("/proc/self/cgroup").read_text().splitlines()
+                if ln.split(":")[1] == "memory"), None)
+    base = Path("/sys/fs/cgroup/memory") / (own or "/").lstrip("/")
+    return own is not None and os.access(base, os.W_OK) and (base / "memory.limit_in_bytes").exists()
+
+
+@needs_bwrap
+@pytest.mark.parametrize("cgroup", ["auto", "off"])
+def test_total_memory_is_bounded_children_and_memfd(cgroup, monkeypatch):
+    """8 children × 200 MB and 30 memfd files × 60 MB under a 1 GB bound: stopped (cgroup) or refused (seccomp)."""
+    if cgroup == "off":
+        monkeypatch.setenv("HEURESIS_CGROUP", "off")     # as where no cgroup can be created
+    kids = run_code(CHILDREN, None, BOUNDED)
+    memfd = run_code(MEMFD, None, BOUNDED)
+    kind = kids.bound["memory_bound"]
+    assert memfd.bound["memory_bound"] == kind
+    held = kids.stdout.count("held")
+    assert held * 200 <= 1024, kids.stdout                    # never more than the bound held at once
+    written = max([int(ln.split()[1]) for ln in memfd.stdout.splitlines() if ln.startswith("written")], default=0)
+    if cgroup == "off" or not _can_make_cgroup():
+        assert kind == "seccomp" and kids.bound["max_processes"] * kids.bound["per_process_mb"] <= 1024
+        assert "refused 1" in memfd.stdout and written == 0, memfd.stdout     # memfd_create: EPERM
+        assert held < 8
+    else:
+        assert kind in ("cgroup-v1", "cgroup-v2"), kids.bound
+        codes = json.loads(kids.stdout.split("codes", 1)[1].split("nofork")[0])
+        assert -9 in codes and kids.bound["oom_kills"] > 0 and kids.limit_hit == "memory", kids
+        # the memfd writer was killed by the bound before it held 1 GB (no refusal: memfd is allowed, and charged)
+        assert memfd.returncode in (-9, 137) and written < 1024 and "refused" not in memfd.stdout, memfd
+        assert memfd.limit_hit == "memory" and memfd.bound["oom_kills"] > 0
+
+
+def test_memory_bound_cgroup_fails_closed_naming_the_key(monkeypatch):
+    """``memory_bound: cgroup`` where none can be created: the call and the workflow's check refuse, naming the key."""
+    monkeypatch.setenv("HEURESIS_CGROUP", "off")
+    with pytest.raises(IsolationUnavailable, match="episodes.code_tool.memory_bound"):
+        run_code("print(1)", None, SandboxLimits(memory_bound="cgroup"))
+    cfg = {"episodes": {"code_tool": {"memory_bound": "cgroup"}, "run": [], "grids": {}}, "agents": {}}
+    if OK:
+        with pytest.raises(IsolationUnavailable, match="episodes.code_tool.memory_bound"):
+            sandbox.check_isolation(cfg)
+
+
+def test_the_seccomp_program_is_well_formed():
+    """The hand-assembled filter: 8-byte instructions, every jump inside the program, returns at the end."""
+    import struct
+
+    from heuresis.harness.bounds import seccomp_program
+
+    for machine in ("x86_64", "aarch64"):
+        prog = seccomp_program(machine)
+        ins = [struct.unpack("=HBBI", prog[k:k + 8]) for k in range(0, len(prog), 8)]
+        assert len(prog) % 8 == 0 and ins[-1][0] == 0x06 and ins[-2][0] == 0x06
+        for k, (code, jt, jf, _) in enumerate(ins):
+            if code & 0x07 == 0x05:
+                assert k + 1 + max(jt, jf) < len(ins)

@@ -273,7 +273,7 @@ def _get(url: str, **headers) -> tuple[int, bytes]:
 def served(run):
     srv = make_server(run, 0)
     threading.Thread(target=srv.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{srv.server_address[1]}/"
+    yield f"http://127.0.0.1:{srv.server_address[1]}/{srv.token}/"
     srv.shutdown()
     srv.server_close()
 
@@ -291,6 +291,14 @@ def test_served_pages_are_the_site_pages(run, served):
     assert _get(served + "files/../truth/lg/test/graphs.parquet")[0] == 404
     assert _get(served + "files/%2E%2E/truth/lg/test/graphs.parquet")[0] == 404
     assert _get(served + "index.html", Host="attacker.example:80")[0] == 421
+    # without its token (the unguessable first segment) nothing is served: not the index, not a page
+    root = served.rsplit("/", 2)[0] + "/"
+    token = served.rsplit("/", 2)[1]
+    assert len(token) >= 22
+    for path in ["", "index.html", f"episodes/{e['episode_id']}.html", "AAAAAAAAAAAAAAAAAAAAAA/index.html",
+                 token[:-1] + "/index.html"]:
+        assert _get(root + path)[0] == 404, path
+    assert _get(root + token)[0] == 200      # /TOKEN redirects to /TOKEN/
     req = urllib.request.Request(served + "index.html", data=b"x", method="POST")
     with pytest.raises(urllib.error.HTTPError) as exc:
         urllib.request.urlopen(req, timeout=30)

@@ -123,6 +123,7 @@ class CodeTool:
     max_output_chars: int = schema_default("episodes", "code_tool", "max_output_chars")
     max_processes: int = schema_default("episodes", "code_tool", "max_processes")
     disk_mb: int = schema_default("episodes", "code_tool", "disk_mb")
+    memory_bound: str = schema_default("episodes", "code_tool", "memory_bound")
     isolation: str = schema_default("episodes", "code_tool", "isolation")
 
     @classmethod

@@ -42,7 +42,7 @@ import sysconfig
 import tempfile
 import time
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
@@ -50,6 +50,7 @@ import numpy as np
 
 from heuresis.config.loading import schema_default
 from heuresis.config.settings import CodeTool
+from heuresis.harness.bounds import Bound, BoundUnavailable, sandbox_bound
 
 __all__ = [
     "ISOLATION_KEY",
@@ -97,6 +98,7 @@ class SandboxLimits:
     max_output_chars: int = schema_default("episodes", "code_tool", "max_output_chars")
     max_processes: int = schema_default("episodes", "code_tool", "max_processes")  # processes and threads (RLIMIT_NPROC)
     disk_mb: int = schema_default("episodes", "code_tool", "disk_mb")          # size of the tmpfs work folder
+    memory_bound: str = schema_default("episodes", "code_tool", "memory_bound")  # any | cgroup (bounds.BOUNDS)
 
 
 @dataclass
@@ -115,6 +117,9 @@ class SandboxResult:
         ``""`` or the limit reached: ``wall_time``, ``cpu_time``, ``memory``, ``output``, ``processes``.
     isolation : str
         How the run was isolated: ``bwrap`` or ``none``.
+    bound : dict
+        How its total memory was bounded (:meth:`heuresis.harness.bounds.Bound.record`:
+        ``memory_bound`` ``cgroup-v2``, ``cgroup-v1`` or ``seccomp``; ``rlimit`` without isolation).
     """
 
     stdout: str
@@ -125,6 +130,7 @@ class SandboxResult:
     truncated: bool = False
     limit_hit: str = ""      # "", "wall_time", "cpu_time", "memory", "output", "processes"
     isolation: str = ""      # "bwrap" or "none"
+    bound: dict = field(default_factory=dict)   # the total memory bound used (bounds.Bound.record)
 
     def as_dict(self) -> dict:
         """Return the result as a plain dict."""
@@ -229,7 +235,8 @@ def _tree_args(trees: list[str]) -> list[str]:
     return args
 
 
-def _command(bwrap: str, files: dict[str, str], limits: SandboxLimits) -> list[str]:
+def _command(bwrap: str, files: dict[str, str], limits: SandboxLimits, bound: Bound,
+             seccomp_fd: int | None = None) -> list[str]:
     """The full command: bwrap (nested under a root-only outer bwrap + setpriv when running as root)."""
     trees = python_trees()
     for t in trees:
@@ -244,15 +251,16 @@ def _command(bwrap: str, files: dict[str, str], limits: SandboxLimits) -> list[s
     src = {name: (f"/heuresis-sandbox-files/{name}" if root else path) for name, path in files.items()}
     cpu = int(limits.cpu_seconds)
     disk = int(limits.disk_mb) * 1024 * 1024
+    seccomp = [] if seccomp_fd is None else ["--seccomp", str(seccomp_fd)]
     inner = [bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
-             "--cap-drop", "ALL", "--hostname", "sandbox", *system_args(), *_tree_args(trees), *package_masks(trees),
+             "--cap-drop", "ALL", *seccomp, "--hostname", "sandbox", *system_args(), *_tree_args(trees), *package_masks(trees),
              "--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev", "--size", str(disk), "--tmpfs", "/sandbox"]
     for name in files:
         inner += ["--ro-bind", src[name], f"/sandbox/{name}"]
     inner += ["--remount-ro", "/", "--chdir", "/sandbox", "--clearenv"]
     for k, v in _clean_env("/sandbox").items():
         inner += ["--setenv", k, v]
-    inner += ["--", *limit_argv(prlimit, memory_mb=limits.memory_mb, max_processes=limits.max_processes,
+    inner += ["--", *limit_argv(prlimit, memory_mb=bound.limit_mb, max_processes=bound.max_processes,
                                 disk_mb=limits.disk_mb, cpu_seconds=cpu),
               "--", os.path.abspath(sys.executable), "-I", "script.py"]
     if not root:
@@ -411,9 +419,17 @@ def run_code(code: str, data: np.ndarray | None, limits: SandboxLimits = Sandbox
             os.chmod(f, 0o644)
         out_cap = max(4 * limits.max_output_chars, 65536)
         mem, cpu = int(limits.memory_mb) * 1024 * 1024, int(limits.cpu_seconds)
+        bound: Bound | None = None
+        fd: int | None = None
         if isolation == "bwrap":
-            cmd = _command(bwrap, {k: str(v) for k, v in files.items()}, limits)  # type: ignore[arg-type]
-            env, cwd, preexec = {"PATH": "/usr/bin:/bin"}, "/", None
+            try:
+                bound = sandbox_bound(limits.memory_mb, limits.max_processes, required=limits.memory_bound,
+                                      key="episodes.code_tool.memory_bound")
+            except BoundUnavailable as exc:
+                raise IsolationUnavailable(str(exc)) from None
+            fd = bound.seccomp_fd()
+            cmd = _command(bwrap, {k: str(v) for k, v in files.items()}, limits, bound, fd)  # type: ignore[arg-type]
+            env, cwd, preexec = {"PATH": "/usr/bin:/bin"}, "/", (bound.preexec if bound.dirs else None)
         else:
             work = base / "work"
             work.mkdir()
@@ -429,8 +445,17 @@ def run_code(code: str, data: np.ndarray | None, limits: SandboxLimits = Sandbox
 
         t0 = time.monotonic()
         before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_utime
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                cwd=cwd, env=env, start_new_session=True, preexec_fn=preexec)
+        try:
+            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    cwd=cwd, env=env, start_new_session=True, preexec_fn=preexec,
+                                    pass_fds=() if fd is None else (fd,))
+        except BaseException:
+            if bound is not None:
+                bound.close()
+            raise
+        finally:
+            if fd is not None:
+                os.close(fd)
         try:
             raw, err, capped, timed_out = _read_capped(proc, t0 + float(limits.wall_seconds), out_cap)
             if not timed_out:
@@ -444,14 +469,20 @@ def run_code(code: str, data: np.ndarray | None, limits: SandboxLimits = Sandbox
             for f in (proc.stdout, proc.stderr):  # type: ignore[assignment]
                 if not f.closed:  # type: ignore[attr-defined]
                     f.close()  # type: ignore[attr-defined]
+            if bound is not None:
+                bound.close()
         wall = time.monotonic() - t0
         cpu_used = resource.getrusage(resource.RUSAGE_CHILDREN).ru_utime - before
         text = raw.decode(errors="replace")
         res = SandboxResult(stdout=text[: limits.max_output_chars], stderr=err.decode(errors="replace"),
                             returncode=None if timed_out else proc.returncode, wall_s=round(wall, 3),
                             timed_out=timed_out, truncated=capped or len(text) > limits.max_output_chars,
-                            isolation=isolation)
+                            isolation=isolation,
+                            bound=bound.record() if bound is not None else {"memory_bound": "rlimit",
+                                                                              "per_process_mb": limits.memory_mb})
         res.limit_hit = _limit_hit(res, limits, cpu_used) or ("output" if capped else "")
+        if bound is not None and bound.oom_killed and res.limit_hit in ("", "cpu_time"):
+            res.limit_hit = "memory"   # the cgroup's OOM killer (SIGKILL): not the CPU limit
         return res
     finally:
         shutil.rmtree(base, ignore_errors=True)
@@ -518,7 +549,10 @@ def check_isolation(cfg) -> str:
     Also raises it for an external agent in use (an active grid, the games) whose command must run
     isolated (``isolation: required``, its default) where bubblewrap does not work (docs/mcp.md).
     """
-    used = isolation_for(CodeTool.from_config(cfg["episodes"]["code_tool"]).isolation)
+    code = CodeTool.from_config(cfg["episodes"]["code_tool"])
+    used = isolation_for(code.isolation)
+    if used == "bwrap" and code.memory_bound == "cgroup":
+        _check_bound("episodes.code_tool.memory_bound")
     eps, agents = cfg.get("episodes", {}), cfg.get("agents", {})
     in_use = {a for g in eps.get("run", []) for a in eps.get("grids", {}).get(g, {}).get("agents", [])}
     in_use |= set((cfg.get("games") or {}).get("agents", []))
@@ -529,4 +563,14 @@ def check_isolation(cfg) -> str:
             if not ok:
                 raise IsolationUnavailable(f"config key agents.{name}.isolation is 'required' but the external "
                                            f"agent's command cannot be isolated on this host: {why}; see docs/mcp.md")
+        if spec.get("kind") == "external" and spec.get("command") and spec.get("memory_bound") == "cgroup":
+            _check_bound(f"agents.{name}.memory_bound")
     return used
+
+
+def _check_bound(key: str) -> None:
+    """Raise :class:`IsolationUnavailable` (naming ``key``) where no sandbox's cgroup can be created."""
+    try:
+        sandbox_bound(64, 2, required="cgroup", key=f"config key {key}").close()
+    except BoundUnavailable as exc:
+        raise IsolationUnavailable(str(exc)) from None

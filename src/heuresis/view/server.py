@@ -2,27 +2,33 @@
 
 A :class:`http.server.ThreadingHTTPServer` bound to 127.0.0.1 answers GET and HEAD with
 :meth:`heuresis.view.pages.Site.page` (every other method is refused); no page path reaches the
-file system except the run's listed tables and figures. Requests whose ``Host`` is not the
-loopback address are refused, so that a web page elsewhere cannot read the run's hidden truth
-through a DNS name rebound to 127.0.0.1.
+file system except the run's listed tables and figures. Every page is under an unguessable
+path, ``/TOKEN/`` (:func:`make_server` draws it; the URL printed holds it), as the MCP server of a
+hand-served episode: another local user or process -- an external agent on the host's network
+among them -- that does not know it gets 404 for every path. Requests whose ``Host`` is not the
+loopback address are refused too, so that a web page elsewhere cannot read the run's hidden
+truth through a DNS name rebound to 127.0.0.1.
 """
 
 from __future__ import annotations
 
+import hmac
 import http.server
+import secrets
 import threading
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from heuresis.view.pages import CSP, NotFound, Site
 
-__all__ = ["HOST", "make_server", "serve"]
+__all__ = ["HOST", "make_server", "serve", "view_url"]
 
 HOST = "127.0.0.1"
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
     site: Site
+    token: str
     server_version = "heuresis-view"
 
     def _answer(self, head: bool) -> None:
@@ -31,6 +37,17 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self.send_error(421, "the view answers on the loopback address only")
             return
         path = urlsplit(self.path).path
+        head_, _, tail = path.lstrip("/").partition("/")
+        if not hmac.compare_digest(head_.encode(), self.token.encode()):
+            self.send_error(404, "no such page")
+            return
+        if not path.lstrip("/").count("/"):      # /TOKEN: its index is /TOKEN/
+            self.send_response(301)
+            self.send_header("Location", f"/{self.token}/")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        path = "/" + tail
         try:
             page = self.site.page(path)
         except NotFound:
@@ -58,20 +75,31 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         """Quiet: no line per request."""
 
 
-def make_server(results: str | Path, port: int = 0) -> http.server.ThreadingHTTPServer:
-    """A server of ``results``'s view on 127.0.0.1:``port`` (0: a free port), not yet serving."""
+def make_server(results: str | Path, port: int = 0, token: str | None = None) -> http.server.ThreadingHTTPServer:
+    """A server of ``results``'s view on 127.0.0.1:``port`` (0: a free port), not yet serving.
+
+    Its pages are under ``/TOKEN/`` (``token``, default drawn: 128 random bits); the server's
+    ``token`` and :func:`view_url` give it.
+    """
     site = Site(results)
     site.index()   # read every table once now: a bad results folder fails here, not on the first request
-    handler = type("Handler", (_Handler,), {"site": site})
+    token = token or secrets.token_urlsafe(16)
+    handler = type("Handler", (_Handler,), {"site": site, "token": token})
     srv = http.server.ThreadingHTTPServer((HOST, port), handler)
     srv.daemon_threads = True
+    srv.token = token  # type: ignore[attr-defined]
     return srv
+
+
+def view_url(srv: http.server.ThreadingHTTPServer) -> str:
+    """The URL of a view server's index (its token in the path)."""
+    return f"http://{HOST}:{srv.server_address[1]}/{srv.token}/"  # type: ignore[attr-defined]
 
 
 def serve(results: str | Path, port: int = 0, open_browser: bool = True, log=print) -> None:
     """Serve until interrupted; prints the URL and, with ``open_browser``, opens it."""
     srv = make_server(results, port)
-    url = f"http://{HOST}:{srv.server_address[1]}/"
+    url = view_url(srv)
     log(f"serving {results} at {url} (read-only; Ctrl-C stops)")
     if open_browser:
         import webbrowser

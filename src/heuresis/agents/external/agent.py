@@ -35,6 +35,7 @@ from heuresis.agents.external.command import (
     Drain,
     command_argv,
     command_isolation,
+    command_uid,
     expose_problem,
 )
 from heuresis.agents.external.server import build_server
@@ -110,23 +111,33 @@ class ExternalAgent(Agent):
         Names of the harness's environment variables passed to the command (default none).
     isolation : {"required", "best_effort", "none"}
         How the command runs (default ``required``: bubblewrap, else the run fails).
-    network : bool
-        Whether an isolated command shares the host's network (to reach its model's API);
-        default false: a private network where only the episode's server is reachable.
+    network : bool or mapping
+        Default false: a private network where only the episode's server is reachable;
+        ``{allow: [host:port, ...], private_addresses: [...]}``: the same network, and through the
+        harness's proxy (:mod:`.proxy`) the allowed hosts and ports (its model's API) on public
+        addresses, or on the private ones listed; true: the host's whole network (an opt-out,
+        recorded with a warning).
     expose : list of str
         Folders shown read-only to an isolated command (its own code, its environment); never
         inside the harness's working folder or its ``results/``.
-    memory_mb, max_processes, disk_mb : int
-        Limits of an isolated command (:class:`CommandLimits`).
+    memory_mb, max_processes, disk_mb, cpu_seconds : int
+        Limits of an isolated command (:class:`CommandLimits`): ``memory_mb`` in all where a
+        cgroup of its own holds it, else shared by its processes (:mod:`heuresis.harness.bounds`).
+    cpus : float
+        Its cgroup's CPU quota (default 1).
+    memory_bound : {"any", "cgroup"}
+        ``cgroup`` refuses to run the command where no cgroup can be created.
     model, provider : str, optional
         What stands behind the client, for the records.
     """
 
     def __init__(self, name: str, *, command: Sequence[str] | None = None, transport: str = "http",
                  host: str = "127.0.0.1", port: int = 0, idle_timeout_s: float = 300.0, exit_grace_s: float = 10.0,
-                 env: Sequence[str] = (), isolation: str = "required", network: bool = False,
+                 env: Sequence[str] = (), isolation: str = "required", network: bool | Mapping = False,
                  expose: Sequence[str] = (), memory_mb: int = CommandLimits.memory_mb,
                  max_processes: int = CommandLimits.max_processes, disk_mb: int = CommandLimits.disk_mb,
+                 cpu_seconds: int = CommandLimits.cpu_seconds, cpus: float = CommandLimits.cpus,
+                 memory_bound: str = CommandLimits.memory_bound,
                  model: str | None = None, provider: str | None = None) -> None:
         where = f"agent {name!r}"
         if command is not None and (isinstance(command, str) or not command
@@ -153,20 +164,59 @@ class ExternalAgent(Agent):
             why = expose_problem(p)
             if why:
                 raise ValueError(f"{where}: expose {p!r} refused: {why}")
-        if not isinstance(network, bool):
-            raise ValueError(f"{where}: network must be true or false, got {network!r}")
-        for key, val in (("memory_mb", memory_mb), ("max_processes", max_processes), ("disk_mb", disk_mb)):
+        self.allow: list[str] = []
+        self.private_addresses: list[str] = []
+        if isinstance(network, Mapping):
+            from heuresis.agents.external.proxy import parse_allow
+
+            extra = sorted(set(network) - {"allow", "private_addresses"})
+            if extra:
+                raise ValueError(f"{where}: network takes the keys allow and private_addresses, not {extra}")
+            allow, private_addresses = network.get("allow"), network.get("private_addresses", [])
+            if isinstance(allow, str) or not isinstance(allow, Sequence) or not allow:
+                raise ValueError(f"{where}: network.allow must be a non-empty list of host:port, got {allow!r}")
+            for a in allow:
+                try:
+                    parse_allow(a)
+                except ValueError as exc:
+                    raise ValueError(f"{where}: network.allow entry {exc}") from None
+            if isinstance(private_addresses, str) or not isinstance(private_addresses, Sequence):
+                raise ValueError(f"{where}: network.private_addresses must be a list of IP addresses, "
+                                 f"got {private_addresses!r}")
+            import ipaddress
+
+            for a in private_addresses:
+                try:
+                    ipaddress.ip_address(a)
+                except (ValueError, TypeError):
+                    raise ValueError(f"{where}: network.private_addresses entry {a!r} is not an IP address "
+                                     "(name the address itself, not a host name)") from None
+            self.allow, self.private_addresses = list(allow), list(private_addresses)
+        elif not isinstance(network, bool):
+            raise ValueError(f"{where}: network must be false, true or {{allow: [host:port, ...]}}, got {network!r}")
+        for key, val in (("memory_mb", memory_mb), ("max_processes", max_processes), ("disk_mb", disk_mb),
+                         ("cpu_seconds", cpu_seconds)):
             if isinstance(val, bool) or not isinstance(val, int) or not val > 0:
                 raise ValueError(f"{where}: {key} must be a positive integer, got {val!r}")
+        if isinstance(cpus, bool) or not isinstance(cpus, (int, float)) or not 0 < cpus <= 1024:
+            raise ValueError(f"{where}: cpus must be a positive number of CPUs, got {cpus!r}")
+        from heuresis.harness.bounds import BOUNDS
+
+        if memory_bound not in BOUNDS:
+            raise ValueError(f"{where}: memory_bound must be one of {list(BOUNDS)}, got {memory_bound!r}")
         super().__init__(name)
         self.command = list(command) if command is not None else None
         self.transport, self.host, self.port = transport, host, int(port)
         self.idle_timeout_s, self.exit_grace_s = float(idle_timeout_s), float(exit_grace_s)
         self.env_names, self.isolation, self.expose = list(env), isolation, list(expose)
-        self.network = network
-        self.limits = CommandLimits(memory_mb=memory_mb, max_processes=max_processes, disk_mb=disk_mb)
+        self.network = network if isinstance(network, bool) else "allow"
+        self._proxy: Any = None   # the harness's proxy of an allowlisted network (proxy.AllowProxy)
+        self.limits = CommandLimits(memory_mb=memory_mb, max_processes=max_processes, disk_mb=disk_mb,
+                                    cpu_seconds=cpu_seconds, cpus=float(cpus), memory_bound=memory_bound)
+        self._bound: Any = None   # the sandbox's total bound (heuresis.harness.bounds.Bound) while its command runs
         self._busy = False
         self._sockdir: str | None = None
+        self._uid: int | None = None   # a root harness: the uid its command runs as (command_uid)
         self._output: dict[str, Drain] = {}
         self._model, self._provider = model, provider
         self._calls: queue.Queue = queue.Queue()
@@ -260,6 +310,10 @@ class ExternalAgent(Agent):
         self._stop_command()
         for drain in self._output.values():
             drain.finish()
+        if self._bound is not None:
+            self._bound.close()
+        if self._proxy is not None:
+            self._proxy.stop()
         assert self._server is not None
         self._server.stop()
         for folder in (self._workdir, self._sockdir):
@@ -270,6 +324,9 @@ class ExternalAgent(Agent):
         """The usage of one call: the tokens the client reported with it (``_meta``), else unknown (None)."""
         warn = ([f"external agent {self.name!r} ran without isolation (isolation: {self.isolation})"]
                 if self.command is not None and self.isolation_used == "none" else [])
+        if self.command is not None and self.isolation_used == "bwrap" and self.network is True:
+            warn.append(f"external agent {self.name!r} shared the host's network (network: true): it could reach "
+                        "every loopback and private service")
         tokens: dict[str, int | None] = {"tokens_in": None, "tokens_out": None}
         if reported is not None:
             ok = isinstance(reported, Mapping) and all(
@@ -286,7 +343,11 @@ class ExternalAgent(Agent):
         """The command's exit status and the tails of its stdout and stderr (None: no command ran)."""
         if self._proc is None:
             return None
-        out = {"command_exit_status": self._proc.returncode}
+        out: dict = {"command_exit_status": self._proc.returncode}
+        if self._bound is not None:
+            out["bound"] = self._bound.record()
+        if self._proxy is not None:
+            out["proxy"] = self._proxy.record()
         for name, drain in self._output.items():
             out[name] = drain.text()
             out[f"{name}_bytes"] = drain.total
@@ -368,15 +429,19 @@ class ExternalAgent(Agent):
             print(f"heuresis: serving the episode over MCP at {self.url}", file=sys.stderr, flush=True)
             return
         used = command_isolation(self.isolation)
-        private = used == "bwrap" and not self.network
+        private = used == "bwrap" and self.network is not True
         if private:   # the command's own network: the server on a Unix socket, a forwarder inside
             self._sockdir = tempfile.mkdtemp(prefix="heuresis-mcp-")
             if os.geteuid() == 0:
-                from heuresis.harness.sandbox import SANDBOX_UID
-
-                os.chown(self._sockdir, SANDBOX_UID, SANDBOX_UID)
+                self._uid = command_uid()
+                os.chown(self._sockdir, self._uid, self._uid)
             self._server = HTTPTransport(server, self.host, 0, path, on_delete=self.client_left,
                                  uds=os.path.join(self._sockdir, "mcp.sock"))
+            if self.allow:
+                from heuresis.agents.external.proxy import AllowProxy
+
+                self._proxy = AllowProxy(os.path.join(self._sockdir, "proxy.sock"), self.allow, self.private_addresses)
+                self._proxy.start()
             self.url = endpoint_url("127.0.0.1", INNER_PORT, path)
         else:
             self._server = HTTPTransport(server, self.host, self.port, path, on_delete=self.client_left)
@@ -384,14 +449,39 @@ class ExternalAgent(Agent):
         self._server.start()
         if used == "none":
             self._workdir = tempfile.mkdtemp(prefix="heuresis-agent-")
-        argv, env, self.isolation_used = command_argv(
-            self.command, self._workdir or WORK_DIR, "required" if used == "bwrap" else "none", self.expose,
-            {URL_ENV: self.url}, self.env_names, socket_dir=self._sockdir if private else None, limits=self.limits)
+        fd = None
+        if used == "bwrap":
+            from heuresis.harness.bounds import BoundUnavailable, sandbox_bound
+            from heuresis.harness.sandbox import IsolationUnavailable
+
+            try:
+                self._bound = sandbox_bound(self.limits.memory_mb, self.limits.max_processes, cpus=self.limits.cpus,
+                                            required=self.limits.memory_bound,
+                                            key=f"agents.{self.name}.memory_bound")
+            except BoundUnavailable as exc:
+                raise IsolationUnavailable(str(exc)) from None
+            fd = self._bound.seccomp_fd()
+        try:
+            argv, env, self.isolation_used = command_argv(
+                self.command, self._workdir or WORK_DIR, "required" if used == "bwrap" else "none", self.expose,
+                {URL_ENV: self.url}, self.env_names, socket_dir=self._sockdir if private else None,
+                limits=self.limits, uid=self._uid, bound=self._bound, seccomp_fd=fd,
+                proxy=self._proxy is not None)
+        except BaseException:
+            if fd is not None:
+                os.close(fd)
+            raise
         passed = sorted(k for k in self.env_names if k in os.environ)
-        net = "private (only this episode's server)" if private else "the host's"
+        net = ("private (only this episode's server)" if private and self._proxy is None else
+               f"private, and through the harness's proxy only {', '.join(self.allow)}"
+               + (f" (private addresses allowed: {', '.join(self.private_addresses)})" if self.private_addresses else "")
+               if private else "the host's")
+        bound = (self._bound.describe() if self._bound is not None else
+                 f"memory bound rlimit: {self.limits.memory_mb} MB of address space per process, no total")
         self.notes.append(f"external agent: command {json.dumps(self.command)}; isolation {self.isolation_used}; "
-                          f"network {net}; environment passed: {', '.join(passed) or 'none'}; MCP at {self.url}")
-        preexec = None
+                          f"network {net}; {bound}; CPU {self.limits.cpu_seconds} s per process; "
+                          f"environment passed: {', '.join(passed) or 'none'}; MCP at {self.url}")
+        preexec = self._bound.preexec if self._bound is not None and self._bound.dirs else None
         if self.isolation_used == "none":
             limits = self.limits
 
@@ -400,12 +490,19 @@ class ExternalAgent(Agent):
 
                 mem = limits.memory_mb * 1024 * 1024
                 resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
+                resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds + 1))
                 resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
-        # its own standard streams: /dev/null and two pipes the harness drains; no other descriptor passes
-        self._proc = subprocess.Popen(argv, cwd=self._workdir or "/", env=env, stdin=subprocess.DEVNULL,
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, close_fds=True,
-                                      start_new_session=True, preexec_fn=preexec)
+        # its own standard streams: /dev/null and two pipes the harness drains; no other descriptor passes (but
+        # the seccomp filter's, read by bwrap before the command starts)
+        try:
+            self._proc = subprocess.Popen(argv, cwd=self._workdir or "/", env=env, stdin=subprocess.DEVNULL,
+                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, close_fds=True,
+                                          start_new_session=True, preexec_fn=preexec,
+                                          pass_fds=() if fd is None else (fd,))
+        finally:
+            if fd is not None:
+                os.close(fd)
         self._output = {"stdout": Drain(self._proc.stdout), "stderr": Drain(self._proc.stderr)}
         threading.Thread(target=self._watch, daemon=True, name="heuresis-agent-watch").start()
 

@@ -17,27 +17,50 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-__all__ = ["INNER_PORT", "OUTPUT_KEEP", "OUTPUT_READ_MAX", "WORK_DIR", "CommandLimits", "Drain", "command_argv",
-           "command_isolation", "expose_problem"]
+__all__ = [
+    "COMMAND_UIDS",
+    "INNER_PORT",
+    "OUTPUT_KEEP",
+    "OUTPUT_READ_MAX",
+    "PROXY_ENV",
+    "PROXY_PORT",
+    "WORK_DIR",
+    "CommandLimits",
+    "Drain",
+    "command_argv",
+    "command_isolation",
+    "command_uid",
+    "expose_problem",
+]
 
 #: What the harness keeps of the command's stdout and stderr (the tail of each) and reads at most.
 OUTPUT_KEEP = 20000
 OUTPUT_READ_MAX = 16 << 20
-#: Inside the private network: the forwarder's port and where the server's socket is bound.
+#: Inside the private network: the forwarder's port (the server) and the proxy relay's, and where their
+#: sockets are bound.
 INNER_PORT = 40000
+PROXY_PORT = 40001
 _SOCKET_DIR = "/heuresis-mcp"
 #: The command's work folder inside the sandbox (a size-capped tmpfs).
 WORK_DIR = "/agent"
+
+
+#: The variables that send an allowlisted command's HTTP(S) through the harness's proxy (its relay inside).
+PROXY_ENV = dict.fromkeys(("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"), f"http://127.0.0.1:{PROXY_PORT}")
+PROXY_ENV.update({"NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"})
 
 
 @dataclass(frozen=True)
 class CommandLimits:
     """Limits of an isolated command (config keys of the agent entry; the code tool's machinery sets them)."""
 
-    memory_mb: int = 4096        # address space per process (RLIMIT_AS)
+    memory_mb: int = 4096        # in all (a cgroup), else shared by its processes (RLIMIT_AS, seccomp)
     max_processes: int = 64      # processes and threads in the sandbox (RLIMIT_NPROC)
     disk_mb: int = 1024          # each of its tmpfs (the work folder, /tmp); also the largest file
     max_open_files: int = 1024   # RLIMIT_NOFILE
+    cpu_seconds: int = 3600      # CPU seconds per process (RLIMIT_CPU)
+    cpus: float = 1.0            # CPUs of its cgroup's quota (where a cgroup holds it)
+    memory_bound: str = "any"    # any | cgroup: how memory_mb bounds the total (heuresis.harness.bounds)
 
 
 class Drain:
@@ -83,18 +106,22 @@ class Drain:
 
 
 #: The forwarder (run by the harness's interpreter, ``-I -S``, inside the private network): it
-#: listens on 127.0.0.1:PORT before it starts the command, and joins each connection to the
-#: server's Unix socket; it exits with the command's status.
+#: listens on 127.0.0.1:PORT for each PORT=PATH of its first argument before it starts the
+#: command, and joins each connection to the Unix socket PATH; it exits with the command's status.
 _FORWARDER = """
 import os, socket, sys, threading
-port, path, argv = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
-lst = socket.socket()
-lst.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-lst.bind(("127.0.0.1", port))
-lst.listen(64)
+pairs, argv = [p.split("=", 1) for p in sys.argv[1].split(",")], sys.argv[2:]
+listeners = []
+for port, path in pairs:
+    lst = socket.socket()
+    lst.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    lst.bind(("127.0.0.1", int(port)))
+    lst.listen(64)
+    listeners.append((lst, path))
 pid = os.fork()
 if pid == 0:
-    lst.close()
+    for lst, _ in listeners:
+        lst.close()
     try:
         os.execvp(argv[0], argv)
     except OSError as exc:
@@ -116,7 +143,7 @@ def pump(a, b):
         except OSError:
             pass
 
-def serve():
+def serve(lst, path):
     while True:
         c, _ = lst.accept()
         u = socket.socket(socket.AF_UNIX)
@@ -128,10 +155,30 @@ def serve():
             c.close()
             u.close()
 
-threading.Thread(target=serve, daemon=True).start()
+for lst, path in listeners:
+    threading.Thread(target=serve, args=(lst, path), daemon=True).start()
 _, status = os.waitpid(pid, 0)
 os._exit(os.waitstatus_to_exitcode(status) % 256)
 """
+
+
+#: The uids a root harness runs external commands as: one drawn per command from this range, where no account
+#: lives (``nobody``, 65534, is shared by every service that drops privileges: it could read the command's
+#: environment, its API keys, through ``/proc/PID/environ``).
+COMMAND_UIDS = range(0x5EA00000, 0x5EA00000 + (1 << 20))
+
+
+def command_uid() -> int:
+    """A uid for one external command of a root harness, drawn from :data:`COMMAND_UIDS` (an account of none)."""
+    import pwd
+    import secrets
+
+    while True:
+        uid = COMMAND_UIDS.start + secrets.randbelow(len(COMMAND_UIDS))
+        try:
+            pwd.getpwuid(uid)
+        except KeyError:
+            return uid
 
 
 def expose_problem(path: str) -> str:
@@ -172,8 +219,9 @@ def command_isolation(isolation: str) -> str:
 
 def command_argv(command: Sequence[str], workdir: str, isolation: str, expose: Sequence[str] = (),
                  extra_env: Mapping[str, str] | None = None, env_names: Sequence[str] = (), *,
-                 socket_dir: str | None = None,
-                 limits: CommandLimits = CommandLimits()) -> tuple[list[str], dict[str, str], str]:
+                 socket_dir: str | None = None, limits: CommandLimits = CommandLimits(),
+                 uid: int | None = None, bound=None, seccomp_fd: int | None = None,
+                 proxy: bool = False) -> tuple[list[str], dict[str, str], str]:
     """The argv, environment and isolation (``bwrap`` or ``none``) of an agent's command.
 
     The environment holds only ``PATH``, ``HOME`` and ``TMPDIR`` (the work folder), ``LANG``,
@@ -183,16 +231,22 @@ def command_argv(command: Sequence[str], workdir: str, isolation: str, expose: S
     for ``python``, with this package hidden) and ``expose``; writable only its work folder
     :data:`WORK_DIR` and ``/tmp``, each a tmpfs of ``limits.disk_mb``; its own ``/proc`` and
     ``/dev``; the limits of ``limits`` (:func:`~heuresis.harness.sandbox.limit_argv`, as the
-    code tool).  With ``socket_dir`` (the folder of the server's Unix socket ``mcp.sock``) it
-    has a network of its own, where a forwarder on ``127.0.0.1:``:data:`INNER_PORT` is the
-    only thing to reach (the server); without it, it shares the host's network.  A root
-    harness never runs the command as root: an outer bwrap and ``setpriv`` drop to
-    :data:`~heuresis.harness.sandbox.SANDBOX_UID` first.  ``isolation`` ``required`` raises
+    code tool; with ``bound``, a :class:`~heuresis.harness.bounds.Bound`, its per-process share
+    and processes, and its seccomp filter read by bwrap from ``seccomp_fd``).  The environment
+    is the process's own (``env=`` of the caller's ``Popen``),
+    never an argument: no key and no token appears on any command line.  With ``socket_dir``
+    (the folder of the server's Unix socket ``mcp.sock``) it has a network of its own, where a
+    forwarder on ``127.0.0.1:``:data:`INNER_PORT` is the only thing to reach (the server) and,
+    with ``proxy``, a relay on :data:`PROXY_PORT` to the harness's proxy (``proxy.sock``, its
+    address in :data:`PROXY_ENV`);
+    without it, it shares the host's network.  A root harness never runs the command as root:
+    an outer bwrap and ``setpriv`` drop to ``uid`` (default :func:`command_uid`, a uid of no
+    account, so that no other local user -- not even ``nobody`` -- may read the command's
+    ``/proc/PID/environ``) first.  ``isolation`` ``required`` raises
     :class:`~heuresis.harness.sandbox.IsolationUnavailable` where bubblewrap does not work;
     ``best_effort`` then runs without it.
     """
     from heuresis.harness.sandbox import (
-        SANDBOX_UID,
         IsolationUnavailable,
         bwrap_path,
         hidden_inside,
@@ -212,6 +266,10 @@ def command_argv(command: Sequence[str], workdir: str, isolation: str, expose: S
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": home, "TMPDIR": home, "LANG": "C.UTF-8",
            "PYTHONDONTWRITEBYTECODE": "1", **{k: os.environ[k] for k in env_names if k in os.environ},
            **dict(extra_env or {})}
+    if proxy:
+        if socket_dir is None:
+            raise ValueError("a proxy needs the private network (socket_dir)")
+        env.update(PROXY_ENV)
     # a command that cannot start is the harness's failure (recorded, retried), not the agent's early exit
     if shutil.which(argv[0], path=env["PATH"]) is None:
         raise FileNotFoundError(f"the external agent's command {argv[0]!r} is not an executable on PATH")
@@ -243,22 +301,25 @@ def command_argv(command: Sequence[str], workdir: str, isolation: str, expose: S
         views += ["--ro-bind", p, p]
     net = ["--share-net"] if socket_dir is None else []
     sock = [] if socket_dir is None else ["--ro-bind", socket_dir, _SOCKET_DIR]
+    seccomp = [] if seccomp_fd is None else ["--seccomp", str(seccomp_fd)]
     args = [bwrap, "--unshare-all", *net, "--unshare-user", "--disable-userns", "--die-with-parent",
-            "--new-session", "--cap-drop", "ALL", "--hostname", "agent", *system, "--proc", "/proc",
+            "--new-session", "--cap-drop", "ALL", *seccomp, "--hostname", "agent", *system, "--proc", "/proc",
             "--dev", "/dev", "--remount-ro", "/dev", "--size", disk, "--tmpfs", "/tmp", *views, *package_masks(trees),
-            *sock, "--size", disk, "--tmpfs", WORK_DIR, "--remount-ro", "/", "--chdir", WORK_DIR, "--clearenv"]
-    for k, v in env.items():
-        args += ["--setenv", k, v]
-    args += ["--", *limit_argv(prlimit, memory_mb=limits.memory_mb, max_processes=limits.max_processes,
-                               disk_mb=limits.disk_mb, nofile=limits.max_open_files), "--"]
+            *sock, "--size", disk, "--tmpfs", WORK_DIR, "--remount-ro", "/", "--chdir", WORK_DIR]
+    # no --clearenv, no --setenv: the environment (API keys, the server's URL and token) is the one bwrap itself
+    # is started with -- exactly ``env`` -- never an argument, which every local user could read in /proc/*/cmdline
+    mem, nproc = (limits.memory_mb, limits.max_processes) if bound is None else (bound.limit_mb, bound.max_processes)
+    args += ["--", *limit_argv(prlimit, memory_mb=mem, max_processes=nproc, disk_mb=limits.disk_mb,
+                               nofile=limits.max_open_files, cpu_seconds=limits.cpu_seconds), "--"]
     if socket_dir is not None:
-        args += [os.path.realpath(sys.executable), "-I", "-S", "-c", _FORWARDER, str(INNER_PORT),
-                 f"{_SOCKET_DIR}/mcp.sock"]
+        pairs = f"{INNER_PORT}={_SOCKET_DIR}/mcp.sock" + (f",{PROXY_PORT}={_SOCKET_DIR}/proxy.sock" if proxy else "")
+        args += [os.path.realpath(sys.executable), "-I", "-S", "-c", _FORWARDER, pairs]
     args += argv
     if os.geteuid() != 0:
-        return args, {"PATH": "/usr/bin:/bin"}, "bwrap"  # type: ignore[return-value]
+        return args, env, "bwrap"  # type: ignore[return-value]
     # a root harness: never run the command as root. As the code tool's sandbox does (docs/sandbox.md), an outer
     # bwrap shows the same trees, setpriv drops to the unprivileged uid, and the bwrap above runs as that user
+    uid = command_uid() if uid is None else int(uid)
     setpriv = shutil.which("setpriv")
     if setpriv is None or not os.path.realpath(setpriv).startswith("/usr/"):
         raise IsolationUnavailable("setpriv (util-linux) not found under /usr: needed to leave root before the "
@@ -269,6 +330,6 @@ def command_argv(command: Sequence[str], workdir: str, isolation: str, expose: S
     if socket_dir is not None:
         outer += [*parent_dirs([socket_dir]), "--bind", socket_dir, socket_dir]
     outer += ["--dir", "/tmp", "--bind", "/proc", "/proc", "--dev", "/dev", "--",
-              os.path.realpath(setpriv), f"--reuid={SANDBOX_UID}", f"--regid={SANDBOX_UID}", "--clear-groups",
+              os.path.realpath(setpriv), f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
               "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
-    return [*outer, *args], {"PATH": "/usr/bin:/bin"}, "bwrap"  # type: ignore[list-item]
+    return [*outer, *args], env, "bwrap"  # type: ignore[list-item]

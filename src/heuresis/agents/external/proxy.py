@@ -1,0 +1,200 @@
+"""The harness's proxy for an external agent's allowlisted network (``network: {allow: [...]}``).
+
+:class:`AllowProxy` listens on a Unix socket bound into the command's sandbox (a relay inside
+makes it ``127.0.0.1:``:data:`~heuresis.agents.external.command.PROXY_PORT`, the command's
+``HTTPS_PROXY`` and ``HTTP_PROXY``).  It answers an HTTP ``CONNECT host:port`` (HTTPS) or a
+request in absolute form (``GET http://host:port/...``) by connecting to that host and port only
+if the pair is in the allow list and every address the host resolves to is a public one
+(never loopback, private, link-local, multicast or reserved) -- but the addresses named in
+``private_addresses``.  It connects to the address it checked (no second lookup), and records
+every attempt.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import socket
+import threading
+from collections.abc import Sequence
+from urllib.parse import urlsplit
+
+__all__ = ["MAX_PROXY_CONNECTIONS", "AllowProxy", "parse_allow"]
+
+#: Connections the proxy serves at once (one more is refused); a request head's largest size; timeouts.
+MAX_PROXY_CONNECTIONS = 32
+_HEAD_MAX = 16384
+_HEAD_TIMEOUT_S = 10.0
+_CONNECT_TIMEOUT_S = 10.0
+_RECORD_MAX = 200
+
+
+def parse_allow(entry: str) -> tuple[str, int]:
+    """``host:port`` (an IPv6 host in brackets) as (lower-case host, port); ValueError naming the entry."""
+    if not isinstance(entry, str) or ":" not in entry:
+        raise ValueError(f"{entry!r} is not host:port")
+    host, _, port = entry.rpartition(":")
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    if not host or not port.isdigit() or not 0 < int(port) < 65536 or any(c in host for c in "/@ \t"):
+        raise ValueError(f"{entry!r} is not host:port (a host name or address and a port 1..65535)")
+    return host.lower().rstrip("."), int(port)
+
+
+def _public(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return ip.is_global and not (ip.is_multicast or ip.is_reserved or ip.is_loopback or ip.is_link_local
+                                 or ip.is_private or ip.is_unspecified)
+
+
+class AllowProxy:
+    """An HTTP proxy on a Unix socket that reaches only the allowed ``host:port`` pairs, on public addresses."""
+
+    def __init__(self, path: str, allow: Sequence[str], private_addresses: Sequence[str] = ()) -> None:
+        self.allow = {parse_allow(a) for a in allow}
+        self.private = {ipaddress.ip_address(a) for a in private_addresses}
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.bind(path)
+        os.chmod(path, 0o666)     # its folder (0700, the command's user) is what guards it
+        self.sock.listen(64)
+        self.attempts: list[dict] = []
+        self.counts = {"allowed": 0, "refused": 0}
+        self._slots = threading.BoundedSemaphore(MAX_PROXY_CONNECTIONS)
+        self._lock = threading.Lock()
+        self._stopped = False
+        self.thread = threading.Thread(target=self._serve, daemon=True, name="heuresis-agent-proxy")
+
+    def start(self) -> None:
+        """Serve in a daemon thread."""
+        self.thread.start()
+
+    def stop(self) -> None:
+        """Stop accepting (open tunnels end with the sandbox)."""
+        self._stopped = True
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.sock.close()
+
+    def record(self) -> dict:
+        """What the command asked the proxy for: counts and the first attempts (target, verdict)."""
+        with self._lock:
+            return {"allow": sorted(f"{h}:{p}" for h, p in self.allow), **self.counts,
+                    "attempts": list(self.attempts)}
+
+    def _note(self, target: str, verdict: str) -> None:
+        with self._lock:
+            self.counts["allowed" if verdict == "allowed" else "refused"] += 1
+            if len(self.attempts) < _RECORD_MAX:
+                self.attempts.append({"target": target[:300], "verdict": verdict})
+
+    def _serve(self) -> None:
+        while not self._stopped:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            if not self._slots.acquire(blocking=False):
+                conn.close()
+                continue
+            threading.Thread(target=self._handle, args=(conn,), daemon=True, name="heuresis-proxy-conn").start()
+
+    def check(self, host: str, port: int) -> tuple[str, str | None]:
+        """(the address to connect to, or '' and why not) for ``host:port``."""
+        host = host.lower().rstrip(".")
+        if (host, port) not in self.allow:
+            return "", f"{host}:{port} is not in the allow list"
+        try:
+            infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except OSError as exc:
+            return "", f"{host} does not resolve: {exc}"
+        addrs = [ipaddress.ip_address(str(i[4][0]).split("%")[0]) for i in infos]
+        bad = [a for a in addrs if not _public(a) and a not in self.private]
+        if bad or not addrs:
+            return "", f"{host} resolves to {', '.join(map(str, bad)) or 'nothing'}: not a public address"
+        return str(addrs[0]), None
+
+    def _handle(self, conn: socket.socket) -> None:
+        up = None
+        try:
+            conn.settimeout(_HEAD_TIMEOUT_S)
+            head = b""
+            while b"\r\n\r\n" not in head:
+                chunk = conn.recv(4096)
+                if not chunk or len(head) > _HEAD_MAX:
+                    return
+                head += chunk
+            head, rest = head.split(b"\r\n\r\n", 1)
+            lines = head.split(b"\r\n")
+            parts = lines[0].decode("latin-1").split()
+            if len(parts) != 3:
+                conn.sendall(b"HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n")
+                return
+            method, target, version = parts
+            if method.upper() == "CONNECT":
+                try:
+                    host, port = parse_allow(target)
+                except ValueError as exc:
+                    self._note(target, f"refused: {exc}")
+                    conn.sendall(b"HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n")
+                    return
+                forward = rest
+            else:
+                url = urlsplit(target)
+                if url.scheme != "http" or not url.hostname:
+                    self._note(target, "refused: not a CONNECT or an absolute http:// request")
+                    conn.sendall(b"HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n")
+                    return
+                host, port = url.hostname, url.port or 80
+                path = url.path or "/"
+                if url.query:
+                    path += "?" + url.query
+                forward = b"\r\n".join([f"{method} {path} {version}".encode("latin-1"), *lines[1:]]) + b"\r\n\r\n" + rest
+            addr, why = self.check(host, port)
+            shown = f"{method} {host}:{port}"
+            if why is not None:
+                self._note(shown, f"refused: {why}")
+                msg = f"heuresis proxy: refused: {why}\n".encode()
+                conn.sendall(b"HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nConnection: close\r\n"
+                             b"Content-Length: " + str(len(msg)).encode() + b"\r\n\r\n" + msg)
+                return
+            try:
+                up = socket.create_connection((addr, port), timeout=_CONNECT_TIMEOUT_S)
+            except OSError as exc:
+                self._note(shown, f"failed: {exc}")
+                conn.sendall(b"HTTP/1.1 502 Bad Gateway\r\nConnection: close\r\n\r\n")
+                return
+            self._note(shown, "allowed")
+            if method.upper() == "CONNECT":
+                conn.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+            if forward:
+                up.sendall(forward)
+            conn.settimeout(None)
+            up.settimeout(None)
+            t = threading.Thread(target=_pump, args=(up, conn), daemon=True, name="heuresis-proxy-pump")
+            t.start()
+            _pump(conn, up)
+            t.join()
+        except OSError:
+            pass
+        finally:
+            for s in (conn, up):
+                if s is not None:
+                    s.close()
+            self._slots.release()
+
+
+def _pump(a: socket.socket, b: socket.socket) -> None:
+    try:
+        while True:
+            data = a.recv(65536)
+            if not data:
+                break
+            b.sendall(data)
+    except OSError:
+        pass
+    try:
+        b.shutdown(socket.SHUT_WR)
+    except OSError:
+        pass
