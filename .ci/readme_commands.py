@@ -75,6 +75,8 @@ NOT_RUN = {
     "bash requirements/compile.sh VENV": "VENV is a placeholder, and the script rewrites requirements/lock.txt, "
                                          "a tracked file, from an environment the tests passed in",
     "heuresis serve-episode": "the command's name in prose; the full command is in the MCP block, which runs",
+    "heuresis forecast --pilot 8": "plays paid episodes of the paper config's models (their keys, the network); "
+                                   "tests/test_pilot.py runs it through the workflow against a local server",
 }
 
 #: Quick start commands .ci/run runs itself (install, workflow, tests), each in its own environment.

@@ -110,7 +110,7 @@ def forecast_text(cfg: dict, results: str | Path = "results") -> list[str]:
 
     found = pilot_forecast(cfg, results)
     if found is None:
-        return ["LLM spend forecast: no pilot yet (heuresis forecast --pilot 3 runs 3 of the run's own episodes per "
+        return ["LLM spend forecast: no pilot yet (heuresis forecast --pilot 8 runs 8 of the run's own episodes per "
                 "LLM agent and budget setting, which the full run then replays, and forecasts the rest)"]
     k, rows = found
     return [f"LLM spend forecast from the pilot under {results}/pilot/k{k} ({k} episodes per agent and budget "
