@@ -403,7 +403,8 @@ def test_a_flood_leaves_the_server_within_its_limits(split, tmp_path, capfd, mon
 
 
 def test_reported_tokens_count_and_a_missing_report_is_unknown(split, tmp_path, capfd):
-    """Tokens a client reports in ``_meta`` are recorded and checked against the per-turn output limit."""
+    """Tokens a client reports in ``_meta`` are recorded and checked against the per-turn output limit; a
+    missing report, or an implausible one (0, more than any context window, not a number), is unknown."""
     free = socket.create_server(("127.0.0.1", 0))
     port = free.getsockname()[1]
     free.close()
@@ -419,6 +420,9 @@ def test_reported_tokens_count_and_a_missing_report_is_unknown(split, tmp_path, 
             a = await client.call_tool("view_graph", {}, meta=meta)
             b = await client.call_tool("view_graph", {})
             c = await client.call_tool("data_summary", {}, meta={external.USAGE_META: {"tokens_out": over}})
+            for implausible in ({"tokens_in": 0, "tokens_out": 5}, {"tokens_in": 10**9, "tokens_out": 5},
+                                {"tokens_in": True, "tokens_out": 5}):
+                await client.call_tool("view_graph", {}, meta={external.USAGE_META: implausible})
             await client.call_tool("submit", {}, meta=meta)
             return a, b, c
         finally:
@@ -427,7 +431,8 @@ def test_reported_tokens_count_and_a_missing_report_is_unknown(split, tmp_path, 
     a, b, c = anyio.run(play)
     t.join(60)
     reqs = box["tables"]["requests"]
-    assert [(q["tokens_in"], q["tokens_out"]) for q in reqs] == [(1200, 80), (None, None), (None, over), (1200, 80)]
+    assert [(q["tokens_in"], q["tokens_out"]) for q in reqs] == [(1200, 80), (None, None), (None, over),
+                                                                 *[(None, None)] * 3, (1200, 80)]
     assert not a.is_error and not b.is_error and c.is_error and "output-token limit" in c.content[0].text
     row = box["tables"]["row"]
     assert row["tokens_in"] is None and row["tokens_out"] is None      # unknown once one call did not say

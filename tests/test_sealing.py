@@ -11,7 +11,6 @@ import copy
 import hashlib
 import json
 import os
-import stat
 import subprocess
 import sys
 
@@ -116,7 +115,9 @@ def test_the_salt_is_drawn_once_and_kept(tmp_path):
     first = write_salt(path)
     assert len(first) == 64 and int(first, 16) >= 0
     assert write_salt(path) == first == read_salt(path)       # a second call keeps the first draw
-    assert not path.stat().st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH)
+    assert path.stat().st_mode & 0o777 == 0o400                 # its owner reads it, nobody else
+    os.chmod(path, 0o644)                                       # a tree copied with a looser mode
+    assert read_salt(path) == first and path.stat().st_mode & 0o777 == 0o400
     assert json.loads(path.read_text())["sha256"] == salt_digest(first)
     assert write_salt(tmp_path / "other.json") != first        # another results tree: another salt
     with pytest.raises(SecretUnavailable, match="no salt"):

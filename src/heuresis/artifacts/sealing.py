@@ -57,6 +57,7 @@ __all__ = [
 
 PUBLIC_SALT = "heuresis-public-salt-v1"     # secrets.salt: public (documented, so anyone recomputes the masks)
 SALT_FILE = SALT       # where the workflow keeps a drawn salt (beside the truth)
+SALT_MODE = 0o400      # the salt file: its owner (the harness's user) reads it, nobody else
 _COMMIT_PREFIX = "heuresis-test-seed:"      # commitment = sha256(prefix + seed)
 _ENTROPY_PREFIX = "heuresis-test-entropy:"  # the test split's SeedSequence entropy = first 8 bytes of sha256(prefix + seed)
 _SALT_PREFIX = "heuresis-salt:"             # recorded digest of a salt = sha256(prefix + salt)
@@ -85,7 +86,8 @@ def write_salt(path: str | Path = SALT_FILE) -> str:
     """Draw a salt into ``path`` unless one is there already; return the salt the file holds.
 
     The file is created exclusively (written to a temporary file, then hard-linked to ``path``,
-    which fails if ``path`` exists), so two concurrent callers keep one salt, and it is read-only.
+    which fails if ``path`` exists), so two concurrent callers keep one salt; it is readable by its
+    owner only (mode 0400), never by a sandbox's user or another local user.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -95,7 +97,7 @@ def write_salt(path: str | Path = SALT_FILE) -> str:
         try:
             with os.fdopen(fd, "w") as fh:
                 json.dump({"salt": salt, "sha256": salt_digest(salt)}, fh)
-            os.chmod(tmp, 0o444)
+            os.chmod(tmp, SALT_MODE)
             try:
                 os.link(tmp, path)
             except FileExistsError:   # another process drew one first: keep its salt
@@ -106,9 +108,20 @@ def write_salt(path: str | Path = SALT_FILE) -> str:
 
 
 def read_salt(path: str | Path = SALT_FILE) -> str:
-    """The salt of a results tree, from the file :func:`write_salt` made."""
+    """The salt of a results tree, from the file :func:`write_salt` made.
+
+    A salt file others may read (a tree made before the mode was 0400, or copied) is made owner-only
+    first; one that cannot be is refused, naming the file and its mode.
+    """
     path = Path(path)
     try:
+        mode = path.stat().st_mode & 0o777
+        if mode & 0o077:
+            try:
+                os.chmod(path, SALT_MODE)
+            except OSError:
+                raise SecretUnavailable(f"{path}: the salt file is readable by others (mode {mode:o}) and cannot be "
+                                        f"made owner-only (chmod {SALT_MODE:o} it as its owner)") from None
         salt = json.loads(path.read_text())["salt"]
     except FileNotFoundError:
         raise SecretUnavailable(f"{path}: no salt (secrets.salt: drawn); the workflow draws it when it plans "

@@ -57,6 +57,10 @@ _ENDED = "episode ended"
 _PENDING = "another call is pending"
 
 
+#: The most tokens one reported model call may count (above any context window): a report of more,
+#: or of none (0: a model call always reads its prompt), is implausible and recorded as unknown.
+PLAUSIBLE_TOKENS = 10_000_000
+
 class ClientLeft(EpisodeEnd):
     """The MCP client went away (stdin closed, its command exited) before the run ended."""
 
@@ -331,11 +335,13 @@ class ExternalAgent(Agent):
         if reported is not None:
             ok = isinstance(reported, Mapping) and all(
                 reported.get(k) is None or (isinstance(reported.get(k), int) and not isinstance(reported.get(k), bool)
-                                            and reported.get(k) >= 0) for k in tokens)  # type: ignore[operator]
+                                            and 0 < reported.get(k) <= PLAUSIBLE_TOKENS)  # type: ignore[operator]
+                for k in tokens)
             if ok:
                 tokens = {k: reported.get(k) for k in tokens}
             else:
-                notes = [*notes, f"unreadable usage report {echo(reported, 120)}: tokens unknown"]
+                notes = [*notes, f"unreadable or implausible usage report {echo(reported, 120)} (each count a whole "
+                                 f"number from 1 to {PLAUSIBLE_TOKENS:,}): tokens unknown"]
         return Usage(**tokens, cost=None, latency_s=round(time.monotonic() - t0, 4),  # type: ignore[arg-type]
                      model=self._model, provider=self._provider, price_source="external", notes=notes, warnings=warn)
 
