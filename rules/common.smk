@@ -68,14 +68,14 @@ except ConfigError as exc:
     raise WorkflowError(str(exc))
 
 # The secrets regime (heuresis.artifacts.sealing; docs/provenance.md): a malformed sealed seed stops the workflow
-# here; a missing one is a warning (a dry run shows it) and stops a run that would build the test split
-# (onstart below). SECRETS holds the salt mode and the test seed's commitment, never a secret: the
+# here; a missing one, or one without its published commitment record, is a warning (a dry run shows it) and
+# stops a run that would build the test split (onstart below). SECRETS holds the salt mode and the test seed's commitment, never a secret: the
 # tables show it in their captions.
 try:
     SECRETS = _disclosure(config)
 except SecretUnavailable as exc:
     raise WorkflowError(str(exc))
-if SECRETS["test_seed"] == "sealed" and SECRETS["commitment"] is None:
+if SECRETS["test_seed"] == "sealed" and (SECRETS["commitment"] is None or SECRETS["committed"] is None):
     try:
         require_test_seed(config)
     except SecretUnavailable as exc:

@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -29,7 +30,9 @@ from heuresis.artifacts.sealing import (
     disclosure_caption,
     draw_secret,
     read_salt,
+    require_test_seed,
     salt_digest,
+    write_commitment,
     write_salt,
 )
 from heuresis.cli import main
@@ -191,6 +194,49 @@ def test_draw_seed_prints_a_seed_and_its_commitment(capsys):
     assert len(lines["seed"]) == 64 and lines["commitment"] == commitment(lines["seed"])
 
 
+def test_a_commitment_record_binds_the_seed_before_the_run(paper_config, tmp_path, capsys, monkeypatch):
+    """Commit, run, reveal: no test split without a record of the seed's commitment; the record keeps the
+    first seed committed; captions carry its date; the revealed seed verifies against it."""
+    cfg = _sealed_cfg(paper_config)
+    record_path = tmp_path / "seal" / "commitment.json"
+    cfg["secrets"]["commitment_file"] = str(record_path)
+    seed = draw_secret()
+    env = {"HEURESIS_TEST_SEED": seed}
+    with pytest.raises(SecretUnavailable, match="no commitment record; `heuresis seal commit` writes it"):
+        require_test_seed(cfg, env)
+    assert disclosure(cfg, env)["committed"] is None
+    record = write_commitment(seed, record_path, config_digest="cd" * 32, period="2027H1", now="2027-01-04T09:12:00Z")
+    assert json.loads(record_path.read_text()) == record == {
+        "kind": "heuresis-seal-commitment", "commitment": hashlib.sha256(f"heuresis-test-seed:{seed}".encode()).hexdigest(),
+        "config_digest": "cd" * 32, "created": "2027-01-04T09:12:00Z", "period": "2027H1"}
+    assert require_test_seed(cfg, env) == seed
+    # another seed cannot be swapped in: neither built nor committed over the published record
+    other = draw_secret()
+    with pytest.raises(SecretUnavailable, match="does not match the commitment record"):
+        require_test_seed(cfg, {"HEURESIS_TEST_SEED": other})
+    with pytest.raises(SecretUnavailable, match="records another seed's commitment"):
+        write_commitment(other, record_path, config_digest="cd" * 32)
+    assert json.loads(record_path.read_text())["created"] == "2027-01-04T09:12:00Z"
+    caption = disclosure_caption(disclosure(cfg, env))
+    assert caption == f"Test split sealed, seed commitment sha256:{commitment(seed)}, committed 2027-01-04T09:12:00Z."
+    # reveal: the seed checks against the record; a malformed seed is refused, not a mismatch
+    assert main(["verify-seed", seed, "--record", str(record_path)]) == 0
+    assert "recorded 2027-01-04T09:12:00Z" in capsys.readouterr().out
+    assert main(["verify-seed", other, "--record", str(record_path)]) == 1 and "MISMATCH" in capsys.readouterr().out
+    assert main(["verify-seed", "x", "--record", str(record_path)]) == 2
+    assert "expected at least 32 hexadecimal digits" in capsys.readouterr().err
+    # the CLI writes the record from the environment (never a command-line seed), once
+    monkeypatch.setenv("HEURESIS_TEST_SEED", other)
+    cfg_file = tmp_path / "c.yaml"
+    cfg_file.write_text(f"secrets: {{commitment_file: {tmp_path / 'fresh.json'}}}\n")
+    assert main(["seal", "commit", "--config", str(cfg_file), "--period", "p1"]) == 0
+    assert json.loads((tmp_path / "fresh.json").read_text())["commitment"] == commitment(other)
+    assert other not in capsys.readouterr().out
+    monkeypatch.setenv("HEURESIS_TEST_SEED", seed)
+    assert main(["seal", "commit", "--config", str(cfg_file)]) == 1
+    assert "records another seed's commitment" in capsys.readouterr().err
+
+
 def test_without_the_secret_the_paper_config_refuses_the_test_split(paper_config, tmp_path, capsys):
     cfg = _sealed_cfg(paper_config)
     spec = instance_spec(cfg, "lg", "test", environ={})
@@ -214,12 +260,29 @@ def test_without_the_secret_the_paper_config_refuses_the_test_split(paper_config
     assert "HEURESIS_TEST_SEED" in capsys.readouterr().err and not (tmp_path / "res").exists()
 
 
-def test_a_sealed_seed_from_a_file(paper_config, tmp_path):
+def test_a_sealed_seed_from_a_file(paper_config, tmp_path, monkeypatch):
+    """The seed's file is used only when owner-only and outside the working folder and what sandboxes see."""
     cfg = _sealed_cfg(paper_config)
     seed = draw_secret()
     (tmp_path / "seed").write_text(seed + "\n")
     cfg["secrets"]["test_seed_file"] = str(tmp_path / "seed")
+    with pytest.raises(SecretUnavailable, match="readable by others \\(mode 644\\)"):
+        instance_spec(cfg, "lg", "test", environ={})
+    os.chmod(tmp_path / "seed", 0o600)
     assert instance_spec(cfg, "lg", "test", environ={})["seed"] == {"sealed": commitment(seed)}
+    monkeypatch.chdir(tmp_path)                                 # the working folder (a checkout) holds it
+    with pytest.raises(SecretUnavailable, match="lies under"):
+        instance_spec(cfg, "lg", "test", environ={})
+    monkeypatch.undo()
+    venv_seed = Path(sys.prefix) / f".seed-{os.getpid()}"       # the Python environment sandboxes bind
+    venv_seed.write_text(seed)
+    try:
+        os.chmod(venv_seed, 0o600)
+        cfg["secrets"]["test_seed_file"] = str(venv_seed)
+        with pytest.raises(SecretUnavailable, match="lies under"):
+            instance_spec(cfg, "lg", "test", environ={})
+    finally:
+        venv_seed.unlink()
     cfg["secrets"]["test_seed_file"] = str(tmp_path / "absent")
     with pytest.raises(SecretUnavailable, match="config key secrets.test_seed_file: cannot read"):
         instance_spec(cfg, "lg", "test", environ={})
@@ -247,7 +310,8 @@ def test_the_quick_config_is_public_and_labelled(quick_config, tmp_path):
 # --- the workflow ----------------------------------------------------------------------------------------
 def test_the_workflow_refuses_a_sealed_test_split_without_its_seed(tmp_path):
     """The paper's regime: a dry run warns naming the variable; a run that would build a test split stops
-    before any job; a dev target builds; with the seed set, the test split builds and records its commitment."""
+    before any job; a dev target builds; with the seed set but no commitment record it stops again; with
+    the record, the test split builds and records its commitment."""
     from tinyflow import copy_workflow, run_snakemake
 
     wd = copy_workflow(tmp_path / "wf")
@@ -264,6 +328,13 @@ def test_the_workflow_refuses_a_sealed_test_split_without_its_seed(tmp_path):
     assert not (wd / "results").exists()                               # nothing ran
     run_snakemake(wd, "results/truth/lg/dev/graphs.parquet", *conf, env={"HEURESIS_TEST_SEED": ""})
     seed = draw_secret()
+    proc = run([sys.executable, "-m", "snakemake", test_truth, *conf], cwd=wd, capture_output=True, text=True,
+               env={**env, "HEURESIS_TEST_SEED": seed})                 # the seed, but no commitment published
+    assert proc.returncode != 0 and "heuresis seal commit" in proc.stdout + proc.stderr
+    assert not (wd / "results/instances/lg/test").exists()
+    commit = run([sys.executable, "-m", "heuresis.cli", "seal", "commit", "--config", "config/sealed.yaml"], cwd=wd,
+                 capture_output=True, text=True, env={**env, "HEURESIS_TEST_SEED": seed})
+    assert commit.returncode == 0 and (wd / "seal/commitment.json").exists(), commit.stderr
     run_snakemake(wd, test_truth, *conf, env={"HEURESIS_TEST_SEED": seed})
     prov = json.loads(read_metadata(wd / "results/instances/lg/test/index.parquet")["heuresis.provenance"])
     assert prov["seeds"]["test_seed_commitment"] == commitment(seed)

@@ -194,7 +194,11 @@ def cmd_check_config(args: argparse.Namespace) -> int:
 
     sec = disclosure(cfg)
     test = ("public (from seed; tables labelled UNSEALED)" if sec["test_seed"] == "public" else
-            f"sealed, commitment {sec['commitment']}" if sec["commitment"] else
+            f"sealed, commitment {sec['commitment']}, recorded {sec['committed']} in "
+            f"{cfg['secrets']['commitment_file']}" if sec["commitment"] and sec.get("committed") else
+            f"sealed, commitment {sec['commitment']}, but no matching commitment record "
+            f"({cfg['secrets']['commitment_file']}; heuresis seal commit writes it): the workflow refuses to "
+            "build the test split" if sec["commitment"] else
             f"sealed, but its seed is not available ({cfg['secrets']['test_seed_env']} not set): the workflow "
             "refuses to build the test split")
     print(f"secrets: salt {sec['salt']}; test split {test}")
@@ -258,14 +262,47 @@ def cmd_draw_seed(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_verify_seed(args: argparse.Namespace) -> int:
-    """Check a published test seed against the commitment recorded before it was published."""
-    from heuresis.artifacts.sealing import commitment, verify_seed
+def cmd_seal_commit(args: argparse.Namespace) -> int:
+    """Write the commitment record of the sealed test seed, to be published before the test run."""
+    from heuresis.artifacts.sealing import SecretUnavailable, read_test_seed, write_commitment
+    from heuresis.config import config_digest
 
-    if verify_seed(args.seed, args.commitment):
-        print(f"ok: the seed matches commitment {args.commitment.strip().lower()}")
+    cfg = _load(args)
+    path = cfg["secrets"]["commitment_file"]
+    try:
+        seed = read_test_seed(cfg["secrets"])
+        if seed is None:
+            raise SecretUnavailable(f"no sealed seed: set {cfg['secrets']['test_seed_env']} (or "
+                                    "secrets.test_seed_file) to the seed `heuresis draw-seed` drew")
+        record = write_commitment(seed, path, config_digest=config_digest(cfg), period=args.period)
+    except SecretUnavailable as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(f"commitment record {path}:\n{json.dumps(record, indent=1)}\n"
+          f"Publish it before the test run, e.g.: git add {path} && git commit -m 'Seal commitment' && "
+          f"git tag -s seal-{record['created'][:10]} -m 'commitment {record['commitment']}' && git push --tags")
+    return 0
+
+
+def cmd_verify_seed(args: argparse.Namespace) -> int:
+    """Check a published test seed against the commitment (or commitment record) published before it."""
+    from heuresis.artifacts.sealing import SecretUnavailable, check_seed, commitment, commitment_record, verify_seed
+
+    try:
+        check_seed(args.seed)
+        record = commitment_record(args.record) if args.record else None
+    except SecretUnavailable as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if (record is None) == (args.commitment is None):
+        print("error: give the commitment or --record FILE (one of them)", file=sys.stderr)
+        return 2
+    committed = record["commitment"] if record else args.commitment
+    since = f" (recorded {record['created']})" if record else ""
+    if verify_seed(args.seed, committed):
+        print(f"ok: the seed matches commitment {committed.strip().lower()}{since}")
         return 0
-    print(f"MISMATCH: the seed's commitment is {commitment(args.seed)}, not {args.commitment.strip().lower()}")
+    print(f"MISMATCH: the seed's commitment is {commitment(args.seed)}, not {committed.strip().lower()}{since}")
     return 1
 
 
@@ -645,8 +682,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = sub.add_parser("verify-seed", help="check a published test seed against its recorded commitment")
     sp.add_argument("seed", help="the published seed (hexadecimal)")
-    sp.add_argument("commitment", help="the commitment recorded in provenance and table captions (sha256, hex)")
+    sp.add_argument("commitment", nargs="?", help="the commitment recorded in provenance and table captions (sha256, hex)")
+    sp.add_argument("--record", metavar="FILE", help="the commitment record published before the run instead")
     sp.set_defaults(func=cmd_verify_seed)
+
+    seal = sub.add_parser("seal", help="the sealed test seed's commitment record").add_subparsers(dest="seal",
+                                                                                                   required=True)
+    sp = with_config(seal.add_parser("commit", help="write the commitment record of the sealed seed (from "
+                                     "HEURESIS_TEST_SEED or secrets.test_seed_file), to publish before the test run"))
+    sp.add_argument("--period", help="the period the seed is sealed for, e.g. 2027-01..2027-06 (recorded)")
+    sp.set_defaults(func=cmd_seal_commit)
 
     sp = sub.add_parser("show-instance", help="print the hidden truth of one instance")
     sp.add_argument("instance", help="family/split/index, e.g. wild/test/0003")

@@ -99,12 +99,13 @@ INSTANCE_INDEX = _schema("instance_index", 1, [
     ("data_sha256", pa.string(), "SHA-256 of the data file's bytes"),
 ])
 
-TRUTH_GRAPHS = _schema("truth_graphs", 1, [
+TRUTH_GRAPHS = _schema("truth_graphs", 2, [
     ("family", pa.string(), "mechanism family"),
     ("split", pa.string(), "dev or test"),
     ("instance", pa.int32(), "instance index within family and split"),
     ("instance_id", pa.string(), "family/split/index"),
-    ("seed_entropy", pa.uint64(), "numpy SeedSequence entropy (the global seed; a sealed test split: from its sealed seed)"),
+    ("seed_entropy", pa.string(), "numpy SeedSequence entropy, in decimal (the global seed; a sealed test split: the "
+                                  "256-bit digest of its sealed seed)"),
     ("seed_spawn_key", pa.list_(pa.uint64()), "SeedSequence spawn key (family key, split key, index)"),
     ("prior", pa.string(), "random-graph prior drawn (er or ba)"),
     ("d", pa.int32(), "nodes"),

@@ -17,9 +17,17 @@ Two values no agent may know, because each would let it recompute what the harne
   config's ``seed``, like the dev split, and everything built from it is labelled unsealed.
 
 A sealed seed is at least 32 hexadecimal digits (128 bits; :func:`draw_secret` gives 64), so its
-commitment cannot be inverted by trying seeds.  Its commitment is
-``sha256("heuresis-test-seed:" + seed)`` in hex; after its period the seed is published and
-``heuresis verify-seed SEED COMMITMENT`` checks it (:func:`verify_seed`).
+commitment cannot be inverted by trying seeds, and all of it reaches the test split (the split's
+entropy is the 256-bit digest of the seed, :func:`sealed_entropy`).  Its commitment is
+``sha256("heuresis-test-seed:" + seed)`` in hex.
+
+Commit, run, reveal: ``heuresis seal commit`` writes the commitment record
+(``secrets.commitment_file``: the commitment, the config's digest, the date, the period), which is
+published before the test run (a signed tag of the repository holding it dates it); a sealed test
+split is built only when the record exists and matches the seed (:func:`require_test_seed`), so a
+seed cannot be swapped after its commitment was published, and every table's caption names the
+commitment and its date.  After the period the seed is published and ``heuresis verify-seed SEED
+--record FILE`` checks it against the earlier record (:func:`verify_seed`).
 """
 
 from __future__ import annotations
@@ -37,10 +45,13 @@ from pathlib import Path
 from heuresis.artifacts.paths import SALT
 
 __all__ = [
+    "COMMITMENT_RECORD",
     "PUBLIC_SALT",
     "SALT_FILE",
     "SecretUnavailable",
+    "check_seed",
     "commitment",
+    "commitment_record",
     "disclosure",
     "disclosure_caption",
     "draw_secret",
@@ -52,6 +63,7 @@ __all__ = [
     "sealed_entropy",
     "test_seed_spec",
     "verify_seed",
+    "write_commitment",
     "write_salt",
 ]
 
@@ -59,9 +71,12 @@ PUBLIC_SALT = "heuresis-public-salt-v1"     # secrets.salt: public (documented, 
 SALT_FILE = SALT       # where the workflow keeps a drawn salt (beside the truth)
 SALT_MODE = 0o400      # the salt file: its owner (the harness's user) reads it, nobody else
 _COMMIT_PREFIX = "heuresis-test-seed:"      # commitment = sha256(prefix + seed)
-_ENTROPY_PREFIX = "heuresis-test-entropy:"  # the test split's SeedSequence entropy = first 8 bytes of sha256(prefix + seed)
+_ENTROPY_PREFIX = "heuresis-test-entropy:"  # the test split's SeedSequence entropy = sha256(prefix + seed), all 32 bytes
 _SALT_PREFIX = "heuresis-salt:"             # recorded digest of a salt = sha256(prefix + salt)
 _SECRET = re.compile(r"[0-9a-f]{32,}")
+COMMITMENT_RECORD = "heuresis-seal-commitment"   # the record's "kind"
+#: Folders every sandbox sees (the system, read-only): no sealed seed file may lie under them.
+SANDBOX_VISIBLE = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 
 
 class SecretUnavailable(ValueError):
@@ -152,13 +167,91 @@ def commitment(seed: str) -> str:
 
 
 def verify_seed(seed: str, committed: str) -> bool:
-    """Whether a published seed matches a commitment recorded before it was published."""
-    return hmac.compare_digest(commitment(seed), committed.strip().lower())
+    """Whether a published seed (well-formed: :func:`check_seed`) matches a commitment recorded before."""
+    return bool(_SECRET.fullmatch(seed.strip().lower())) and hmac.compare_digest(commitment(seed),
+                                                                                 committed.strip().lower())
 
 
 def sealed_entropy(seed: str) -> int:
-    """The test split's ``SeedSequence`` entropy from a sealed seed (64 bits, as the truth records it)."""
-    return int.from_bytes(hashlib.sha256((_ENTROPY_PREFIX + seed.strip().lower()).encode()).digest()[:8], "little")
+    """The test split's ``SeedSequence`` entropy from a sealed seed: all 256 bits of its digest."""
+    return int.from_bytes(hashlib.sha256((_ENTROPY_PREFIX + seed.strip().lower()).encode()).digest(), "little")
+
+
+def check_seed(seed: str) -> str:
+    """A well-formed seed (at least 32 hexadecimal digits), lower-cased; else :class:`SecretUnavailable`."""
+    return _check_secret(seed, "the seed")
+
+
+def _check_seed_file(path: Path) -> None:
+    """A sealed seed's file is owner-only and lies where no sandbox and no repository checkout shows it."""
+    real = path.resolve()
+    mode = real.stat().st_mode & 0o777
+    if mode & 0o077:
+        raise SecretUnavailable(f"config key secrets.test_seed_file: {path} is readable by others (mode {mode:o}); "
+                                "make it owner-only: chmod 600")
+    import sys
+
+    visible = [*SANDBOX_VISIBLE, sys.prefix, sys.base_prefix, str(Path.cwd())]
+    for folder in visible:
+        root = Path(folder).resolve()
+        if real == root or root in real.parents:
+            raise SecretUnavailable(f"config key secrets.test_seed_file: {path} lies under {folder}, which sandboxes "
+                                    "or the working folder show; keep the seed elsewhere (e.g. ~/.config/heuresis/)")
+
+
+# --- the commitment record ------------------------------------------------------------------------
+def write_commitment(seed: str, path: str | Path, *, config_digest: str, period: str | None = None,
+                     now: str | None = None) -> dict:
+    """Write the commitment record of ``seed`` to ``path`` (exclusively: a record already there is kept).
+
+    The record (``kind``, ``commitment``, ``config_digest``, ``created`` in UTC, ``period``) is
+    what is published before the test run.  A record of another seed at ``path`` is an error: a
+    rotation commits the new seed in a new record, after the old one was published.
+    """
+    import datetime
+
+    seed = check_seed(seed)
+    path = Path(path)
+    if path.exists():
+        old = commitment_record(path)
+        if old["commitment"] != commitment(seed):
+            raise SecretUnavailable(f"{path} records another seed's commitment ({old['commitment']}); a new "
+                                    "seed needs a new record (move the published one aside first)")
+        return old
+    created = now or datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    record = {"kind": COMMITMENT_RECORD, "commitment": commitment(seed), "config_digest": config_digest,
+              "created": created, "period": period}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            json.dump(record, fh, indent=1)
+            fh.write("\n")
+        os.chmod(tmp, 0o644)   # public by design
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            return write_commitment(seed, path, config_digest=config_digest, period=period, now=now)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+    return record
+
+
+def commitment_record(path: str | Path) -> dict:
+    """The commitment record at ``path``, checked for its fields; :class:`SecretUnavailable` if absent or not one."""
+    path = Path(path)
+    try:
+        record = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise SecretUnavailable(f"{path}: no commitment record; `heuresis seal commit` writes it (publish it before "
+                                "the test run)") from None
+    except (OSError, ValueError) as exc:
+        raise SecretUnavailable(f"{path}: not a commitment record ({exc})") from None
+    if (not isinstance(record, dict) or record.get("kind") != COMMITMENT_RECORD
+            or not re.fullmatch(r"[0-9a-f]{64}", str(record.get("commitment"))) or not record.get("created")):
+        raise SecretUnavailable(f"{path}: not a commitment record (kind {COMMITMENT_RECORD!r}, a sha256 commitment "
+                                "and its date expected)")
+    return record
 
 
 def read_test_seed(secrets_cfg: Mapping, environ: Mapping[str, str] | None = None) -> str | None:
@@ -172,6 +265,7 @@ def read_test_seed(secrets_cfg: Mapping, environ: Mapping[str, str] | None = Non
     if file:
         path = Path(file).expanduser()
         try:
+            _check_seed_file(path)
             return _check_secret(path.read_text(), f"config key secrets.test_seed_file ({path})")
         except OSError as exc:
             raise SecretUnavailable(f"config key secrets.test_seed_file: cannot read {path} ({exc.strerror})") from None
@@ -191,10 +285,19 @@ def _missing_message(secrets_cfg: Mapping) -> str:
 
 
 def require_test_seed(config: Mapping, environ: Mapping[str, str] | None = None) -> str:
-    """The sealed test seed, or :class:`SecretUnavailable` naming the variable to set."""
+    """The sealed test seed, once its commitment record exists and matches it.
+
+    :class:`SecretUnavailable` names what is missing: the variable to set, or the record to write
+    (``heuresis seal commit``) and publish before the test run.
+    """
     seed = read_test_seed(config["secrets"], environ)
     if seed is None:
         raise SecretUnavailable(_missing_message(config["secrets"]))
+    path = config["secrets"]["commitment_file"]
+    record = commitment_record(path)
+    if not hmac.compare_digest(record["commitment"], commitment(seed)):
+        raise SecretUnavailable(f"the sealed seed does not match the commitment record {path} "
+                                f"({record['commitment']}, {record['created']}): the seed published for is not this one")
     return seed
 
 
@@ -213,15 +316,30 @@ def test_seed_spec(config: Mapping, environ: Mapping[str, str] | None = None) ->
 
 # --- disclosure -----------------------------------------------------------------------------------
 def disclosure(config: Mapping, environ: Mapping[str, str] | None = None) -> dict:
-    """The secrets regime of a run, as provenance records it and captions show it (never a secret)."""
-    return {"salt": config["secrets"]["salt"], **test_seed_spec(config, environ)}
+    """The secrets regime of a run, as provenance records it and captions show it (never a secret).
+
+    A sealed split's entry adds ``committed``, the date of its commitment record (None: no record
+    matching the seed, so no test split can be built).
+    """
+    spec = test_seed_spec(config, environ)
+    if spec["test_seed"] == "sealed":
+        committed = None
+        try:
+            record = commitment_record(config["secrets"]["commitment_file"])
+            if spec["commitment"] is not None and record["commitment"] == spec["commitment"]:
+                committed = str(record["created"])
+        except SecretUnavailable:
+            pass
+        spec = {**spec, "committed": committed}
+    return {"salt": config["secrets"]["salt"], **spec}
 
 
 def disclosure_caption(record: Mapping) -> str:
     """The sentence every paper table's caption ends with: sealed (with the commitment) or UNSEALED."""
     parts = []
     if record.get("test_seed") == "sealed":
-        parts.append(f"Test split sealed, seed commitment sha256:{record.get('commitment') or 'unavailable'}.")
+        date = f", committed {record['committed']}" if record.get("committed") else ""
+        parts.append(f"Test split sealed, seed commitment sha256:{record.get('commitment') or 'unavailable'}{date}.")
     else:
         parts.append("UNSEALED: the test split derives from the public config seed (secrets.test_seed: public); "
                      "anyone can regenerate it.")

@@ -351,7 +351,7 @@ def write_split(spec: Mapping, family: str, split: str, n_instances: int, data_d
         index_rows.append(dict(family=family, split=split, instance=i, instance_id=inst.id, path=rel,
                                n=inst.data.shape[0], d=inst.data.shape[1], data_sha256=digest))
         graph_rows.append(dict(family=family, split=split, instance=i, instance_id=inst.id,
-                               seed_entropy=inst.entropy, seed_spawn_key=list(inst.spawn_key), prior=inst.prior,
+                               seed_entropy=str(inst.entropy), seed_spawn_key=list(inst.spawn_key), prior=inst.prior,
                                d=inst.data.shape[1], n=inst.data.shape[0], n_edges=int(inst.dag.sum()),
                                dag=inst.dag.ravel().tolist(), cpdag=inst.cpdag().amat.ravel().tolist(),
                                causal_order=inst.causal_order, var_sortability_raw=inst.var_sortability_raw,
