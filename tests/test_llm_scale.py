@@ -447,3 +447,31 @@ def test_torn_request_log_line_loses_no_paid_answer(tmp_path):
     again = RequestLog(path)
     assert [e["key"] for e in again.entries] == ["a", "c"]
     assert again.replay("c")["message"]["content"] == "paid" and again.replay("b") is None
+
+
+def test_a_token_rate_limit_waits_outside_the_agents_time(tmp_path, monkeypatch):
+    """tokens_per_minute (here over a 2-second window): the fourth request waits for the window to
+    free, the wait is not the request's charged time, and the window holds each answer's tokens."""
+    import time
+
+    monkeypatch.setattr("heuresis.agents.spend.RATE_WINDOW_S", 2.0)
+    look = {"tool_calls": [("view_graph", {})], "usage": (3000, 1000)}
+    with ScriptedLLMServer([look] * 4) as server:
+        agent = LLMAgent("rated", model="openai/scripted-model", api_base=f"{server.url}/v1", requires_key=False,
+                         prices=PRICES, max_tokens=500, tokens_per_minute=10_000, timeout_s=20)
+        agent.use_records(None, spend_dir=tmp_path / "spend")
+        messages = [{"role": "user", "content": "Look at the graph."}]
+        tools = [{"type": "function", "function": {"name": "view_graph", "description": "the working graph",
+                                                   "parameters": {"type": "object", "properties": {}}}}]
+        sent, charged = [], []
+        for _ in range(4):
+            t = time.monotonic()
+            reply = agent.respond(messages, tools)
+            sent.append(time.monotonic() - t)
+            charged.append(reply.usage.charged_s)
+    window = agent._rate_window()
+    assert window is not None and window.waited_s > 0.5
+    assert sent[3] > 0.5 > max(charged)                       # the fourth waited; no request was charged for it
+    events = [json.loads(line) for p in (tmp_path / "spend/rates/openai").rglob("*.jsonl")
+              for line in p.read_text().splitlines()]
+    assert sorted(e["tokens"] for e in events if e["event"] == "settle") == [4000] * 4

@@ -93,3 +93,39 @@ def test_a_ledger_that_cannot_be_written_stops_the_job(tmp_path):
     (tmp_path / "a").write_text("not a folder")
     with pytest.raises(LedgerError, match="cannot be"):
         SpendLedger(tmp_path, "a", 1.0).reserve(0.1)
+
+
+# --- the tokens-per-minute window ----------------------------------------------------------------------
+def test_token_window_keeps_every_minute_within_the_limit(tmp_path):
+    """Three jobs' windows (each its own journals) on one provider share a 10,000-token limit on a simulated
+    clock: checked directly over the requests sent, no 60-second span holds more than the limit, each
+    request waited only while the window was full, and a released attempt frees its tokens."""
+    from heuresis.agents.spend import RATE_WINDOW_S, RateWindow
+
+    class Clock:
+        t = 1_000_000.0
+
+    clock = Clock()
+
+    def sleep(s):
+        clock.t += s
+
+    windows = [RateWindow(tmp_path, "openai", 10_000, sleep=sleep, clock=lambda: clock.t) for _ in range(3)]
+    sent = []            # (time sent, tokens counted: the answer's actual tokens)
+    for i in range(60):
+        w = windows[i % 3]
+        slot = w.acquire(3_000)
+        if i % 10 == 9:                    # a refused attempt: nothing processed, its room is freed
+            w.settle(slot, 0)
+            continue
+        sent.append((clock.t, 2_500))
+        w.settle(slot, 2_500)
+        clock.t += 1.0                     # the request's latency
+    assert len(sent) == 54
+    for t, _ in sent:
+        assert sum(n for u, n in sent if t - RATE_WINDOW_S < u <= t) <= 10_000
+    span = sent[-1][0] - sent[0][0]
+    assert span >= (54 * 2_500 / 10_000 - 1) * RATE_WINDOW_S      # the limit, not the latency, set the pace
+    assert sum(w.waited_s for w in windows) > 0
+    with pytest.raises(Exception, match="above its tokens_per_minute limit"):
+        windows[0].acquire(20_000)

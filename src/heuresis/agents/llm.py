@@ -82,7 +82,8 @@ from heuresis.agents.base import (
     register_agent,
 )
 from heuresis.agents.spec import scrub
-from heuresis.agents.spend import SPEND_DIR, RunStopped, SpendLedger, clear_stop, read_stop, request_bound, stop_run
+from heuresis.agents.spend import (SPEND_DIR, RateWindow, RunStopped, SpendLedger, clear_stop, read_stop, request_bound,
+                                   stop_run)
 from heuresis.config.settings import Retries
 from heuresis.harness.requestlog import RequestLog, request_key
 
@@ -464,14 +465,14 @@ class LLMAgent(Agent):
                  api_base_env: str | None = None, tool_choice: str | None = None, force_lone_tool: bool = False,
                  plain_history: bool = False, max_episode_usd: float | None = None,
                  max_episode_tokens: int | None = None, max_run_usd: float | None = None,
-                 verify_key: bool = True, prompt_caching: bool = True) -> None:
+                 verify_key: bool = True, prompt_caching: bool = True, tokens_per_minute: int | None = None) -> None:
         super().__init__(name, model=model, api_base=api_base, api_key_env=api_key_env, requires_key=requires_key,
                          temperature=temperature, max_tokens=max_tokens, reasoning_effort=reasoning_effort,
                          thinking=thinking, timeout_s=timeout_s, retries=retries, prices=prices, extra=extra,
                          api_base_env=api_base_env, tool_choice=tool_choice, force_lone_tool=force_lone_tool,
                          plain_history=plain_history, max_episode_usd=max_episode_usd,
                          max_episode_tokens=max_episode_tokens, max_run_usd=max_run_usd, verify_key=verify_key,
-                         prompt_caching=prompt_caching)
+                         prompt_caching=prompt_caching, tokens_per_minute=tokens_per_minute)
         self._model = str(model)
         if api_base_env:
             api_base = os.environ.get(str(api_base_env))
@@ -507,6 +508,8 @@ class LLMAgent(Agent):
         self._log: RequestLog | None = None
         # every model-calling job of the workflow runs in its working folder: the run's ledger is there
         self._ledger = SpendLedger(SPEND_DIR, name, self.max_run_usd) if self.max_run_usd is not None else None
+        self.tokens_per_minute = None if tokens_per_minute is None else int(tokens_per_minute)
+        self._rate: RateWindow | None = None   # made on first use: it needs the provider's name
         self._spent_usd = 0.0
         self._spent_tokens = 0
         _warm_up(self._model)   # before the episode's clock starts: the job's start-up is not the agent's time
@@ -552,6 +555,13 @@ class LLMAgent(Agent):
             self._spend_dir = spend_dir
         if self.max_run_usd is not None and spend_dir is not None:
             self._ledger = SpendLedger(spend_dir, self.name, self.max_run_usd)
+        self._rate = None
+
+    def _rate_window(self) -> RateWindow | None:
+        """The provider's shared tokens-per-minute window (``tokens_per_minute``), None without a limit."""
+        if self.tokens_per_minute is not None and self._rate is None:
+            self._rate = RateWindow(self._spend_dir, self.provider, self.tokens_per_minute, sleep=self._sleep)
+        return self._rate
 
     # --- one call ---------------------------------------------------------------------------------
     def _kwargs(self, messages: list[dict], tools: list[dict]) -> dict:
@@ -689,13 +699,16 @@ class LLMAgent(Agent):
                 raise RunStopped(f"agent {self.name!r}: the run was stopped by an earlier job: {reason}. Fix the "
                                  f"cause, then `heuresis spend --resume {self.name}` lets its jobs send requests again")
             self._stop_checked = True
-        limited = self._ledger is not None or self.max_episode_usd is not None or self.max_episode_tokens is not None
+        rate = self._rate_window()
+        limited = (self._ledger is not None or self.max_episode_usd is not None or self.max_episode_tokens is not None
+                   or rate is not None)
         bound = self._bound(kwargs) if limited else (0, 0.0)
         self._check_episode_limits(bound)
         log: list[dict] = []
         t_start, started = time.monotonic(), _utc()
         for attempt in range(self.retry.max_retries + 1):
             token = self._reserve(bound)
+            slot = rate.acquire(bound[0]) if rate is not None else None   # waits, before the clock starts
             t0, at = time.monotonic(), _utc()
             try:
                 resp = litellm.completion(**kwargs)
@@ -704,6 +717,8 @@ class LLMAgent(Agent):
                 timeout = isinstance(exc, getattr(litellm, "Timeout", ()))
                 if token is not None:   # a timed-out attempt may be billed: it stays reserved
                     self._ledger.settle(token, None if timeout else 0.0)  # type: ignore[union-attr]
+                if slot is not None:    # a timed-out attempt may have been processed: it stays counted
+                    rate.settle(slot, None if timeout else 0)  # type: ignore[union-attr]
                 message = scrub(str(exc), self._secrets())
                 entry = {"attempt": attempt, "error": type(exc).__name__, "status": getattr(exc, "status_code", None),
                          "message": message[:500], "latency_s": round(time.monotonic() - t0, 4),
@@ -746,6 +761,9 @@ class LLMAgent(Agent):
                               "billed by the provider: not in the recorded cost")
         if token is not None:
             self._ledger.settle(token, u.cost if u.cost is not None else None)  # type: ignore[union-attr]
+        if slot is not None:
+            rate.settle(slot, (int(u.tokens_in) + int(u.tokens_out or 0))  # type: ignore[union-attr]
+                        if u.tokens_in is not None else None)
         self._spent_usd += float(u.cost or 0.0) if u.cost is not None else bound[1] or 0.0
         self._spent_tokens += int(u.tokens_in or 0) + int(u.tokens_out or 0) if u.tokens_in is not None else bound[0]
         if self._log is not None:

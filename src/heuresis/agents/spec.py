@@ -29,7 +29,7 @@ __all__ = ["RESOURCE_PREFIX", "TRANSPORT_KEYS", "provider_of", "provider_resourc
 
 #: Keys of an agent entry that change how a model is asked, not what: out of the params and resume keys.
 TRANSPORT_KEYS = frozenset({"timeout_s", "retries", "api_base_env", "api_key_env", "requires_key", "verify_key",
-                            "max_run_usd", "prompt_caching"})
+                            "max_run_usd", "prompt_caching", "tokens_per_minute"})
 #: Prefix of the Snakemake resource of a provider (``llm_`` + the litellm provider name).
 RESOURCE_PREFIX = "llm_"
 

@@ -47,7 +47,8 @@ from pathlib import Path
 from heuresis.agents.base import FatalAgentError
 from heuresis.artifacts.paths import SPEND
 
-__all__ = ["PROMPT_MARGIN", "RESERVE_TRIES", "SPEND_DIR", "LedgerError", "RunStopped", "SpendLedger",
+__all__ = ["PROMPT_MARGIN", "RATE_WINDOW_S", "RESERVE_TRIES", "SPEND_DIR", "LedgerError", "RateWindow", "RunStopped",
+           "SpendLedger",
            "SpendLimitReached", "clear_stop", "read_stop", "request_bound", "stop_run"]
 
 #: Where the workflow's jobs keep the run's spend ledgers (one folder per agent with ``max_run_usd``)
@@ -95,6 +96,61 @@ def _write_line(fd: int, record: Mapping) -> None:
     os.fsync(fd)
 
 
+class _Journals:
+    """Append-only journals of one shared record, one per process, under ``folder`` (see the module docstring).
+
+    ``append`` writes one synced line to this process's own journal; ``new_events`` reads what every
+    journal gained since the last call, a damaged middle line raising :class:`LedgerError` naming ``what``.
+    """
+
+    def __init__(self, folder: Path, what: str) -> None:
+        self.folder, self.what = folder, what
+        self._fd: int | None = None
+        self._fd_pid: int | None = None
+        self._offsets: dict[str, int] = {}
+
+    def append(self, **event) -> None:
+        try:
+            if self._fd is None or self._fd_pid != os.getpid():
+                self.folder.mkdir(parents=True, exist_ok=True)
+                name = f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(4)}.jsonl"
+                self._fd = os.open(self.folder / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
+                self._fd_pid = os.getpid()
+            _write_line(self._fd, {"t": round(time.time(), 3), **event})
+        except OSError as exc:
+            raise LedgerError(f"{self.what} cannot be written ({self.folder}): {exc}. The job stops: a request "
+                              "that is not recorded is not sent") from exc
+
+    def new_events(self) -> list[dict]:
+        try:
+            names = sorted(p.name for p in self.folder.glob("*.jsonl")) if self.folder.is_dir() else []
+        except OSError as exc:
+            raise LedgerError(f"{self.what} cannot be read ({self.folder}): {exc}") from exc
+        out = []
+        for name in names:
+            offset, path = self._offsets.get(name, 0), self.folder / name
+            try:
+                with open(path, "rb") as fh:
+                    fh.seek(offset)
+                    chunk = fh.read()
+            except OSError as exc:
+                raise LedgerError(f"{self.what}: a journal cannot be read ({path}): {exc}") from exc
+            complete = chunk[:chunk.rfind(b"\n") + 1]   # a last line without its newline: cut short, or not yet whole
+            for k, line in enumerate(complete.splitlines()):
+                try:
+                    event = json.loads(line)
+                    if not isinstance(event, dict) or "event" not in event or "token" not in event:
+                        raise ValueError("not an event")
+                except ValueError as exc:
+                    raise LedgerError(
+                        f"{self.what} is damaged: {path}, byte {offset}, line {k + 1} after it does not read "
+                        f"({exc}). The job stops rather than count less than was used; repair or remove that "
+                        "journal (`heuresis spend` shows the totals)") from exc
+                out.append(event)
+            self._offsets[name] = offset + len(complete)
+        return out
+
+
 class SpendLedger:
     """The run-level spend of one agent: every process's journal under ``<folder>/<agent>/``.
 
@@ -112,66 +168,32 @@ class SpendLedger:
         self.folder = Path(folder)
         self.agent, self.limit = agent, float(limit_usd)
         self.journals = self.folder / agent
-        self._fd: int | None = None
-        self._fd_pid: int | None = None
-        self._own: Path | None = None
-        self._seen: dict[str, tuple[int, dict[str, float], dict[str, float]]] = {}   # file -> offset, reserved, settled
+        self._log = _Journals(self.journals, f"agent {agent!r}: the run's spend ledger")
+        self._held: dict[str, float] = {}      # reservation token -> USD, in flight or of unknown cost
+        self._settled: dict[str, float] = {}   # reservation token -> USD paid
 
     # --- the journals -------------------------------------------------------------------------
     def _append(self, **event) -> None:
-        try:
-            if self._fd is None or self._fd_pid != os.getpid():
-                self.journals.mkdir(parents=True, exist_ok=True)
-                name = f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(4)}.jsonl"
-                self._own = self.journals / name
-                self._fd = os.open(self._own, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
-                self._fd_pid = os.getpid()
-            _write_line(self._fd, {"t": round(time.time(), 3), **event})
-        except OSError as exc:
-            raise LedgerError(f"agent {self.agent!r}: the run's spend ledger cannot be written ({self.journals}): "
-                              f"{exc}. The job stops: a request whose spend is not recorded is not sent") from exc
+        self._log.append(**event)
 
     def _scan(self) -> tuple[float, float]:
         """(settled USD, reserved USD) over every journal, reading only what is new since the last scan."""
-        try:
-            names = sorted(p.name for p in self.journals.glob("*.jsonl")) if self.journals.is_dir() else []
-        except OSError as exc:
-            raise LedgerError(f"agent {self.agent!r}: the run's spend ledger cannot be read ({self.journals}): "
-                              f"{exc}") from exc
-        spent = reserved = 0.0
-        for name in names:
-            offset, held, settled = self._seen.get(name, (0, {}, {}))
-            path = self.journals / name
+        for event in self._log.new_events():
+            kind, token = event["event"], str(event["token"])
             try:
-                with open(path, "rb") as fh:
-                    fh.seek(offset)
-                    chunk = fh.read()
-            except OSError as exc:
-                raise LedgerError(f"agent {self.agent!r}: a journal of the run's spend ledger cannot be read "
-                                  f"({path}): {exc}") from exc
-            complete = chunk[:chunk.rfind(b"\n") + 1]   # a last line without its newline: cut short, or not yet whole
-            for k, line in enumerate(complete.splitlines()):
-                try:
-                    event = json.loads(line)
-                    kind, token, usd = event["event"], str(event["token"]), event.get("usd")
-                    if kind == "reserve":
-                        held[token] = float(usd)
-                    elif kind == "settle":
-                        settled[token] = float(usd)
-                        held.pop(token, None)
-                    elif kind == "release":
-                        held.pop(token, None)
-                    elif kind != "unknown":
-                        raise ValueError(f"unknown event {kind!r}")
-                except (ValueError, KeyError, TypeError) as exc:
-                    raise LedgerError(
-                        f"agent {self.agent!r}: the run's spend ledger is damaged: {path}, byte {offset}, line "
-                        f"{k + 1} after it does not read ({exc}). The job stops rather than count less than "
-                        f"was spent; repair or remove that journal (`heuresis spend` shows the totals)") from exc
-            self._seen[name] = (offset + len(complete), held, settled)
-            spent += sum(settled.values())
-            reserved += sum(held.values())
-        return spent, reserved
+                if kind == "reserve":
+                    self._held[token] = float(event["usd"])
+                elif kind == "settle":
+                    self._settled[token] = float(event["usd"])
+                    self._held.pop(token, None)
+                elif kind == "release":
+                    self._held.pop(token, None)
+                elif kind != "unknown":
+                    raise ValueError(f"unknown event {kind!r}")
+            except (ValueError, KeyError, TypeError) as exc:
+                raise LedgerError(f"agent {self.agent!r}: the run's spend ledger is damaged ({self.journals}): an "
+                                  f"event does not read ({exc}); repair or remove that journal") from exc
+        return sum(self._settled.values()), sum(self._held.values())
 
     # --- what jobs call -----------------------------------------------------------------------
     def totals(self) -> dict:
@@ -207,6 +229,94 @@ class SpendLedger:
             self._append(event="unknown", token=token)
         else:
             self._append(event="settle", token=token, usd=float(actual))
+
+
+# --- tokens per minute ---------------------------------------------------------------------------
+#: The window a tokens-per-minute limit counts over, in seconds.
+RATE_WINDOW_S = 60.0
+
+
+class RateWindow:
+    """A provider's tokens-per-minute limit, shared by every job of the run like the ledger.
+
+    Before each live request an agent reserves the request's worst-case tokens (prompt and output
+    cap) in journals under ``<folder>/rates/<provider>/<minute>/``, written first and then checked
+    like a spend reservation; when the reservations of the last :data:`RATE_WINDOW_S` seconds,
+    every agent and job of that provider included, would pass the limit, it withdraws and waits
+    until the oldest leaves the window.  The answer's actual tokens replace the reservation; a
+    refused attempt (no tokens processed) releases it; a timed-out one stays at its worst case.
+    Each minute has a folder of its own, so a job reads only the last two minutes' journals.
+    The wait happens before the request is sent: it is not the agent's working time.
+    """
+
+    def __init__(self, folder: str | Path, provider: str, tokens_per_minute: int,
+                 sleep=time.sleep, clock=time.time) -> None:
+        self.folder = Path(folder) / "rates" / provider
+        self.provider, self.limit = provider, int(tokens_per_minute)
+        self._sleep, self._clock = sleep, clock
+        self._buckets: dict[int, _Journals] = {}
+        self._tokens: dict[str, tuple[float, int]] = {}   # token -> (reserved at, tokens)
+        self.waited_s = 0.0
+
+    def _journals(self, bucket: int) -> _Journals:
+        if bucket not in self._buckets:
+            self._buckets[bucket] = _Journals(self.folder / str(bucket),
+                                              f"provider {self.provider!r}: the run's token window")
+        return self._buckets[bucket]
+
+    def _used(self, now: float) -> tuple[int, float]:
+        """(tokens reserved or used within the window, when the oldest of them leaves it)."""
+        bucket = int(now // RATE_WINDOW_S)
+        for b in (bucket - 1, bucket):
+            for event in self._journals(b).new_events():
+                token = str(event["token"])
+                try:
+                    if event["event"] == "reserve":
+                        self._tokens[token] = (float(event["at"]), int(event["tokens"]))
+                    elif event["event"] == "settle" and token in self._tokens:
+                        self._tokens[token] = (self._tokens[token][0], int(event["tokens"]))
+                    elif event["event"] == "release":
+                        self._tokens.pop(token, None)
+                except (KeyError, TypeError, ValueError) as exc:
+                    raise LedgerError(f"provider {self.provider!r}: the run's token window is damaged "
+                                      f"({self.folder / str(b)}): an event does not read ({exc})") from exc
+        for b in [b for b in self._buckets if b < bucket - 1]:
+            del self._buckets[b]
+        live = {k: v for k, v in self._tokens.items() if v[0] > now - RATE_WINDOW_S}
+        self._tokens = live
+        oldest = min((t for t, _ in live.values()), default=now)
+        return sum(n for _, n in live.values()), oldest + RATE_WINDOW_S
+
+    def acquire(self, tokens: int) -> tuple[int, str]:
+        """Reserve ``tokens`` within the window, waiting as long as needed; returns the reservation."""
+        tokens = int(tokens)
+        if tokens > self.limit:
+            raise FatalAgentError(f"provider {self.provider!r}: one request's worst case ({tokens:,} tokens) is above "
+                                  f"its tokens_per_minute limit ({self.limit:,}); raise the limit or lower max_tokens")
+        rng = random.Random(secrets.randbits(64))
+        while True:
+            now = self._clock()
+            used, frees = self._used(now)
+            if used + tokens <= self.limit:
+                token, bucket = secrets.token_hex(8), int(now // RATE_WINDOW_S)
+                self._journals(bucket).append(event="reserve", token=token, tokens=tokens, at=now)
+                self._tokens[token] = (now, tokens)
+                used, frees = self._used(self._clock())
+                if used <= self.limit:
+                    return bucket, token
+                self._journals(bucket).append(event="release", token=token)   # a concurrent one took the room
+                self._tokens.pop(token, None)
+            wait = max(0.05, frees - self._clock()) + rng.uniform(0.0, 0.5)
+            self.waited_s += wait
+            self._sleep(wait)
+
+    def settle(self, reservation: tuple[int, str], tokens: int | None) -> None:
+        """The request's actual tokens (None: unknown, the worst case stays; 0: nothing processed)."""
+        bucket, token = reservation
+        if tokens == 0:
+            self._journals(bucket).append(event="release", token=token)
+        elif tokens is not None:
+            self._journals(bucket).append(event="settle", token=token, tokens=int(tokens))
 
 
 # --- stopping the run -------------------------------------------------------------------------------

@@ -257,6 +257,21 @@ def episode_job_runtime(config: Mapping, agent: str, condition_id: str, n_episod
 
 
 # --- config checks (heuresis.config.validation collects them) ------------------------------------
+def _token_rate_errors(config: Mapping) -> list[str]:
+    """A provider's ``tokens_per_minute`` is one account's limit: every LLM agent in use on it states the same."""
+    from heuresis.agents.llm import llm_agents_in_use
+    from heuresis.stages.jobs import provider_resource
+
+    by_provider: dict[str, dict[str, int | None]] = {}
+    for name, spec in llm_agents_in_use(config).items():
+        if (resource := provider_resource(spec)) is not None:
+            by_provider.setdefault(resource, {})[name] = spec.get("tokens_per_minute")
+    return [f"config key agents.*.tokens_per_minute: the agents of provider {resource.removeprefix('llm_')!r} share "
+            f"one token window and must state the same limit, got "
+            + ", ".join(f"{a}: {v if v is not None else 'none'}" for a, v in sorted(limits.items()))
+            for resource, limits in sorted(by_provider.items()) if len(set(limits.values())) > 1]
+
+
 def config_errors(config: Mapping) -> list[str]:
     """Problems of ``agents`` and ``episodes`` a schema cannot say, each naming its config key.
 
@@ -301,6 +316,7 @@ def config_errors(config: Mapping) -> list[str]:
             if isinstance(budget, (int, float)) and "max_tokens" in spec and spec["max_tokens"] <= budget:
                 msgs.append(f"config key agents.{name}.max_tokens: {spec['max_tokens']} must exceed the thinking "
                             f"budget (thinking.budget_tokens = {budget})")
+    msgs += _token_rate_errors(config)
     eps = config["episodes"]
     grids = eps["grids"]
     for g in eps["run"]:
