@@ -21,8 +21,8 @@ import numpy as np
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from heuresis.config import load_config  # noqa: E402
-from heuresis.stages.pilot import forecast, pilot_plan  # noqa: E402
+from heuresis.config import load_config
+from heuresis.stages.pilot import forecast, pilot_plan
 
 ROOT = Path(__file__).resolve().parents[1]
 MEANS = {"tight": 0.05, "standard": 0.2, "generous": 0.8}

@@ -82,8 +82,7 @@ from heuresis.agents.base import (
     register_agent,
 )
 from heuresis.agents.spec import scrub
-from heuresis.agents.spend import (SPEND_DIR, RateWindow, RunStopped, SpendLedger, clear_stop, read_stop, request_bound,
-                                   stop_run)
+from heuresis.agents.spend import SPEND_DIR, RateWindow, RunStopped, SpendLedger, clear_stop, read_stop, request_bound, stop_run
 from heuresis.config.settings import Retries
 from heuresis.harness.requestlog import RequestLog, request_key
 
