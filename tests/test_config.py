@@ -336,7 +336,8 @@ def test_spend_bounds_of_the_paper_config_counted_by_hand(paper_config):
     parts = {"episodes": (tight + generous + standard, tight * 2000 + generous * 8000 + standard * 4000),
              "games_agentic": (14 * 3 * 40, 14 * 3 * 40 * 4000),           # 3 plays, 40 turns, 4000 tokens a reply
              "games_prompting": (14 * 3 * 40, 14 * 3 * 40 * 4000)}         # the same turn limit in text
-    judged = 5 * 14 * 20 + 3 * 2 * 14 * 3                                # offline players 20 plays, LLM 3 per mode
+    # offline players 20 plays each; the LLM players' 3 per mode, but not those of the judge's own model family
+    judged = 5 * 14 * 20 + 2 * 2 * 14 * 3
     leak = 7 * 2 * 3                                                     # networks x conditions x repeats
     models = {"gpt": ("gpt-5", 128000), "claude": ("claude-sonnet-4-5", 64000),   # the map's keys, output limits
               "qwen": ("dashscope/qwen3-max", 65536)}
