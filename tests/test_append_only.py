@@ -1,7 +1,9 @@
 """Conversations are sent append-only: every model request of an episode or game play carries the
 previous request's messages unchanged, with the new ones after them (nothing earlier changes between
 turns: no budget line, clock or renumbering inside earlier messages), so a provider's prompt cache,
-which discounts only an unchanged prefix, holds for the whole conversation.
+which discounts only an unchanged prefix, holds for the whole conversation. A prompt-cache breakpoint
+mark (``cache_control``, which moves to the newest message every turn) is not content and is compared
+away.
 
 Checked on what a scripted server on 127.0.0.1 (tests/llm_server.py) received, for the LLM agent in
 episodes (guided and unguided, every last-turn setting, OpenAI and Anthropic APIs) and in both game
@@ -28,8 +30,26 @@ def _test_key(monkeypatch):
     monkeypatch.setenv("HEURESIS_TEST_KEY", "sk-test")
 
 
+def _unmarked(message: dict) -> dict:
+    """A message without its prompt-cache breakpoint (``cache_control``): the mark is not content, and it
+    moves to the newest message every turn (Anthropic caches the prefix up to the last mark)."""
+    out = {k: v for k, v in message.items() if k != "cache_control"}
+    content = out.get("content")
+    if isinstance(content, list):
+        blocks = [{k: v for k, v in b.items() if k != "cache_control"} if isinstance(b, dict) else b for b in content]
+        out["content"] = (blocks[0]["text"] if len(blocks) == 1 and isinstance(blocks[0], dict)
+                          and blocks[0].get("type") == "text" and set(blocks[0]) == {"type", "text"} else blocks)
+    return out
+
+
 def _canonical(messages) -> list[str]:
-    return [json.dumps(m, sort_keys=True) for m in messages]
+    return [json.dumps(_unmarked(m), sort_keys=True) for m in messages]
+
+
+def _marked(message: dict) -> bool:
+    content = message.get("content")
+    return "cache_control" in message or (isinstance(content, list) and any(
+        isinstance(b, dict) and "cache_control" in b for b in content))
 
 
 def assert_append_only(bodies: list[dict]) -> int:
@@ -67,6 +87,8 @@ def test_episode_requests_are_append_only(small, guided, last_turn, api):
     assert row.status == "ok", row.error
     bodies = [r["body"] for r in server.requests]
     assert len(bodies) == len(req)                       # one request row per request the server saw
+    if api == "anthropic":                               # prompt caching on: the newest message carries the mark
+        assert all(_marked(b["messages"][-1]) for b in bodies)
     # the tight budget's 10 turns, then the last turn(s) the setting allows
     assert len(bodies) >= 10 + (last_turn != "none")
     assert_append_only(bodies)

@@ -689,8 +689,9 @@ def test_quota_error_stops_the_play_job_after_one_request(refs, tmp_path, mode):
         with pytest.raises(ProviderFatalError, match="quota exhausted"):
             run_plays("llm_local", _spec(server.url), mode, "antenna_base", SCENARIOS, plays=3, seed=1, max_turns=10,
                       references=refs, out=tmp_path / "p.parquet", calls_out=tmp_path / "p.calls.parquet",
-                      transcripts_dir=tmp_path / "t")
+                      transcripts_dir=tmp_path / "t", spend_dir=tmp_path / "spend")
     assert len(server.requests) == 1 and not (tmp_path / "p.parquet").exists()
+    assert "quota exhausted" in (tmp_path / "spend/stopped/llm_local.json").read_text()   # later jobs send nothing
 
 
 def test_llm_players_have_their_own_turn_limit(quick_config):

@@ -159,5 +159,5 @@ def test_fatal_provider_error_is_not_resubmitted_and_stops_the_run(slurm, tiny_r
     assert sent == 1, sent
     assert "Error in rule episodes" in log and "paid" in log, log[-3000:]
     stop = json.loads((wd / "results/spend/stopped/paid.json").read_text())
-    assert stop["agent"] == "paid" and "401" in stop["reason"] and "sk-bad" not in stop["reason"], stop
+    assert stop["agent"] == "paid" and "invalid key" in stop["reason"] and "sk-bad" not in stop["reason"], stop
     assert not any((wd / t).exists() for t in targets)

@@ -46,6 +46,7 @@ import time
 import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from heuresis.agents.base import FatalAgentError, agent_class, agent_origin, make_agent
 from heuresis.agents.llm import repair_arguments
@@ -175,11 +176,12 @@ def run_play(agent_name: str, agent_spec: Mapping, scn: Scenario, *, repeat: int
              threshold: float | None = None, optimum: float | None = None,
              max_turns: int = DEFAULT_MAX_TURNS, mode: str = "agentic", task_variant: str = "standard",
              max_tool_calls: int | None = None, code_tool: CodeTool | None = None,
-             request_log: RequestLog | None = None) -> PlayOutcome:
+             request_log: RequestLog | None = None, spend_dir: str | Path | None = None) -> PlayOutcome:
     """Agent ``agent_name`` (config entry ``agent_spec``) plays ``scn`` once in ``mode``.
 
     ``request_log``: the play's log of model requests (a rerun of a play killed or failed midway
-    gets its paid answers from it; every attempt is appended).
+    gets its paid answers from it; every attempt is appended); ``spend_dir``: the folder of the
+    run's spend ledgers and stop records (default ``results/spend`` of the working folder).
 
     ``max_tool_calls``: tool calls executed per turn in the agentic mode (default
     ``games.max_tool_calls_per_turn``'s); ``code_tool``: the code tool's settings (config
@@ -202,7 +204,7 @@ def run_play(agent_name: str, agent_spec: Mapping, scn: Scenario, *, repeat: int
     if getattr(cls, "takes_family", False):  # the mechanism-aware offline agent: the family's
         spec.setdefault("family", scn.family)  # name (its structure), no parameter
     agent = make_agent(agent_name, spec)
-    agent.use_records(request_log)
+    agent.use_records(request_log, spend_dir)
     agent.bind({"output_tokens_per_turn": OUTPUT_TOKENS})
     game = Game(scn, seed=seed, threshold=threshold, guard=mode == "agentic")
     if mode == "agentic":

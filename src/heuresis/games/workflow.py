@@ -163,8 +163,9 @@ def judgement_job_runtime(config: Mapping, judge: str, agent: str) -> int:
     return job_minutes(plays_of(config, agent) * (request_seconds(config["agents"][judge]) or 0.0))
 
 
-# a model's family: the first of these words in its model string (provider prefix included), so that
-# "openai/gpt-5", "azure/gpt-4o" and "openrouter/openai/o3" are one family and "anthropic/claude-*" another
+# a model's family: the first of these words in its model's name, else (a hosted model) in its provider
+# prefix, so that "openai/gpt-5", "azure/gpt-4o" and "openrouter/openai/o3" are one family and
+# "anthropic/claude-*" another, while "openai/smollm2" behind a local server is SmolLM2, not OpenAI
 _FAMILY_WORDS = (("claude", "anthropic"), ("anthropic", "anthropic"), ("gpt", "openai"), ("openai", "openai"),
                  ("o1", "openai"), ("o3", "openai"), ("o4", "openai"), ("qwen", "qwen"), ("dashscope", "qwen"),
                  ("gemini", "google"), ("gemma", "google"), ("llama", "meta"), ("deepseek", "deepseek"),
@@ -172,27 +173,40 @@ _FAMILY_WORDS = (("claude", "anthropic"), ("anthropic", "anthropic"), ("gpt", "o
                  ("glm", "zhipu"))
 
 
+def _family_word(parts: list[str]) -> str | None:
+    words = [q for part in parts for q in part.replace("_", "-").split("-")]
+    for word, family in _FAMILY_WORDS:
+        if any(q == word or (q.startswith(word) and word not in ("o1", "o3", "o4")) for q in words):
+            return family
+    return None
+
+
 def model_family(agent_spec: Mapping) -> str | None:
     """The model family of an agent entry (None for an agent without a ``model``: the offline players).
 
-    The family is named by the first known word of the model string's parts (``provider/name``:
-    ``gpt``, ``o3`` and ``openai`` are OpenAI's; ``claude`` and ``anthropic`` Anthropic's; ``qwen`` and
-    ``dashscope`` Qwen's; ...); an unknown model is its own family (its name without the provider).
+    The family is named by the first known word of the model's name (``gpt``, ``o3``: OpenAI's;
+    ``claude``: Anthropic's; ``qwen``: Qwen's; ...), else, for a hosted model (no ``api_base`` or
+    ``api_base_env``), of its provider prefix (``openai``, ``anthropic``, ``dashscope``); any other
+    model is its own family (its name without the provider): behind a local server the prefix
+    names only the protocol.
     """
     model = agent_spec.get("model")
     if not model:
         return None
-    parts = [q for part in str(model).lower().split("/") for q in part.replace("_", "-").split("-")]
-    for word, family in _FAMILY_WORDS:
-        if any(q == word or (q.startswith(word) and word not in ("o1", "o3", "o4")) for q in parts):
-            return family
-    return str(model).lower().split("/")[-1]
+    parts = str(model).lower().split("/")
+    hosted = not (agent_spec.get("api_base") or agent_spec.get("api_base_env"))
+    return _family_word(parts[-1:]) or (_family_word(parts[:-1]) if hosted else None) or parts[-1]
 
 
 def judges_for(config: Mapping, agent: str) -> list[str]:
-    """The judges of ``games.judges`` that may grade ``agent``'s plays: none of the player's model family."""
+    """The judges of ``games.judges`` that may grade ``agent``'s plays: none of the player's model family.
+
+    Unless ``games.judge_own_family`` allows it: a run with one model, such as the local smoke run.
+    """
     agents = config.get("agents", {})
     own = model_family(agents.get(agent, {}))
+    if config["games"].get("judge_own_family"):
+        return list(config["games"]["judges"])
     return [j for j in config["games"]["judges"] if own is None or model_family(agents.get(j, {})) != own]
 
 
@@ -208,7 +222,7 @@ def judge_panel_errors(config: Mapping) -> list[str]:
         if fam is not None and not judges_for(config, a):
             msgs.append(f"config key games.judges: every judge ({', '.join(g['judges'])}) is of the model family "
                         f"{fam!r} of player {a!r}, and a judge never grades its own model family; add a judge of "
-                        f"another family")
+                        f"another family (or set games.judge_own_family: true, for a run with a single model)")
     return msgs
 
 
@@ -352,7 +366,8 @@ def run_plays(agent: str, spec: Mapping, mode: str, scenario: str, folder: str |
               max_turns: int, references: str | Path, out: str | Path, calls_out: str | Path,
               transcripts_dir: str | Path, log: _Log = _quiet, attempt: str = FIRST_ATTEMPT,
               requests_out: str | Path | None = None, task_variant: str = "standard",
-              max_tool_calls: int | None = None, code_tool: CodeTool | Mapping | None = None) -> Path:
+              max_tool_calls: int | None = None, code_tool: CodeTool | Mapping | None = None,
+              spend_dir: str | Path | None = None) -> Path:
     """``plays`` plays of ``scenario`` by ``agent`` in ``mode``; checkpointed per play.
 
     ``requests_out``: the plays' model requests (:data:`~heuresis.artifacts.schemas.GAME_PLAY_REQUESTS`);
@@ -390,7 +405,7 @@ def run_plays(agent: str, spec: Mapping, mode: str, scenario: str, folder: str |
             res = run_play(agent, spec, scn, repeat=r, seed=s, threshold=ref["threshold"], optimum=ref["optimum"],
                            max_turns=max_turns, mode=mode, task_variant=task_variant,
                            max_tool_calls=max_tool_calls, code_tool=code_tool,
-                           request_log=RequestLog(tdir / f"r{r}.requests.jsonl"))
+                           request_log=RequestLog(tdir / f"r{r}.requests.jsonl"), spend_dir=spend_dir)
             row, calls, transcript, requests = res.row, res.calls, res.transcript, res.requests
         except FatalAgentError:   # a refused key, an exhausted quota or spend limit: the job stops
             raise
