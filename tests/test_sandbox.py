@@ -311,7 +311,10 @@ def test_total_memory_is_bounded_children_and_memfd(cgroup, monkeypatch):
     kind = kids.bound["memory_bound"]
     assert memfd.bound["memory_bound"] == kind
     held = kids.stdout.count("held")
-    assert held * 200 <= 1024, kids.stdout                    # never more than the bound held at once
+    codes = json.loads(kids.stdout.split("codes", 1)[1].split("nofork")[0])
+    # the children that held their 200 MB through the common sleep and exited: never more than the bound
+    # at once (one that printed "held" may be killed after it, when another's allocation meets the bound)
+    assert codes.count(0) * 200 <= 1024, kids.stdout
     written = max([int(ln.split()[1]) for ln in memfd.stdout.splitlines() if ln.startswith("written")], default=0)
     if cgroup == "off" or not _can_make_cgroup():
         assert kind == "seccomp" and kids.bound["max_processes"] * kids.bound["per_process_mb"] <= 1024
@@ -319,7 +322,6 @@ def test_total_memory_is_bounded_children_and_memfd(cgroup, monkeypatch):
         assert held < 8
     else:
         assert kind in ("cgroup-v1", "cgroup-v2"), kids.bound
-        codes = json.loads(kids.stdout.split("codes", 1)[1].split("nofork")[0])
         assert -9 in codes and kids.bound["oom_kills"] > 0 and kids.limit_hit == "memory", kids
         # the memfd writer was killed by the bound before it held 1 GB (no refusal: memfd is allowed, and charged)
         assert memfd.returncode in (-9, 137) and written < 1024 and "refused" not in memfd.stdout, memfd
