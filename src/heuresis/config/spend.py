@@ -114,7 +114,7 @@ def _sum(values) -> int | float | None:
     return None if any(v is None for v in values) else sum(values)
 
 
-def ceilings(config: Mapping) -> dict[tuple[str, str], float]:
+def ceilings(config: Mapping) -> dict[tuple[str, str], float | None]:
     """The upper bound of each LLM agent's dollars per (agent, part), as the forecast compares them."""
     return {(b.agent, b.part): b.dollars for b in spend_bounds(config)}
 

@@ -170,7 +170,7 @@ def _pilot_row(ep: Mapping, episode: Mapping, requests: Sequence[Mapping]) -> di
             "cost": _sum(r["cost"] for r in requests)}
 
 
-def forecast(config: Mapping, pilot: Sequence[Mapping], ceilings: Mapping[tuple[str, str], float], *,
+def forecast(config: Mapping, pilot: Sequence[Mapping], ceilings: Mapping[tuple[str, str], float | None], *,
              level: float = LEVEL, resamples: int = RESAMPLES, seed: int = PILOT_SEED) -> list[dict]:
     """Rows of :data:`FORECAST` from the pilot's rows (:data:`PILOT`), see the module docstring.
 
@@ -255,7 +255,7 @@ def forecast_lines(rows: Sequence[Mapping]) -> list[str]:
     return out
 
 
-def write_forecast(config: Mapping, pilot_paths: Sequence[str | Path], ceilings: Mapping[tuple[str, str], float],
+def write_forecast(config: Mapping, pilot_paths: Sequence[str | Path], ceilings: Mapping[tuple[str, str], float | None],
                    out: str | Path, text_out: str | Path) -> Path:
     """Write the forecast (:data:`FORECAST`, and the same as a Markdown table) from the pilot's tables."""
     started = utc_now()
