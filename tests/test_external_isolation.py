@@ -4,7 +4,9 @@ A hostile command run through the workflow's episode job (bubblewrap, ``isolatio
 as uid 65534 when the tests run as root) reads its descriptors, walks ``/proc``, reads
 ``/proc/net/tcp``, scans every loopback port, tries an abstract Unix socket of the host and the
 job's log file, fills its tmpfs, forks and allocates past its limits, and floods its stdout: it
-finds none of what it looks for and the episode is still recorded.  A stranger on loopback
+finds none of what it looks for and the episode is still recorded.  With ``network: {allow: [...]}``
+the harness's proxy reaches the listed pairs and nothing else: no other port, no loopback, private,
+link-local or unspecified address in any spelling, unless listed in ``private_addresses``.  A stranger on loopback
 cannot submit to a hand-served episode, and a connection and payload flood leaves the server
 within its stated limits (descriptors and memory of the harness measured).
 """
@@ -591,3 +593,228 @@ def test_an_external_commands_memfd_is_bounded_in_total(cgroup, split, tmp_path,
         assert bound["oom_kills"] >= 1
     if cgroup == "auto" and os.geteuid() == 0 and os.access("/sys/fs/cgroup/memory", os.W_OK):
         assert bound["memory_bound"].startswith("cgroup"), bound     # root on a writable v1 hierarchy: a cgroup
+
+
+class _Target:
+    """A TCP server on the host's loopback that answers each request with its own name; counts its connections."""
+
+    def __init__(self, name: str) -> None:
+        self.name, self.connections = name, 0
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.connections += 1
+            threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
+
+    def _answer(self, conn: socket.socket) -> None:
+        with conn:
+            conn.settimeout(10)
+            try:
+                head = b""
+                while b"\r\n\r\n" not in head:
+                    chunk = conn.recv(4096)
+                    if not chunk:
+                        return
+                    head += chunk
+                body = f"{self.name} got {head.split(b' ')[0].decode()} {head.split(b' ')[1].decode()}".encode()
+                conn.sendall(b"HTTP/1.0 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def _ask(path: str, raw: bytes, then: bytes = b"") -> bytes:
+    """Send ``raw`` to the proxy on ``path``; after a 200 to a CONNECT, ``then`` through the tunnel; all it answered."""
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(15)
+    s.connect(path)
+    got = b""
+    try:
+        s.sendall(raw)
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            got += chunk
+            if then and got.startswith(b"HTTP/1.1 200") and got.endswith(b"\r\n\r\n"):
+                s.sendall(then)
+                then = b""
+    except OSError:
+        pass
+    s.close()
+    return got
+
+
+def test_the_proxy_reaches_only_allowed_pairs_on_public_or_listed_addresses(tmp_path):
+    """The proxy, on a Unix socket, relays HTTP and CONNECT to an allowed pair on a listed private address;
+    every other target is refused (400 or 403) and no connection reaches the servers behind them."""
+    from heuresis.agents.external.proxy import AllowProxy, _public
+
+    a, b = _Target("A"), _Target("B")
+    pa, pb = a.port, b.port
+    listed = [f"127.0.0.1:{pa}", f"[::1]:{pa}", f"0.0.0.0:{pa}", "169.254.169.254:80", f"[::ffff:127.0.0.1]:{pa}",
+              f"[2002:7f00:1::1]:{pa}", f"[64:ff9b::7f00:1]:{pa}", f"10.0.0.1:{pa}", f"[fe80::1]:{pa}"]
+    named = [f"127.0.0.1:{pa}", f"localhost:{pa}", f"2130706433:{pa}", f"127.1:{pa}", f"0:{pa}"]   # all loopback
+    path, other = str(tmp_path / "proxy.sock"), str(tmp_path / "strict.sock")
+    proxy = AllowProxy(path, listed, private_addresses=["127.0.0.1"])
+    strict = AllowProxy(other, named)   # no private address listed
+    proxy.start()
+    strict.start()
+    try:
+        # allowed: absolute-form HTTP and a CONNECT tunnel reach A, on 127.0.0.1 (listed)
+        got = _ask(path, f"GET http://127.0.0.1:{pa}/x?q=1 HTTP/1.1\r\nHost: 127.0.0.1:{pa}\r\n\r\n".encode())
+        assert got.startswith(b"HTTP/1.0 200") and got.endswith(b"A got GET /x?q=1"), got
+        got = _ask(path, f"CONNECT 127.0.0.1:{pa} HTTP/1.1\r\nHost: 127.0.0.1:{pa}\r\n\r\n".encode(),
+                   then=b"GET /tunnel HTTP/1.0\r\n\r\n")
+        assert got.startswith(b"HTTP/1.1 200 Connection established") and got.endswith(b"A got GET /tunnel"), got
+        assert (a.connections, b.connections) == (2, 0)
+        # refused: a pair not in the list (B's port; A's on another name); addresses that are not public,
+        # whatever their spelling, unless listed; names that resolve to loopback
+        refused = [f"127.0.0.1:{pb}", f"127.0.0.2:{pa}", f"LOCALHOST:{pb}", *listed[1:]]
+        for target in refused:
+            host, _, port = target.rpartition(":")
+            for raw in (f"CONNECT {target} HTTP/1.1\r\n\r\n", f"GET http://{host}:{port}/ HTTP/1.1\r\n\r\n"):
+                got = _ask(path, raw.encode(), then=b"GET /leak HTTP/1.0\r\n\r\n")
+                assert got.startswith(b"HTTP/1.1 403 Forbidden") and b"got" not in got, (raw, got)
+        for target in named:   # allowed pairs whose host is (or resolves to) loopback, not listed as private
+            host, _, port = target.rpartition(":")
+            for raw in (f"CONNECT {target} HTTP/1.1\r\n\r\n", f"GET http://{host}:{port}/ HTTP/1.1\r\n\r\n"):
+                got = _ask(other, raw.encode(), then=b"GET /leak HTTP/1.0\r\n\r\n")
+                assert got.startswith(b"HTTP/1.1 403") and b"not a public address" in got, (raw, got)
+        # malformed or not a proxy request: 400, or the connection closed unanswered
+        malformed = [f"{line}\r\n\r\n".encode() for line in (
+            "GET", "CONNECT 127.0.0.1 HTTP/1.1", f"CONNECT 127.0.0.1:{pa}0000 HTTP/1.1", f"CONNECT a@127.0.0.1:{pa} HTTP/1.1",
+            f"GET /x HTTP/1.1\r\nHost: 127.0.0.1:{pa}", f"GET https://127.0.0.1:{pa}/ HTTP/1.1",
+            f"GET http://127.0.0.1:{pa}0000/ HTTP/1.1", "GET http://[::1/ HTTP/1.1", "GET http://127.0.0.1:0/ HTTP/1.1",
+            f"GET http://127.0.0.1:{pa} x HTTP/1.1")]
+        for raw in [*malformed, b"x" * 40000]:
+            got = _ask(path, raw)
+            assert got == b"" or got.startswith(b"HTTP/1.1 400"), (raw, got)
+        assert (a.connections, b.connections) == (2, 0)
+        rec = proxy.record()
+        assert rec["allowed"] == 2 and rec["refused"] >= 2 * len(refused)
+        assert {x["verdict"] for x in rec["attempts"]} - {"allowed"} and all(
+            x["verdict"] == "allowed" or x["verdict"].startswith("refused") for x in rec["attempts"])
+    finally:
+        proxy.stop()
+        strict.stop()
+        a.close()
+        b.close()
+    import ipaddress
+
+    assert _public(ipaddress.ip_address("8.8.8.8")) and _public(ipaddress.ip_address("2606:4700::1111"))
+    assert not _public(ipaddress.ip_address("2002:7f00:1::1")) and _public(ipaddress.ip_address("2002:808:808::1"))
+
+
+THROUGH = r'''
+import asyncio, os, socket, sys
+from mcp import Client
+
+allowed, other = int(sys.argv[1]), int(sys.argv[2])
+proxy = os.environ["HTTPS_PROXY"].rsplit(":", 1)
+
+def direct(port):
+    s = socket.socket()
+    s.settimeout(2)
+    ok = s.connect_ex(("127.0.0.1", port)) == 0
+    s.close()
+    return ok
+
+def through(request):
+    s = socket.create_connection((proxy[0].split("//")[1], int(proxy[1])), timeout=10)
+    s.sendall(request.encode())
+    got = b""
+    while True:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        got += chunk
+        if got.startswith(b"HTTP/1.1 200 Connection") and got.endswith(b"\r\n\r\n"):
+            s.sendall(b"GET /tunnel HTTP/1.0\r\n\r\n")
+    s.close()
+    return got.decode(errors="replace")
+
+found = {"env": os.environ.get("HTTPS_PROXY"), "direct": [direct(allowed), direct(other)],
+         "get": through(f"GET http://127.0.0.1:{allowed}/x HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"),
+         "tunnel": through(f"CONNECT 127.0.0.1:{allowed} HTTP/1.1\r\n\r\n"),
+         "other": through(f"CONNECT 127.0.0.1:{other} HTTP/1.1\r\n\r\n"),
+         "other_get": through(f"GET http://127.0.0.1:{other}/ HTTP/1.1\r\n\r\n"),
+         "named": through(f"CONNECT localhost:{allowed} HTTP/1.1\r\n\r\n")}
+
+async def main():
+    async with Client(os.environ["HEURESIS_MCP_URL"], cache=None) as client:
+        await client.call_tool("view_graph", {"found": found})
+        await client.call_tool("submit", {})
+
+asyncio.run(main())
+'''
+
+
+@needs_bwrap
+def test_an_allow_list_reaches_its_pairs_through_the_proxy_and_nothing_else(split, tmp_path):
+    """``network: {allow: [...]}``: the command stays on its own network (the host's loopback is no route), the
+    harness's proxy reaches the allowed pair (HTTP and CONNECT) and refuses another port; the episode records it."""
+    a, b = _Target("A"), _Target("B")
+    try:
+        (tmp_path / "agent").mkdir()
+        (tmp_path / "agent" / "through.py").write_text(THROUGH)
+        spec = {"kind": "external", "command": ["python", str(tmp_path / "agent" / "through.py"), str(a.port),
+                                                str(b.port)],
+                "expose": [str(tmp_path / "agent")], "idle_timeout_s": 60,
+                "network": {"allow": [f"127.0.0.1:{a.port}"], "private_addresses": ["127.0.0.1"]}}
+        got = _run(split, "through", spec, tmp_path / "out")
+        assert got["row"]["termination"] == "submitted", got["row"]["error"]
+        found = json.loads(got["calls"][0]["arguments"])["found"]
+        assert found["env"] == f"http://127.0.0.1:{external.PROXY_PORT}"
+        assert found["direct"] == [False, False]                      # its own network: no host loopback
+        assert found["get"].startswith("HTTP/1.0 200") and found["get"].endswith("A got GET /x"), found
+        assert found["tunnel"].startswith("HTTP/1.1 200 Connection") and found["tunnel"].endswith("A got GET /tunnel")
+        for key in ("other", "other_get", "named"):                   # not in the list: refused, never connected
+            assert found[key].startswith("HTTP/1.1 403") and "not in the allow list" in found[key], found[key]
+        assert (a.connections, b.connections) == (2, 0)
+        record = json.loads(Path(got["row"]["transcript"]).read_text())["agent_record"]
+        assert record["network"] == "allow" and record["proxy"]["allow"] == [f"127.0.0.1:{a.port}"]
+        assert (record["proxy"]["allowed"], record["proxy"]["refused"]) == (2, 3), record["proxy"]
+        notes = got["requests"][0]["notes"]
+        assert f"network private, and through the harness's proxy only 127.0.0.1:{a.port}" in notes, notes
+        assert "private addresses allowed: 127.0.0.1" in notes
+    finally:
+        a.close()
+        b.close()
+
+
+@pytest.mark.parametrize("network, error", [
+    ({"allow": ["api.example.com:443", "[2001:db8::1]:8443"]}, ""),
+    ({"allow": ["10.0.0.5:8000"], "private_addresses": ["10.0.0.5"]}, ""),
+    ({"allow": []}, "network.allow must be a non-empty list"),
+    ({"allow": ["api.example.com"]}, "is not host:port"),
+    ({"allow": ["a@b:443"]}, "is not host:port"),
+    ({"allow": ["a:443"], "private_addresses": ["gateway.lab"]}, "is not an IP address"),
+    ({"allow": ["a:443"], "proxy": "x"}, "network takes the keys allow and private_addresses"),
+    ("yes", "network must be false, true or"),
+])
+def test_the_config_checks_the_network_allow_list(network, error, tmp_path, monkeypatch):
+    """The schema passes an external agent's ``network`` on to its own checks, which accept ``{allow,
+    private_addresses}`` and name what is wrong."""
+    from heuresis.stages.episodes import config_errors
+
+    monkeypatch.chdir(tmp_path)
+    cfg = {"agents": {"ext": {"kind": "external", "command": ["python", "x.py"], "network": network}},
+           "references": {"algorithms": {"pc_kci": {}}}, "episodes": {"grids": {}, "run": []}}
+    from heuresis.config.loading import schema_errors
+
+    assert not [e for e in schema_errors(json.loads(json.dumps(cfg))) if "agents" in e]   # the schema leaves it here
+    errors = config_errors(cfg)
+    if not error:
+        assert errors == []
+    else:
+        assert len(errors) == 1 and "agents.ext" in errors[0] and error in errors[0], errors

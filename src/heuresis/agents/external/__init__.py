@@ -35,7 +35,8 @@ harness drains, kept in the transcript: :meth:`ExternalAgent.record`), a strippe
 ``expose``, never the harness's working folder (where ``results/`` and the truth live),
 ``$HOME`` or ``/tmp``; it writes only to size-capped tmpfs folders, under the code tool's limits,
 and has a network of its own where only its episode's server is reachable (a forwarder to the
-server's Unix socket), unless ``network`` opts into the host's.
+server's Unix socket) -- with ``network: {allow: [host:port, ...]}`` also those pairs through the
+harness's proxy (:mod:`.proxy`) --, unless ``network: true`` opts into the host's.
 
 The package, one job per module:
 
@@ -44,7 +45,8 @@ The package, one job per module:
 * :mod:`.server` — the low-level MCP server of one run (:func:`build_server`);
 * :mod:`.transport` — streamable HTTP and stdio, with the server's limits (the ``MAX_*`` constants);
 * :mod:`.command` — the command's isolation and command line (:func:`command_argv`), its limits
-  (:class:`CommandLimits`) and the reading of its output.
+  (:class:`CommandLimits`) and the reading of its output;
+* :mod:`.proxy` — the harness's HTTP proxy of an allow-listed network (:class:`~.proxy.AllowProxy`).
 """
 
 from heuresis.agents.external.agent import (
@@ -61,6 +63,7 @@ from heuresis.agents.external.command import (
     INNER_PORT,
     OUTPUT_KEEP,
     OUTPUT_READ_MAX,
+    PROXY_PORT,
     WORK_DIR,
     CommandLimits,
     command_argv,
@@ -71,6 +74,6 @@ from heuresis.agents.external.server import USAGE_META, build_server
 from heuresis.agents.external.transport import MAX_BODY_BYTES, MAX_CONNECTIONS, is_loopback
 
 __all__ = ["INNER_PORT", "ISOLATION", "MAX_ARGUMENT_CHARS", "MAX_BODY_BYTES", "MAX_CONNECTIONS", "OUTPUT_KEEP",
-           "OUTPUT_READ_MAX", "TRANSPORTS", "URL_ENV", "USAGE_META", "WORK_DIR", "ClientIdle", "ClientLeft",
+           "OUTPUT_READ_MAX", "PROXY_PORT", "TRANSPORTS", "URL_ENV", "USAGE_META", "WORK_DIR", "ClientIdle", "ClientLeft",
            "CommandLimits", "ExternalAgent", "build_server", "command_argv", "command_isolation", "expose_problem",
            "is_loopback", "wait_for_clients"]

@@ -215,6 +215,7 @@ class ExternalAgent(Agent):
         self.env_names, self.isolation, self.expose = list(env), isolation, list(expose)
         self.network = network if isinstance(network, bool) else "allow"
         self._proxy: Any = None   # the harness's proxy of an allowlisted network (proxy.AllowProxy)
+        self.network_used = ""    # what the command had: private, allow (private and the proxy) or host
         self.limits = CommandLimits(memory_mb=memory_mb, max_processes=max_processes, disk_mb=disk_mb,
                                     cpu_seconds=cpu_seconds, cpus=float(cpus), memory_bound=memory_bound)
         self._bound: Any = None   # the sandbox's total bound (heuresis.harness.bounds.Bound) while its command runs
@@ -328,6 +329,9 @@ class ExternalAgent(Agent):
         """The usage of one call: the tokens the client reported with it (``_meta``), else unknown (None)."""
         warn = ([f"external agent {self.name!r} ran without isolation (isolation: {self.isolation})"]
                 if self.command is not None and self.isolation_used == "none" else [])
+        if self.command is not None and self.isolation_used == "none" and self.network == "allow":
+            warn.append(f"external agent {self.name!r}: network allow list unenforced without isolation (the host's "
+                        "network)")
         if self.command is not None and self.isolation_used == "bwrap" and self.network is True:
             warn.append(f"external agent {self.name!r} shared the host's network (network: true): it could reach "
                         "every loopback and private service")
@@ -346,10 +350,13 @@ class ExternalAgent(Agent):
                      model=self._model, provider=self._provider, price_source="external", notes=notes, warnings=warn)
 
     def record(self) -> dict | None:
-        """The command's exit status and the tails of its stdout and stderr (None: no command ran)."""
+        """What the command did: exit status, network, output tails, bound, proxy attempts (None: no command ran).
+
+        ``network`` is ``private``, ``allow`` (private and the proxy's pairs) or ``host``.
+        """
         if self._proc is None:
             return None
-        out: dict = {"command_exit_status": self._proc.returncode}
+        out: dict = {"command_exit_status": self._proc.returncode, "network": self.network_used}
         if self._bound is not None:
             out["bound"] = self._bound.record()
         if self._proxy is not None:
@@ -478,6 +485,7 @@ class ExternalAgent(Agent):
                 os.close(fd)
             raise
         passed = sorted(k for k in self.env_names if k in os.environ)
+        self.network_used = ("private" if self._proxy is None else "allow") if private else "host"
         net = ("private (only this episode's server)" if private and self._proxy is None else
                f"private, and through the harness's proxy only {', '.join(self.allow)}"
                + (f" (private addresses allowed: {', '.join(self.private_addresses)})" if self.private_addresses else "")

@@ -41,8 +41,14 @@ def parse_allow(entry: str) -> tuple[str, int]:
 
 
 def _public(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
+    """A global unicast address; an IPv6 one that carries an IPv4 address (mapped, 6to4, Teredo) only if that is too."""
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            ip = ip.ipv4_mapped
+        else:
+            embedded = [a for a in (ip.sixtofour, *(ip.teredo or ())) if a is not None]
+            if not all(_public(a) for a in embedded):
+                return False
     return ip.is_global and not (ip.is_multicast or ip.is_reserved or ip.is_loopback or ip.is_link_local
                                  or ip.is_private or ip.is_unspecified)
 
@@ -141,12 +147,16 @@ class AllowProxy:
                     return
                 forward = rest
             else:
-                url = urlsplit(target)
-                if url.scheme != "http" or not url.hostname:
-                    self._note(target, "refused: not a CONNECT or an absolute http:// request")
+                try:
+                    url = urlsplit(target)
+                    name, given = url.hostname, url.port   # ValueError: a bracketed host or a port that is not one
+                except ValueError:
+                    name = given = None
+                if not name or given == 0 or url.scheme != "http":
+                    self._note(target, "refused: not a CONNECT or an absolute http://host[:port] request")
                     conn.sendall(b"HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n")
                     return
-                host, port = url.hostname, url.port or 80
+                host, port = name, 80 if given is None else given
                 path = url.path or "/"
                 if url.query:
                     path += "?" + url.query
@@ -176,7 +186,7 @@ class AllowProxy:
             t.start()
             _pump(conn, up)
             t.join()
-        except OSError:
+        except Exception:
             pass
         finally:
             for s in (conn, up):
