@@ -421,10 +421,10 @@ def test_reported_tokens_count_and_a_missing_report_is_unknown(split, tmp_path, 
             meta = {external.USAGE_META: {"tokens_in": 1200, "tokens_out": 80}}
             a = await client.call_tool("view_graph", {}, meta=meta)
             b = await client.call_tool("view_graph", {})
-            c = await client.call_tool("data_summary", {}, meta={external.USAGE_META: {"tokens_out": over}})
             for implausible in ({"tokens_in": 0, "tokens_out": 5}, {"tokens_in": 10**9, "tokens_out": 5},
                                 {"tokens_in": True, "tokens_out": 5}):
                 await client.call_tool("view_graph", {}, meta={external.USAGE_META: implausible})
+            c = await client.call_tool("data_summary", {}, meta={external.USAGE_META: {"tokens_out": over}})
             await client.call_tool("submit", {}, meta=meta)
             return a, b, c
         finally:
@@ -433,8 +433,9 @@ def test_reported_tokens_count_and_a_missing_report_is_unknown(split, tmp_path, 
     a, b, c = anyio.run(play)
     t.join(60)
     reqs = box["tables"]["requests"]
-    assert [(q["tokens_in"], q["tokens_out"]) for q in reqs] == [(1200, 80), (None, None), (None, over),
-                                                                 *[(None, None)] * 3, (1200, 80)]
+    assert [(q["tokens_in"], q["tokens_out"]) for q in reqs] == [(1200, 80), (None, None), *[(None, None)] * 3,
+                                                                 (None, over), (1200, 80)]
+    assert all("implausible usage report" in reqs[k]["notes"] for k in (2, 3, 4))
     assert not a.is_error and not b.is_error and c.is_error and "output-token limit" in c.content[0].text
     row = box["tables"]["row"]
     assert row["tokens_in"] is None and row["tokens_out"] is None      # unknown once one call did not say
