@@ -290,6 +290,10 @@ def test_a_judgement_job_of_the_players_own_family_is_refused(tmp_path):
     with pytest.raises(ValueError, match="never grades its own model family"):
         run_judgements("judge_claude", cfg["agents"]["judge_claude"], "claude", "agentic", [], [], tmp_path,
                        tmp_path / "j.parquet", agent_spec=cfg["agents"]["claude"])
+    # a run with a single model (games.judge_own_family: the local smoke run) lets it grade its own plays
+    out = run_judgements("judge_claude", cfg["agents"]["judge_claude"], "claude", "agentic", [], [], tmp_path,
+                         tmp_path / "j.parquet", agent_spec=cfg["agents"]["claude"], own_family=True)
+    assert out.exists()
 
 
 # --- the best design found by search ---------------------------------------------------------------

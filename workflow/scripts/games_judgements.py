@@ -8,4 +8,5 @@ sm = snakemake  # noqa: F821  (injected by Snakemake)
 run_judgements(sm.wildcards.judge, sm.config["agents"][sm.wildcards.judge], sm.wildcards.agent, sm.wildcards.mode,
                [sm.input.plays], [sm.input.references], sm.params.folder, sm.output.judgements, max_tokens=sm.params.max_tokens,
                requests_out=sm.output.requests, agent_spec=sm.config["agents"][sm.wildcards.agent],
+               own_family=bool(sm.config["games"].get("judge_own_family")),
                log=stage_logger(sm.log[0]), attempt=sm.params.attempt)

@@ -458,13 +458,14 @@ def judgement_unit(play: Mapping) -> str:
 def run_judgements(judge: str, spec: Mapping, agent: str, mode: str, plays_paths: Sequence[str | Path],
                    references: Sequence[str | Path], folder: str | Path, out: str | Path, *, max_tokens: int = 1500,
                    log: _Log = _quiet, attempt: str = FIRST_ATTEMPT, requests_out: str | Path | None = None,
-                   agent_spec: Mapping | None = None) -> Path:
+                   agent_spec: Mapping | None = None, own_family: bool = False) -> Path:
     """Judge ``judge`` scores the report of every play in ``plays_paths``; checkpointed per play.
 
     ``requests_out``: the judge's model requests (:data:`~heuresis.artifacts.schemas.GAME_JUDGEMENT_REQUESTS`).
-    ``agent_spec``: the player's agent entry; a judge of the player's model family is refused.
+    ``agent_spec``: the player's agent entry; a judge of the player's model family is refused unless
+    ``own_family`` (``games.judge_own_family``: a run with a single model).
     """
-    if agent_spec is not None:
+    if agent_spec is not None and not own_family:
         own = model_family(agent_spec)
         if own is not None and model_family(spec) == own:
             raise ValueError(f"judge {judge!r} ({spec.get('model')}) is of the model family {own!r} of player "
