@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import html
 import json
+import math
 import os
 import re
 import shutil
 import subprocess
 import threading
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -28,6 +30,7 @@ import pytest
 from heuresis.artifacts.io import write_table
 from heuresis.artifacts.schemas import GAME_JUDGEMENTS
 from heuresis.view import Site, export_site, make_server
+from heuresis.view.pages import INDEX_COLUMNS
 from heuresis.view.transcripts import TranscriptProblem, read_episode_transcript
 
 pytestmark = pytest.mark.slow
@@ -67,6 +70,14 @@ def _episodes(results: Path) -> list[dict]:
 
 def _calls(results: Path) -> list[dict]:
     return [r for p in sorted(results.glob("episodes/*/*/*/*/shard-*.calls.parquet")) for r in pq.read_table(p).to_pylist()]
+
+
+def _shared_instances(results: Path) -> dict[tuple, list[dict]]:
+    """The instances played by two or more episodes, and those episodes."""
+    groups: dict[tuple, list[dict]] = {}
+    for e in _episodes(results):
+        groups.setdefault((e["family"], e["split"], e["instance"]), []).append(e)
+    return {k: v for k, v in groups.items() if len(v) >= 2}
 
 
 def test_index_lists_every_episode(run):
@@ -237,7 +248,7 @@ def test_export_writes_the_same_pages(run, tmp_path):
     assert n == len(paths)
     for path in paths:
         assert (out / path).read_bytes() == site.page(path).body, path
-    assert len(list(out.rglob("*.html"))) == 1 + len(_episodes(run)) + len(_plays(run))
+    assert len(list(out.rglob("*.html"))) == 1 + len(_episodes(run)) + len(_plays(run)) + len(_shared_instances(run))
     assert (out / "files/tables/table4.md").is_file()   # the run's tables are linked from the index
 
 
@@ -567,3 +578,322 @@ def test_an_agent_failure_is_shown_with_its_reason(run, tmp_path):
     page = Site(results).page(f"episodes/{e['episode_id']}.html").body.decode()
     assert "agent failure (transcript)" in page and "RuntimeError: the model server went away" in page
     assert 'id="transcript-problem"' not in page
+
+
+# --- headers, the hidden truth labelled ----------------------------------------------------------------
+def _head(url: str) -> tuple[int, dict, bytes]:
+    try:
+        with urllib.request.urlopen(url, timeout=30) as r:
+            return r.status, {k.lower(): v for k, v in r.headers.items()}, r.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, {k.lower(): v for k, v in exc.headers.items()}, exc.read()
+
+
+def test_served_text_is_utf8_and_robots_and_icon_are_answered(run, tmp_path):
+    """Every text file served says charset=utf-8 (a table's "−" and "×" read right); robots.txt forbids
+    every path, served at the root and under the token and exported; the icon is no 404."""
+    results = tmp_path / "results"
+    shutil.copytree(run, results)
+    (results / "tables/extra.csv").write_text("agent,F1 − PC\nx,0.5\n", encoding="utf-8")
+    (results / "tables/extra.txt").write_text("agent × condition\n", encoding="utf-8")
+    srv = make_server(results, 0)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{srv.server_address[1]}/"
+    served = f"{base}{srv.token}/"
+    try:
+        files = [p.relative_to(results).as_posix() for p in sorted((results / "tables").iterdir())
+                 if p.suffix in (".md", ".tex", ".txt", ".csv")]
+        assert {Path(f).suffix for f in files} == {".md", ".tex", ".txt", ".csv"}
+        for f in files:
+            status, headers, body = _head(served + "files/" + f)
+            assert status == 200 and body == (results / f).read_bytes(), f
+            assert headers["content-type"].startswith("text/") and "charset=utf-8" in headers["content-type"], (f, headers)
+            assert headers["x-robots-tag"].startswith("noindex")
+        for path in ["index.html", "static/table.js", "static/view.css", "static/page.js"]:
+            assert "charset=utf-8" in _head(served + path)[1]["content-type"], path
+        for url in (base + "robots.txt", served + "robots.txt"):
+            status, headers, body = _head(url)
+            assert status == 200 and headers["content-type"] == "text/plain; charset=utf-8"
+            assert body.decode().splitlines() == ["User-agent: *", "Disallow: /"]
+        for url in (base + "favicon.ico", served + "favicon.ico"):
+            assert _head(url)[0] == 200, url
+        assert _head(base + "index.html")[0] == 404        # nothing else without the token
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    out = tmp_path / "site"
+    export_site(results, out, log=lambda m: None)
+    assert (out / "robots.txt").read_text().splitlines() == ["User-agent: *", "Disallow: /"]
+
+
+def test_every_page_says_it_holds_the_hidden_truth(run):
+    """A banner and a noindex robots meta on every page; on a play page the optimum, the trap and the
+    intended mechanism (from the scenario's references) are each marked as never shown to the player."""
+    site = Site(run)
+    pages = [p for p in site.paths() if p.endswith(".html")]
+    assert len(pages) == 1 + len(_episodes(run)) + len(_plays(run)) + len(_shared_instances(run))
+    for path in pages:
+        page = site.page(path).body.decode()
+        assert page.count("This page contains the hidden truth: never show this to an agent.") == 1, path
+        assert '<meta name="robots" content="noindex, nofollow">' in page, path
+        assert '<link rel="icon" href="data:,">' in page, path
+    refs = {r["scenario"]: r for r in _rows(run, "games/references/*.parquet")}
+    plays = _plays(run)
+    assert plays and all(p["scenario"] in refs for p in plays)
+    for p in plays:
+        page = site.page(f"plays/{p['play_id']}.html").body.decode()
+        ref = refs[p["scenario"]]
+        marked = dict(re.findall(r'class="hidden-truth" data-hidden="(\w+)">(.*?)</(?:tr|p)>', page, re.S))
+        assert set(marked) == {"optimum", "optimum_design", "trap_design", "mechanism"}, p["play_id"]
+        assert all("never shown to the player" in v for v in marked.values())
+        assert str(markupsafe.escape(ref["optimum_design"])) in marked["optimum_design"]
+        assert str(markupsafe.escape(ref["trap_design"])) in marked["trap_design"]
+        assert str(markupsafe.escape(ref["intended_mechanism"])) in marked["mechanism"]
+        assert f"{p['optimum']:.3f}" in marked["optimum"]
+
+
+# --- the plays, first-class ----------------------------------------------------------------------------
+def _follows(pattern: list[dict], design: dict) -> bool:
+    """This test's own reading of a trap pattern: every condition's sum within its bound."""
+    for cond in pattern:
+        total = sum(int(design.get(f) or 0) for f in cond["of"])
+        if total < cond.get("at_least", -math.inf) or total > cond.get("at_most", math.inf):
+            return False
+    return True
+
+
+def test_the_plays_summary_is_the_plays_table_grouped(run):
+    """The agent × scenario summary against pandas over the plays and references tables."""
+    import pandas as pd
+
+    site = Site(run)
+    plays = pd.DataFrame(_plays(run))
+    refs = {r["scenario"]: json.loads(r["trap_pattern"]) for r in _rows(run, "games/references/*.parquet")}
+    plays["fell"] = [None if not s or d in (None, "null") else _follows(refs[sc], json.loads(d))
+                     for s, d, sc in zip(plays.submitted, plays.design, plays.scenario)]
+    assert plays.fell.notna().any() and plays.fell.dropna().astype(bool).any()   # the trap follower falls in
+    ok = plays[plays.status != "failed"]
+    want = ok.groupby(["agent", "mode", "scenario"]).agg(
+        survival=("survival", "mean"), win_rate=("won", "mean"), gap=("gap", "mean"),
+        trap_fall=("fell", lambda s: s.dropna().astype(float).mean()), submitted=("submitted", "sum"))
+    want["plays"] = plays.groupby(["agent", "mode", "scenario"]).size()
+    got = site.plays_summary()
+    assert len(got) == len(want) == plays.groupby(["agent", "mode", "scenario"]).ngroups
+    for g in got:
+        w = want.loc[(g["agent"], g["mode"], g["scenario"])]
+        assert g["plays"] == w.plays and g["submitted"] == w.submitted
+        for k in ("survival", "win_rate", "gap", "trap_fall"):
+            assert (g[k] is None and pd.isna(w[k])) or g[k] == pytest.approx(w[k]), (g, k)
+    # the page's blobs: the summary's rows, and one row per play with its trap fall
+    page = site.page("index.html").body.decode()
+    blob = json.loads(re.search(r'id="plays-summary-data">(.*?)</script>', page, re.S)[1])
+    keys = [c["key"] for c in blob["columns"]]
+    assert [dict(zip(keys, r))["plays"] for r in blob["rows"]] == [g["plays"] for g in got]
+    table = json.loads(re.search(r'id="plays-data">(.*?)</script>', page, re.S)[1])
+    keys = [c["key"] for c in table["columns"]]
+    rows = {r[-1]: dict(zip(keys, r)) for r in table["rows"]}
+    for _, p in plays.iterrows():
+        row = rows[f"plays/{p.play_id}.html"]
+        assert row["survival"] == pytest.approx(p.survival) and row["trap_fall"] == p.fell
+
+
+# --- a transcript as a story ---------------------------------------------------------------------------
+def test_a_transcript_reads_as_a_story(run):
+    """Each tool result right after its call (the transcript's own order), long ones folded, run_code's
+    source as code with real newlines, a link to every turn, and the previous and next episode."""
+    site = Site(run)
+    eps = sorted(_episodes(run), key=lambda e: e["episode_id"])
+    ids = [e["episode_id"] for e in eps]
+    seen_code = seen_long = 0
+    for k, e in enumerate(eps):
+        path = run / "transcripts" / e["agent"] / e["condition_id"] / e["family"] / e["split"] / f"{e['instance']:04d}.json"
+        t = json.loads(path.read_text())
+        where = {c["call_id"]: f'{c["turn"]}-{c["index"]}' for c in t["calls"] if c["call_id"]}
+        answer = {m["tool_call_id"]: m["content"] for m in t["messages"] if m["role"] == "tool"}
+        expected = []
+        for m in t["messages"]:
+            for tc in m.get("tool_calls") or []:
+                expected += [f"call {where[tc['id']]}", f"result {tc['id']}"]
+        page = site.page(f"episodes/{e['episode_id']}.html").body.decode()
+        order = [f"call {m[1]}" if m[1] else f"result {m[2]}"
+                 for m in re.finditer(r'<div class="call[^"]*" id="call-(\d+-\d+)"|data-result-of="([^"]+)"', page)]
+        order = [o for o in order if not o.startswith("call ") or o in expected]   # (text) submissions aside
+        assert order == expected, e["episode_id"]
+        amap = t["algorithm_map"]
+        for cid, text in answer.items():
+            lines = text.count("\n") + 1
+            tag = "details" if lines > 20 or len(text) > 2000 else "div"
+            body = re.search(rf'<{tag} class="result" data-result-of="{re.escape(cid)}">(.*?)</pre>', page, re.S)
+            assert body, (e["episode_id"], cid, tag)
+            shown = html.escape(text, quote=False)
+            for a, b in amap.items():
+                shown = shown.replace(a, f'{a}<span class="real" title="real algorithm">[{b}]</span>')
+            assert shown in body[1]
+            seen_long += tag == "details"
+        for m in t["messages"]:
+            for tc in m.get("tool_calls") or []:
+                if tc["function"]["name"] == "run_code":
+                    code = json.loads(tc["function"]["arguments"])["code"]
+                    assert "\n" in code
+                    block = f'<pre class="code"><code class="language-python">{markupsafe.escape(code)}</code></pre>'
+                    assert block in page
+                    seen_code += 1
+        turns = sorted({(m.get("meta") or {}).get("turn", 0) for m in t["messages"]})
+        nav = re.search(r'<nav class="turns" id="turn-nav".*?</nav>', page, re.S)[0]
+        assert re.findall(r'href="#turn-(\d+)"', nav) == [str(x) for x in turns]
+        assert all(f'<section class="turn" id="turn-{x}">' in page for x in turns)
+        prev = re.search(r'id="prev-link" rel="prev" href="([^"]+)"', page)
+        nxt = re.search(r'id="next-link" rel="next" href="([^"]+)"', page)
+        depth = e["episode_id"].count("/") + 1
+        assert (prev and prev[1] == "../" * depth + f"episodes/{ids[k - 1]}.html") if k else prev is None
+        assert (nxt and nxt[1] == "../" * depth + f"episodes/{ids[k + 1]}.html") if k + 1 < len(ids) else nxt is None
+    assert seen_code >= 1   # the evidence agent's code
+
+
+# --- in a browser: the address, the sticky head, Back, the keys ---------------------------------------
+def test_the_tables_keep_their_filters_in_the_address(run, served, tmp_path):
+    """In chromium: the head of a scrolled table shows the headings above the filters; a filter chosen
+    goes into the address and comes back after opening an episode and going Back (the export); a bad
+    filter is named on the page; the plays table filters and sorts from the address; j / k step
+    through an episode's turns; no page logs an error (no icon 404 either, served)."""
+    from browser import Browser
+
+    _chromium()
+    out = tmp_path / "site"
+    export_site(run, out, log=lambda m: None)
+    eps, plays = _episodes(run), _plays(run)
+    index = (out / "index.html").as_uri()
+    with Browser(size=(1100, 500)) as b:
+        b.open(served + "index.html")
+        b.eval("new Promise(r => setTimeout(r, 300))")
+        assert b.errors == [], b.errors
+        b.open(index)
+        # scrolled into the table: its head sticks at the top, the headings above the filters, not under them
+        b.eval("window.scrollTo(0, document.getElementById('episodes').getBoundingClientRect().top + scrollY + 300)")
+        rows = b.eval("[...document.querySelectorAll('#episodes thead tr')].map(r => "
+                      "{var q = r.querySelector('th').getBoundingClientRect(); return [q.top, q.bottom];})")
+        (h_top, h_bottom), (f_top, f_bottom) = rows
+        assert abs(h_top) < 1 and h_bottom <= f_top + 0.5 and f_bottom > f_top, rows
+        assert b.eval("document.getElementById('episodes').getBoundingClientRect().top") < -100   # it did scroll
+        # a filter chosen: in the address, kept over an episode and Back
+        merge = sum(e["agent"] == "merge" for e in eps)
+        b.eval("(function () { var s = document.querySelector('#episodes select[data-key=agent]');"
+               " s.value = 'merge'; s.dispatchEvent(new Event('change')); })()")
+        assert b.eval("location.hash") == "#agent=merge"
+        assert b.eval("document.querySelectorAll('tr.episode').length") == merge
+        b.eval("document.querySelector('th.sortable[data-key=f1]').click()")
+        assert b.eval("location.hash") == "#agent=merge&sort=f1"
+        href = b.eval("document.querySelector('tr.episode a').href")
+        b.open(href)
+        b.eval("history.back()")
+        deadline = time.monotonic() + 30
+        while b.eval("document.readyState + ' ' + location.href") != f"complete {index}#agent=merge&sort=f1":
+            assert time.monotonic() < deadline, b.eval("location.href")
+            time.sleep(0.05)
+        assert b.eval("document.querySelectorAll('tr.episode').length") == merge
+        assert b.eval("document.querySelector('#episodes select[data-key=agent]').value") == "merge"
+        f1_col = 1 + [c[0] for c in INDEX_COLUMNS].index("f1")
+        f1 = b.eval(f"[...document.querySelectorAll('tr.episode')].map(r => r.cells[{f1_col}].textContent)")
+        assert f1 == sorted(f1, key=float)
+        # a filter that cannot match is named, visibly
+        b.open(index + "#family=nosuchfamily&f1=%3Eabc&bogus=1")
+        note = b.eval("(function () { var n = document.querySelector('#episodes-table .filter-problem');"
+                      " return [n.offsetHeight, n.textContent]; })()")
+        assert note[0] > 0, note
+        assert 'family: no episode has "nosuchfamily"' in note[1] and 'F1: ">abc" is not a number filter' in note[1]
+        assert 'the address filters on "bogus"' in note[1]
+        assert b.eval("document.querySelectorAll('tr.episode').length") == 0
+        b.open(index + "#agent=merge")
+        assert b.eval("document.querySelector('#episodes-table .filter-problem').offsetHeight") == 0
+        # the plays table, from the address
+        agent = plays[0]["agent"]
+        b.open(index + "#p.agent=" + agent + "&p.sort=-survival")
+        mine = sorted((p["survival"] for p in plays if p["agent"] == agent), reverse=True)
+        col = 1 + [c["key"] for c in Site(run).plays_data()["columns"]].index("survival")
+        got = b.eval(f"[...document.querySelectorAll('tr.play')].map(r => +r.cells[{col}].textContent)")
+        assert got == pytest.approx(mine, abs=5e-4)
+        assert b.eval("document.querySelectorAll('tr.episode').length") == len(eps)   # the other tables unfiltered
+        assert b.eval("document.querySelectorAll('tr.plays-summary').length") == len(Site(run).plays_summary())
+        # j / k through an episode's turns
+        e = next(e for e in eps if e["agent"] == "evidence")
+        b.open((out / f"episodes/{e['episode_id']}.html").as_uri())
+        turns = b.eval("[...document.querySelectorAll('section.turn')].map(s => s.id)")
+        assert len(turns) >= 2
+
+        def key(k):
+            for kind in ("keyDown", "keyUp"):
+                b.send("Input.dispatchKeyEvent", {"type": kind, "key": k, "text": k, "code": f"Key{k.upper()}"},
+                       session=True)
+
+        for k, want in zip("jjk", [turns[0], turns[1], turns[0]]):
+            key(k)
+            assert b.eval("location.hash") == f"#{want}"
+            top = b.eval(f"document.getElementById('{want}').getBoundingClientRect().top")
+            nav = b.eval("document.getElementById('turn-nav').getBoundingClientRect().bottom")
+            assert nav - 1 <= top < nav + 40, (want, top, nav)     # just under the turn bar, not under it
+        assert b.errors == [], b.errors
+
+
+# --- side by side ----------------------------------------------------------------------------------------
+def test_the_episodes_of_an_instance_side_by_side(run):
+    """Each instance played by several episodes has a page, linked from the index and from each of its
+    episodes: one column per episode (sorted by id), every pair marked against the truth as this test
+    reads the graphs, the pairwise differences of the final graphs, and each turn's calls from the calls table."""
+    site = Site(run)
+    shared = _shared_instances(run)
+    assert shared and all(len(v) >= 2 for v in shared.values())
+    calls = _calls(run)
+    truth = {(r["family"], r["split"], r["instance"]): r for r in _rows(run, "truth/*/*/graphs.parquet")}
+    index = site.page("index.html").body.decode()
+    for (family, split, instance), eps in shared.items():
+        rel = f"compare/{family}/{split}/{instance:04d}.html"
+        assert f'href="{rel}"' in index
+        eps = sorted(eps, key=lambda e: e["episode_id"])
+        page = site.page(rel).body.decode()
+        for e in eps:
+            assert 'id="compare-link" href="' + "../" * (e["episode_id"].count("/") + 1) + rel + '"' in \
+                site.page(f"episodes/{e['episode_id']}.html").body.decode()
+        head = re.search(r'<table class="data" id="compare-episodes"><thead>(.*?)</thead>', page, re.S)[1]
+        assert re.findall(r'data-episode="([^"]+)"', head) == [e["episode_id"] for e in eps]
+        t = truth[(family, split, instance)]
+        d = t["d"]
+
+        def rel_of(g, i, j):
+            return (g[i * d + j], g[j * d + i])
+
+        rows = dict(re.findall(r'<tr data-pair="([^"]+)" class="[^"]*">(.*?)</tr>', page, re.S))
+        want_pairs = set()
+        for i in range(d):
+            for j in range(i + 1, d):
+                true_adj = bool(t["dag"][i * d + j] or t["dag"][j * d + i])
+                adj = [rel_of(e["graph"], i, j) != (0, 0) for e in eps]
+                if not (true_adj or any(adj)):
+                    continue
+                pair = f"X{i + 1} – X{j + 1}"
+                want_pairs.add(pair)
+                marks = re.findall(r'data-mark="(\w*)"', rows[pair])
+                want = ["correct" if a and true_adj else "missing" if true_adj else "extra" if a else "" for a in adj]
+                assert marks == want, pair
+        assert set(rows) == want_pairs
+        # correct · missing · extra per episode, from its recall and edge count as the episode page's test reads them
+        n_true = sum(1 for i in range(d) for j in range(i + 1, d) if t["dag"][i * d + j] or t["dag"][j * d + i])
+        counts = re.findall(r'<td class="counts">(\d+) · (\d+) · (\d+)</td>', page)
+        for e, (c, m, x) in zip(eps, counts, strict=True):
+            correct = round(e["recall"] * n_true)
+            assert (int(c), int(m), int(x)) == (correct, n_true - correct, e["n_edges"] - correct)
+        # the final graphs against each other: pairs whose relation differs
+        differ = re.search(r'id="compare-differ">.*?<tbody>(.*?)</tbody>', page, re.S)[1]
+        got = [[int(n) for n in re.findall(r"<td>(\d+)</td>", r)] for r in re.findall(r"<tr>(.*?)</tr>", differ, re.S)]
+        assert got == [[sum(rel_of(a["graph"], i, j) != rel_of(b["graph"], i, j) for i in range(d)
+                             for j in range(i + 1, d)) for b in eps] for a in eps]
+        # turn by turn: each episode's calls of that turn, in order, linked to the call on its page
+        turns = re.findall(r'<tr data-turn="(\d+)">(.*?)</tr>', page, re.S)
+        assert turns
+        for turn, body in turns:
+            cells = re.findall(r'<td data-episode="([^"]+)">(.*?)</td>', body, re.S)
+            assert [c[0] for c in cells] == [e["episode_id"] for e in eps]
+            for e, (_, cell) in zip(eps, cells):
+                mine = sorted((c for c in calls if c["episode_id"] == e["episode_id"] and c["turn"] == int(turn)),
+                              key=lambda c: c["index"])
+                assert re.findall(r'<a class="step[^"]*" href="[^"#]+#call-\d+-\d+">([^<]+)</a>', cell) == \
+                    [html.escape(c["tool"]) for c in mine], (e["episode_id"], turn)

@@ -5,7 +5,8 @@ writes the same pages as files (:func:`export_site`). See docs/viewer.md.
 
 * :mod:`heuresis.view.run`: the run's tables, found by schema and read with :func:`heuresis.artifacts.io.read_table`;
 * :mod:`heuresis.view.transcripts`: the versioned transcript records and their readers;
-* :mod:`heuresis.view.pages`: the pages (Jinja2 templates, one JSON blob and ``static/table.js`` for the index);
+* :mod:`heuresis.view.pages`: the pages (Jinja2 templates, JSON blobs and ``static/table.js`` for the index,
+  ``static/page.js`` for the turn keys);
 * :mod:`heuresis.view.server`: the loopback server.
 """
 

@@ -1,12 +1,14 @@
 """The view's pages: one function per page, rendered with Jinja2 from the templates in the package.
 
 Every page has a path (``index.html``, ``episodes/<episode_id>.html``, ``plays/<play_id>.html``,
-``static/...``, ``files/<run file>``); :class:`Site` renders a path to bytes, the same for the
+``compare/<family>/<split>/<instance>.html``, ``static/...``, ``files/<run file>``, ``robots.txt``,
+``favicon.ico``); :class:`Site` renders a path to bytes, the same for the
 server (:mod:`heuresis.view.server`) and the static export (:func:`export_site`). Links are
 relative, so an exported folder works from disk and from any web server.
 
-The index carries every episode as one JSON blob that ``static/table.js`` filters, sorts and pages
-in the browser; the episode and play pages are rendered on request (served) or once each (export).
+The index carries every episode (and every play) as a JSON blob that ``static/table.js`` filters,
+sorts and pages in the browser, its filters kept in the address; ``static/page.js`` steps through
+an episode's turns; the episode and play pages are rendered on request (served) or once each (export).
 Agent text is untrusted: the templates escape everything they show, the JSON blob is escaped for
 its ``<script>`` element, and every page forbids scripts other than the package's own.
 """
@@ -44,11 +46,34 @@ INDEX_COLUMNS = [
     ("gain_pc", "F1 − PC-KCI", "num"), ("delta_r", "F1 − BCA_f", "num"), ("turns", "turns", "num"),
     ("tokens", "tokens", "num"), ("cost", "cost $", "num"),
 ]
+#: The plays table's columns: (key, heading, kind).
+PLAY_COLUMNS = [
+    ("play_id", "play id", "cat"), ("agent", "agent", "cat"), ("mode", "mode", "cat"), ("scenario", "scenario", "cat"),
+    ("family", "family", "cat"), ("status", "status", "cat"), ("termination", "termination", "cat"),
+    ("survival", "survival", "num"), ("optimum", "optimum", "num"), ("threshold", "threshold", "num"),
+    ("gap", "gap to optimum", "num"), ("won", "won", "cat"), ("trap_fall", "fell in the trap", "cat"),
+    ("deployments", "deployments", "num"), ("turns", "turns", "num"), ("n_judged", "judged", "num"),
+]
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; base-uri 'none'; "
        "form-action 'none'; frame-ancestors 'none'")
 #: The policy the pages carry in their <meta> element: the same, less what only a header can say.
 CSP_META = "; ".join(d for d in CSP.split("; ") if not d.startswith("frame-ancestors"))
-STATIC = ("view.css", "table.js")
+STATIC = ("view.css", "table.js", "page.js")
+#: The content type of a run file by its suffix: text always as UTF-8 (a table's "−" and "×" are not
+#: ASCII), shown in the browser rather than downloaded; anything else as :mod:`mimetypes` guesses.
+TEXT_TYPES = {".md": "text/plain", ".tex": "text/plain", ".txt": "text/plain", ".csv": "text/csv",
+              ".json": "application/json", ".css": "text/css", ".js": "text/javascript", ".svg": "image/svg+xml"}
+#: ``robots.txt``: no crawler reads any page (each holds the hidden truth).
+ROBOTS = b"User-agent: *\nDisallow: /\n"
+
+
+def content_type(name: str) -> str:
+    """The Content-Type of a file named ``name``: text types with ``charset=utf-8``."""
+    suffix = Path(name).suffix.lower()
+    kind = TEXT_TYPES.get(suffix) or mimetypes.guess_type(name)[0] or "application/octet-stream"
+    if kind.startswith("text/") or kind in ("application/json", "image/svg+xml"):
+        kind += "; charset=utf-8"
+    return kind
 
 
 class NotFound(LookupError):
@@ -292,12 +317,16 @@ class Site:
     def paths(self) -> Iterator[str]:
         """Every page path of the site (what the export writes)."""
         yield "index.html"
+        yield "robots.txt"
+        yield "favicon.ico"
         for name in STATIC:
             yield f"static/{name}"
         for eid in self.run.episodes:
             yield f"episodes/{_url(eid)}.html"
         for pid in self.run.plays:
             yield f"plays/{_url(pid)}.html"
+        for key in self.instances():
+            yield self.compare_path(key)
         for rel in self.run.run_files:
             yield f"files/{_url(rel)}"
 
@@ -306,10 +335,14 @@ class Site:
         path = path.lstrip("/") or "index.html"
         if path == "index.html":
             return self._html(self.index())
+        if path == "robots.txt":
+            return Page(ROBOTS, "text/plain; charset=utf-8")
+        if path == "favicon.ico":      # an empty icon: the pages name none (data:), but a browser may still ask
+            return Page(b"", "image/x-icon")
         if path.startswith("static/") and path[len("static/"):] in STATIC:
             name = path[len("static/"):]
             body = resources.files("heuresis.view").joinpath("static", name).read_bytes()
-            return Page(body, mimetypes.guess_type(name)[0] or "application/octet-stream")
+            return Page(body, content_type(name))
         if path.startswith("episodes/") and path.endswith(".html"):
             eid = unquote(path[len("episodes/"):-len(".html")])
             if eid in self.run.episodes:
@@ -318,11 +351,15 @@ class Site:
             pid = unquote(path[len("plays/"):-len(".html")])
             if pid in self.run.plays:
                 return self._html(self.play(pid))
+        if path.startswith("compare/") and path.endswith(".html"):
+            key = _compare_key(unquote(path[len("compare/"):-len(".html")]))
+            if key in self.instances():
+                return self._html(self.compare(key))
         if path.startswith("files/"):
             rel = unquote(path[len("files/"):])
             if rel in self.run.run_files:   # only the listed tables and figures, never another file
                 p = self.run.results / rel
-                return Page(p.read_bytes(), mimetypes.guess_type(p.name)[0] or "text/plain; charset=utf-8")
+                return Page(p.read_bytes(), content_type(p.name))
         raise NotFound(path)
 
     @staticmethod
@@ -390,13 +427,75 @@ class Site:
                             for k, lab, kind, d in cols],
                 "rows": [[_json_value(s[k]) for k, *_ in cols] for s in self.summary()]}
 
+    def trap_fall(self, play: Mapping) -> bool | None:
+        """Whether a play's submitted design follows its scenario's trap pattern (None: nothing submitted, no references)."""
+        from heuresis.games.scenario import follows_pattern
+
+        ref = self.run.game_references.get(str(play.get("scenario")))
+        design = loads(play.get("design"), None) if play.get("submitted") else None
+        pattern = loads(ref.get("trap_pattern"), None) if ref else None
+        if not isinstance(design, dict) or pattern is None:
+            return None
+        return bool(follows_pattern(pattern, design))
+
+    def plays_data(self) -> dict:
+        """The plays table as a JSON blob (values in :data:`PLAY_COLUMNS` order, then the page link)."""
+        rows = []
+        for pid, p in sorted(self.run.plays.items()):
+            vals = {**p, "n_judged": len(self.run.judgements.get(pid, [])), "trap_fall": self.trap_fall(p)}
+            rows.append([_json_value(vals.get(k)) for k, *_ in PLAY_COLUMNS] + [f"plays/{_url(pid)}.html"])
+        return {"columns": [{"key": k, "label": lab, "kind": kind} for k, lab, kind in PLAY_COLUMNS], "rows": rows,
+                "link": True}
+
+    def plays_summary(self) -> list[dict]:
+        """One row per agent × mode × scenario: plays, failed, mean survival, win rate, mean gap, trap-fall rate.
+
+        As the games analysis counts them: a failed play is counted, not scored (the means are over
+        the plays that did not fail); the trap-fall rate is over the submitted plays among them.
+        """
+        groups: dict[tuple[str, str, str], list[dict]] = {}
+        for p in self.run.plays.values():
+            groups.setdefault((p["agent"], p["mode"], p["scenario"]), []).append(p)
+
+        def mean(xs):
+            xs = [float(x) for x in xs if x is not None]
+            return sum(xs) / len(xs) if xs else None
+
+        out = []
+        for (agent, mode, scenario), ps in sorted(groups.items()):
+            ok = [p for p in ps if p.get("status") != "failed"]
+            falls = [self.trap_fall(p) for p in ok]
+            out.append({"agent": agent, "mode": mode, "scenario": scenario, "plays": len(ps), "failed": len(ps) - len(ok),
+                        "survival": mean([number(p.get("survival")) for p in ok]),
+                        "win_rate": mean([None if p.get("won") is None else float(bool(p["won"])) for p in ok]),
+                        "gap": mean([number(p.get("gap")) for p in ok]),
+                        "trap_fall": mean([None if f is None else float(f) for f in falls]),
+                        "submitted": sum(bool(p.get("submitted")) for p in ok)})
+        return out
+
+    def plays_summary_data(self) -> dict:
+        """The agent × scenario summary of the plays as a JSON blob."""
+        cols = [("agent", "agent", "cat", None), ("mode", "mode", "cat", None), ("scenario", "scenario", "cat", None),
+                ("plays", "plays", "num", 0), ("failed", "failed", "num", 0), ("submitted", "submitted", "num", 0),
+                ("survival", "mean survival", "num", 3), ("win_rate", "win rate", "num", 3),
+                ("gap", "mean gap to optimum", "num", 3), ("trap_fall", "trap-fall rate", "num", 3)]
+        return {"columns": [{"key": k, "label": lab, "kind": kind, **({"digits": d} if d else {})}
+                            for k, lab, kind, d in cols],
+                "rows": [[_json_value(s[k]) for k, *_ in cols] for s in self.plays_summary()]}
+
     def index(self) -> str:
         """The index page."""
         plays = [{**p, "url": f"plays/{_url(pid)}.html", "n_judged": len(self.run.judgements.get(pid, []))}
                  for pid, p in sorted(self.run.plays.items())]
         summary = self.summary_data()
+        psum = self.plays_summary_data()
         return self._render("index.html", 0, blob=_script_json(self.index_data()), n=len(self.run.episodes),
                             summary=_script_json(summary), n_summary=len(summary["rows"]), plays=plays,
+                            compare=[{"name": f"{k[0]}/{k[1]}/{k[2]:04d}", "url": self.compare_path(k), "n": len(v),
+                                      "agents": sorted({self.run.episodes[e]["agent"] for e in v})}
+                                     for k, v in self.instances().items()],
+                            plays_blob=_script_json(self.plays_data()), plays_summary=_script_json(psum),
+                            n_plays_summary=len(psum["rows"]),
                             files=[{"name": f, "url": f"files/{_url(f)}"} for f in self.run.run_files],
                             problems=self.run.problems, results=str(self.run.results))
 
@@ -434,6 +533,9 @@ class Site:
                 graphs, stop, graph_note = working_graphs(start, calls)
                 drawings = turn_drawings(graphs, [t["turn"] for t in turns if stop is None or t["turn"] < stop], truth)
         failures = _failures(row, tr, calls)
+        prev, next_ = _neighbours(sorted(self.run.episodes), eid)
+        key = (row["family"], row["split"], int(row["instance"]))
+        others = len(self.instances().get(key, [])) - 1
         counts = {m: sum(e["mark"] == m for e in edges) for m in ("correct", "missing", "extra")}
         return self._render(
             "episode.html", depth, row=row, eid=eid, problem=problem, transcript=self.run.artifact(tpath),
@@ -442,7 +544,10 @@ class Site:
             drawing=graph_svg(final.d, names, edges) if edges else None, amap=amap,
             deletions=deletions, turns=turns, requests=tr.requests if tr else [], failures=failures,
             scores=self.run.scores.get(eid), file=self.run.artifact(row["_file"]),
-            start_graph=tr.data.get("start_graph") if tr else None, drawings=drawings, graph_note=graph_note)
+            start_graph=tr.data.get("start_graph") if tr else None, drawings=drawings, graph_note=graph_note,
+            compare={"url": self.compare_path(key), "others": others} if others > 0 else None,
+            prev={"id": prev, "url": f"episodes/{_url(prev)}.html"} if prev else None,
+            next={"id": next_, "url": f"episodes/{_url(next_)}.html"} if next_ else None)
 
     @staticmethod
     def _start_graph(kind, pc_row: Mapping | None, d: int) -> tuple[Graph | None, str | None]:
@@ -455,6 +560,75 @@ class Site:
                               "the working graph after each turn cannot be drawn")
             return _graph_of(pc_row["graph"], d), None
         return None, f"unknown start graph {kind!r} in the transcript: the working graph after each turn is not drawn"
+
+    # --- comparison of the episodes of one instance -------------------------------------------
+    def instances(self) -> dict[tuple[str, str, int], list[str]]:
+        """The instances played by two or more episodes: (family, split, instance) -> their episode ids, sorted."""
+        if not hasattr(self, "_instances"):
+            groups: dict[tuple[str, str, int], list[str]] = {}
+            for eid, r in self.run.episodes.items():
+                groups.setdefault((r["family"], r["split"], int(r["instance"])), []).append(eid)
+            self._instances = {k: sorted(v) for k, v in sorted(groups.items()) if len(v) >= 2}
+        return self._instances
+
+    @staticmethod
+    def compare_path(key: tuple[str, str, int]) -> str:
+        """The page comparing an instance's episodes."""
+        family, split, instance = key
+        return f"compare/{_url(family)}/{_url(split)}/{instance:04d}.html"
+
+    def compare(self, key: tuple[str, str, int]) -> str:
+        """Side by side: an instance's episodes, their calls turn by turn and final graphs against the truth and each other."""
+        family, split, instance = key
+        eids = self.instances()[key]
+        truth = self.run.truth(family, split, instance)
+        cols, finals, by_turn = [], [], []
+        for eid in eids:
+            row = self.run.episodes[eid]
+            final = _graph_of(row["graph"])
+            finals.append(final)
+            try:
+                calls = read_episode_transcript(self.run.transcript_path(row)).calls
+                problem = None
+            except TranscriptProblem as exc:
+                calls, problem = [], str(exc)
+            turns: dict[int, list[dict]] = {}
+            for c in sorted(calls, key=lambda c: (c["turn"], c["index"])):
+                turns.setdefault(int(c["turn"]), []).append(
+                    {"tool": c["tool"], "ok": c["ok"], "anchor": f"call-{c['turn']}-{c['index']}"})
+            by_turn.append(turns)
+            cols.append({"eid": eid, "url": f"episodes/{_url(eid)}.html", "row": row, "problem": problem,
+                         "n_edges": final.n_edges()})
+        names = list(finals[0].names)
+        d = finals[0].d
+        pairs = []
+        for i in range(d):
+            for j in range(i + 1, d):
+                rels = [g.relation(i, j) for g in finals]
+                true_adj = truth is not None and truth.dag.skeleton()[i, j]
+                if not true_adj and all(r == Relation.NONE for r in rels):
+                    continue
+                cells = []
+                for g, r in zip(finals, rels):
+                    adj = r != Relation.NONE
+                    mark = ("" if truth is None else "correct" if adj and true_adj else "missing" if true_adj
+                            else "extra" if adj else "")
+                    cells.append({"text": _rel_text(g, i, j) if adj else "none", "mark": mark,
+                                  "oriented": truth is not None and adj and true_adj
+                                  and r == truth.cpdag.relation(i, j)})
+                pairs.append({"pair": f"{names[i]} – {names[j]}", "cells": cells, "agree": len(set(rels)) == 1,
+                              "dag": _rel_text(truth.dag, i, j) if truth is not None else "?",
+                              "cpdag": _rel_text(truth.cpdag, i, j) if truth is not None else "?"})
+        marks: list[list[dict]] = [p["cells"] for p in pairs]  # type: ignore[misc]
+        differ = [[sum(a.relation(i, j) != b.relation(i, j) for i in range(d) for j in range(i + 1, d))
+                   for b in finals] for a in finals]
+        last = max((t for turns in by_turn for t in turns), default=0)
+        steps = [{"turn": t, "cells": [turns.get(t, []) for turns in by_turn]} for t in range(1, last + 1)]
+        return self._render("compare.html", 3, family=family, split=split, instance=instance, cols=cols, pairs=pairs,
+                            differ=differ, steps=steps, truth=truth is not None,
+                            counts=[{m: sum(cells[k]["mark"] == m for cells in marks) for m in ("correct", "missing",
+                                                                                                "extra")}
+                                    for k in range(len(cols))])
 
     # --- game play -----------------------------------------------------------------------------
     def play(self, pid: str) -> str:
@@ -480,13 +654,30 @@ class Site:
         calls = tr.calls if tr else []
         turns = _conversation(tr.messages if tr else [], {c["call_id"]: c for c in calls if c.get("call_id")},
                               calls, amap)
+        prev, next_ = _neighbours(sorted(self.run.plays), pid)
         return self._render(
-            "play.html", depth, row=row, pid=pid, problem=problem, transcript=self.run.artifact(tpath), ref=ref,
+            "play.html", depth, prev={"id": prev, "url": f"plays/{_url(prev)}.html"} if prev else None,
+            next={"id": next_, "url": f"plays/{_url(next_)}.html"} if next_ else None, row=row, pid=pid,
+            problem=problem, transcript=self.run.artifact(tpath), ref=ref,
             deployments=deployments, chart=chart, judgements=[
                 {**j, "criteria": c, "texts": x} for j in self.run.judgements.get(pid, [])
                 for c, x in [judge_criteria(j, GAME_JUDGEMENTS.schema, GAME_JUDGEMENTS.doc)]], turns=turns,
             calls=calls, design=loads(row.get("design"), None), file=self.run.artifact(row["_file"]),
             error=(tr.data.get("error") if tr else None))
+
+
+def _compare_key(rel: str) -> tuple[str, str, int] | None:
+    """``family/split/NNNN`` as an instance key, or None."""
+    parts = rel.split("/")
+    if len(parts) != 3 or not parts[2].isdigit():
+        return None
+    return parts[0], parts[1], int(parts[2])
+
+
+def _neighbours(ids: list[str], ident: str) -> tuple[str | None, str | None]:
+    """The ids before and after ``ident`` in ``ids`` (None at either end)."""
+    k = ids.index(ident)
+    return (ids[k - 1] if k > 0 else None), (ids[k + 1] if k + 1 < len(ids) else None)
 
 
 #: Columns of a judgements row that say which play and request it is, not how the judge scored it.
@@ -560,25 +751,66 @@ def _unmask(text: str, amap: Mapping[str, str]) -> list[dict]:
     return out
 
 
+#: A tool result longer than this (lines or characters) is shown folded (a click opens it).
+LONG_LINES, LONG_CHARS = 20, 2000
+
+
+def _text(content) -> str:
+    if isinstance(content, list):
+        return "\n".join(str(p.get("text", p)) if isinstance(p, dict) else str(p) for p in content)
+    return content or ""
+
+
+def _fold(text: str) -> dict:
+    """How a long text is shown: its line and character counts, and whether it is folded."""
+    lines = text.count("\n") + 1 if text else 0
+    return {"lines": lines, "chars": len(text), "long": lines > LONG_LINES or len(text) > LONG_CHARS}
+
+
+def _code_call(name: str | None, arguments: str, amap: Mapping) -> dict | None:
+    """A ``run_code`` call's source (real newlines) and its other arguments, or None for any other call."""
+    if name != "run_code":
+        return None
+    args = loads(arguments, None)
+    if not isinstance(args, dict) or not isinstance(args.get("code"), str):
+        return None
+    rest = {k: v for k, v in args.items() if k != "code"}
+    return {"source": _unmask(args["code"], amap), **_fold(args["code"]),
+            "rest": _unmask(json.dumps(rest, indent=1), amap) if rest else None}
+
+
 def _conversation(messages: list[dict], by_id: Mapping[str, dict], calls: list[dict], amap: Mapping) -> list[dict]:
-    """The messages grouped into turns; each tool call with its call record (result as the agent saw it)."""
+    """The messages grouped into turns, as a story: each tool call with its result right after it.
+
+    A call carries its call record and the result the agent saw (the tool message answering it); a
+    tool message that answers no call of the replies stays where it was.
+    """
     turns: list[dict] = []
     text_calls = {c["turn"]: c for c in calls if c.get("tool") == "(text)"}
+    asked = {tc.get("id") for m in messages for tc in (m.get("tool_calls") or []) if tc.get("id")}
+    results = {m["tool_call_id"]: m for m in messages if m.get("role") == "tool" and m.get("tool_call_id") in asked}
     for m in messages:
         meta = m.get("meta") or {}
         t = int(meta.get("turn", 0) or 0)
+        if m.get("role") == "tool" and m.get("tool_call_id") in results:
+            continue                       # shown under its call
         if not turns or turns[-1]["turn"] != t:
             turns.append({"turn": t, "items": []})
-        content = m.get("content")
-        if isinstance(content, list):
-            content = "\n".join(str(p.get("text", p)) if isinstance(p, dict) else str(p) for p in content)
-        item = {"role": m.get("role", "?"), "content": _unmask(content or "", amap), "calls": [],
+        content = _text(m.get("content"))
+        item = {"role": m.get("role", "?"), "content": _unmask(content, amap), "calls": [],
                 "usage": meta.get("usage"), "last_turn": meta.get("last_turn")}
         for tc in m.get("tool_calls") or []:
             fn = tc.get("function") or {}
             rec = by_id.get(tc.get("id") or "")
+            answer = results.get(tc.get("id") or "")
+            result = None
+            if answer is not None:
+                text = _text(answer.get("content"))
+                result = {"text": _unmask(text, amap), **_fold(text)}
             item["calls"].append({"id": tc.get("id"), "name": fn.get("name"),
                                   "arguments": _unmask(_pretty(fn.get("arguments") or ""), amap), "record": rec,
+                                  "code": _code_call(fn.get("name"), fn.get("arguments") or "", amap),
+                                  "result": result,
                                   "details": _pretty(rec.get("details")) if rec and rec.get("details") not in
                                   (None, "", "{}") else None})
         if m.get("role") == "assistant" and t in text_calls and not m.get("tool_calls"):

@@ -30,7 +30,7 @@ __all__ = ["Run"]
 
 _SCHEMAS = {s.name: s for s in (EPISODES, EPISODE_SCORES, GAME_PLAYS, GAME_JUDGEMENTS, GAME_REFERENCES, REFERENCES)}
 #: the run's files the index links to (tables and figures), by folder and suffix
-RUN_FILES = {"tables": (".md", ".tex", ".csv"), "figures": (".png", ".pdf", ".svg")}
+RUN_FILES = {"tables": (".md", ".tex", ".csv", ".txt"), "figures": (".png", ".pdf", ".svg")}
 
 
 @dataclass

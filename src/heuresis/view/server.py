@@ -7,7 +7,8 @@ path, ``/TOKEN/`` (:func:`make_server` draws it; the URL printed holds it), as t
 hand-served episode: another local user or process -- an external agent on the host's network
 among them -- that does not know it gets 404 for every path. Requests whose ``Host`` is not the
 loopback address are refused too, so that a web page elsewhere cannot read the run's hidden
-truth through a DNS name rebound to 127.0.0.1.
+truth through a DNS name rebound to 127.0.0.1. Only ``/robots.txt`` (every path disallowed) and an
+empty ``/favicon.ico`` answer without the token; every answer carries ``X-Robots-Tag: noindex``.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from heuresis.view.pages import CSP, NotFound, Site
 __all__ = ["HOST", "make_server", "serve", "view_url"]
 
 HOST = "127.0.0.1"
+#: Paths answered without the token: ``robots.txt`` (Disallow: /) and an empty ``favicon.ico``.
+PUBLIC = ("/robots.txt", "/favicon.ico")
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
@@ -37,6 +40,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self.send_error(421, "the view answers on the loopback address only")
             return
         path = urlsplit(self.path).path
+        if path in PUBLIC:      # what a crawler or a browser asks of any site: nothing of the run in either
+            self._send(self.site.page(path.lstrip("/")), head)
+            return
         head_, _, tail = path.lstrip("/").partition("/")
         if not hmac.compare_digest(head_.encode(), self.token.encode()):
             self.send_error(404, "no such page")
@@ -53,12 +59,16 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         except NotFound:
             self.send_error(404, f"no page {path}")
             return
+        self._send(page, head)
+
+    def _send(self, page, head: bool) -> None:
         self.send_response(200)
         self.send_header("Content-Type", page.content_type)
         self.send_header("Content-Length", str(len(page.body)))
         self.send_header("Content-Security-Policy", CSP)
         self.send_header("X-Content-Type-Options", "nosniff")
         self.send_header("Cache-Control", "no-store")
+        self.send_header("X-Robots-Tag", "noindex, nofollow")
         self.end_headers()
         if not head:
             self.wfile.write(page.body)

@@ -1,18 +1,23 @@
 // heuresis view: the index's tables. Each reads its JSON blob from the page ({columns, rows, link,
 // values}) and renders a filterable, sortable, paged table; only the rows of the page shown are in the
 // DOM. Plain DOM code: no framework, nothing fetched.
+//
+// The filters and the sort of every table live in the address (index.html#family=lg&f1=%3E0.5&sort=-f1;
+// the plays table's keys start "p.", the summaries' "s." and "ps."): a filtered view is a link, and the
+// page opened again (Back from an episode, a reload, a shared link) shows it filtered. A filter that
+// cannot match (no such column, no such value, not a number filter) is named above its table.
 (function () {
   "use strict";
   var root = document.querySelector('link[rel="stylesheet"]').getAttribute("href").replace(/static\/view\.css$/, "");
 
   function text(v) { return v === null || v === undefined ? "" : String(v); }
-  // a numeric filter: ">0.5", "<=3", "=2", "0.2..0.8", or a number (equal)
+  var NUM = /^\s*(?:(-?[\d.]+)\s*\.\.\s*(-?[\d.]+)|(<=|>=|<|>|=)?\s*(-?\d*\.?\d+))\s*$/;
+  // a numeric filter: ">0.5", "<=3", "=2", "0.2..0.8", or a number (equal); null when it is none
   function numTest(f) {
-    var m = f.match(/^\s*(-?[\d.]+)\s*\.\.\s*(-?[\d.]+)\s*$/);
-    if (m) { var lo = +m[1], hi = +m[2]; return function (v) { return v !== null && v >= lo && v <= hi; }; }
-    m = f.match(/^\s*(<=|>=|<|>|=)?\s*(-?[\d.]+)\s*$/);
-    if (!m) return function () { return false; };
-    var x = +m[2], op = m[1] || "=";
+    var m = f.match(NUM);
+    if (!m || (m[1] !== undefined && (isNaN(+m[1]) || isNaN(+m[2])))) return null;
+    if (m[1] !== undefined) { var lo = +m[1], hi = +m[2]; return function (v) { return v !== null && v >= lo && v <= hi; }; }
+    var x = +m[4], op = m[3] || "=";
     return function (v) {
       if (v === null) return false;
       return op === "<" ? v < x : op === ">" ? v > x : op === "<=" ? v <= x : op === ">=" ? v >= x : v === x;
@@ -27,12 +32,41 @@
     return e;
   }
 
+  // --- the address: [key, value] pairs, each part URI-encoded -------------------------------------
+  function readHash() {
+    var out = [];
+    location.hash.replace(/^#/, "").split("&").forEach(function (part) {
+      var eq = part.indexOf("=");
+      if (eq < 0) return;
+      var dec = function (s) { try { return decodeURIComponent(s.replace(/\+/g, " ")); } catch (e) { return s; } };
+      out.push([dec(part.slice(0, eq)), dec(part.slice(eq + 1))]);
+    });
+    return out;
+  }
+  function writeHash(pairs) {
+    var h = pairs.map(function (p) { return encodeURIComponent(p[0]) + "=" + encodeURIComponent(p[1]); }).join("&");
+    var url = location.href.split("#")[0] + (h ? "#" + h : "");
+    if (url === location.href) return;
+    try { history.replaceState(history.state, "", url); } catch (e) { location.replace(url); }
+  }
+  var tables = [];
+  function saveAll() {
+    var pairs = [];
+    tables.forEach(function (t) { pairs = pairs.concat(t.state()); });
+    readHash().forEach(function (p) {      // what no table claims stays as it was (and is named)
+      if (!tables.some(function (t) { return t.claims(p[0]); })) pairs.push(p);
+    });
+    writeHash(pairs);
+  }
+
   // blob.values[key]: the distinct values of a categorical column, whose cells hold an index into them
   function table(blob, host, count, opts) {
     var cols = blob.columns, rows = blob.rows, link = blob.link ? cols.length : -1, values = blob.values || {};
     var dict = cols.map(function (c) { return values[c.key] || null; });
     var filters = cols.map(function () { return ""; });
-    var sortCol = -1, sortDir = 1, page = 0, shown = rows, size = opts.page;
+    var sortCol = -1, sortDir = 1, page = 0, shown = rows, size = opts.page, prefix = opts.prefix;
+    var noun = opts.noun || "row";
+    var problems = [], addressProblems = [];
 
     function value(r, k) { var v = r[k]; return dict[k] && v !== null ? dict[k][v] : v; }
     function fmt(v, c) {
@@ -40,11 +74,31 @@
       if (c.kind === "num" && typeof v === "number" && !Number.isInteger(v)) return v.toFixed(c.digits || 3);
       return String(v);
     }
-    function apply() {
+    function distinct(k) {
+      if (dict[k]) return dict[k].map(text).sort();
+      var seen = {};
+      rows.forEach(function (r) { seen[text(r[k])] = true; });
+      return Object.keys(seen).sort();
+    }
+    function apply(keepPage) {
+      problems = addressProblems.slice();
       var tests = filters.map(function (f, k) {
         if (!f) return null;
-        if (cols[k].kind === "num") return numTest(f);
+        if (cols[k].kind === "num") {
+          var t = numTest(f);
+          if (!t) {
+            problems.push(cols[k].label + ': "' + f + '" is not a number filter (use >0.5, <=3, =2, 0.2..0.8 or a number)');
+            return function () { return false; };
+          }
+          return t;
+        }
         var want = f.toLowerCase();
+        var vals = distinct(k);
+        if (!vals.some(function (v) { return v.toLowerCase() === want; })) {
+          problems.push(cols[k].label + ': no ' + noun + ' has "' + f + '" (its values: ' +
+                        vals.slice(0, 12).map(function (v) { return v === "" ? "(empty)" : v; }).join(", ") +
+                        (vals.length > 12 ? ", …" : "") + ")");
+        }
         if (dict[k]) {   // compare indices: the values that match, once
           var ok = {};
           dict[k].forEach(function (v, i) { if (text(v).toLowerCase() === want) ok[i] = true; });
@@ -68,39 +122,35 @@
           return (x < y ? -1 : 1) * sortDir;
         });
       }
-      page = 0;
+      if (!keepPage) page = 0;
       draw();
     }
     var tbl = el("table", { "class": "data", id: opts.id });
-    var thead = el("thead"), head = el("tr"), filt = el("tr", { "class": "filters" });
+    var thead = el("thead"), head = el("tr", { "class": "headings" }), filt = el("tr", { "class": "filters" });
+    var inputs = [];
     if (link >= 0) { head.appendChild(el("th", {}, [opts.linkLabel])); filt.appendChild(el("th")); }
+    function markSort() {
+      head.querySelectorAll("th").forEach(function (h) { h.classList.remove("asc", "desc"); });
+      if (sortCol >= 0) head.querySelector('th[data-key="' + cols[sortCol].key + '"]').classList.add(sortDir > 0 ? "asc" : "desc");
+    }
     cols.forEach(function (c, k) {
       var th = el("th", { "class": "sortable", "data-key": c.key, title: "sort by " + c.label }, [c.label]);
       th.addEventListener("click", function () {
         sortDir = sortCol === k ? -sortDir : 1; sortCol = k;
-        head.querySelectorAll("th").forEach(function (h) { h.classList.remove("asc", "desc"); });
-        th.classList.add(sortDir > 0 ? "asc" : "desc");
-        apply();
+        markSort(); apply(); saveAll();
       });
       head.appendChild(th);
-      var opts_ = null;
-      if (c.kind === "cat") {
-        if (dict[k]) opts_ = dict[k].map(text).sort();
-        else {
-          var seen = {};
-          rows.forEach(function (r) { seen[text(r[k])] = true; });
-          opts_ = Object.keys(seen).sort();
-        }
-      }
+      var opts_ = c.kind === "cat" ? distinct(k) : null;
       var input;
       if (opts_ && opts_.length <= 60) {
         input = el("select", { "data-key": c.key }, [el("option", { value: "" }, ["all"])]);
         opts_.forEach(function (o) { input.appendChild(el("option", { value: o }, [o === "" ? "(empty)" : o])); });
-        input.addEventListener("change", function () { filters[k] = input.value; apply(); });
+        input.addEventListener("change", function () { filters[k] = input.value; apply(); saveAll(); });
       } else {
         input = el("input", { "data-key": c.key, placeholder: c.kind === "num" ? ">0.5, 1..3" : "value" });
-        input.addEventListener("input", function () { filters[k] = input.value.trim(); apply(); });
+        input.addEventListener("input", function () { filters[k] = input.value.trim(); apply(); saveAll(); });
       }
+      inputs.push(input);
       filt.appendChild(el("th", {}, [input]));
     });
     thead.appendChild(head); thead.appendChild(filt); tbl.appendChild(thead);
@@ -108,11 +158,12 @@
     var pager = el("div", { "class": "pager" });
     var prev = el("button", { type: "button" }, ["‹ previous"]), next = el("button", { type: "button" }, ["next ›"]);
     var where = document.createTextNode("");
+    var note = el("div", { "class": "problem filter-problem", role: "alert", hidden: "" });
     prev.addEventListener("click", function () { page--; draw(); });
     next.addEventListener("click", function () { page++; draw(); });
     pager.appendChild(prev); pager.appendChild(where); pager.appendChild(next);
     host.textContent = "";
-    host.appendChild(pager); host.appendChild(tbl);
+    host.appendChild(note); host.appendChild(pager); host.appendChild(tbl);
 
     // one page of rows, built as one string (escaped) and parsed once: far cheaper than a node per cell
     function esc(s) { return s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;"); }
@@ -129,36 +180,86 @@
       if (count) count.textContent = "(" + shown.length + " of " + rows.length + ")";
       where.textContent = "page " + (page + 1) + " of " + pages;
       prev.disabled = page === 0; next.disabled = page >= pages - 1;
+      note.textContent = "";
+      problems.forEach(function (p) { note.appendChild(el("div", {}, [p])); });
+      if (problems.length) note.removeAttribute("hidden"); else note.setAttribute("hidden", "");
     }
-    // filters from the address: index.html#family=lg&f1=>0.5 (a link that opens the table filtered)
-    if (opts.hash) {
-      decodeURIComponent(location.hash.replace(/^#/, "")).split("&").forEach(function (part) {
-        var eq = part.indexOf("=");
-        if (eq < 0) return;
-        var key = part.slice(0, eq), val = part.slice(eq + 1);
-        cols.forEach(function (c, k) {
-          if (c.key !== key) return;
-          filters[k] = val;
-          var input = filt.querySelector('[data-key="' + key + '"]');
-          if (input) input.value = val;
-        });
+
+    // this table's part of the address
+    function own(key) { return prefix ? key.slice(0, prefix.length) === prefix : key.indexOf(".") < 0; }
+    function load() {
+      filters = cols.map(function () { return ""; });
+      sortCol = -1; sortDir = 1; addressProblems = [];
+      readHash().forEach(function (p) {
+        if (!own(p[0])) return;
+        var key = p[0].slice(prefix.length), val = p[1];
+        if (key === "sort") {
+          var desc = val.charAt(0) === "-", name = desc ? val.slice(1) : val;
+          var k = cols.map(function (c) { return c.key; }).indexOf(name);
+          if (k < 0) addressProblems.push('the address sorts by "' + name + '", which is no column of this table');
+          else { sortCol = k; sortDir = desc ? -1 : 1; }
+          return;
+        }
+        var k2 = cols.map(function (c) { return c.key; }).indexOf(key);
+        if (k2 < 0) {
+          addressProblems.push('the address filters on "' + key + '", which is no column of this table (columns: ' +
+                               cols.map(function (c) { return c.key; }).join(", ") + ")");
+          return;
+        }
+        filters[k2] = val;
       });
+      inputs.forEach(function (input, k) {
+        var val = filters[k];
+        if (input.tagName === "SELECT") {
+          var match = Array.prototype.filter.call(input.options, function (o) {
+            return o.value.toLowerCase() === val.toLowerCase();
+          });
+          if (!match.length) {   // a value from the address that no row has: shown as chosen, and named
+            input.appendChild(el("option", { value: val, "class": "missing" }, [val + " (no such value)"]));
+            input.value = val;
+          } else input.value = match[0].value;
+        } else input.value = val;
+      });
+      markSort();
+      apply();
     }
-    apply();
+    var me = {
+      load: load,
+      claims: function (key) { return own(key) && (key.slice(prefix.length) === "sort" ||
+        cols.some(function (c) { return c.key === key.slice(prefix.length); })); },
+      state: function () {
+        var out = [];
+        filters.forEach(function (f, k) { if (f) out.push([prefix + cols[k].key, f]); });
+        if (sortCol >= 0) out.push([prefix + "sort", (sortDir < 0 ? "-" : "") + cols[sortCol].key]);
+        return out;
+      }
+    };
+    tables.push(me);
+    load();
+    return me;
   }
 
-  function blob(id) { return JSON.parse(document.getElementById(id).textContent); }
+  function blob(id) { var e = document.getElementById(id); return e ? JSON.parse(e.textContent) : null; }
   var host = document.getElementById("episodes-table");
   table(blob("episodes-data"), host, document.getElementById("episode-count"),
-        { id: "episodes", page: 200, rowClass: "episode", linkLabel: "episode", hash: true });
+        { id: "episodes", page: 200, rowClass: "episode", linkLabel: "episode", prefix: "", noun: "episode" });
   // when the table became usable, for benchmarks/view_scale.py: ms since the navigation started
   host.setAttribute("data-drawn-ms", Math.round(performance.now()));
   window.addEventListener("load", function () {
     host.setAttribute("data-load-ms", Math.round(performance.now()));
   });
+  var more = [["summary-table", "summary-data", "summary-count", "summary", 50, "s.", "agent × condition"],
+              ["plays-table", "plays-data", "play-count", "plays", 200, "p.", "play"],
+              ["plays-summary-table", "plays-summary-data", "plays-summary-count", "plays-summary", 50, "ps.",
+               "agent × scenario"]];
   document.addEventListener("DOMContentLoaded", function () {
-    var sum = document.getElementById("summary-table");
-    if (sum) table(blob("summary-data"), sum, document.getElementById("summary-count"),
-                   { id: "summary", page: 50, rowClass: "summary", hash: false });
+    more.forEach(function (m) {
+      var where = document.getElementById(m[0]), data = blob(m[1]);
+      if (where && data) table(data, where, document.getElementById(m[2]),
+                               { id: m[3], page: m[4], rowClass: m[3] === "plays" ? "play" : m[3], prefix: m[5],
+                                 linkLabel: "play", noun: m[6] });
+    });
   });
+  // the address changed (edited by hand, or a link to a filtered view): every table reads it again
+  window.addEventListener("hashchange", function () { tables.forEach(function (t) { t.load(); }); });
 })();
