@@ -32,12 +32,14 @@ commitment and its date.  After the period the seed is published and ``heuresis 
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import hmac
 import json
 import os
 import re
 import secrets
+import sys
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -189,8 +191,6 @@ def _check_seed_file(path: Path) -> None:
     if mode & 0o077:
         raise SecretUnavailable(f"config key secrets.test_seed_file: {path} is readable by others (mode {mode:o}); "
                                 "make it owner-only: chmod 600")
-    import sys
-
     visible = [*SANDBOX_VISIBLE, sys.prefix, sys.base_prefix, str(Path.cwd())]
     for folder in visible:
         root = Path(folder).resolve()
@@ -208,8 +208,6 @@ def write_commitment(seed: str, path: str | Path, *, config_digest: str, period:
     what is published before the test run.  A record of another seed at ``path`` is an error: a
     rotation commits the new seed in a new record, after the old one was published.
     """
-    import datetime
-
     seed = check_seed(seed)
     path = Path(path)
     if path.exists():

@@ -65,6 +65,7 @@ __all__ = [
     "judges_for",
     "load_references",
     "max_turns_of",
+    "may_judge",
     "model_family",
     "output_cap_errors",
     "play_job_runtime",
@@ -198,16 +199,20 @@ def model_family(agent_spec: Mapping) -> str | None:
     return _family_word(parts[-1:]) or (_family_word(parts[:-1]) if hosted else None) or parts[-1]
 
 
-def judges_for(config: Mapping, agent: str) -> list[str]:
-    """The judges of ``games.judges`` that may grade ``agent``'s plays: none of the player's model family.
+def may_judge(judge_spec: Mapping, player_spec: Mapping, own_family: bool = False) -> bool:
+    """Whether a judge may grade a player's plays: not of the player's model family.
 
-    Unless ``games.judge_own_family`` allows it: a run with one model, such as the local smoke run.
+    Unless ``own_family`` (``games.judge_own_family``: a run with one model, such as the local smoke run).
     """
+    own = model_family(player_spec)
+    return own_family or own is None or model_family(judge_spec) != own
+
+
+def judges_for(config: Mapping, agent: str) -> list[str]:
+    """The judges of ``games.judges`` that may grade ``agent``'s plays (:func:`may_judge`)."""
     agents = config.get("agents", {})
-    own = model_family(agents.get(agent, {}))
-    if config["games"].get("judge_own_family"):
-        return list(config["games"]["judges"])
-    return [j for j in config["games"]["judges"] if own is None or model_family(agents.get(j, {})) != own]
+    own_family = bool(config["games"].get("judge_own_family"))
+    return [j for j in config["games"]["judges"] if may_judge(agents.get(j, {}), agents.get(agent, {}), own_family)]
 
 
 def judge_panel_errors(config: Mapping) -> list[str]:
@@ -465,11 +470,9 @@ def run_judgements(judge: str, spec: Mapping, agent: str, mode: str, plays_paths
     ``agent_spec``: the player's agent entry; a judge of the player's model family is refused unless
     ``own_family`` (``games.judge_own_family``: a run with a single model).
     """
-    if agent_spec is not None and not own_family:
-        own = model_family(agent_spec)
-        if own is not None and model_family(spec) == own:
-            raise ValueError(f"judge {judge!r} ({spec.get('model')}) is of the model family {own!r} of player "
-                             f"{agent!r} ({agent_spec.get('model')}); a judge never grades its own model family")
+    if agent_spec is not None and not may_judge(spec, agent_spec, own_family):
+        raise ValueError(f"judge {judge!r} ({spec.get('model')}) is of the model family {model_family(agent_spec)!r} "
+                         f"of player {agent!r} ({agent_spec.get('model')}); a judge never grades its own model family")
     from heuresis.agents.base import make_agent
     from heuresis.games.judge import judge_play
 
