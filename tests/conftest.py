@@ -42,11 +42,25 @@ def random_dag(rng: np.random.Generator, d: int, p: float) -> np.ndarray:
 @pytest.fixture(scope="session")
 def tiny_run(tmp_path_factory) -> Path:
     """The tiny workflow (tests/tinyflow.py) run once locally through the local profile; shared by
-    the SLURM and fault tests as the uninterrupted reference run. Do not modify: copy it."""
+    the SLURM and fault tests as the uninterrupted reference run. Do not modify: copy it.
+
+    Run once per test run, not once per pytest-xdist worker: the workers share the folder above
+    their own base temporary folders, and the first to take the lock builds it there."""
+    import fcntl
+    import shutil
+
     from tinyflow import CONFIG, TARGETS, copy_workflow, run_snakemake
 
-    wd = copy_workflow(tmp_path_factory.mktemp("tiny_local"))
-    run_snakemake(wd, *TARGETS, "--profile", "workflow/profiles/local", "--cores", "2", *CONFIG)
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    wd, done = shared / "tiny_local", shared / "tiny_local.done"
+    with open(shared / "tiny_local.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            shutil.rmtree(wd, ignore_errors=True)       # a build that failed in another worker
+            copy_workflow(wd)
+            run_snakemake(wd, *TARGETS, "--profile", "workflow/profiles/local", "--cores", "2", *CONFIG)
+            done.touch()
     return wd
 
 
@@ -95,6 +109,33 @@ def small_lg_split(quick_config: dict, root: Path, n: int) -> dict:
     ref = root / "references/pc_kci/lg/test/shard-000.parquet"
     run_shard("pc_kci", {"alpha": 0.05}, "lg", "test", list(range(n)), data, truth, ref, grades=cfg["grades"])
     return dict(cfg=cfg, root=root, data=data, truth=truth, ref=ref)
+
+
+def pytest_xdist_auto_num_workers(config) -> int:
+    """``-n auto`` ([tool.pytest.ini_options]): one worker more than there are cores, since the
+    end-to-end tests spend much of their time waiting (on SLURM's queue, on servers, on
+    subprocesses); ``PYTEST_XDIST_AUTO_NUM_WORKERS`` overrides it."""
+    env = os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS")
+    if env:
+        return int(env)
+    return len(os.sched_getaffinity(0)) + 1
+
+
+#: Modules that spend minutes waiting (SLURM's queue, its one-minute time limit): in parallel runs they
+#: start first, so that the other workers compute while they wait instead of after.
+WAIT_FIRST = ("test_slurm.py",)
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """In pytest-xdist's workers (each file is one unit, handed out in collection order): the waiting
+    modules first, then the other end-to-end ones (marked ``slow``), then the rest, each group in its order."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+
+    def rank(item) -> int:
+        return 0 if item.path.name in WAIT_FIRST else 1 if item.get_closest_marker("slow") else 2
+
+    items.sort(key=rank)      # stable: within a rank, the files and their tests keep their order
 
 
 @pytest.hookimpl(hookwrapper=True)

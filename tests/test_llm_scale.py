@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, small_lg_split
 from llm_server import Conversations, ScriptedLLMServer
+from tinyflow import WALL_LEFT
 
 from heuresis.agents.llm import LLMAgent, ProviderFatalError, scrub, verify_keys
 from heuresis.agents.spend import RunStopped, SpendLedger, SpendLimitReached, read_stop
@@ -373,7 +375,10 @@ def test_prompt_caching_cuts_the_bill_and_the_record_equals_it(small, tmp_path):
                     "prices": CLAUDE_PRICES, "prompt_caching": caching}
             ep, req = _sweep(small, f"cache{caching}", spec, root=tmp_path / str(caching))
             messages = json.loads(Path(ep.transcript.iloc[0]).read_text())["messages"]
-            runs[caching] = (ep, req, server.bill, [(m.get("role"), m.get("content")) for m in messages])
+            # the wall time left, in whole seconds, is the one thing two runs may legitimately differ in
+            runs[caching] = (ep, req, server.bill, [(m.get("role"), re.sub(*WALL_LEFT, m["content"])
+                                                     if isinstance(m.get("content"), str) else m.get("content"))
+                                                    for m in messages])
     (ep, req, bill, bodies), (_ep0, req0, bill0, bodies0) = runs[True], runs[False]
     assert list(ep.termination) == ["submitted"] and len(req) == 30
     assert req.cost.sum() == pytest.approx(bill, abs=0.005) and ep.cost.iloc[0] == pytest.approx(bill, rel=1e-9)

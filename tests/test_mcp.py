@@ -23,6 +23,7 @@ import pytest
 from conftest import ROOT, small_lg_split
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
+from tinyflow import WALL_LEFT
 
 from heuresis.agents.base import Agent, AgentReply, Usage, register_agent
 from heuresis.artifacts.io import read_table
@@ -43,7 +44,6 @@ MOVES = [
     ("set_edges", {"changes": [{"x": "X1", "y": "X2", "relation": "->"}]}),
     ("submit", {}),
 ]
-_WALL = re.compile(r"wall time \d+/")
 
 
 @pytest.fixture(scope="module")
@@ -101,7 +101,7 @@ VOLATILE = {"wall_s", "working_s", "charged_s", "started", "ended", "call_id", "
 def _same(a: dict, b: dict) -> None:
     """Field by field, except wall times, ids and the agent's kind; the budgets line's wall time masked."""
     def norm(v):
-        return _WALL.sub("wall time ?/", v) if isinstance(v, str) else v
+        return re.sub(*WALL_LEFT, v) if isinstance(v, str) else v
 
     keys = sorted((set(a) | set(b)) - VOLATILE)
     assert {k: norm(a.get(k)) for k in keys} == {k: norm(b.get(k)) for k in keys}

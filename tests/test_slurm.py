@@ -57,9 +57,16 @@ def slurm(tmp_path_factory):
         subprocess.run(["bash", str(DOWN)], env=env, timeout=120, check=False)
 
 
+# The reference runs of the tiny config (12 of seconds each) go as one group job here: the plugin
+# waits 5 s before each submission and polls ever more slowly, so one job each would make this
+# test mostly waiting; every stage still runs under SLURM, each from its own job script.
+REFERENCES_GROUPED = ["--groups", "references_pc_fisherz=test_references", "--group-components", "test_references=12"]
+
+
 def test_slurm_run_equals_local_run(slurm, tiny_run, tmp_path_factory):
     wd = copy_workflow(tmp_path_factory.mktemp("slurm"))
-    proc = run_snakemake(wd, *CORE_TARGETS, *SLURM_ARGS, *CONFIG, env={"SLURM_CONF": slurm}, timeout=1500)
+    proc = run_snakemake(wd, *CORE_TARGETS, *SLURM_ARGS, *REFERENCES_GROUPED, *CONFIG, env={"SLURM_CONF": slurm},
+                         timeout=1500)
     log = proc.stdout + proc.stderr
     assert "submitted with SLURM jobid" in log, log[-3000:]
     # the instance jobs went to SLURM as one group job, not one job each
