@@ -4,7 +4,7 @@
 # what it knows (condition ids, play modes, the files a scenario extends), never copy it.
 
 try:
-    from heuresis.agents.llm import CredentialsError, ProviderFatalError, check_credentials, verify_keys
+    from heuresis.agents.llm import CredentialsError, ProviderFatalError, check_credentials, llm_agents_in_use, verify_keys
     from heuresis.agents.spec import result_spec as _result_spec
     from heuresis.config import ConfigError, SPLITS, check_config_files, validate_config
     from heuresis.artifacts import paths as P
@@ -48,6 +48,7 @@ try:
     from heuresis.targets.registry import target_files
     from heuresis.targets.table1 import load_table1 as _load_table1
     from heuresis.stages.verification import CHECKS as _VERIFICATION, check_settings as _check_settings
+    from heuresis.view.live import write_plan as _write_plan
 except ImportError as exc:  # the package must be installed (README: pip install -e .)
     raise WorkflowError(
         f"cannot import the heuresis package ({exc}); install it first: pip install -e ."
@@ -133,6 +134,9 @@ onstart:
             require_test_seed(config)
         except SecretUnavailable as exc:
             raise WorkflowError(str(exc))
+    # The run's plan (the jobs about to run, the agents' run caps): what `heuresis view` follows live.
+    _write_plan(P.RUN_PLAN, [(_job.rule.name, _job.output) for _job in workflow.dag.needrun_jobs()],
+                {_name: _spec.get("max_run_usd") for _name, _spec in llm_agents_in_use(config).items()})
 
 FAMILIES = list(config["families"])
 

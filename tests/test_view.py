@@ -290,7 +290,7 @@ def served(run):
 
 
 def test_served_pages_are_the_site_pages(run, served):
-    site = Site(run)
+    site = Site(run, live=True)     # served, the index follows the run
     assert served.startswith("http://127.0.0.1:")
     e = _episodes(run)[0]
     for path in ["index.html", "static/table.js", f"episodes/{e['episode_id']}.html", "files/tables/table4.md"]:
@@ -306,7 +306,7 @@ def test_served_pages_are_the_site_pages(run, served):
     root = served.rsplit("/", 2)[0] + "/"
     token = served.rsplit("/", 2)[1]
     assert len(token) >= 22
-    for path in ["", "index.html", f"episodes/{e['episode_id']}.html", "AAAAAAAAAAAAAAAAAAAAAA/index.html",
+    for path in ["", "index.html", "live.json", f"episodes/{e['episode_id']}.html", "AAAAAAAAAAAAAAAAAAAAAA/index.html",
                  token[:-1] + "/index.html"]:
         assert _get(root + path)[0] == 404, path
     assert _get(root + token)[0] == 200      # /TOKEN redirects to /TOKEN/
@@ -897,3 +897,138 @@ def test_the_episodes_of_an_instance_side_by_side(run):
                               key=lambda c: c["index"])
                 assert re.findall(r'<a class="step[^"]*" href="[^"#]+#call-\d+-\d+">([^<]+)</a>', cell) == \
                     [html.escape(c["tool"]) for c in mine], (e["episode_id"], turn)
+
+
+def _episode_shards(results: Path, agent: str = "*") -> list[Path]:
+    """The episodes' shard files (not their calls and requests) of ``agent``."""
+    return [p for p in sorted(results.glob(f"episodes/{agent}/*/*/*/shard-*.parquet"))
+            if not p.name.endswith((".calls.parquet", ".requests.parquet"))]
+
+
+# --- live ------------------------------------------------------------------------------------------------
+def test_a_served_index_follows_the_run(run, tmp_path):
+    """In chromium, on a served copy of the run with one episode shard not yet written: the run header
+    counts the plan's jobs (done when their outputs exist) and each agent's ledger against its cap; the
+    shard written into results/ appears in the open page without a reload, the address's filter kept,
+    and the header moves (one more job done, the episodes counted, a ledger's settled dollars)."""
+    from browser import Browser
+
+    from heuresis.agents.spend import SpendLedger
+    from heuresis.view.live import write_plan
+
+    _chromium()
+    results = tmp_path / "results"
+    shutil.copytree(run, results)
+    eps = _episodes(results)
+    shard = _episode_shards(results, "shortcut")[0]
+    held = tmp_path / "held.parquet"
+    shard.rename(held)
+    n_shard = pq.read_table(held).num_rows
+    outs = [str(p.relative_to(tmp_path)) for p in _episode_shards(results)]
+    plan_outputs = [*outs, str(shard.relative_to(tmp_path))]
+    write_plan(results / "run/plan.json", [("episodes", [o]) for o in plan_outputs], {"shortcut": 5.0})
+    srv = make_server(results, 0)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{srv.server_address[1]}/{srv.token}/"
+    try:
+        status, live = _get(base + "live.json")
+        assert status == 200
+        header = json.loads(live)["header"]
+        assert (header["jobs_done"], header["jobs_planned"]) == (len(outs), len(outs) + 1)
+        short = next(a for a in header["agents"] if a["agent"] == "shortcut")
+        assert short["episodes"] == sum(e["agent"] == "shortcut" for e in eps) - n_shard and short["cap"] == 5.0
+        shortcut = sum(e["agent"] == "shortcut" for e in eps)
+        with Browser(size=(1100, 700)) as b:
+            b.open(base + "index.html#agent=shortcut")
+            assert b.eval("document.querySelectorAll('tr.episode').length") == shortcut - n_shard
+            assert f"{len(outs)} of {len(outs) + 1}" in b.eval("document.getElementById('run-header').textContent")
+            held.rename(shard)                                   # the job finished
+            ledger = SpendLedger(results / "spend", "shortcut", 5.0)
+            ledger.settle(ledger.reserve(0.5, "a request"), 0.25)
+            deadline = time.monotonic() + 30
+            while b.eval("document.querySelectorAll('tr.episode').length") != shortcut:
+                assert time.monotonic() < deadline, b.eval("document.getElementById('run-header').textContent")
+                time.sleep(0.2)
+            text = b.eval("document.getElementById('run-header').textContent")
+            assert f"{len(outs) + 1} of {len(outs) + 1}" in text
+            assert b.eval("location.hash") == "#agent=shortcut"                       # the filter kept
+            assert b.eval("document.querySelector('#episodes select[data-key=agent]').value") == "shortcut"
+            row = b.eval("[...document.querySelectorAll('#run-agents tr')].map(r => r.textContent)"
+                         ".find(t => t.startsWith('shortcut'))")
+            assert "0.250" in row and "5.000" in row, row
+            assert b.errors == [], b.errors
+        _, exported = _get(base + "index.html")
+        assert b'data-live="1"' in exported
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    export_site(results, tmp_path / "site", log=lambda m: None)        # an export is a snapshot: no polling
+    page = (tmp_path / "site/index.html").read_text()
+    assert "data-live" not in page and "live.js" not in page and not (tmp_path / "site/live.json").exists()
+
+
+# --- two runs ------------------------------------------------------------------------------------------
+def test_two_runs_side_by_side_pair_their_episodes(run, tmp_path):
+    """`heuresis view A B`: run B is run A with the F1 of one shard's episodes lowered by 0.1, one of
+    them failed (no F1), and another shard missing. The pairs, the per-condition means and deltas,
+    the failed and unpaired counts are recomputed with pandas; each pair's page shows both
+    episodes; the export writes both runs' pages under a/ and b/."""
+    import numpy as np
+    import pandas as pd
+
+    from heuresis.artifacts.io import read_table
+    from heuresis.artifacts.schemas import EPISODES
+    from heuresis.view.diff import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, PAIR_KEY, RunDiff
+
+    b = tmp_path / "b" / "results"
+    shutil.copytree(run, b)
+    shards = _episode_shards(b)
+    changed, dropped = shards[0], next(s for s in shards[1:] if s.parent.parent.parent != shards[0].parent.parent.parent)
+    t = read_table(changed, EPISODES).to_pylist()
+    for k, r in enumerate(t):
+        r["f1"] = None if k == 0 else r["f1"] - 0.1
+        if k == 0:
+            r["status"] = "failed"
+    write_table({c: [r[c] for r in t] for c in t[0]}, changed, EPISODES)
+    dropped.unlink()
+    a_df, b_df = (pd.DataFrame(_episodes(x)) for x in (run, b))
+    m = a_df.merge(b_df, on=list(PAIR_KEY), suffixes=("_a", "_b"))
+    ok = (m.status_a == "ok") & (m.status_b == "ok") & m.f1_a.notna() & m.f1_b.notna()
+    m["delta"] = np.where(ok, m.f1_b - m.f1_a, np.nan)
+
+    diff = RunDiff(run, b)
+    pairs = diff.pairs()
+    assert len(pairs) == len(m) == len(a_df) - pq.read_table(run / dropped.relative_to(b)).num_rows
+    summary = {(r["agent"], r["condition_id"]): r for r in diff.summary()}
+    rng = np.random.default_rng(BOOTSTRAP_SEED)
+    for (agent, cond), g in m.groupby(["agent", "condition_id"]):
+        r, d = summary[(agent, cond)], g.delta.dropna().to_numpy()
+        assert r["pairs"] == len(g) and r["scored"] == len(d)
+        assert r["failed_b"] == int((g.status_b != "ok").sum()) and r["failed_a"] == int((g.status_a != "ok").sum())
+        assert r["delta"] == pytest.approx(d.mean()) and r["f1_a"] == pytest.approx(g.f1_a[g.delta.notna()].mean())
+        assert (r["wins"], r["losses"], r["ties"]) == (int((d > 0).sum()), int((d < 0).sum()), int((d == 0).sum()))
+        if len(d) >= 2:
+            means = d[rng.integers(0, len(d), size=(BOOTSTRAP_RESAMPLES, len(d)))].mean(axis=1)
+            assert (r["lo"], r["hi"]) == pytest.approx(tuple(np.percentile(means, [2.5, 97.5])))
+    lowered = {(x["agent"], x["condition_id"]) for x in t}
+    assert any(summary[k]["delta"] == pytest.approx(-0.1) for k in lowered)
+    gone = pd.DataFrame(_episodes(run)).merge(b_df, on=list(PAIR_KEY), how="left", indicator=True)
+    only_a = gone[gone._merge == "left_only"].groupby(["agent", "condition_id"]).size()
+    assert {k: v["only_a"] for k, v in summary.items() if v["only_a"]} == only_a.to_dict()
+
+    out = tmp_path / "site"
+    export_site([run, b], out, log=lambda m: None)
+    index = (out / "index.html").read_text()
+    assert index.count('<tr class="pair">') == len(m) and index.count('<tr class="diff-summary">') == len(summary)
+    p = next(x for x in pairs if x["delta"] is not None)
+    page = (out / p["url"]).read_text()
+    assert f"a/episodes/{p['eid_a']}.html" in page and f"b/episodes/{p['eid_b']}.html" in page
+    for f in re.findall(r'href="(?!data:)([^"#]+)', page):     # every link of a pair's page resolves in the export
+        assert (out / p["url"]).parent.joinpath(unquote(f)).resolve().is_file(), f
+    assert (out / "a/index.html").is_file() and (out / "b/index.html").is_file()
+
+def test_three_folders_are_refused_by_name(run, capsys):
+    from heuresis.cli import main
+
+    assert main(["view", "--export", "/nonexistent/x", str(run), str(run), "elsewhere"]) == 2
+    assert "one results folder or compares two, not 3" in capsys.readouterr().err

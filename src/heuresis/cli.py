@@ -367,11 +367,12 @@ def cmd_view(args: argparse.Namespace) -> int:
     """Serve a run's episodes and game plays on 127.0.0.1, read-only, or export the pages (docs/viewer.md)."""
     from heuresis.view import export_site, serve
 
+    results = args.results[0] if len(args.results) == 1 else args.results   # two or more: open_site checks
     if args.export:
-        export_site(args.results, args.export)
+        export_site(results, args.export)
         return 0
     try:
-        serve(args.results, port=args.port, open_browser=not args.no_browser)
+        serve(results, port=args.port, open_browser=not args.no_browser)
     except KeyboardInterrupt:
         pass
     return 0
@@ -720,7 +721,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("view", help="a local read-only web view of a run's episodes and game plays",
                         description="Serve the run's episodes and game plays on 127.0.0.1 (read-only, offline) and "
                                     "print the URL, or with --export write the same pages as files. See docs/viewer.md.")
-    sp.add_argument("results", nargs="?", default="results", help="results folder (default: results)")
+    sp.add_argument("results", nargs="*", default=["results"],
+                    help="results folder (default: results); two folders: compare their runs, episodes paired")
     sp.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one)")
     sp.add_argument("--no-browser", action="store_true", help="do not open a browser")
     sp.add_argument("--export", metavar="DIR", help="write the pages to DIR instead of serving them")

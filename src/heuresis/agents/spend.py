@@ -47,9 +47,8 @@ from pathlib import Path
 from heuresis.agents.base import FatalAgentError
 from heuresis.artifacts.paths import SPEND
 
-__all__ = ["PROMPT_MARGIN", "RATE_WINDOW_S", "RESERVE_TRIES", "SPEND_DIR", "LedgerError", "RateWindow", "RunStopped",
-           "SpendLedger",
-           "SpendLimitReached", "clear_stop", "read_stop", "request_bound", "stop_run"]
+__all__ = ["PROMPT_MARGIN", "RATES", "RATE_WINDOW_S", "RESERVE_TRIES", "SPEND_DIR", "STOPPED", "LedgerError",
+           "RateWindow", "RunStopped", "SpendLedger", "SpendLimitReached", "clear_stop", "read_stop", "request_bound", "stop_run"]
 
 #: Where the workflow's jobs keep the run's spend ledgers (one folder per agent with ``max_run_usd``)
 #: and the stop records of agents whose run was stopped by a fatal error.
@@ -58,6 +57,9 @@ SPEND_DIR = SPEND
 #: Factor on litellm's prompt-token count in a request's worst case (providers count their own
 #: way: chat templates, tool schemas).
 PROMPT_MARGIN = 1.25
+
+#: The spend folder's subfolders that are not an agent's ledger: the token windows and the stop records.
+RATES, STOPPED = "rates", "stopped"
 #: Tokens added to every prompt's worst case (the tools' schemas and the template's framing).
 PROMPT_EXTRA_TOKENS = 500
 #: Rounding allowed when sums of reservations are compared with the cap (a billionth of a dollar).
@@ -251,7 +253,7 @@ class RateWindow:
 
     def __init__(self, folder: str | Path, provider: str, tokens_per_minute: int,
                  sleep=time.sleep, clock=time.time) -> None:
-        self.folder = Path(folder) / "rates" / provider
+        self.folder = Path(folder) / RATES / provider
         self.provider, self.limit = provider, int(tokens_per_minute)
         self._sleep, self._clock = sleep, clock
         self._buckets: dict[int, _Journals] = {}
@@ -322,7 +324,7 @@ class RateWindow:
 # --- stopping the run -------------------------------------------------------------------------------
 
 def _stop_path(folder: str | Path, agent: str) -> Path:
-    return Path(folder) / "stopped" / f"{agent}.json"
+    return Path(folder) / STOPPED / f"{agent}.json"
 
 
 def stop_run(folder: str | Path, agent: str, reason: str) -> None:

@@ -91,6 +91,9 @@ EPISODE_TRANSCRIPTS = _declare("EPISODE_TRANSCRIPTS", "results/transcripts/{agen
 EPISODE_SCORES = _declare("EPISODE_SCORES", "results/analysis/episode_scores.parquet", "episode_scores",
                           "heuresis.stages.analysis.scores.write_episode_scores", "EPISODE_SCORES")
 SPEND = _declare("SPEND", "results/spend", "episodes", "heuresis.agents.spend.SpendLedger")
+#: the run's plan, written when a run starts (Snakemake's onstart, no rule: heuresis.view.live.write_plan),
+#: what a served view follows
+RUN_PLAN = "results/run/plan.json"
 
 # the pilot of a paid run (k episodes per LLM agent and budget setting) and the forecast drawn from it
 PILOT = _declare("PILOT", "results/pilot/k{k}/{agent}.parquet", "pilot", "heuresis.stages.pilot.run_pilot", "PILOT")

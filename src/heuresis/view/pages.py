@@ -28,13 +28,13 @@ from urllib.parse import quote, unquote
 import jinja2
 import pyarrow as pa
 
-from heuresis.artifacts.io import atomic_write_bytes
 from heuresis.artifacts.schemas import GAME_JUDGEMENTS
 from heuresis.causal.graph import Graph, Relation
+from heuresis.view.live import run_header, stamp
 from heuresis.view.run import Run, loads, number
 from heuresis.view.transcripts import TranscriptProblem, read_episode_transcript, read_play_transcript
 
-__all__ = ["INDEX_COLUMNS", "NotFound", "Site", "edge_table", "export_site"]
+__all__ = ["INDEX_COLUMNS", "NotFound", "Page", "Site", "edge_table", "html_page", "url_name"]
 
 #: The condition's factors (the columns of the ``episodes`` table that make up ``condition_id``).
 FACTORS = ["toolbox", "guided", "prompt_level", "target", "budget", "last_turn", "repeat"]
@@ -54,11 +54,12 @@ PLAY_COLUMNS = [
     ("gap", "gap to optimum", "num"), ("won", "won", "cat"), ("trap_fall", "fell in the trap", "cat"),
     ("deployments", "deployments", "num"), ("turns", "turns", "num"), ("n_judged", "judged", "num"),
 ]
-CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; base-uri 'none'; "
+CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+       "base-uri 'none'; "
        "form-action 'none'; frame-ancestors 'none'")
 #: The policy the pages carry in their <meta> element: the same, less what only a header can say.
 CSP_META = "; ".join(d for d in CSP.split("; ") if not d.startswith("frame-ancestors"))
-STATIC = ("view.css", "table.js", "page.js")
+STATIC = ("view.css", "table.js", "page.js", "live.js")
 #: The content type of a run file by its suffix: text always as UTF-8 (a table's "−" and "×" are not
 #: ASCII), shown in the browser rather than downloaded; anything else as :mod:`mimetypes` guesses.
 TEXT_TYPES = {".md": "text/plain", ".tex": "text/plain", ".txt": "text/plain", ".csv": "text/csv",
@@ -74,6 +75,11 @@ def content_type(name: str) -> str:
     if kind.startswith("text/") or kind in ("application/json", "image/svg+xml"):
         kind += "; charset=utf-8"
     return kind
+
+
+def html_page(text: str) -> Page:
+    """A rendered HTML page, UTF-8."""
+    return Page(text.encode("utf-8"), "text/html; charset=utf-8")
 
 
 class NotFound(LookupError):
@@ -106,7 +112,7 @@ def _pretty(text) -> str:
     return json.dumps(text, indent=1, default=str)
 
 
-def _url(ident: str) -> str:
+def url_name(ident: str) -> str:
     """An id (``a/b/c``) as a relative page path: each segment quoted, dot segments refused."""
     parts = ident.split("/")
     if any(p in ("", ".", "..") for p in parts):
@@ -309,9 +315,29 @@ class Page:
 class Site:
     """Every page of a run's view; :meth:`page` renders one path, :meth:`paths` lists them all."""
 
-    def __init__(self, results: str | Path):
-        self.run = Run(Path(results))
+    def __init__(self, results: str | Path, live: bool = False):
+        self.results = Path(results)
+        self.run = Run(self.results)
         self.env = _env()
+        #: served: the index follows the run (``live.json``, :meth:`refresh`); an export is a snapshot
+        self.live = live
+        self.stamp = stamp(self.results) if live else ""
+
+    def refresh(self) -> bool:
+        """Read the results folder again if it changed since it was read (a running workflow); True if it did."""
+        now = stamp(self.results)
+        if now == self.stamp:
+            return False
+        self.run, self.stamp = Run(self.results), now
+        return True
+
+    def live_data(self) -> dict:
+        """``live.json``: the results folder's stamp and the run header."""
+        return {"stamp": self.stamp, "header": self.header()}
+
+    def header(self) -> dict:
+        """The run header (:func:`heuresis.view.live.run_header`) of the results as last read."""
+        return run_header(self.results, self.run.episodes.values(), self.run.plays.values())
 
     # --- routing -------------------------------------------------------------------------------
     def paths(self) -> Iterator[str]:
@@ -322,19 +348,21 @@ class Site:
         for name in STATIC:
             yield f"static/{name}"
         for eid in self.run.episodes:
-            yield f"episodes/{_url(eid)}.html"
+            yield f"episodes/{url_name(eid)}.html"
         for pid in self.run.plays:
-            yield f"plays/{_url(pid)}.html"
+            yield f"plays/{url_name(pid)}.html"
         for key in self.instances():
             yield self.compare_path(key)
         for rel in self.run.run_files:
-            yield f"files/{_url(rel)}"
+            yield f"files/{url_name(rel)}"
 
     def page(self, path: str) -> Page:
         """Render the page at ``path`` (relative, no leading slash); :class:`NotFound` when there is none."""
         path = path.lstrip("/") or "index.html"
         if path == "index.html":
-            return self._html(self.index())
+            return html_page(self.index())
+        if path == "live.json" and self.live:
+            return Page(json.dumps(self.live_data()).encode(), "application/json")
         if path == "robots.txt":
             return Page(ROBOTS, "text/plain; charset=utf-8")
         if path == "favicon.ico":      # an empty icon: the pages name none (data:), but a browser may still ask
@@ -346,15 +374,15 @@ class Site:
         if path.startswith("episodes/") and path.endswith(".html"):
             eid = unquote(path[len("episodes/"):-len(".html")])
             if eid in self.run.episodes:
-                return self._html(self.episode(eid))
+                return html_page(self.episode(eid))
         if path.startswith("plays/") and path.endswith(".html"):
             pid = unquote(path[len("plays/"):-len(".html")])
             if pid in self.run.plays:
-                return self._html(self.play(pid))
+                return html_page(self.play(pid))
         if path.startswith("compare/") and path.endswith(".html"):
             key = _compare_key(unquote(path[len("compare/"):-len(".html")]))
             if key in self.instances():
-                return self._html(self.compare(key))
+                return html_page(self.compare(key))
         if path.startswith("files/"):
             rel = unquote(path[len("files/"):])
             if rel in self.run.run_files:   # only the listed tables and figures, never another file
@@ -362,12 +390,10 @@ class Site:
                 return Page(p.read_bytes(), content_type(p.name))
         raise NotFound(path)
 
-    @staticmethod
-    def _html(text: str) -> Page:
-        return Page(text.encode("utf-8"), "text/html; charset=utf-8")
 
-    def _render(self, template: str, depth: int, **ctx) -> str:
-        return self.env.get_template(template).render(root="../" * depth, **ctx)
+    def render(self, template: str, depth: int, **ctx) -> str:
+        """A template rendered for a page ``depth`` folders below the site's root (its links relative)."""
+        return self.env.get_template(template).render(root="../" * depth, **{"live": False, "stamp": "", **ctx})
 
     # --- index ---------------------------------------------------------------------------------
     def index_data(self) -> dict:
@@ -389,7 +415,7 @@ class Site:
             for k, _, kind in INDEX_COLUMNS:
                 v = _json_value(vals.get(k))
                 row.append(codes[k].setdefault(v, len(codes[k])) if kind == "cat" else v)
-            rows.append([*row, f"episodes/{_url(eid)}.html"])
+            rows.append([*row, f"episodes/{url_name(eid)}.html"])
         return {"columns": [{"key": k, "label": lab, "kind": kind} for k, lab, kind in INDEX_COLUMNS], "rows": rows,
                 "values": {k: list(codes[k]) for k in cats}, "link": True}
 
@@ -443,7 +469,7 @@ class Site:
         rows = []
         for pid, p in sorted(self.run.plays.items()):
             vals = {**p, "n_judged": len(self.run.judgements.get(pid, [])), "trap_fall": self.trap_fall(p)}
-            rows.append([_json_value(vals.get(k)) for k, *_ in PLAY_COLUMNS] + [f"plays/{_url(pid)}.html"])
+            rows.append([_json_value(vals.get(k)) for k, *_ in PLAY_COLUMNS] + [f"plays/{url_name(pid)}.html"])
         return {"columns": [{"key": k, "label": lab, "kind": kind} for k, lab, kind in PLAY_COLUMNS], "rows": rows,
                 "link": True}
 
@@ -485,19 +511,20 @@ class Site:
 
     def index(self) -> str:
         """The index page."""
-        plays = [{**p, "url": f"plays/{_url(pid)}.html", "n_judged": len(self.run.judgements.get(pid, []))}
+        plays = [{**p, "url": f"plays/{url_name(pid)}.html", "n_judged": len(self.run.judgements.get(pid, []))}
                  for pid, p in sorted(self.run.plays.items())]
         summary = self.summary_data()
         psum = self.plays_summary_data()
-        return self._render("index.html", 0, blob=_script_json(self.index_data()), n=len(self.run.episodes),
+        return self.render("index.html", 0, blob=_script_json(self.index_data()), n=len(self.run.episodes),
                             summary=_script_json(summary), n_summary=len(summary["rows"]), plays=plays,
                             compare=[{"name": f"{k[0]}/{k[1]}/{k[2]:04d}", "url": self.compare_path(k), "n": len(v),
                                       "agents": sorted({self.run.episodes[e]["agent"] for e in v})}
                                      for k, v in self.instances().items()],
                             plays_blob=_script_json(self.plays_data()), plays_summary=_script_json(psum),
                             n_plays_summary=len(psum["rows"]),
-                            files=[{"name": f, "url": f"files/{_url(f)}"} for f in self.run.run_files],
-                            problems=self.run.problems, results=str(self.run.results))
+                            files=[{"name": f, "url": f"files/{url_name(f)}"} for f in self.run.run_files],
+                            problems=self.run.problems, results=str(self.run.results), header=self.header(),
+                            live=self.live, stamp=self.stamp)
 
     # --- episode -------------------------------------------------------------------------------
     def episode(self, eid: str) -> str:
@@ -537,7 +564,7 @@ class Site:
         key = (row["family"], row["split"], int(row["instance"]))
         others = len(self.instances().get(key, [])) - 1
         counts = {m: sum(e["mark"] == m for e in edges) for m in ("correct", "missing", "extra")}
-        return self._render(
+        return self.render(
             "episode.html", depth, row=row, eid=eid, problem=problem, transcript=self.run.artifact(tpath),
             condition={f: row.get(f) for f in ["condition_id", *FACTORS]},
             budgets=(tr.data["budgets"] if tr else None), truth=truth is not None, edges=edges, counts=counts,
@@ -546,8 +573,8 @@ class Site:
             scores=self.run.scores.get(eid), file=self.run.artifact(row["_file"]),
             start_graph=tr.data.get("start_graph") if tr else None, drawings=drawings, graph_note=graph_note,
             compare={"url": self.compare_path(key), "others": others} if others > 0 else None,
-            prev={"id": prev, "url": f"episodes/{_url(prev)}.html"} if prev else None,
-            next={"id": next_, "url": f"episodes/{_url(next_)}.html"} if next_ else None)
+            prev={"id": prev, "url": f"episodes/{url_name(prev)}.html"} if prev else None,
+            next={"id": next_, "url": f"episodes/{url_name(next_)}.html"} if next_ else None)
 
     @staticmethod
     def _start_graph(kind, pc_row: Mapping | None, d: int) -> tuple[Graph | None, str | None]:
@@ -575,20 +602,27 @@ class Site:
     def compare_path(key: tuple[str, str, int]) -> str:
         """The page comparing an instance's episodes."""
         family, split, instance = key
-        return f"compare/{_url(family)}/{_url(split)}/{instance:04d}.html"
+        return f"compare/{url_name(family)}/{url_name(split)}/{instance:04d}.html"
 
     def compare(self, key: tuple[str, str, int]) -> str:
         """Side by side: an instance's episodes, their calls turn by turn and final graphs against the truth and each other."""
+        return self.side_by_side(key, [(self.run, eid, "", "") for eid in self.instances()[key]], depth=3)
+
+    def side_by_side(self, key: tuple[str, str, int], columns: list[tuple[Run, str, str, str]], depth: int) -> str:
+        """The comparison page of instance ``key``: one column per (run, episode id, link prefix, label).
+
+        The columns may come from several runs (``heuresis view A B``): each links to its episode's
+        page under its prefix, and the truth is the first run's.
+        """
         family, split, instance = key
-        eids = self.instances()[key]
-        truth = self.run.truth(family, split, instance)
+        truth = columns[0][0].truth(family, split, instance)
         cols, finals, by_turn = [], [], []
-        for eid in eids:
-            row = self.run.episodes[eid]
+        for run, eid, prefix, label in columns:
+            row = run.episodes[eid]
             final = _graph_of(row["graph"])
             finals.append(final)
             try:
-                calls = read_episode_transcript(self.run.transcript_path(row)).calls
+                calls = read_episode_transcript(run.transcript_path(row)).calls
                 problem = None
             except TranscriptProblem as exc:
                 calls, problem = [], str(exc)
@@ -597,8 +631,8 @@ class Site:
                 turns.setdefault(int(c["turn"]), []).append(
                     {"tool": c["tool"], "ok": c["ok"], "anchor": f"call-{c['turn']}-{c['index']}"})
             by_turn.append(turns)
-            cols.append({"eid": eid, "url": f"episodes/{_url(eid)}.html", "row": row, "problem": problem,
-                         "n_edges": final.n_edges()})
+            cols.append({"eid": eid, "url": f"{prefix}episodes/{url_name(eid)}.html", "row": row, "problem": problem,
+                         "n_edges": final.n_edges(), "label": label})
         names = list(finals[0].names)
         d = finals[0].d
         pairs = []
@@ -624,7 +658,7 @@ class Site:
                    for b in finals] for a in finals]
         last = max((t for turns in by_turn for t in turns), default=0)
         steps = [{"turn": t, "cells": [turns.get(t, []) for turns in by_turn]} for t in range(1, last + 1)]
-        return self._render("compare.html", 3, family=family, split=split, instance=instance, cols=cols, pairs=pairs,
+        return self.render("compare.html", depth, family=family, split=split, instance=instance, cols=cols, pairs=pairs,
                             differ=differ, steps=steps, truth=truth is not None,
                             counts=[{m: sum(cells[k]["mark"] == m for cells in marks) for m in ("correct", "missing",
                                                                                                 "extra")}
@@ -655,9 +689,9 @@ class Site:
         turns = _conversation(tr.messages if tr else [], {c["call_id"]: c for c in calls if c.get("call_id")},
                               calls, amap)
         prev, next_ = _neighbours(sorted(self.run.plays), pid)
-        return self._render(
-            "play.html", depth, prev={"id": prev, "url": f"plays/{_url(prev)}.html"} if prev else None,
-            next={"id": next_, "url": f"plays/{_url(next_)}.html"} if next_ else None, row=row, pid=pid,
+        return self.render(
+            "play.html", depth, prev={"id": prev, "url": f"plays/{url_name(prev)}.html"} if prev else None,
+            next={"id": next_, "url": f"plays/{url_name(next_)}.html"} if next_ else None, row=row, pid=pid,
             problem=problem, transcript=self.run.artifact(tpath), ref=ref,
             deployments=deployments, chart=chart, judgements=[
                 {**j, "criteria": c, "texts": x} for j in self.run.judgements.get(pid, [])
@@ -857,15 +891,3 @@ def _survival_chart(deployments: list[dict], row: Mapping, ref: Mapping | None, 
               ("submitted", row.get("survival") if row.get("submitted") else None),
               ("trap", ref.get("trap") if ref else None)) if level(val) is not None]
     return {"w": w, "h": h, "bars": bars, "lines": lines}
-
-
-def export_site(results: str | Path, out: str | Path, log=print) -> int:
-    """Write every page of a run's view under ``out`` (each file atomically); returns the number of files."""
-    site = Site(results)
-    out = Path(out)
-    n = 0
-    for path in site.paths():
-        atomic_write_bytes(out / unquote(path), site.page(path).body)
-        n += 1
-    log(f"wrote {n} files to {out} (open {out / 'index.html'})")
-    return n

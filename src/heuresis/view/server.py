@@ -7,7 +7,9 @@ path, ``/TOKEN/`` (:func:`make_server` draws it; the URL printed holds it), as t
 hand-served episode: another local user or process -- an external agent on the host's network
 among them -- that does not know it gets 404 for every path. Requests whose ``Host`` is not the
 loopback address are refused too, so that a web page elsewhere cannot read the run's hidden
-truth through a DNS name rebound to 127.0.0.1. Only ``/robots.txt`` (every path disallowed) and an
+truth through a DNS name rebound to 127.0.0.1. The index follows a running workflow: it polls
+``live.json`` (the results folder's stamp and the run header, :mod:`heuresis.view.live`) and the
+server reads the folder again when it changed. Only ``/robots.txt`` (every path disallowed) and an
 empty ``/favicon.ico`` answer without the token; every answer carries ``X-Robots-Tag: noindex``.
 """
 
@@ -17,21 +19,29 @@ import hmac
 import http.server
 import secrets
 import threading
+import time
+from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from heuresis.view.diff import RunDiff
 from heuresis.view.pages import CSP, NotFound, Site
+from heuresis.view.sites import open_site
 
 __all__ = ["HOST", "make_server", "serve", "view_url"]
 
 HOST = "127.0.0.1"
 #: Paths answered without the token: ``robots.txt`` (Disallow: /) and an empty ``favicon.ico``.
 PUBLIC = ("/robots.txt", "/favicon.ico")
+#: A served index follows its run: the results folder is read again when it changed, checked at most this often.
+REFRESH_S = 1.0
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
-    site: Site
+    site: Site | RunDiff
     token: str
+    lock: threading.Lock
+    checked: list[float]        # when the results were last checked for a change (monotonic seconds)
     server_version = "heuresis-view"
 
     def _answer(self, head: bool) -> None:
@@ -54,12 +64,22 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self.end_headers()
             return
         path = "/" + tail
+        if path in ("/", "/index.html", "/live.json"):
+            self._refresh()
         try:
             page = self.site.page(path)
         except NotFound:
             self.send_error(404, f"no page {path}")
             return
         self._send(page, head)
+
+    def _refresh(self) -> None:
+        """Read the results again if they changed, at most once per :data:`REFRESH_S` (many pages may poll)."""
+        with self.lock:
+            now = time.monotonic()
+            if now - self.checked[0] >= REFRESH_S:
+                self.checked[0] = now
+                self.site.refresh()
 
     def _send(self, page, head: bool) -> None:
         self.send_response(200)
@@ -85,16 +105,20 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         """Quiet: no line per request."""
 
 
-def make_server(results: str | Path, port: int = 0, token: str | None = None) -> http.server.ThreadingHTTPServer:
-    """A server of ``results``'s view on 127.0.0.1:``port`` (0: a free port), not yet serving.
+def make_server(results: str | Path | Sequence[str | Path], port: int = 0,
+                token: str | None = None) -> http.server.ThreadingHTTPServer:
+    """A server of the view of ``results`` (one folder, or two to compare) on 127.0.0.1, not yet serving.
+
+    ``port`` 0 takes a free port.
 
     Its pages are under ``/TOKEN/`` (``token``, default drawn: 128 random bits); the server's
     ``token`` and :func:`view_url` give it.
     """
-    site = Site(results)
+    site = open_site(results, live=True)
     site.index()   # read every table once now: a bad results folder fails here, not on the first request
     token = token or secrets.token_urlsafe(16)
-    handler = type("Handler", (_Handler,), {"site": site, "token": token})
+    handler = type("Handler", (_Handler,), {"site": site, "token": token, "lock": threading.Lock(),
+                                            "checked": [time.monotonic()]})
     srv = http.server.ThreadingHTTPServer((HOST, port), handler)
     srv.daemon_threads = True
     srv.token = token  # type: ignore[attr-defined]
@@ -106,11 +130,12 @@ def view_url(srv: http.server.ThreadingHTTPServer) -> str:
     return f"http://{HOST}:{srv.server_address[1]}/{srv.token}/"  # type: ignore[attr-defined]
 
 
-def serve(results: str | Path, port: int = 0, open_browser: bool = True, log=print) -> None:
+def serve(results: str | Path | Sequence[str | Path], port: int = 0, open_browser: bool = True, log=print) -> None:
     """Serve until interrupted; prints the URL and, with ``open_browser``, opens it."""
     srv = make_server(results, port)
     url = view_url(srv)
-    log(f"serving {results} at {url} (read-only; Ctrl-C stops)")
+    what = results if isinstance(results, (str, Path)) else " against ".join(map(str, results))
+    log(f"serving {what} at {url} (read-only; Ctrl-C stops)")
     if open_browser:
         import webbrowser
 
