@@ -10,9 +10,9 @@ rule view:
     output:
         site=directory(P.VIEW),
     log:
-        "logs/view.log",
+        log_of(P.VIEW),
     params:
-        results=lambda wildcards, output: str(Path(output.site).parent),   # the results folder the site is in
+        results=str(Path(P.VIEW).parent),   # the results folder the site is in
     threads: 1
     resources:
         mem_mb=4000,

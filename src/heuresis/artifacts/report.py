@@ -20,7 +20,7 @@ from heuresis.artifacts.provenance import PROVENANCE_KEY, dumps
 from heuresis.artifacts.sealing import disclosure_caption
 from heuresis.causal.bootstrap import Interval
 
-__all__ = ["format_interval", "save_figure", "to_latex", "to_markdown", "write_paper_table"]
+__all__ = ["format_interval", "pyplot", "save_figure", "to_latex", "to_markdown", "write_paper_table"]
 
 
 def _missing(x) -> bool:
@@ -142,6 +142,16 @@ def write_paper_table(numbers: pd.DataFrame, display: pd.DataFrame, stem: str | 
     atomic_write_text(stem.with_suffix(".md"), to_markdown(display, caption, highlight))
     atomic_write_text(stem.with_suffix(".tex"), to_latex(display, caption, label=f"tab:{stem.name}",
                                                          highlight=highlight))
+
+
+def pyplot():
+    """matplotlib's ``pyplot`` on the headless Agg backend, as every figure of the pipeline draws (no display)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
 
 
 def save_figure(fig, stem: str | Path, *, provenance: Mapping) -> None:

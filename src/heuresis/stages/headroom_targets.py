@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from heuresis.artifacts.report import format_interval
+from heuresis.artifacts.report import format_interval, pyplot
 from heuresis.causal.bootstrap import Interval, bootstrap_mean, paired_bootstrap
 from heuresis.causal.foundation import foundation_model
 from heuresis.config.settings import Bootstrap
@@ -177,10 +177,7 @@ def table11(scores: pd.DataFrame, families: Sequence[str], boot: Bootstrap | Map
 def figure1c(scores: pd.DataFrame, families: Sequence[str], boot: Bootstrap | Mapping):
     """F1 per family of BCA_g, BCA_f and the oracle with bootstrap intervals; returns (fig, numbers)."""
     boot = Bootstrap.coerce(boot)
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     methods = (("bca_g", "BCA$_g$", "#9e9e9e"), ("bca_f", "BCA$_f$", "#4c72b0"), ("oracle", "oracle", "#dd8452"))
     scopes = _scopes(families)

@@ -36,6 +36,7 @@ from heuresis.agents.spec import result_spec
 from heuresis.artifacts.failures import FIRST_ATTEMPT, failure_metadata, record_attempt
 from heuresis.artifacts.io import Checkpoint, write_table
 from heuresis.artifacts.provenance import PROVENANCE_KEY, dumps, provenance_record, utc_now
+from heuresis.artifacts.report import pyplot
 from heuresis.artifacts.schemas import LEAKAGE
 from heuresis.causal.graph import Graph, Relation
 from heuresis.causal.metrics import adjacency_scores
@@ -185,10 +186,7 @@ def figure1a(results: pd.DataFrame, agents: Sequence[str], networks: Sequence[st
 
     Without an LLM agent, a figure that says so.  Returns (fig, numbers).
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     if not agents:
         fig, ax = plt.subplots(figsize=(6.5, 1.6))

@@ -46,7 +46,7 @@ import pandas as pd
 import pyarrow as pa
 
 from heuresis.artifacts.io import read_table, write_table
-from heuresis.artifacts.report import format_interval
+from heuresis.artifacts.report import format_interval, pyplot
 from heuresis.artifacts.schemas import REPAIR_FEATURES
 from heuresis.config.settings import Bootstrap
 from heuresis.stages.instances import load_data, load_truth, stable_key
@@ -423,10 +423,7 @@ _KIND_COLORS = {"log": "#4c72b0", "test": "#55a868", "classifier": "#8172b2", "o
 
 def figure8(summary: pd.DataFrame):
     """(a) test AUC per signal; (b) test F1 change per signal (threshold from dev) vs the oracle."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     s = summary[summary["f1_change"].notna()].reset_index(drop=True)
     y = np.arange(len(s))[::-1]

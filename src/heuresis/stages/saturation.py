@@ -28,6 +28,7 @@ import pyarrow as pa
 
 from heuresis.artifacts.io import Checkpoint, read_table, write_table
 from heuresis.artifacts.provenance import PROVENANCE_KEY, dumps, provenance_record, utc_now
+from heuresis.artifacts.report import pyplot
 from heuresis.artifacts.schemas import SATURATION
 from heuresis.causal.algorithms.pc import oracle_repair
 from heuresis.causal.graph import Graph, dag_to_cpdag
@@ -238,10 +239,7 @@ _COLORS = {"pc_fisherz": "#4c72b0", "pc_kci": "#55a868", "ges": "#8172b2", ORACL
 
 def figure1b(summary: pd.DataFrame, networks: Sequence[str], methods: Sequence[str], *, n: int):
     """Grouped bars: mean adjacency F1 per network (x) and method, 95% bootstrap whiskers."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     fig, ax = plt.subplots(figsize=(1.1 * len(networks) + 2.4, 3.2))
     width = 0.8 / max(len(methods), 1)

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from heuresis.artifacts.report import pyplot
 from heuresis.causal.bootstrap import bootstrap_mean, bootstrap_ratio, paired_bootstrap
 from heuresis.config.settings import Bootstrap
 from heuresis.stages.analysis.tables import GLOBAL, n_failed, paired_diff, results_of, split_failed, test_episodes
@@ -27,13 +28,6 @@ _COLORS = ["#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#d
            "#64b5cd"]
 
 
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
 
 
 def _scored(scores: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -105,7 +99,7 @@ def figure6(scores: pd.DataFrame, headroom: pd.DataFrame, families: Sequence[str
             agents: Sequence[str] = ()):
     """Δ^s and Δ^r per result and family against the selection and repair headrooms."""
     boot = Bootstrap.coerce(boot)
-    plt = _plt()
+    plt = pyplot()
     scores, failed = _scored(scores)
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), sharey=False)
     rows = []  # type: ignore[var-annotated]
@@ -168,7 +162,7 @@ def _by_agent_guided(scores, agents):
 def figure7a(scores: pd.DataFrame, families: Sequence[str], boot: Bootstrap | Mapping, agents: Sequence[str] = ()):
     """Guided episodes: recall of PC-KCI's wrong deletions per result and family (pooled, instances resampled)."""
     boot = Bootstrap.coerce(boot)
-    plt = _plt()
+    plt = pyplot()
     scores, failed = _scored(scores)
     failed = failed[failed["guided"].astype(bool)]
     parts = _by_agent_guided(scores, agents)
@@ -211,7 +205,7 @@ def figure7a(scores: pd.DataFrame, families: Sequence[str], boot: Bootstrap | Ma
 def figure7b(scores: pd.DataFrame, families: Sequence[str], boot: Bootstrap | Mapping, agents: Sequence[str] = ()):
     """Guided − unguided F1 per agent (and condition) and family, paired over instances."""
     boot = Bootstrap.coerce(boot)
-    plt = _plt()
+    plt = pyplot()
     scores, failed = _scored(scores)
     parts = _by_agent_guided(scores, agents)
     fig, ax = plt.subplots(figsize=(max(5.0, 1.3 * (len(families) + 1) + 2), 3.4))
@@ -249,7 +243,7 @@ def figure7b(scores: pd.DataFrame, families: Sequence[str], boot: Bootstrap | Ma
 def figure9(scores: pd.DataFrame, families: Sequence[str], boot: Bootstrap | Mapping, agents: Sequence[str] = ()):
     """Last-turn settings: F1 over all episodes vs over finished ones, with the truncation rate."""
     boot = Bootstrap.coerce(boot)
-    plt = _plt()
+    plt = pyplot()
     scores, failed = _scored(scores)
     fields = ["agent", "toolbox", "guided", "prompt_level", "target", "budget", "repeat"]
     order = {"none": 0, "once": 1, "retry": 2}
