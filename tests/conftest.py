@@ -59,7 +59,8 @@ def tiny_run(tmp_path_factory) -> Path:
         if not done.exists():
             shutil.rmtree(wd, ignore_errors=True)       # a build that failed in another worker
             copy_workflow(wd)
-            run_snakemake(wd, *TARGETS, "--profile", "workflow/profiles/local", "--cores", "2", *CONFIG)
+            proc = run_snakemake(wd, *TARGETS, "--profile", "workflow/profiles/local", "--cores", "2", *CONFIG)
+            (wd / "snakemake.log").write_text(proc.stdout + proc.stderr)     # what Snakemake said it ran
             done.touch()
     return wd
 

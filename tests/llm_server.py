@@ -267,6 +267,10 @@ class PromptCache:
                 "cache_write_tokens": write, "reasoning_tokens": 0}, dollars
 
 
+#: The budgets line's clock (wall time left, whole seconds), masked: two runs of a conversation differ in it.
+CLOCK = (r"wall time \d+/", "wall time ?/")
+
+
 class Conversations:
     """A responder for :class:`ScriptedLLMServer`: each conversation answered by its own script.
 
@@ -295,7 +299,7 @@ class Conversations:
     def key(body: dict) -> str:
         """A digest of a request body (its messages and tools), the identity of a request."""
         text = json.dumps([body.get("messages"), body.get("tools")], sort_keys=True, default=str)
-        return hashlib.sha256(re.sub(r"wall time \d+/", "wall time ?/", text).encode()).hexdigest()
+        return hashlib.sha256(re.sub(*CLOCK, text).encode()).hexdigest()
 
     def __call__(self, request: dict) -> dict:
         body = request["body"]
@@ -303,6 +307,7 @@ class Conversations:
         first = next((m.get("content") for m in msgs if m.get("role") == "user"), "") or ""
         if isinstance(first, list):   # Anthropic content blocks
             first = " ".join(str(b.get("text", "")) for b in first if isinstance(b, dict))
+        first = re.sub(*CLOCK, first)   # the budgets line's clock: not part of what the script answers
         k = sum(m.get("role") == "assistant" for m in msgs)
         self.prompts.add(first)
         key = self.key(body)

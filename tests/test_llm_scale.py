@@ -16,8 +16,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT, small_lg_split
-from llm_server import Conversations, ScriptedLLMServer
-from tinyflow import WALL_LEFT
+from llm_server import CLOCK, Conversations, ScriptedLLMServer
 
 from heuresis.agents.llm import LLMAgent, ProviderFatalError, scrub, verify_keys
 from heuresis.agents.spend import RunStopped, SpendLedger, SpendLimitReached, read_stop
@@ -376,7 +375,7 @@ def test_prompt_caching_cuts_the_bill_and_the_record_equals_it(small, tmp_path):
             ep, req = _sweep(small, f"cache{caching}", spec, root=tmp_path / str(caching))
             messages = json.loads(Path(ep.transcript.iloc[0]).read_text())["messages"]
             # the wall time left, in whole seconds, is the one thing two runs may legitimately differ in
-            runs[caching] = (ep, req, server.bill, [(m.get("role"), re.sub(*WALL_LEFT, m["content"])
+            runs[caching] = (ep, req, server.bill, [(m.get("role"), re.sub(*CLOCK, m["content"])
                                                      if isinstance(m.get("content"), str) else m.get("content"))
                                                     for m in messages])
     (ep, req, bill, bodies), (_ep0, req0, bill0, bodies0) = runs[True], runs[False]

@@ -21,9 +21,9 @@ from pathlib import Path
 import anyio
 import pytest
 from conftest import ROOT, small_lg_split
+from llm_server import CLOCK
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
-from tinyflow import WALL_LEFT
 
 from heuresis.agents.base import Agent, AgentReply, Usage, register_agent
 from heuresis.artifacts.io import read_table
@@ -101,7 +101,7 @@ VOLATILE = {"wall_s", "working_s", "charged_s", "started", "ended", "call_id", "
 def _same(a: dict, b: dict) -> None:
     """Field by field, except wall times, ids and the agent's kind; the budgets line's wall time masked."""
     def norm(v):
-        return re.sub(*WALL_LEFT, v) if isinstance(v, str) else v
+        return re.sub(*CLOCK, v) if isinstance(v, str) else v
 
     keys = sorted((set(a) | set(b)) - VOLATILE)
     assert {k: norm(a.get(k)) for k in keys} == {k: norm(b.get(k)) for k in keys}

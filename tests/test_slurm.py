@@ -57,24 +57,7 @@ def slurm(tmp_path_factory):
         subprocess.run(["bash", str(DOWN)], env=env, timeout=120, check=False)
 
 
-# The reference runs of the tiny config (12 of seconds each) go as one group job here: the plugin
-# waits 5 s before each submission and polls ever more slowly, so one job each would make this
-# test mostly waiting; every stage still runs under SLURM, each from its own job script.
-REFERENCES_GROUPED = ["--groups", "references_pc_fisherz=test_references", "--group-components", "test_references=12"]
-
-
-def test_slurm_run_equals_local_run(slurm, tiny_run, tmp_path_factory):
-    wd = copy_workflow(tmp_path_factory.mktemp("slurm"))
-    proc = run_snakemake(wd, *CORE_TARGETS, *SLURM_ARGS, *REFERENCES_GROUPED, *CONFIG, env={"SLURM_CONF": slurm},
-                         timeout=1500)
-    log = proc.stdout + proc.stderr
-    assert "submitted with SLURM jobid" in log, log[-3000:]
-    # the instance jobs went to SLURM as one group job, not one job each
-    assert "group_instances" in log and log.count("rule_instances") == 0, log[-3000:]
-    n = assert_same_artifacts(tiny_run / "results", wd / "results", subset=True)
-    assert n > 20
-
-
+# First the test that needs no tiny run: it waits on SLURM while the tiny run (a shared fixture) is built.
 def test_job_killed_by_time_limit_is_reported_with_rule_wildcards_and_log(slurm, tmp_path):
     """A job SLURM kills (here: its time limit) fails the run naming rule, wildcards and logs."""
     (tmp_path / "Snakefile").write_text(
@@ -92,6 +75,24 @@ def test_job_killed_by_time_limit_is_reported_with_rule_wildcards_and_log(slurm,
     assert "TIMEOUT" in log, log[-3000:]
     assert "wildcards: name=sleepy" in log
     assert "logs/slow/sleepy.log" in log and ".snakemake/slurm_logs/rule_slow/sleepy/" in log
+
+
+# The reference runs of the tiny config (12 jobs of seconds each) go as one group job here: the plugin
+# waits 5 s before each submission and polls ever more slowly, so one job each would make this
+# test mostly waiting; every stage still runs under SLURM, each from its own job script.
+REFERENCES_GROUPED = ["--groups", "references_pc_fisherz=test_references", "--group-components", "test_references=12"]
+
+
+def test_slurm_run_equals_local_run(slurm, tiny_run, tmp_path_factory):
+    wd = copy_workflow(tmp_path_factory.mktemp("slurm"))
+    proc = run_snakemake(wd, *CORE_TARGETS, *SLURM_ARGS, *REFERENCES_GROUPED, *CONFIG, env={"SLURM_CONF": slurm},
+                         timeout=1500)
+    log = proc.stdout + proc.stderr
+    assert "submitted with SLURM jobid" in log, log[-3000:]
+    # the instance jobs went to SLURM as one group job, not one job each
+    assert "group_instances" in log and log.count("rule_instances") == 0, log[-3000:]
+    n = assert_same_artifacts(tiny_run / "results", wd / "results", subset=True)
+    assert n > 20
 
 
 RUNTIME_OVERLAY = """\

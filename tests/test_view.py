@@ -266,8 +266,13 @@ def test_the_workflow_target_writes_the_export(tiny_run, tmp_path, monkeypatch):
     out = wd / "results/view"
     written = [str(p.relative_to(out)) for p in out.rglob("*") if p.is_file() and p.name != ".snakemake_timestamp"]
     assert sorted(written) == sorted(map(unquote, site.paths()))
+    header = re.compile(rb'<section class="run-header".*?</section>', re.S)   # the run as it was: the view job running
     for path in site.paths():
-        assert (out / unquote(path)).read_bytes() == site.page(path).body, path
+        written, now = (out / unquote(path)).read_bytes(), site.page(path).body
+        if path == "index.html":
+            assert b"<strong>0 of 1</strong> planned jobs done" in written   # the plan: the view job, not yet done
+            written, now = header.sub(b"", written), header.sub(b"", now)
+        assert written == now, path
     assert "wrote" in (wd / "logs/view.log").read_text()
 
 
@@ -1032,3 +1037,20 @@ def test_three_folders_are_refused_by_name(run, capsys):
 
     assert main(["view", "--export", "/nonexistent/x", str(run), str(run), "elsewhere"]) == 2
     assert "one results folder or compares two, not 3" in capsys.readouterr().err
+
+
+def test_the_workflow_writes_its_plan_when_it_starts(tiny_run):
+    """The tiny run's plan (written at onstart) names, per rule, the jobs Snakemake's own job stats of that
+    run list; after the run every planned job is done."""
+    from heuresis.view.live import read_plan, run_header
+
+    plan = read_plan(tiny_run / "results")
+    assert plan is not None
+    planned: dict[str, int] = {}
+    for job in plan["jobs"]:
+        planned[job["rule"]] = planned.get(job["rule"], 0) + 1
+    stats = re.search(r"Job stats:\n(.*?)\n\n", (tiny_run / "snakemake.log").read_text(), re.S)[1]
+    ran = {rule: int(n) for rule, n in re.findall(r"^(\w+)\s+(\d+)$", stats, re.M) if rule != "total"}
+    assert planned == ran
+    header = run_header(tiny_run / "results", [], [])
+    assert header["jobs_done"] == header["jobs_planned"] == sum(ran.values())
