@@ -5,8 +5,10 @@ folder (each copy under another condition id, its transcript, truth and referenc
 original); one more copy gets a long transcript: the original's conversation followed by TURNS
 turns each setting a pair of the working graph (a page with a drawing per turn). Then: the time
 to read the run and render the index, the index's size, the time to render an episode page and
-the long one; in headless chromium (the exported pages, median of REPEATS loads), the times the
-index's script records in the page itself (``data-drawn-ms``: the episode table drawn and usable;
+the long one, the comparison page of the instance played by the most episodes, and the view of
+the run compared with itself (every episode paired: ``heuresis view A B``); in headless
+chromium (the exported pages, median of REPEATS loads), the times the index's script records in
+the page itself (``data-drawn-ms``: the episode table drawn and usable;
 ``data-load-ms``: the page loaded, the summary table drawn too; both from the navigation's start)
 and the wall time of loading an episode page less that of an empty page (the browser's start).
 
@@ -29,6 +31,7 @@ from pathlib import Path
 from heuresis.artifacts.io import read_table, write_table
 from heuresis.artifacts.schemas import EPISODES
 from heuresis.view import Site, export_site
+from heuresis.view.diff import RunDiff
 
 LONG = "long"   # the condition id suffix of the long episode
 
@@ -118,6 +121,22 @@ def main() -> None:
             drawings = body.count('<figure class="working"')
             print(f"the episode of {drawings - 1} turns ({drawings} drawings of the working graph): rendered in "
                   f"{(time.perf_counter() - t) * 1000:.0f} ms ({len(body) / 1e6:.2f} MB)")
+        groups = site.instances()
+        if groups:
+            key = max(groups, key=lambda k: len(groups[k]))
+            t = time.perf_counter()
+            body = site.page(site.compare_path(key)).body
+            print(f"the comparison page of the instance played most ({len(groups[key])} episodes, {len(groups)} "
+                  f"instances compared): rendered in {(time.perf_counter() - t) * 1000:.0f} ms ({len(body) / 1e6:.2f} MB)")
+        t = time.perf_counter()
+        diff = RunDiff(res, res)            # the run against itself: every episode paired
+        body = diff.page("index.html").body
+        t_diff = time.perf_counter() - t
+        pair = diff.pairs()[0]["url"]
+        t = time.perf_counter()
+        diff.page(pair)
+        print(f"two runs compared ({len(diff.pairs()):,} pairs): read both and render the index {t_diff:.2f} s "
+              f"({len(body) / 1e6:.2f} MB); a pair's page {(time.perf_counter() - t) * 1000:.0f} ms")
         if not shutil.which("chromium"):
             return
         site_dir = Path(tmp) / "site"
