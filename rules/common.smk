@@ -193,6 +193,11 @@ wildcard_constraints:
     shard=r"\d+",
 
 
+def site_results_folder(wildcards, output):
+    """The results folder the viewer's export is written into (rule view), from its output."""
+    return str(Path(output.site).parent)
+
+
 def n_instances(wildcards):
     """Instances of a split (config: instances.n_dev / instances.n_test)."""
     return int(config["instances"][f"n_{wildcards.split}"])

@@ -12,7 +12,7 @@ rule view:
     log:
         log_of(P.VIEW),
     params:
-        results=str(Path(P.VIEW).parent),   # the results folder the site is in
+        results=site_results_folder,   # the results folder the site is in
     threads: 1
     resources:
         mem_mb=4000,
