@@ -33,7 +33,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from heuresis.artifacts.report import format_interval
+from heuresis.artifacts.report import format_interval, pyplot
 from heuresis.causal.bootstrap import bootstrap_mean, unpaired_bootstrap
 from heuresis.config.settings import Bootstrap
 from heuresis.games.judge import CAUSAL, CRITERIA, CRITERION_NAMES, FAILURE_MODES, RUBRIC_MAX, icc
@@ -421,10 +421,7 @@ def path_summary(plays: pd.DataFrame, refs: Mapping[str, Mapping]) -> tuple[pd.D
 
 
 def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     return plt
 
