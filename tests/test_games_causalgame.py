@@ -130,7 +130,7 @@ def test_the_agent_sees_status_hits_detection_and_the_visible_environment_only(s
         assert not any(f'"{h}"' in text for h in HIDDEN), name
         for row in view["results"]:
             extra = {"def_remaining"} if scn.spec.get("show_def_remaining") else set()
-            assert set(row) == {"status", "hit_count", "was_detected", "environment"} | extra
+            assert set(row) == {"drone", "status", "hit_count", "was_detected", "environment"} | extra
             assert set(row["environment"]) <= set(scn.spec["environment_shown"])
         statuses = {r["status"] for r in view["results"]}
         if scn.spec["hide_failed_drones"]:
@@ -326,3 +326,116 @@ def test_the_env_query_shows_visible_variables_only_and_stops_at_its_budget(scen
         assert answers[-1]["queries_left"] == 0 and not any(h in json.dumps(answers) for h in HIDDEN)
         with pytest.raises(EnvQueryBudgetError, match="env_query_budget"):
             q(var, rows)
+
+
+# --- CausalGame's scenarios played through the game, its tools and the play loop ---------------------
+OFFLINE_PLAYERS = ("game_random", "game_greedy", "game_bandit", "game_trap_follower", "game_mechanism")
+# what this track's own scenarios show and CausalGame's agent is never told (the default variant)
+DISCLOSURES = ("hits_", "misleading", "returned drones only", "\"measure\"", "storm_intensity")
+
+
+def _seen(transcript) -> str:
+    """Everything the agent was sent in a play: the tool definitions and every message (tool results included)."""
+    return json.dumps(transcript["tools"]) + json.dumps([m.get("content") for m in transcript["messages"]])
+
+
+def test_every_scenario_plays_through_the_game_tools_and_the_agent_sees_no_hidden_value(scenarios):
+    from heuresis.games.play import run_play
+    for name, scn in scenarios.items():
+        for agent in OFFLINE_PLAYERS:
+            out = run_play(agent, {"kind": agent}, scn, seed=3, threshold=scn.threshold)
+            row = out.row
+            assert row["status"] == "ok" and row["termination"] == "submitted", (name, agent, row["error"])
+            assert row["family"] == scn.model and row["scenario"] == name
+            assert 0 <= row["survival"] <= 1 and row["drones_used"] <= scn.budgets["stage1_drones"]
+            seen = _seen(out.transcript)
+            assert not any(f'"{h}"' in seen or f"{h}," in seen for h in HIDDEN), (name, agent)
+            assert not any(d in seen for d in DISCLOSURES), (name, agent, [d for d in DISCLOSURES if d in seen])
+            tools = {t["function"]["name"] for t in out.transcript["tools"]}
+            assert "query_environment" in tools and "measure" not in tools
+
+
+def test_the_task_states_the_scenarios_facts_and_warns_of_noise_only_where_rows_are_noisy(scenarios):
+    from heuresis.games.game import Game
+    from heuresis.games.play import NOISE_WARNING, task_prompt
+    for name, scn in scenarios.items():
+        text = task_prompt(Game(scn, seed=1, threshold=scn.threshold))
+        assert (NOISE_WARNING in text) == bool(scn.spec.get("observation_noise")), name
+        for line in (ln for lines in scn.spec["side_information"].values() for ln in lines):
+            assert line in text, (name, line)                           # shown as given, misleading on purpose
+        assert f"{scn.threshold:.1%}" in text and str(scn.spec["def_budget"]) in text
+        for c, v in scn.spec["components"].items():
+            assert f"{c} ({v['default_def']})" in text
+
+
+def test_the_history_is_drawn_per_play_survivors_only_where_failed_drones_are_hidden(scenarios):
+    from heuresis.games.game import Game
+    for name, scn in scenarios.items():
+        a, b, again = Game(scn, seed=1), Game(scn, seed=2), Game(scn, seed=1)
+        rows = lambda g: [r for h in g.history for r in h.rows]  # noqa: E731
+        assert rows(a) == rows(again), name                            # from the play's seed
+        n = scn.spec["resources"]["initial_observations"]
+        if n == 0:
+            assert rows(a) == [], name
+            continue
+        assert rows(a) != rows(b), name                                # drawn afresh for every play
+        assert sum(h.count for h in a.history) == n
+        for h in a.history:
+            if scn.spec["hide_failed_drones"]:
+                assert {r["status"] for r in h.rows} <= {"RETURNED"}, name
+                assert [r["drone"] for r in h.rows] == list(range(1, len(h.rows) + 1))   # no gap betrays a loss
+                assert "survival_rate" not in h.summary() and "destroyed" not in h.summary()
+            else:
+                assert len(h.rows) == h.count and h.summary()["destroyed"] == h.count - h.returned
+
+
+def test_the_env_query_tool_summarises_visible_rows_and_stops_at_its_budget():
+    from heuresis.games.game import Game
+    from heuresis.games.tools import game_tools
+    from heuresis.harness.tools import ToolError
+    scn = load_cg("deployment_zone_trap_categorical")
+    game = Game(scn, seed=4)
+    tools = game_tools(game, analysis=True)
+    q = tools["query_environment"]
+    seen = [r for h in game.history for r in h.rows]
+    with pytest.raises(ToolError, match="not a visible environment variable"):
+        q.handler(None, {"variable": "emi_level"})
+    first = json.loads(q.handler(None, {"variable": "altitude_band"}).text)
+    want = {v: sum(r["altitude_band"] == v for r in seen) for v in {r["altitude_band"] for r in seen}}
+    assert first["counts"] == want and first["rows"] == len(seen)
+    temps = [r["temperature"] for r in seen]
+    t = json.loads(q.handler(None, {"variable": "temperature"}).text)
+    assert t["mean"] == pytest.approx(np.mean(temps), abs=1e-3) and t["min"] == min(temps)
+    for _ in range(scn.spec["resources"]["env_query_budget"] - 2):
+        q.handler(None, {"variable": "temperature"})
+    assert game.status()["env_queries_left"] == 0
+    with pytest.raises(ToolError, match="env_query_budget"):
+        q.handler(None, {"variable": "temperature"})
+
+
+def test_designs_in_a_play_keep_the_sheets_defaults_and_the_budget_is_enforced():
+    from heuresis.games.game import Game, GameError
+    scn = load_cg("deployment_zone_trap_categorical")
+    game = Game(scn, seed=2)
+    d = game.deploy({"shield": 10, "engine": 5, "enhancement_module": "signal_filter"}, 20)
+    assert d.design["cockpit"] == scn.spec["components"]["cockpit"]["default_def"]
+    assert d.design["enhancement_module"] == "signal_filter" and d.count == 20
+    with pytest.raises(GameError, match="def_budget=70"):
+        game.deploy({"shield": 25}, 5)                                 # 70 + 25 over the budget
+    with pytest.raises(GameError, match="enhancement_module"):
+        game.deploy({"enhancement_module": "warp_drive"}, 5)
+    assert len(game.deployments) == 1                                  # a refused action changes nothing
+
+
+def test_stage2_flies_the_scenarios_stage2_fleet_from_the_play_seed():
+    from heuresis.games.game import Game
+    scn = load_cg("antenna_trap")
+    design = {"antenna": 0, "camera": 10, "gun": 10, "engine": 15, "wing": 15}
+    scores = []
+    for seed in (5, 5, 6):
+        game = Game(scn, seed=seed, threshold=scn.threshold, guard=False)
+        game.write_report("r")
+        scores.append(game.submit(design).survived)
+    assert scores[0] == scores[1] != scores[2]
+    fresh = fly(scn, design, 6000, np.random.default_rng(77), stage=2).survival
+    assert abs(scores[0] / 1000 - fresh) < 4 * np.sqrt(0.25 / 1000 + 0.25 / 6000)

@@ -135,8 +135,8 @@ def test_config_loading_depends_on_no_other_module():
 # The games track spans the layers: its simulation core (the hidden SCMs, scenarios, the game
 # itself) is a causal building block, its tools extend the harness's, its offline players are
 # agents, and its plays, judgements and tables are a stage.
-GAMES_CORE = ["heuresis.games.scm", "heuresis.games.scenario", "heuresis.games.reading", "heuresis.games.references",
-              "heuresis.games.game"]
+GAMES_CORE = ["heuresis.games.scm", "heuresis.games.design", "heuresis.games.causalgame", "heuresis.games.scenario",
+              "heuresis.games.reading", "heuresis.games.references", "heuresis.games.game"]
 LAYERS = {
     "base": ["heuresis.registry", "heuresis.config.loading", "heuresis.config.settings"],
     "causal": ["heuresis.causal", *GAMES_CORE],

@@ -53,6 +53,7 @@ episodes:                 # every analysis table gets content from 10 short jobs
                    families: [lg]}
   run: [tiny, tiny_toolbox, tiny_prompts, tiny_budgets]
 games:                      # two scenarios, two offline players, one play, a short reference search
+  scenarios_dir: config/games   # this track's own set (CausalGame's: the default folder)
   scenarios: [antenna_base, zone_base]
   agents: [game_random, game_trap_follower]
   plays: 1

@@ -469,23 +469,22 @@ def cmd_game_references(args: argparse.Namespace) -> int:
     from heuresis.artifacts.io import atomic_write_text
     from heuresis.artifacts.provenance import code_version
     from heuresis.artifacts.report import format_interval
-    from heuresis.games.references import check_references, compute_references
-    from heuresis.games.scenario import load_scenarios
+    from heuresis.games.references import scenario_references
+    from heuresis.games.scenario import load_scenarios, scenario_dir
 
     scns = load_scenarios(args.scenarios, args.scenario or None)
     if not scns:
-        raise ValueError(f"no scenario file (*.yaml) in {args.scenarios or 'config/games'}")
+        raise ValueError(f"no scenario file (*.yaml) in {args.scenarios or scenario_dir()}")
     out: dict = {"_about": {"command": "heuresis game-references", "code": code_version(),
                             "note": "optimum on search.drones CRN drones (enumerated or searched, see "
                                     "optimum_method), verified on search.verify_fleets fresh 1,000-drone fleets; "
                                     "trap and standard on the same fleets"}}
     for name, scn in scns.items():
-        ref = compute_references(scn)
+        ref = scenario_references(scn)
         out[name] = ref.as_dict()
         print(f"{name:28s} optimum {format_interval(ref.optimum, ref.optimum_lo, ref.optimum_hi)} "
               f"({ref.optimum_method} {ref.optimum_search:.3f}, runner-up {ref.runner_up:.3f})  trap {ref.trap:.3f}  "
               f"standard {ref.standard:.3f}  threshold {ref.threshold:.3f} ({ref.threshold_rule})", flush=True)
-        check_references(ref, scn)
     if args.out:
         atomic_write_text(args.out, json.dumps(out, indent=1, sort_keys=True) + "\n")
     return 0
@@ -729,13 +728,13 @@ def build_parser() -> argparse.ArgumentParser:
     sp.set_defaults(func=cmd_view)
     sp = sub.add_parser("game-references", help="optimum, trap, standard and threshold of game scenarios")
     sp.add_argument("scenario", nargs="*", help="scenario names (default: every file in the folder)")
-    sp.add_argument("--scenarios", default=None, help="scenario folder (default config/games)")
+    sp.add_argument("--scenarios", default=None, help="scenario folder (default: games.scenarios_dir's default, CausalGame's)")
     sp.add_argument("--out", help="write the references as JSON here")
     sp.set_defaults(func=cmd_game_references)
 
     sp = sub.add_parser("play", help="play a game scenario by hand (deploy, history, submit, report)")
-    sp.add_argument("scenario", help="scenario name (a file config/games/NAME.yaml) or a path")
-    sp.add_argument("--scenarios", default=None, help="scenario folder (default config/games)")
+    sp.add_argument("scenario", help="scenario name (a file of the scenario folder) or a path")
+    sp.add_argument("--scenarios", default=None, help="scenario folder (default: games.scenarios_dir's default, CausalGame's)")
     sp.add_argument("--seed", type=int, default=0, help="play seed (Stage-1 and Stage-2 draws)")
     sp.add_argument("--threshold", type=float, default=None, help="win threshold to show (default: none)")
     sp.add_argument("--rows", type=int, default=15, help="per-drone rows shown per deployment")
@@ -807,7 +806,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Serve the game tools of one play of a scenario (play 0, the workflow's seed) to an MCP "
                     "client, with the same turn limit and recording as the workflow's plays; written to "
                     "results/games/plays/AGENT/agentic/served-SCENARIO.parquet. See docs/mcp.md."))
-    sp.add_argument("scenario", help="scenario name (config/games/NAME.yaml)")
+    sp.add_argument("scenario", help="scenario name (a file of games.scenarios_dir)")
     with_serving(sp)
     sp.set_defaults(func=cmd_serve_play)
 

@@ -38,7 +38,7 @@ import numpy as np
 
 from heuresis.agents.base import Agent, AgentReply, Observation, register_agent, tool_call
 from heuresis.games.reading import correlational_design, reading_scores
-from heuresis.games.scenario import DesignSpace
+from heuresis.games.scenario import DesignError, DesignSpace
 
 __all__ = [
     "STRUCTURE",
@@ -69,8 +69,8 @@ def space_of(status: dict) -> DesignSpace:
 
 
 def rows_of(deployment: dict) -> list[dict]:
-    """The per-drone rows of a deployment's data, numbers as floats (status and terrain as text)."""
-    return [{k: (v if k in ("status", "terrain") else float(v)) for k, v in r.items()}
+    """The per-drone rows of a deployment's data, numbers as floats (labels such as status and terrain as text)."""
+    return [{k: (v if isinstance(v, str) else float(v)) for k, v in r.items()}
             for r in deployment.get("drones") or []]
 
 
@@ -84,6 +84,20 @@ def even_design(space: DesignSpace) -> dict:
             break
         vec[free[np.argmin(vec[free])]] += 1
     return space.design(vec)
+
+
+def history_design(space: DesignSpace, history: dict) -> dict:
+    """The free history's first design that is valid here (its DEF and equipment), else :func:`even_design`.
+
+    A history may have been flown with designs over the DEF budget (CausalGame's biased histories).
+    """
+    for h in history.get("history") or []:
+        keys = (*space.components, *space.equipment)
+        try:
+            return space.validate({k: v for k, v in h["design"].items() if k in keys})
+        except DesignError:
+            continue
+    return even_design(space)
 
 
 class GameAgent(Agent):
@@ -165,8 +179,7 @@ class GreedyCoordinateAgent(GameAgent):
         """The play, as a generator of tool calls (see the class)."""
         space, status, history = yield from self.start()
         step = int(self.params.get("step", 2))
-        hist = history.get("history") or []
-        cur = space.validate(hist[0]["design"]) if hist else even_design(space)
+        cur = history_design(space, history)
         sizes = self.plan(status)
         r = _json((yield ("deploy", {"design": cur, "count": sizes[0]})))
         cur_rate, best = r["returned"] / r["count"], cur
@@ -215,7 +228,9 @@ class BanditAgent(GameAgent):
         pool = np.array([space.random(self.rng) for _ in range(int(self.params.get("pool", 300)))])
         X, y, w = [], [], []
         for h in history.get("history") or []:
-            X.append(space.vector(h["design"]))
+            if "survival_rate" not in h:      # a history of survivors only: no rate to learn from
+                continue
+            X.append(space.vector({c: h["design"][c] for c in space.components}))
             y.append(h["returned"] / h["count"])
             w.append(h["count"])
         tau = float(self.params.get("prior_sd", 0.5))

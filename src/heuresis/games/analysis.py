@@ -172,7 +172,8 @@ def family_table(summ: pd.DataFrame, family: str, judges: Sequence[str]) -> tupl
 def references_table(refs: Mapping[str, Mapping]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Optimum [interval], trap and standard survival, threshold, and the designs, per scenario."""
     def short(d):
-        return ", ".join(f"{k} {int(v)}" if not isinstance(v, bool) else k for k, v in d.items() if v)
+        return ", ".join(k if isinstance(v, bool) else f"{k} {v}" if isinstance(v, str) else f"{k} {int(v)}"
+                     for k, v in d.items() if v)
 
     rows = [dict(r) for _, r in sorted(refs.items())]
     num = pd.DataFrame(rows)
@@ -402,7 +403,7 @@ def path_summary(plays: pd.DataFrame, refs: Mapping[str, Mapping]) -> tuple[pd.D
         n_failed, df = int(bad.sum()), df[~bad]    # failed plays (API or harness error): counted, not scored
         for _, p in df.iterrows():
             opt = refs[p.scenario]["optimum_design"]
-            keys = list(opt)
+            keys = [k for k, v in opt.items() if not isinstance(v, str)]   # DEF and fitted equipment; choices left out
             for k, d in enumerate(json.loads(p.designs_deployed or "[]")):
                 steps.append({"agent": agent, "mode": mode, "deployment": k + 1,
                               "distance": float(np.abs(_vec(d, keys) - _vec(opt, keys)).sum())})

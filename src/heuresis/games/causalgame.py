@@ -27,13 +27,15 @@ true outcome of every drone and what CausalGame's agent is shown of it (:func:`a
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import yaml
+
+from heuresis.games.design import DesignSpace, follows_pattern
 
 __all__ = [
     "CRITICAL",
@@ -74,11 +76,60 @@ class CGScenario:
     """One CausalGame scenario: its file's mapping, with accessors for the parts the simulator reads."""
 
     spec: dict[str, Any]
+    path: str = ""
 
     @property
     def name(self) -> str:
         """The scenario's name (CausalGame's experiment folder name)."""
         return str(self.spec["name"])
+
+    def __getitem__(self, key: str) -> Any:
+        return self.spec[key]
+
+    @property
+    def family(self) -> str:
+        """The SCM (``antenna``, ``zone`` or ``weather``): the scenario's family in the games tables."""
+        return self.model
+
+    @property
+    def space(self) -> DesignSpace:
+        """DEF per component, each in ``[0, def_cap]``, under the total ``def_budget`` (equipment slots: :attr:`equipment`)."""
+        comps = self.components
+        cap = int(self.spec["def_cap"])
+        return DesignSpace(tuple(comps), (cap,) * len(comps), (), (), int(self.spec.get("def_budget") or cap * len(comps)))
+
+    @property
+    def budgets(self) -> dict[str, int]:
+        """The play budgets in the games track's names (``resources`` of the scenario file).
+
+        CausalGame caps the drones of Stage 1 in all, not per deployment: ``max_per_deployment``
+        is the whole Stage-1 budget.
+        """
+        r = self.spec["resources"]
+        drones = int(r["total_drone_budget"])
+        return {"stage1_drones": drones, "stage1_deployments": int(r["stage1_deployment_budget"]),
+                "max_per_deployment": drones, "stage2_fleet": int(r["stage2_fleet_size"])}
+
+    @property
+    def threshold(self) -> float:
+        """The scenario's victory threshold (``resources.victory_threshold``)."""
+        return float(self.spec["resources"]["victory_threshold"])
+
+    threshold_margin = 0.0
+
+    def visible_variables(self) -> list[str]:
+        """The environment variables of a deployment's per-drone rows (``environment_shown``)."""
+        return list(self.spec["environment_shown"])
+
+    def measurable_variables(self) -> list[str]:
+        """None: CausalGame never shows a hidden value (its environment query summarises visible ones)."""
+        return []
+
+    def follows_trap(self, design: Mapping | None) -> bool | None:
+        """Whether ``design`` (its defaults filled in) matches the scenario's ``trap_pattern``; None for no design."""
+        if design is None:
+            return None
+        return follows_pattern(self.spec["trap_pattern"], self.design(design, enforce_budget=False))
 
     @property
     def model(self) -> str:
@@ -142,14 +193,23 @@ def load_cg(name_or_path: str | Path, folder: str | Path | None = None) -> CGSce
         raise FileNotFoundError(f"CausalGame scenario {name_or_path!r}: no file {path}; known: {known}")
     spec = yaml.safe_load(path.read_text())
     parent = spec.pop("extends", None)
-    if parent:
-        spec = _merge(load_cg(parent, path.parent).spec, spec)
+    if parent:   # a variant inherits everything but its parent's control (the control of the parent only)
+        base = {k: v for k, v in load_cg(parent, path.parent).spec.items() if k != "control"}
+        spec = _merge(base, spec)
     spec.setdefault("name", path.stem)
     if spec["name"] != path.stem:
         raise ValueError(f"{path}: name: {spec['name']!r} differs from the file name {path.stem!r}")
     if spec.get("model") not in _MODELS:
         raise ValueError(f"{path}: model: {spec.get('model')!r} is not one of {sorted(_MODELS)}")
-    return CGScenario(spec)
+    if not isinstance(spec.get("seed"), int) or isinstance(spec.get("seed"), bool):
+        raise ValueError(f"{path}: seed: every draw derives from the scenario's integer seed, got {spec.get('seed')!r}")
+    # the games tables' columns, in CausalGame's terms: the variant is the name's suffix after the base
+    # scenario, selection bias is hiding destroyed drones
+    words, base = spec["name"].split("_"), (parent or spec["name"]).split("_")
+    shared = next((k for k, (a, b) in enumerate(zip(words, base)) if a != b), min(len(words), len(base)))
+    spec["variant"] = "_".join(words[shared:]) or "base"
+    spec["selection_bias"] = bool(spec["hide_failed_drones"])
+    return CGScenario(spec, str(path))
 
 
 def load_cg_all(folder: str | Path | None = None) -> dict[str, CGScenario]:
@@ -159,7 +219,8 @@ def load_cg_all(folder: str | Path | None = None) -> dict[str, CGScenario]:
 
 
 # sections a variant replaces whole (every other mapping is merged key by key)
-_REPLACED = {"standard_design", "trap_design", "strategies", "zones", "side_information", "equipment", "components"}
+_REPLACED = {"standard_design", "trap_design", "trap_pattern", "strategies", "zones", "side_information", "equipment",
+             "components"}
 
 
 def _merge(base: Mapping, over: Mapping) -> dict:
@@ -502,7 +563,8 @@ def agent_view(scn: CGScenario, fleet: Fleet, rng: np.random.Generator | None = 
     rows = []
     for i in range(len(fleet.returned)):
         ok = bool(fleet.returned[i])
-        row: dict[str, Any] = {"status": "RETURNED" if ok else "DESTROYED", "hit_count": int(fleet.hit_count[i]),
+        row: dict[str, Any] = {"drone": i + 1, "status": "RETURNED" if ok else "DESTROYED",
+                               "hit_count": int(fleet.hit_count[i]),
                                "was_detected": bool(fleet.detected[i]),
                                "environment": {k: float(fleet.visible[k][i]) if k in fleet.visible and not isinstance(
                                    fleet.visible[k][i], str) else fleet.visible[k][i] for k in shown if k in fleet.visible}}
@@ -666,7 +728,7 @@ class EnvQuery:
         self.used = 0
         self.shown = sorted(set(scn.spec["environment_shown"]) | set(scn.spec.get("history_environment_shown", [])))
 
-    def __call__(self, variable: str, rows: list[Mapping[str, Any]]) -> dict[str, Any]:
+    def __call__(self, variable: str, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         """Summarise ``variable`` over the shown ``rows`` (each with an ``environment`` mapping)."""
         if variable not in self.shown:
             raise ValueError(f"{self.scn.name}: env query: {variable!r} is not a visible environment variable; "

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from heuresis.games import causalgame as cg
 from heuresis.games.references import seed_of
 from heuresis.games.scenario import DesignError, Scenario
 from heuresis.games.scm import FAMILIES, draw, simulate
@@ -55,11 +56,14 @@ class Deployment:
     rows: list[dict]
     survived: np.ndarray = field(repr=False)
     measures: dict[str, list] = field(repr=False, default_factory=dict)   # per shown row, on request only
+    counts_shown: bool = True      # False: a history of survivors only (CausalGame), its losses never counted
 
     def summary(self) -> dict:
-        """Return the deployment without its per-drone rows: design, counts and survival rate."""
-        return {"deployment": self.index, "source": self.source, "design": self.design, "count": self.count,
-                "returned": self.returned, "destroyed": self.destroyed,
+        """Return the deployment without its per-drone rows: design, counts and survival rate (where shown)."""
+        out = {"deployment": self.index, "source": self.source, "design": self.design, "count": self.count}
+        if not self.counts_shown:
+            return {**{k: v for k, v in out.items() if k != "count"}, "records": len(self.rows)}
+        return {**out, "returned": self.returned, "destroyed": self.destroyed,
                 "survival_rate": round(self.returned / self.count, 4)}
 
     def public(self) -> dict:
@@ -119,15 +123,18 @@ def observe_rows(scn: Scenario, draws, survived: np.ndarray, hits: np.ndarray, f
 class Game:
     """State of one play: history, Stage-1 deployments, the submission, the report."""
 
-    def __init__(self, scn: Scenario, seed: int = 0, threshold: float | None = None, *, guard: bool = True) -> None:
+    def __init__(self, scn: Scenario | cg.CGScenario, seed: int = 0, threshold: float | None = None, *,
+                 guard: bool = True) -> None:
         self.scn = scn
         self.seed = int(seed)
         self.threshold = threshold
         self.guard = bool(guard)
         self.space = scn.space
-        self.history: list[Deployment] = []
-        for k, group in enumerate(scn.spec["history"]["groups"]):
-            design = self.space.validate(group["design"])
+        self.causalgame = isinstance(scn, cg.CGScenario)
+        self.env_query = cg.EnvQuery(scn) if isinstance(scn, cg.CGScenario) else None
+        self.history: list[Deployment] = self._cg_history() if self.causalgame else []
+        for k, group in enumerate([] if self.causalgame else scn.spec["history"]["groups"]):
+            design = self.validate_design(group["design"])
             self.history.append(self._fly(design, int(group["n"]), seed_of(scn["seed"], scn.name, "history", k),
                                           source="history", index=k + 1, force=group.get("force")))
         self.deployments: list[Deployment] = []
@@ -158,6 +165,8 @@ class Game:
     def status(self) -> dict:
         """Return the play's state as the agent may see it: design space, visible variables, budgets left, designs flown."""
         b = self.scn.budgets
+        if isinstance(self.scn, cg.CGScenario):
+            return self._cg_status()
         return {
             "scenario": self.scn.name, "stage": self.stage,
             "design_space": self.space.describe(),
@@ -178,6 +187,8 @@ class Game:
     # --- actions -------------------------------------------------------------------------------------
     def _fly(self, design: dict, count: int, ss, *, source: str, index: int, stage: int = 1,
              force: Mapping | None = None) -> Deployment:
+        if isinstance(self.scn, cg.CGScenario):
+            return self._cg_fly(design, count, ss, source=source, index=index)
         draws = draw(self.scn, ss, count, stage=stage, force=force)
         flight = simulate(self.scn, draws, self.space.vector(design)[None])
         survived, hits = flight.survived[0], flight.hits[0]
@@ -192,11 +203,30 @@ class Game:
         return Deployment(index, source, design, count, n_ret, count - n_ret, rows, survived, measures)
 
     def validate_design(self, design) -> dict:
-        """Return ``design`` validated against the scenario's design space; a :class:`GameError` if it is invalid."""
+        """Return ``design`` validated against the scenario's design space; a :class:`GameError` if it is invalid.
+
+        A CausalGame design names DEF per component and one choice per equipment slot; what it
+        leaves out keeps the drone sheet's default (``default_def``, the slot's ``default``).
+        """
         try:
+            if isinstance(self.scn, cg.CGScenario):
+                if not isinstance(design, Mapping):
+                    raise GameError(f"a design must be an object mapping components to DEF points, got "
+                                    f"{type(design).__name__}")
+                return self.scn.design(design)
             return self.space.validate(design)
-        except DesignError as exc:
+        except (DesignError, cg.CGDesignError) as exc:
             raise GameError(str(exc)) from None
+
+    @property
+    def choices(self) -> dict[str, dict]:
+        """CausalGame's equipment slots (one choice each): slot -> ``{default, options}``; empty for this track's scenarios."""
+        return self.scn.equipment if isinstance(self.scn, cg.CGScenario) else {}
+
+    def vector(self, design: Mapping) -> np.ndarray:
+        """A validated design as the design space's vector (DEF per component, then equipment; module choices left out)."""
+        space = self.space
+        return space.vector({k: v for k, v in design.items() if k in (*space.components, *space.equipment)})
 
     def deploy(self, design, count) -> Deployment:
         """Fly ``count`` drones of ``design`` in Stage 1 (refused beyond any budget)."""
@@ -234,8 +264,12 @@ class Game:
         if report is not None:
             self.write_report(report)
         n = int(self.scn.budgets["stage2_fleet"])
-        draws = draw(self.scn, seed_of(self.scn["seed"], self.scn.name, "play", self.seed, "stage2"), n, stage=2)
-        surv = int(simulate(self.scn, draws, self.space.vector(design)[None]).survived[0].sum())
+        ss = seed_of(self.scn["seed"], self.scn.name, "play", self.seed, "stage2")
+        if isinstance(self.scn, cg.CGScenario):
+            surv = int(cg.fly(self.scn, design, n, np.random.default_rng(ss), stage=2).returned.sum())
+        else:
+            draws = draw(self.scn, ss, n, stage=2)
+            surv = int(simulate(self.scn, draws, self.space.vector(design)[None]).survived[0].sum())
         rate = surv / n
         won = None if self.threshold is None else bool(rate >= self.threshold)
         self.stage2 = Stage2(design, n, surv, rate, self.threshold, won)
@@ -271,6 +305,86 @@ class Game:
         d = self.flight(source, index)
         return {"variable": variable, "source": source, "deployment": d.index,
                 "drones": [r["drone"] for r in d.rows], "values": list(d.measures[variable])}
+
+    def query_environment(self, variable: str) -> dict:
+        """CausalGame's environment query: a visible variable summarised over every row shown so far, within its budget."""
+        if self.env_query is None:
+            raise GameError("this scenario has no environment query")
+        rows = [{"environment": r} for d in self.observed() for r in d.rows]
+        try:
+            return self.env_query(variable, rows)
+        except (ValueError, cg.EnvQueryBudgetError) as exc:
+            raise GameError(str(exc)) from None
+
+    # --- CausalGame's scenarios ---------------------------------------------------------------------
+    def _cg_status(self) -> dict:
+        scn, b = self.scn, self.scn.budgets
+        assert isinstance(scn, cg.CGScenario) and self.env_query is not None
+        comps = scn.spec["components"]
+        return {
+            "scenario": scn.name, "stage": self.stage,
+            "design_space": {
+                "components": {c: {"cap": int(scn.spec["def_cap"]), "default": int(v["default_def"])}
+                               for c, v in comps.items()},
+                "equipment": {}, "def_budget": self.space.budget,
+                "modules": {slot: {"options": list(v["options"]), "default": v["default"]}
+                            for slot, v in scn.equipment.items()},
+                "note": "a component or module left out of a design keeps its default",
+            },
+            "visible_variables": scn.visible_variables(),
+            "report_committed": self.report is not None,
+            "history_records": sum(len(h.rows) for h in self.history),
+            "env_queries_left": self.env_query.budget - self.env_query.used,
+            "stage1": {"drones_left": self.drones_left, "drones_total": b["stage1_drones"],
+                       "deployments_left": self.deployments_left, "deployments_total": b["stage1_deployments"],
+                       "max_per_deployment": b["max_per_deployment"]},
+            "stage2": {"fleet": b["stage2_fleet"], "submitted": self.stage2 is not None,
+                       "threshold": self.threshold},
+            "deployed_designs": [d.summary() for d in self.deployments],
+        }
+
+    def _cg_history(self) -> list[Deployment]:
+        """The free history, drawn afresh for this play from its seed (as CausalGame draws one per game).
+
+        One flight group per design of the scenario's history bias; rows carry the history's
+        visible environment; destroyed drones' rows (and the group's losses) are left out where
+        the scenario hides failed drones.
+        """
+        scn = self.scn
+        assert isinstance(scn, cg.CGScenario)
+        n = int(scn.spec["resources"]["initial_observations"])
+        idx = np.arange(n)
+        shown = list(scn.spec.get("history_environment_shown", scn.spec["environment_shown"]))
+        hide = bool(scn.spec["hide_failed_drones"])
+        out = []
+        for k, (part, design, force) in enumerate(cg.history_groups(scn)):
+            sel = idx if part == "all" else idx[idx % 3 == 0] if part == "third" else idx[idx % 3 != 0]
+            if not len(sel):
+                continue
+            rng = np.random.default_rng(seed_of(scn["seed"], scn.name, "play", self.seed, "history", k))
+            f = cg.fly(scn, design, len(sel), rng, stage=1, enforce_budget=False, force=force)
+            kept = [j for j in range(len(sel)) if f.returned[j] or not hide]
+            rows = [{"drone": m + 1, "status": "RETURNED" if f.returned[j] else "DESTROYED",   # numbered after the
+                     "hit_count": int(f.hit_count[j]), **{v: cg._py(f.visible[v][j]) for v in shown}}  # filter: no gaps
+                    for m, j in enumerate(kept)]
+            n_ret = int(f.returned.sum())
+            out.append(Deployment(k + 1, "history", scn.design(design, False), len(sel), n_ret, len(sel) - n_ret,
+                                  rows, f.returned, counts_shown=not hide))
+        return out
+
+    def _cg_fly(self, design: dict, count: int, ss, *, source: str, index: int) -> Deployment:
+        scn = self.scn
+        assert isinstance(scn, cg.CGScenario)
+        fly_ss, view_ss = ss.spawn(2)
+        f = cg.fly(scn, design, count, np.random.default_rng(fly_ss))
+        view = cg.agent_view(scn, f, np.random.default_rng(view_ss), design)
+        rows = []
+        for r in view["results"]:
+            row = {"drone": r["drone"], "status": r["status"], "hit_count": r["hit_count"],
+                   "was_detected": r["was_detected"], **r["environment"]}
+            row.update({f"{c}_def": round(v, 3) for c, v in r.get("def_remaining", {}).items()})
+            rows.append(row)
+        return Deployment(index, source, design, count, view["survived"], view["destroyed"], rows, f.returned)
 
     # --- what an agent has seen ------------------------------------------------------------------------
     def observed(self) -> list[Deployment]:

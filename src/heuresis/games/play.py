@@ -54,7 +54,7 @@ from heuresis.config.loading import schema_default
 from heuresis.config.settings import CodeTool
 from heuresis.games.game import Game, GameError
 from heuresis.games.scenario import Scenario
-from heuresis.games.tools import game_tools, rows_csv
+from heuresis.games.tools import REPORT_QUESTION_CAUSALGAME, game_tools, rows_csv
 from heuresis.harness.loop import AgentLoop, TurnLimit, UsageTotals, single_request
 from heuresis.harness.prompts import render, template
 from heuresis.harness.requestlog import RequestLog
@@ -111,7 +111,38 @@ def _space_text(game: Game) -> tuple[str, str]:
 
 
 def _example(game: Game) -> str:
+    if game.causalgame:
+        comps = game.scn.spec["components"]
+        return json.dumps({c: int(comps[c]["default_def"]) for c in game.space.components[:3]})
     return json.dumps(dict.fromkeys(game.space.components[:3], 1))
+
+
+#: What a scenario with noisy per-drone rows tells the agent (CausalGame's Weather prompt warns likewise).
+NOISE_WARNING = (" Observation data may carry measurement uncertainty, and its quality may vary with the "
+                 "conditions; the counts of returned and destroyed drones are exact.")
+
+
+def _causalgame_task(game: Game, variant: str, interaction: str, thr: str, guard: str) -> str:
+    """The task of a CausalGame scenario: its facts, the side information it shows, no fact beyond them."""
+    scn, b = game.scn, game.scn.budgets
+    spec = scn.spec
+    comps = ", ".join(f"{c} ({v['default_def']})" for c, v in spec["components"].items())
+    eq = "".join(f" Choose one {slot}: {', '.join(map(json.dumps, cfg['options']))} (default "
+                 f"{json.dumps(cfg['default'])})." for slot, cfg in game.choices.items())
+    if spec.get("flight_profiles"):
+        eq += (f" You may set flight_profile to one of {', '.join(spec['flight_profiles'])} (the drones then fly "
+               f"at that altitude band).")
+    side = "\n".join(f"- {line}" for lines in (spec.get("side_information") or {}).values() for line in lines)
+    n_hist = sum(len(h.rows) for h in game.history)
+    history = (f"\nA free history of {n_hist} earlier flight records, flown before you arrived with designs you can "
+               f"see, is available at no cost." if n_hist else "\nThere is no earlier flight history.")
+    return render("game_task_causalgame", cap=spec["def_cap"], budget=game.space.budget, components=comps,
+                  equipment=eq, side_information=side or "- (nothing)", visible=", ".join(scn.visible_variables()),
+                  env_queries=spec["resources"].get("env_query_budget", 0), question=REPORT_QUESTION_CAUSALGAME,
+                  noise=NOISE_WARNING if spec.get("observation_noise") else "", history=history,
+                  stage1_drones=b["stage1_drones"], stage1_deployments=b["stage1_deployments"],
+                  fleet=b["stage2_fleet"], threshold_text=thr, guard=guard,
+                  hints=render("game_hints") if variant == "hints" else "", interaction=interaction)
 
 
 def task_prompt(game: Game, *, variant: str = "standard", interaction: str = "") -> str:
@@ -123,14 +154,16 @@ def task_prompt(game: Game, *, variant: str = "standard", interaction: str = "")
     if variant not in TASK_VARIANTS:
         raise ValueError(f"unknown task variant {variant!r}; known: {list(TASK_VARIANTS)}")
     scn, b = game.scn, game.scn.budgets
+    thr = f"; you win at or above {game.threshold:.1%}" if game.threshold is not None else ""
+    guard = " (after at least one deployment)" if game.guard else ""
+    if game.causalgame:
+        return _causalgame_task(game, variant, interaction, thr, guard)
     comps, eq = _space_text(game)
     n_hist = sum(h.count for h in game.history)
     history = (f"\nA free history of {n_hist} earlier flights (flown before you arrived, with designs you can "
                f"see) is available at no cost." if n_hist else "\nThere is no earlier flight history.")
     details = ("per-drone rows are shown for returned drones only" if scn.spec["selection_bias"]
                else "per-drone rows are shown for every drone, with its status")
-    thr = f"; you win at or above {game.threshold:.1%}" if game.threshold is not None else ""
-    guard = " (after at least one deployment)" if game.guard else ""
     return render("game_task", budget=game.space.budget, components=comps, equipment=eq,
                   visible=", ".join(scn.visible_variables()), details=details, history=history,
                   stage1_drones=b["stage1_drones"], stage1_deployments=b["stage1_deployments"],
@@ -138,10 +171,10 @@ def task_prompt(game: Game, *, variant: str = "standard", interaction: str = "")
                   guard=guard, hints=render("game_hints") if variant == "hints" else "", interaction=interaction)
 
 
-def _prompt_record(mode: str) -> dict:
-    """The prompt files of ``mode``: role -> {file, template text}."""
-    return {role: {"file": f"{name}.txt", "template": template(name).template}
-            for role, name in MODE_PROMPTS[mode].items()}
+def _prompt_record(mode: str, causalgame: bool = False) -> dict:
+    """The prompt files of ``mode`` (a CausalGame scenario's task its own): role -> {file, template text}."""
+    names = {**MODE_PROMPTS[mode], **({"task": "game_task_causalgame"} if causalgame else {})}
+    return {role: {"file": f"{name}.txt", "template": template(name).template} for role, name in names.items()}
 
 
 def path_stats(game: Game) -> dict:
@@ -161,10 +194,10 @@ def path_stats(game: Game) -> dict:
     if game.stage2 is not None:
         sub = json.dumps(game.stage2.design, sort_keys=True)
         out["submitted_is_best_observed"] = sub == designs[best]
-        vec = game.space.vector
+        vec = game.vector
         out["drift_from_best"] = float(abs(vec(game.stage2.design) - vec(deps[best].design)).sum())
     # lock-in: the component that holds the largest share of DEF across every deployed design
-    tot = sum(game.space.vector(d.design)[:game.space.n_components] for d in deps)
+    tot = sum(game.vector(d.design)[:game.space.n_components] for d in deps)
     if tot.sum() > 0:  # type: ignore[union-attr]
         k = int(tot.argmax())  # type: ignore[union-attr]
         out["lock_in_component"] = game.space.components[k]
@@ -237,7 +270,7 @@ def run_play(agent_name: str, agent_spec: Mapping, scn: Scenario, *, repeat: int
         "wall_s": round(time.monotonic() - t0, 3),
     }
     transcript = {"play": row, "agent_origin": agent_origin(agent_name, agent_spec), "scenario": scn.spec,
-                  "prompts": _prompt_record(mode), **transcript, "calls": calls}
+                  "prompts": _prompt_record(mode, game.causalgame), **transcript, "calls": calls}
     keys = {"play_id": play_id, "agent": agent_name, "mode": mode, "scenario": scn.name, "repeat": int(repeat)}
     requests = [{**keys, "index": k, **r.row()} for k, r in enumerate(spend.requests)]
     return PlayOutcome(row, [{**keys, **c} for c in calls], transcript, requests)
@@ -439,8 +472,10 @@ def parse_answer(text: str | None, space) -> dict:
 
 def _flight_text(d) -> str:
     label = f"Free history, flight group {d.index}" if d.source == "history" else f"Your deployment {d.index}"
-    return (f"{label}: design {json.dumps(d.design, sort_keys=True)}; {d.count} flown, {d.returned} returned, "
-            f"{d.destroyed} destroyed. Per-drone rows ({len(d.rows)} shown):\n{rows_csv(d.rows)}").rstrip()
+    counts = (f"{d.count} flown, {d.returned} returned, {d.destroyed} destroyed" if d.counts_shown
+              else "records of returned drones only")
+    return (f"{label}: design {json.dumps(d.design, sort_keys=True)}; {counts}. Per-drone rows ({len(d.rows)} "
+            f"shown):\n{rows_csv(d.rows)}").rstrip()
 
 
 def _ask_text(game: Game) -> str:

@@ -28,22 +28,26 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
 import numpy as np
 from scipy.stats import beta as beta_dist
 
+from heuresis.games import causalgame as cg
 from heuresis.games.scenario import Scenario, ScenarioError
 from heuresis.games.scm import draw, survival
 
 __all__ = [
     "References",
     "check_references",
+    "compute_cg_references",
     "compute_references",
     "enumerate_lattice",
     "lattice_size",
     "quick_optimum",
     "sample_lattice",
+    "scenario_references",
     "search_optimum",
     "seed_of",
     "verify",
@@ -291,6 +295,80 @@ def compute_references(scn: Scenario, *, drones: int | None = None, starts: int 
                       found.evaluated, ver.shape[1], int(scn.budgets["stage2_fleet"]), int(scn.spec["seed"]))
 
 
+def compute_cg_references(scn: cg.CGScenario, *, drones: int | None = None, starts: int | None = None,
+                          fleets: int | None = None, sample: int | None = None) -> References:
+    """The references of a CausalGame scenario: the best design found, trap and standard, on the same fleets.
+
+    The optimum is :func:`~heuresis.games.causalgame.search_best` from the standard design and
+    from the published strategies' designs that fit the DEF budget (up to ``starts`` starts), on
+    ``drones`` common-random-number drones; ``sample`` uniform lattice designs (DEF within caps and
+    budget, equipment drawn uniformly) bound the share better than it. The three designs are then
+    flown on ``fleets`` fresh Stage-2 fleets of ``stage2_fleet`` drones (paired). The threshold is the
+    scenario's published ``victory_threshold``.
+    """
+    drones, starts = int(drones or 2000), int(starts or 2)
+    fleets, sample = int(fleets or 10), int(sample if sample is not None else 200)
+    seed = int(scn["seed"])
+    search_seed = int(seed_of(seed, scn.name, "search").generate_state(1)[0])
+    heads = [scn.spec["standard_design"]]
+    for strat in (scn.spec.get("strategies") or {}).values():
+        try:
+            heads.append(scn.design(strat["design"]))
+        except cg.CGDesignError:   # a published strategy over the DEF budget is no start here
+            continue
+    best, value, evaluated = None, -1.0, 0
+    for start in heads[:starts]:
+        design, val = cg.search_best(scn, start, search_seed, n=drones)
+        evaluated += 1
+        if val > value:
+            best, value = design, val
+    assert best is not None
+    space = scn.space
+    runner, share_ub = float("nan"), float("nan")
+    if sample > 0:
+        rng = np.random.default_rng(seed_of(seed, scn.name, "search-sample"))
+        pool = sample_lattice(space, rng, sample)
+        vals = []
+        for vec in pool:
+            d = {**space.design(vec), **{slot: list(cfg["options"])[int(rng.integers(len(cfg["options"])))]
+                                         for slot, cfg in scn.equipment.items()}}
+            vals.append(cg.fly(scn, d, drones, np.random.default_rng(search_seed), stage=2).survival)
+        runner = float(max(vals))
+        better = int((np.array(vals) > value + 1e-12).sum())
+        share_ub = float(beta_dist.ppf(0.95, better + 1, sample - better)) if better < sample else 1.0
+    size = int(scn.budgets["stage2_fleet"])
+    designs = [best, scn.design(scn.spec["trap_design"], False), scn.design(scn.spec["standard_design"])]
+    ver = np.array([[cg.fly(scn, d, size, np.random.default_rng(seed_of(seed, scn.name, "verify", f)), stage=2,
+                            enforce_budget=False).survival for f in range(fleets)] for d in designs])
+    (om, olo, ohi), (tm, tlo, thi), (sm, slo, shi) = (_interval(r) for r in ver)
+    dm, dlo, dhi = _interval(ver[2] - ver[1])
+    n_modules = int(np.prod([len(cfg["options"]) for cfg in scn.equipment.values()])) if scn.equipment else 1
+    return References(scn.name, scn.family, scn.spec["variant"], best, value,
+                      float(np.sqrt(value * (1 - value) / drones)), "searched", lattice_size(space) * n_modules,
+                      runner, share_ub, sample, om, olo, ohi, designs[1], list(scn.spec.get("trap_pattern") or []),
+                      tm, tlo, thi, designs[2], sm, slo, shi, dm, dlo, dhi, scn.threshold, "fixed", 0.0, drones,
+                      evaluated, fleets, size, seed)
+
+
+def scenario_references(scn: Scenario | cg.CGScenario, search: Mapping | None = None) -> References:
+    """The references of any scenario, with the config's ``games.search`` settings (empty: the scenario's own).
+
+    This track's scenarios: :func:`compute_references`, checked (:func:`check_references`: an
+    unwinnable scenario or a trap that is no trap raises :class:`ScenarioError`). CausalGame's:
+    :func:`compute_cg_references`, its published threshold and trap kept as published (a
+    scenario that cannot be won is a documented fact, not an error).
+    """
+    search = search or {}
+    if isinstance(scn, cg.CGScenario):
+        return compute_cg_references(scn, drones=search.get("drones"), starts=search.get("starts"),
+                                     fleets=search.get("verify_fleets"), sample=search.get("sample"))
+    ref = compute_references(scn, drones=search.get("drones"), starts=search.get("starts"),
+                             fleets=search.get("verify_fleets"), enumerate_max=search.get("enumerate_max"),
+                             sample=search.get("sample"))
+    check_references(ref, scn)
+    return ref
+
+
 def check_references(ref: References, scn: Scenario | None = None) -> None:
     """A scenario must be winnable and its trap a trap; else a ScenarioError naming the scenario and key.
 
@@ -350,6 +428,8 @@ def winnability_errors(scenarios) -> list[str]:
     """
     msgs = []
     for scn in scenarios:
+        if isinstance(scn, cg.CGScenario):   # CausalGame's published thresholds are kept as published (docs/games.md)
+            continue
         thr = scn.threshold
         if thr is None:
             continue

@@ -1,4 +1,8 @@
-"""Scenarios of the games track (docs/games.md §2): one YAML file per scenario under ``config/games``.
+"""Scenarios of the games track (docs/games.md §2): one YAML file per scenario.
+
+Two sets: CausalGame's 14 scenarios (``config/games/causalgame``, the default folder, loaded as
+:class:`~heuresis.games.causalgame.CGScenario`) and this track's own 15 (``config/games``), whose
+format this module defines.
 
 A scenario file names its family, every SCM parameter, the budgets, the bias settings, the
 trap and standard designs and the intended mechanism.  A variant may ``extends:`` another
@@ -22,10 +26,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import yaml
 
 from heuresis.config.loading import ConfigError, StrictValidator, format_errors, read_yaml, schema_default, with_defaults
+from heuresis.games.design import DesignError, DesignSpace, follows_pattern
 
 __all__ = [
     "SCENARIO_DIR",
@@ -34,6 +38,7 @@ __all__ = [
     "Scenario",
     "ScenarioError",
     "follows_pattern",
+    "is_causalgame_file",
     "load_scenario",
     "load_scenarios",
     "pattern_text",
@@ -51,142 +56,9 @@ class ScenarioError(ValueError):
     """An invalid scenario file; the message names the scenario and the key."""
 
 
-class DesignError(ValueError):
-    """An invalid design; the message names the offending field."""
-
-
-
-
 def scenario_schema() -> dict:
     """The parsed scenario schema (``heuresis/data/game_scenario.schema.yaml``)."""
     return yaml.safe_load(resources.files("heuresis").joinpath("data/game_scenario.schema.yaml").read_text())
-
-
-# --- designs -----------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class DesignSpace:
-    """The enforced action space: per-component caps, equipment costs, one total DEF budget."""
-
-    components: tuple[str, ...]
-    caps: tuple[int, ...]
-    equipment: tuple[str, ...]
-    costs: tuple[int, ...]
-    budget: int
-
-    @property
-    def n_components(self) -> int:
-        """Number of components that take DEF points (the first entries of a design vector)."""
-        return len(self.components)
-
-    def validate(self, design: Any) -> dict:
-        """The design as a complete mapping, or :class:`DesignError` naming the bad field."""
-        if not isinstance(design, Mapping):
-            raise DesignError(f"a design must be an object mapping components to DEF points, got {type(design).__name__}")
-        out: dict[str, Any] = dict.fromkeys(self.components, 0)
-        out.update(dict.fromkeys(self.equipment, False))
-        for key, value in design.items():
-            if key in self.components:
-                if isinstance(value, bool) or not isinstance(value, (int, float)) or float(value) != int(value):
-                    raise DesignError(f"design field {key!r}: DEF must be a whole number, got {value!r}")
-                value = int(value)
-                cap = self.caps[self.components.index(key)]
-                if value < 0:
-                    raise DesignError(f"design field {key!r}: DEF {value} is negative")
-                if value > cap:
-                    raise DesignError(f"design field {key!r}: DEF {value} exceeds the cap of {cap} for {key}")
-                out[key] = value
-            elif key in self.equipment:
-                if not isinstance(value, bool):
-                    raise DesignError(f"design field {key!r}: equipment is fitted (true) or not (false), got {value!r}")
-                out[key] = value
-            else:
-                known = list(self.components) + list(self.equipment)
-                raise DesignError(f"design field {key!r}: unknown component or equipment; known: {known}")
-        load = self.load(out)
-        if load > self.budget:
-            parts = " + ".join(f"{k} {v}" for k, v in out.items() if not isinstance(v, bool) and v)
-            eq = [f"{e} (cost {c})" for e, c in zip(self.equipment, self.costs) if out[e]]
-            raise DesignError(f"design field 'total DEF': {load} exceeds the DEF budget of {self.budget} "
-                              f"({parts}{' + ' + ' + '.join(eq) if eq else ''})")
-        return out
-
-    def load(self, design: Mapping) -> int:
-        """DEF points used, equipment costs included (what the budget and the agility penalty see)."""
-        return int(sum(int(design.get(c, 0)) for c in self.components)
-                   + sum(k for e, k in zip(self.equipment, self.costs) if design.get(e)))
-
-    def vector(self, design: Mapping) -> np.ndarray:
-        """Integer vector: DEF per component, then 0/1 per equipment."""
-        d = self.validate(design)
-        return np.array([d[c] for c in self.components] + [int(d[e]) for e in self.equipment], dtype=np.int64)
-
-    def design(self, vec: Iterable) -> dict:
-        """Decode a design vector (DEF per component, then 0/1 per equipment) into a design mapping; inverse of :meth:`vector`."""
-        v = [int(x) for x in vec]
-        out: dict[str, Any] = {c: v[k] for k, c in enumerate(self.components)}
-        out.update({e: bool(v[self.n_components + k]) for k, e in enumerate(self.equipment)})
-        return out
-
-    def is_valid_vector(self, vec: np.ndarray) -> bool:
-        """Whether a design vector respects the per-component caps, 0/1 equipment and the total DEF budget."""
-        c = self.n_components
-        if np.any(vec[:c] < 0) or np.any(vec[:c] > np.array(self.caps)) or np.any((vec[c:] < 0) | (vec[c:] > 1)):
-            return False
-        return int(vec[:c].sum() + (vec[c:] * np.array(self.costs, dtype=np.int64)).sum()) <= self.budget
-
-    def random(self, rng: np.random.Generator, fill: float | None = None) -> np.ndarray:
-        """A random valid design: equipment fitted at random, then DEF points dropped one by one."""
-        c = self.n_components
-        vec = np.zeros(c + len(self.equipment), dtype=np.int64)
-        for k in range(len(self.equipment)):
-            vec[c + k] = int(rng.random() < 0.5)
-        room = self.budget - int((vec[c:] * np.array(self.costs, dtype=np.int64)).sum())
-        if room < 0:
-            vec[c:] = 0
-            room = self.budget
-        total = int(round((rng.uniform(0.4, 1.0) if fill is None else fill) * room))
-        caps = np.array(self.caps)
-        for _ in range(total):
-            free = np.flatnonzero(vec[:c] < caps)
-            if free.size == 0:
-                break
-            vec[rng.choice(free)] += 1
-        return vec
-
-    def neighbours(self, vec: np.ndarray, step: int = 1) -> np.ndarray:
-        """Every valid design one move away: add, remove, or move ``step`` points; toggle equipment."""
-        c = self.n_components
-        out = []
-        for i in range(c):
-            for sign in (step, -step):
-                v = vec.copy()
-                v[i] += sign
-                out.append(v)
-            for j in range(c):
-                if i != j:
-                    v = vec.copy()
-                    v[i] -= step
-                    v[j] += step
-                    out.append(v)
-        for k in range(len(self.equipment)):
-            v = vec.copy()
-            v[c + k] = 1 - v[c + k]
-            out.append(v)
-            if v[c + k] == 1:   # fitting equipment may need points freed: take them from the largest
-                w = v.copy()
-                need = int(w[:c].sum() + (w[c:] * np.array(self.costs)).sum()) - self.budget
-                while need > 0 and w[:c].max() > 0:
-                    w[int(np.argmax(w[:c]))] -= 1
-                    need -= 1
-                out.append(w)
-        cand = [v for v in out if self.is_valid_vector(v)]
-        return np.array(cand, dtype=np.int64).reshape(-1, c + len(self.equipment))
-
-    def describe(self) -> dict:
-        """Return the design space as agents are told it: component caps, equipment costs, DEF budget."""
-        return {"components": {c: {"cap": k} for c, k in zip(self.components, self.caps)},
-                "equipment": {e: {"cost": k} for e, k in zip(self.equipment, self.costs)},
-                "def_budget": self.budget}
 
 
 # --- scenarios ---------------------------------------------------------------------------------
@@ -265,22 +137,14 @@ def _merge(base: Mapping, override: Mapping) -> dict:
 _REPLACED = {"trap_design", "standard_design", "calibrated_design", "history"}
 
 
-def follows_pattern(pattern, design: Mapping) -> bool:
-    """Whether ``design`` meets every condition of a trap pattern (fields left out count 0, fitted equipment 1)."""
-    for cond in pattern:
-        total = sum(int(design.get(f) or 0) for f in cond["of"])
-        if "at_least" in cond and total < cond["at_least"]:
-            return False
-        if "at_most" in cond and total > cond["at_most"]:
-            return False
-    return True
-
-
 def pattern_text(pattern) -> str:
     """A trap pattern in words, e.g. ``antenna >= 4 and emi_filter <= 0``."""
     parts = []
     for cond in pattern:
         lhs = " + ".join(cond["of"])
+        if "in" in cond:
+            parts.append(f"{lhs} in {{{', '.join(map(str, cond['in']))}}}")
+            continue
         parts.append(f"{lhs} >= {cond['at_least']}" if "at_least" in cond else f"{lhs} <= {cond['at_most']}")
     return " and ".join(parts)
 
@@ -402,10 +266,21 @@ def scenario_files(name_or_path: str | Path, folder: str | Path | None = None) -
 
 
 def load_scenario(name_or_path: str | Path, folder: str | Path | None = None) -> Scenario:
-    """Load and validate one scenario by name (``folder``/``name``.yaml) or by path."""
+    """Load and validate one scenario by name (``folder``/``name``.yaml) or by path.
+
+    A file that names a ``model`` (its own or through ``extends:``) is one of CausalGame's
+    scenarios and loads as a :class:`~heuresis.games.causalgame.CGScenario`, which plays through
+    the same game, tools and workflow.
+    """
     p = scenario_path(name_or_path, folder)
     if not p.exists():
         raise ScenarioError(f"scenario {p.stem!r}: no scenario file {p}")
+    if is_causalgame_file(p):
+        from heuresis.games.causalgame import load_cg
+        try:
+            return load_cg(p)  # type: ignore[return-value]
+        except (ValueError, FileNotFoundError, KeyError) as exc:
+            raise ScenarioError(f"scenario {p.stem!r}: {exc}") from None
     spec = _read(p)
     errors = _errors(p.stem, spec)
     if errors:
@@ -413,8 +288,20 @@ def load_scenario(name_or_path: str | Path, folder: str | Path | None = None) ->
     return Scenario(p.stem, spec, str(p))
 
 
+def is_causalgame_file(path: Path) -> bool:
+    """Whether a scenario file (or a file it extends) is in CausalGame's format (it names a ``model``)."""
+    for f in scenario_files(path):
+        try:
+            raw = read_yaml(Path(f), "scenario file") or {}
+        except ConfigError:       # unreadable: loaded as this track's format, whose loader names the error
+            return False
+        if isinstance(raw, dict) and "model" in raw:
+            return True
+    return False
+
+
 def load_scenarios(folder: str | Path | None = None, names: Iterable[str] | None = None) -> dict[str, Scenario]:
-    """Every scenario of ``folder`` (default ``config/games``), by name, validated."""
+    """Every scenario of ``folder`` (default :func:`scenario_dir`), by name, validated."""
     folder = Path(folder or scenario_dir())
     if not folder.is_dir():
         raise ScenarioError(f"no scenario folder {folder}")
@@ -423,7 +310,7 @@ def load_scenarios(folder: str | Path | None = None, names: Iterable[str] | None
 
 
 def scenario_dir() -> Path:
-    """``config/games`` of the current folder, else of the repository this package lives in."""
+    """The default scenario folder (``games.scenarios_dir``: CausalGame's) of the current folder, else of the repository."""
     here = Path(SCENARIO_DIR)
     if here.is_dir():
         return here

@@ -32,13 +32,32 @@ from heuresis.harness.tools import Tool, ToolError, ToolResult
 __all__ = ["ANALYSIS_TOOL_NAMES", "GAME_TOOL_NAMES", "design_schema", "flight_files", "game_tools", "rows_csv"]
 
 GAME_TOOL_NAMES = ("get_status", "get_history", "deploy", "write_report", "submit_final_design")
+#: What the report answers (this track's scenarios; CausalGame's ask no question about misleading patterns).
+REPORT_QUESTION = "what drives survival, why drones failed, which observed patterns were misleading and why"
+REPORT_QUESTION_CAUSALGAME = "what drives survival and why drones failed"
 #: The agentic mode's analysis tools (the code tool only where the code tool's isolation is not ``off``).
-ANALYSIS_TOOL_NAMES = ("run_code", "measure")
+ANALYSIS_TOOL_NAMES = ("run_code", "measure", "query_environment")
 
 
 def design_schema(game: Game) -> dict:
     """JSON schema of a design in this scenario (caps as maxima; the total budget is checked after)."""
     space = game.space
+    if game.causalgame:
+        spec = game.scn.spec
+        props: dict[str, dict] = {
+            c: {"type": "integer", "minimum": 0, "maximum": cap,
+                "description": f"DEF on {c} (0..{cap}; default {spec['components'][c]['default_def']})"}
+            for c, cap in zip(space.components, space.caps)}
+        for slot, cfg in game.choices.items():
+            options = list(cfg["options"])
+            props[slot] = {"type": "boolean" if any(isinstance(o, bool) for o in options) else "string",
+                           "enum": options, "description": f"one {slot} (default {cfg['default']})"}
+        if spec.get("flight_profiles"):
+            props["flight_profile"] = {"type": "string", "enum": list(spec["flight_profiles"]),
+                                       "description": "the altitude band the drones fly at (default: the zone's)"}
+        return {"type": "object", "properties": props, "additionalProperties": False,
+                "description": f"DEF points per component (omitted = the component's default); total at most "
+                               f"{space.budget}"}
     props = {c: {"type": "integer", "minimum": 0, "maximum": cap, "description": f"DEF on {c} (cap {cap})"}
              for c, cap in zip(space.components, space.caps)}
     props.update({e: {"type": "boolean", "description": f"fit {e} (costs {k} DEF points)"}
@@ -68,10 +87,12 @@ def flight_files(game: Game) -> dict[str, str]:
     space = game.space
     deps, drones = [], []
     for d in game.observed():
-        deps.append({"source": d.source, "deployment": d.index, "count": d.count, "returned": d.returned,
-                     "destroyed": d.destroyed, "survival_rate": round(d.returned / d.count, 4),
+        slots = list(game.choices) if game.causalgame else []
+        summ = d.summary()
+        deps.append({"source": summ.pop("source"), "deployment": summ.pop("deployment"),
+                     **{k: v for k, v in summ.items() if k != "design"},
                      **{c: d.design[c] for c in space.components},
-                     **{e: int(bool(d.design[e])) for e in space.equipment}})
+                     **{e: int(bool(d.design[e])) for e in space.equipment}, **{e: d.design[e] for e in slots}})
         drones += [{"source": d.source, "deployment": d.index, **r} for r in d.rows]
     return {"deployments.csv": rows_csv(deps), "drones.csv": rows_csv(drones)}
 
@@ -152,8 +173,8 @@ def game_tools(game: Game, *, analysis: bool = False, code_isolation: str = "off
     def tool(name, description, params, fn):
         return Tool(name, description, {"type": "object", "additionalProperties": False, **params}, guard(fn))
 
-    report_text = {"type": "string", "minLength": 1, "description": "what drives survival, why drones failed, "
-                   "which observed patterns were misleading and why"}
+    question = REPORT_QUESTION_CAUSALGAME if game.causalgame else REPORT_QUESTION
+    report_text = {"type": "string", "minLength": 1, "description": question}
     out = {
         "get_status": tool("get_status", "The design space (components, caps, equipment, DEF budget), the visible "
                            "variables and the budgets left.", {"properties": {}}, status),
@@ -165,8 +186,7 @@ def game_tools(game: Game, *, analysis: bool = False, code_isolation: str = "off
                                        "count": {"type": "integer", "minimum": 1,
                                                  "maximum": int(b["max_per_deployment"])}},
                         "required": ["design", "count"]}, deploy),
-        "write_report": tool("write_report", "Commit your report, once, before the submission: what drives "
-                             "survival, why drones failed, which observed patterns were misleading and why. "
+        "write_report": tool("write_report", f"Commit your report, once, before the submission: {question}. "
                              "It cannot be written after the Stage-2 outcome is shown.",
                              {"properties": {"text": report_text}, "required": ["text"]}, report),
         "submit_final_design": tool("submit_final_design", f"Stage 2: submit the final design, once and "
@@ -188,6 +208,14 @@ def game_tools(game: Game, *, analysis: bool = False, code_isolation: str = "off
                                "stdout (truncated).",
                                {"properties": {"code": {"type": "string", "minLength": 1}}, "required": ["code"]},
                                code)
+    if game.env_query is not None:
+        shown = game.env_query.shown
+        out["query_environment"] = tool(
+            "query_environment", f"Summarise one visible environment variable ({', '.join(shown)}) over every "
+            f"per-drone row you have seen (count, mean, min, max, or the counts of each value); "
+            f"{game.env_query.budget} queries per game.",
+            {"properties": {"variable": {"type": "string", "enum": shown}}, "required": ["variable"]},
+            lambda args: _result(game.query_environment(args["variable"])))
     names = game.scn.measurable_variables()
     if names:
         n_hist = len(game.history)

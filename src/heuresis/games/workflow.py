@@ -51,7 +51,7 @@ from heuresis.artifacts.schemas import (
 from heuresis.config.loading import StrictValidator, agent_errors, config_digest, config_key, format_errors
 from heuresis.config.settings import CodeTool
 from heuresis.games.play import MODES
-from heuresis.games.references import check_references, compute_references, seed_of, winnability_errors
+from heuresis.games.references import scenario_references, seed_of, winnability_errors
 from heuresis.games.scenario import Scenario, ScenarioError, load_scenario, scenario_schema
 from heuresis.stages.jobs import OFFLINE_RUNTIME_MIN, job_minutes, request_seconds
 
@@ -318,14 +318,14 @@ def run_references(scenario: str, folder: str | Path, search: Mapping, out: str 
     started = utc_now()
     t0 = time.perf_counter()
     scn = load_scenario(scenario, folder)
-    ref = compute_references(scn, drones=search.get("drones"), starts=search.get("starts"),
-                             fleets=search.get("verify_fleets"), enumerate_max=search.get("enumerate_max"),
-                             sample=search.get("sample"))
+    ref = scenario_references(scn, search)
     log(f"{scenario}: optimum {format_interval(ref.optimum, ref.optimum_lo, ref.optimum_hi)} ({ref.optimum_method} "
         f"{ref.optimum_search:.3f} ± {ref.optimum_se:.3f}, {ref.designs_evaluated} of {ref.lattice_size} designs, "
         f"runner-up {ref.runner_up:.3f}), trap {ref.trap:.3f}, standard {ref.standard:.3f}, "
         f"threshold {ref.threshold:.3f} ({ref.threshold_rule}) in {time.perf_counter() - t0:.1f} s")
-    check_references(ref, scn)
+    if ref.optimum < ref.threshold or ref.trap >= ref.threshold:   # CausalGame's, kept as published
+        log(f"{scenario}: as published, the best design found ({ref.optimum:.3f}) or the trap ({ref.trap:.3f}) "
+            f"does not separate at the threshold {ref.threshold:.3f} (docs/games.md, 'Divergences')")
     row = ref.as_dict()
     for k in ("optimum_design", "trap_design", "standard_design", "trap_pattern"):
         row[k] = json.dumps(row[k], sort_keys=True)
