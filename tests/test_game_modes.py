@@ -238,3 +238,36 @@ def test_no_scenario_offers_a_free_look_at_a_hidden_variable_by_default():
         assert scn.measurable_variables() == [], name
         tools = game_tools(Game(scn, seed=1), analysis=True)
         assert "measure" not in tools, name
+
+
+@pytest.mark.parametrize("mode", ["agentic", "prompting"])
+def test_a_causalgame_scenario_offers_its_environment_query_in_both_modes_and_no_extra_disclosure(mode):
+    """CausalGame's zone scenario through a scripted LLM: the query answers over the rows seen, no request
+    carries a hidden value or one of this track's extra disclosures, the task shows the side information."""
+    from heuresis.games.causalgame import load_cg
+    scn = load_cg("deployment_zone_trap_categorical")
+    design = {"shield": 10, "engine": 5, "enhancement_module": "signal_filter"}
+    if mode == "agentic":
+        script = [_say(("query_environment", {"variable": "altitude_band"})),
+                  _say(("deploy", {"design": design, "count": 30})),
+                  _say(("submit_final_design", {"design": design, "report": REPORT}))]
+    else:
+        script = [{"content": json.dumps({"action": "query", "variable": "altitude_band"})},
+                  {"content": json.dumps({"action": "deploy", "design": design, "count": 30})},
+                  {"content": json.dumps({"action": "submit", "design": design, "report": REPORT})}]
+    with ScriptedLLMServer(script) as server:
+        out = run_play("llm_local", _spec(server.url), scn, seed=8, threshold=scn.threshold, mode=mode)
+    assert out.row["status"] == "ok" and out.row["termination"] == "submitted", out.row["error"]
+    query = next(c for c in out.calls if c["tool"] == "query_environment")
+    answer = json.loads(query["result"])
+    game = Game(scn, seed=8)                                   # the same play's history, from its seed
+    bands = [r["altitude_band"] for h in game.history for r in h.rows]
+    assert answer["counts"] == {b: bands.count(b) for b in set(bands)} and answer["queries_left"] == 9
+    sent = json.dumps([r["body"]["messages"] for r in server.requests])
+    told = json.dumps(answer["counts"])[1:-1].replace(" ", "")
+    assert told in sent.replace('\\"', '"').replace(" ", "")                 # the agent was told the answer
+    for word in ("mission_zone", "emi_level", "effective_emi", "comm_failure", "hits_", "misleading",
+                 "returned drones only"):
+        assert word not in sent, word
+    assert "Low-altitude zones are known to be extremely dangerous." in sent     # side information, as given
+    assert out.transcript["prompts"]["task"]["file"] == "game_task_causalgame.txt"

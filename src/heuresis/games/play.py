@@ -173,7 +173,8 @@ def task_prompt(game: Game, *, variant: str = "standard", interaction: str = "")
 
 def _prompt_record(mode: str, causalgame: bool = False) -> dict:
     """The prompt files of ``mode`` (a CausalGame scenario's task its own): role -> {file, template text}."""
-    names = {**MODE_PROMPTS[mode], **({"task": "game_task_causalgame"} if causalgame else {})}
+    own = {"task": "game_task_causalgame", **({"query": "game_prompting_query"} if mode == "prompting" else {})}
+    names = {**MODE_PROMPTS[mode], **(own if causalgame else {})}
     return {role: {"file": f"{name}.txt", "template": template(name).template} for role, name in names.items()}
 
 
@@ -451,6 +452,10 @@ def parse_answer(text: str | None, space) -> dict:
     if obj is None:
         raise AnswerError("no JSON object with an action or a design in the answer")
     action = str(obj.get("action", "")).strip().lower()
+    if "query" in action or (not action and "variable" in obj):
+        if not isinstance(obj.get("variable"), str):
+            raise AnswerError("a query answer needs a variable (the name of a visible environment variable)")
+        return {"action": "query", "variable": obj["variable"].strip()}
     if "deploy" in action:
         action = "deploy"
     elif "submit" in action or "final" in action:
@@ -473,7 +478,7 @@ def parse_answer(text: str | None, space) -> dict:
 def _flight_text(d) -> str:
     label = f"Free history, flight group {d.index}" if d.source == "history" else f"Your deployment {d.index}"
     counts = (f"{d.count} flown, {d.returned} returned, {d.destroyed} destroyed" if d.counts_shown
-              else "records of returned drones only")
+              else f"{len(d.rows)} flight records")
     return (f"{label}: design {json.dumps(d.design, sort_keys=True)}; {counts}. Per-drone rows ({len(d.rows)} "
             f"shown):\n{rows_csv(d.rows)}").rstrip()
 
@@ -492,7 +497,13 @@ def _play_prompting(agent, game: Game, max_turns: int, variant: str):
     b = game.scn.budgets
     turn, status, error, termination = 0, "ok", "", ""
     observed = "\n".join(_flight_text(d) for d in game.history) or "(none yet)"
-    fmt = render("game_prompting_format", example=_example(game), max_turns=max_turns, observed=observed)
+    query = ""
+    if game.env_query is not None:
+        query = (f"\nor, to summarise one visible environment variable over every per-drone row seen so far "
+                 f"({game.env_query.budget} queries per game),\n"
+                 f"{json.dumps({'action': 'query', 'variable': game.env_query.shown[0]})}")
+    fmt = render("game_prompting_format", example=_example(game), max_turns=max_turns, observed=observed,
+                 query=query)
     messages = [{"role": "system", "content": render("game_prompting_system")},
                 {"role": "user", "content": task_prompt(game, variant=variant, interaction=fmt)}]
     meta: list[dict] = [{"turn": 0}, {"turn": 0}]
@@ -524,7 +535,14 @@ def _play_prompting(agent, game: Game, max_turns: int, variant: str):
             try:
                 dec = parse_answer(answer, game.space)
                 args = json.dumps(dec)
-                if dec["action"] == "deploy":
+                if dec["action"] == "query":
+                    tool = "query_environment"
+                    out = game.query_environment(dec["variable"])
+                    result = json.dumps(out)
+                    calls.append(_call_row(turn, tool, args, result, True, "", game.stage, time.monotonic() - t2))
+                    say(render("game_prompting_query", result=result, queries_left=out["queries_left"],
+                               ask=_ask_text(game)))
+                elif dec["action"] == "deploy":
                     tool = "deploy"
                     d = game.deploy(dec["design"], dec["count"])
                     result = json.dumps({**d.summary(), "drones_shown": len(d.rows)})
