@@ -545,7 +545,7 @@ REPAIR_FEATURES = _schema("repair_features", 1, [
 
 
 # --- games track (docs/games.md; heuresis.games.workflow) ------------------------------------
-GAME_REFERENCES = _schema("game_references", 2, [
+GAME_REFERENCES = _schema("game_references", 3, [
     ("scenario", pa.string(), "scenario name (config/games/NAME.yaml)"),
     ("family", pa.string(), "scenario family: antenna, zone or weather"),
     ("variant", pa.string(), "variant: base, high_def, local_optima, ..."),
@@ -586,6 +586,8 @@ GAME_REFERENCES = _schema("game_references", 2, [
     ("seed", pa.int64(), "scenario seed"),
     ("intended_mechanism", pa.string(), "what a correct report names (scenario file)"),
     ("control", pa.string(), "the control scenario paired with this one in games_bias_control (null: none)"),
+    ("strategies", pa.string(), "JSON list: each strategy a CausalGame scenario file names (design, published "
+                                "range, survival on the verification fleets, inside, divergence); [] otherwise"),
     ("runtime_s", pa.float64(), "wall time of the search and verification in seconds"),
 ])
 

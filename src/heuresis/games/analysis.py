@@ -40,6 +40,7 @@ from heuresis.games.judge import CAUSAL, CRITERIA, CRITERION_NAMES, FAILURE_MODE
 from heuresis.games.scenario import follows_pattern, pattern_text
 
 __all__ = [
+    "LEADERBOARD_VIEWS",
     "NO_JUDGE",
     "SCORES",
     "TIERS",
@@ -177,7 +178,7 @@ def references_table(refs: Mapping[str, Mapping]) -> tuple[pd.DataFrame, pd.Data
 
     rows = [dict(r) for _, r in sorted(refs.items())]
     num = pd.DataFrame(rows)
-    for k in ("optimum_design", "trap_design", "standard_design"):
+    for k in ("optimum_design", "trap_design", "standard_design", "strategies"):
         num[k] = [json.dumps(d, sort_keys=True) for d in num[k]]
     disp = pd.DataFrame({
         "Scenario": [r["scenario"] for r in rows], "Bias": [r["bias"] for r in rows],
@@ -186,6 +187,88 @@ def references_table(refs: Mapping[str, Mapping]) -> tuple[pd.DataFrame, pd.Data
         "Trap": [f"{r['trap']:.3f}" for r in rows], "Standard": [f"{r['standard']:.3f}" for r in rows],
         "Optimum design": [short(r["optimum_design"]) for r in rows],
         "Trap design": [short(r["trap_design"]) for r in rows],
+    })
+    return num, disp
+
+
+def expectations_table(refs: Mapping[str, Mapping]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Each strategy a CausalGame scenario file names: its published Stage-2 survival beside ours.
+
+    Ours is the mean over the references' fresh Stage-2 fleets (95% interval over fleets);
+    ``inside`` is whether it lies in the published range (or the range a listed divergence gives),
+    within three binomial standard errors of the fleets' drones.
+    """
+    rows = [{"scenario": scn, **{k: v for k, v in st.items() if k != "design"},
+             "design": json.dumps(st["design"], sort_keys=True), "expected_lo": st["expected"][0],
+             "expected_hi": st["expected"][1]}
+            for scn, ref in sorted(refs.items()) for st in ref.get("strategies") or []]
+    num = pd.DataFrame(rows, columns=["scenario", "strategy", "design", "published", "expected_lo", "expected_hi",
+                                      "over_budget", "survival", "survival_lo", "survival_hi", "inside", "divergence"])
+    disp = pd.DataFrame({
+        "Scenario": num.scenario, "Strategy": num.strategy,
+        "Published": [f"{p} [{lo:.2f}, {hi:.2f}]" for p, lo, hi in zip(num.published, num.expected_lo,
+                                                                         num.expected_hi)],
+        "Ours [95% CI]": [format_interval(m, lo, hi) for m, lo, hi in zip(num.survival, num.survival_lo,
+                                                                           num.survival_hi)],
+        "Inside": [("yes, in the listed divergence's range" if div else "yes") if ok else "no"
+                   for ok, div in zip(num.inside, num.divergence)],
+        "Over budget": ["yes" if b else "" for b in num.over_budget],
+    })
+    return num, disp
+
+
+#: The leaderboard's two views of an unsubmitted play: this track's (scored 0) and CausalGame's (unscored, N/A).
+LEADERBOARD_VIEWS = ("all plays", "submitted only")
+
+
+def leaderboard_table(plays: pd.DataFrame, judgements: pd.DataFrame | None, judges: Sequence[str],
+                      boot: Bootstrap) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per player (agent x mode) over every scenario: survival, win rate and the causal-reasoning score.
+
+    Two views per player: ``all plays`` (an unsubmitted play scores survival 0, not won: this
+    track's rule) and ``submitted only`` (an unsubmitted play is left out, as CausalGame records
+    it N/A). A failed play (an API or harness error) is counted and scored in neither. Intervals
+    are bootstrap intervals over plays; CR (CR1-CR3) and the rubric total are means over the panel
+    that judged each play. Rows are ranked by survival in the ``all plays`` view.
+    """
+    kw = boot.kwargs()
+    rub = rubric_per_play(judgements).set_index("play_id") if judges and judgements is not None else None
+    rows = []
+    for (agent, mode), df in plays.groupby(["agent", "mode"], sort=True):
+        failed = int((df.status == "failed").sum())
+        ok = df[df.status != "failed"]
+        for view in LEADERBOARD_VIEWS:
+            d = ok if view == LEADERBOARD_VIEWS[0] else ok[ok.submitted.astype(bool)]
+            row = {"agent": agent, "mode": mode, "view": view, "plays": len(d), "failed": failed,
+                   "unsubmitted": int((~ok.submitted.astype(bool)).sum()), "scenarios": int(d.scenario.nunique())}
+            for col, vals in (("survival", d.survival), ("win_rate", d.won.astype(float))):
+                iv = bootstrap_mean(vals.to_numpy(float), **kw)
+                row.update({col: iv.estimate, f"{col}_lo": iv.lo, f"{col}_hi": iv.hi})
+            for col in ("cr", "total"):
+                r = (rub.reindex(d.play_id)[col].dropna().to_numpy(float) if rub is not None and col in rub
+                     else np.array([]))
+                iv = bootstrap_mean(r, **kw)
+                row.update({col: iv.estimate, f"{col}_lo": iv.lo, f"{col}_hi": iv.hi, f"{col}_plays": len(r)})
+            rows.append(row)
+    num = pd.DataFrame(rows)
+    if num.empty:
+        return num, pd.DataFrame({"Rank": [], "Agent": []})
+    order = num[num.view == LEADERBOARD_VIEWS[0]].sort_values("survival", ascending=False)
+    rank = {(a, m): k + 1 for k, (a, m) in enumerate(zip(order.agent, order["mode"]))}
+    num["rank"] = [rank[(a, m)] for a, m in zip(num.agent, num["mode"])]
+    num = num.sort_values(["rank", "view"]).reset_index(drop=True)
+
+    def iv(col, digits=3):  # type: ignore[no-redef]
+        return [format_interval(m, lo, hi, digits=digits) if not pd.isna(m) else "—"
+                for m, lo, hi in zip(num[col], num[f"{col}_lo"], num[f"{col}_hi"])]
+
+    disp = pd.DataFrame({
+        "Rank": num["rank"], "Agent": num.agent, "Mode": num["mode"], "View": num.view,
+        "Plays": [f"{p} ({u} unsubmitted, {f} failed)" if v == LEADERBOARD_VIEWS[0] else str(p)
+                  for p, u, f, v in zip(num.plays, num.unsubmitted, num.failed, num.view)],
+        "Survival": iv("survival"), "Win rate": iv("win_rate", 2),
+        f"CR (0-{SCORES['cr']:g})": iv("cr", 1) if judges else [NO_JUDGE] * len(num),
+        f"Rubric (0-{RUBRIC_MAX})": iv("total", 1) if judges else [NO_JUDGE] * len(num),
     })
     return num, disp
 
@@ -633,6 +716,16 @@ def build_target(target: str, stem, *, references: Sequence, plays: Sequence, ju
         num, disp = references_table(refs)
         write_paper_table(num, disp, stem, caption=caption, provenance=prov)
         return f"{target}: {len(num)} scenarios"
+    if target == "games_expectations":
+        num, disp = expectations_table(refs)
+        write_paper_table(num, disp, stem, caption=caption, provenance=prov)
+        return f"{target}: {len(num)} strategies, {int(num.inside.sum()) if len(num) else 0} inside"
+    if target == "games_leaderboard":
+        num, disp = leaderboard_table(p, j, judges, bootstrap)
+        cap = (f"{caption} {float(bootstrap.level):.0%} intervals, {int(bootstrap.resamples)} resamples."
+               + ("" if judges else f" CR and rubric: {NO_JUDGE} (games.judges is empty)."))
+        write_paper_table(num, disp, stem, caption=cap, provenance=prov)
+        return f"{target}: {len(num) // 2} players"
     if target == "games_judges":
         num, disp = judges_table(j, judges)
         cap = caption + ("" if judges else f" {NO_JUDGE} (games.judges is empty).")

@@ -29,7 +29,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 from scipy.stats import beta as beta_dist
@@ -268,6 +268,7 @@ class References:
     verify_fleets: int
     fleet_size: int
     seed: int
+    strategies: list = field(default_factory=list)
 
     def as_dict(self) -> dict:
         """Return the references as a plain dict (designs still as mappings)."""
@@ -337,17 +338,30 @@ def compute_cg_references(scn: cg.CGScenario, *, drones: int | None = None, star
         better = int((np.array(vals) > value + 1e-12).sum())
         share_ub = float(beta_dist.ppf(0.95, better + 1, sample - better)) if better < sample else 1.0
     size = int(scn.budgets["stage2_fleet"])
-    designs = [best, scn.design(scn.spec["trap_design"], False), scn.design(scn.spec["standard_design"])]
+    named = scn.spec.get("strategies") or {}
+    designs = [best, scn.design(scn.spec["trap_design"], False), scn.design(scn.spec["standard_design"]),
+               *(scn.design(v["design"], False) for v in named.values())]
     ver = np.array([[cg.fly(scn, d, size, np.random.default_rng(seed_of(seed, scn.name, "verify", f)), stage=2,
                             enforce_budget=False).survival for f in range(fleets)] for d in designs])
-    (om, olo, ohi), (tm, tlo, thi), (sm, slo, shi) = (_interval(r) for r in ver)
+    strategies = []
+    slack = 3 * np.sqrt(0.25 / (fleets * size))   # three binomial standard errors of the fleets' mean, at most
+    for (key, v), d, row in zip(named.items(), designs[3:], ver[3:]):
+        m, lo, hi = _interval(row)
+        div = v.get("divergence") or {}
+        rng_ok = div.get("ours", v["expected"])        # a listed divergence states the range our model gives
+        strategies.append({"strategy": key, "design": d, "published": v.get("published", ""),
+                           "expected": list(v["expected"]), "over_budget": bool(v.get("over_budget", False)),
+                           "survival": m, "survival_lo": lo, "survival_hi": hi,
+                           "inside": bool(rng_ok[0] - slack <= m <= rng_ok[1] + slack), "divergence": " ".join(
+                               str(div.get("reason", "")).split())})
+    (om, olo, ohi), (tm, tlo, thi), (sm, slo, shi) = (_interval(r) for r in ver[:3])
     dm, dlo, dhi = _interval(ver[2] - ver[1])
     n_modules = int(np.prod([len(cfg["options"]) for cfg in scn.equipment.values()])) if scn.equipment else 1
     return References(scn.name, scn.family, scn.spec["variant"], best, value,
                       float(np.sqrt(value * (1 - value) / drones)), "searched", lattice_size(space) * n_modules,
                       runner, share_ub, sample, om, olo, ohi, designs[1], list(scn.spec.get("trap_pattern") or []),
                       tm, tlo, thi, designs[2], sm, slo, shi, dm, dlo, dhi, scn.threshold, "fixed", 0.0, drones,
-                      evaluated, fleets, size, seed)
+                      evaluated, fleets, size, seed, strategies)
 
 
 def scenario_references(scn: Scenario | cg.CGScenario, search: Mapping | None = None) -> References:

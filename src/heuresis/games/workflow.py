@@ -327,7 +327,7 @@ def run_references(scenario: str, folder: str | Path, search: Mapping, out: str 
         log(f"{scenario}: as published, the best design found ({ref.optimum:.3f}) or the trap ({ref.trap:.3f}) "
             f"does not separate at the threshold {ref.threshold:.3f} (docs/games.md, 'Divergences')")
     row = ref.as_dict()
-    for k in ("optimum_design", "trap_design", "standard_design", "trap_pattern"):
+    for k in ("optimum_design", "trap_design", "standard_design", "trap_pattern", "strategies"):
         row[k] = json.dumps(row[k], sort_keys=True)
     row.update(bias=scn.spec["bias"], selection_bias=bool(scn.spec["selection_bias"]),
                intended_mechanism=" ".join(scn.spec["intended_mechanism"].split()),
@@ -344,7 +344,7 @@ def load_references(paths: Sequence[str | Path]) -> dict[str, dict]:
     out = {}
     for p in paths:
         for r in read_table(p, GAME_REFERENCES).to_pylist():
-            for k in ("optimum_design", "trap_design", "standard_design", "trap_pattern"):
+            for k in ("optimum_design", "trap_design", "standard_design", "trap_pattern", "strategies"):
                 r[k] = json.loads(r[k])
             out[r["scenario"]] = r
     return out
