@@ -904,6 +904,46 @@ def test_the_episodes_of_an_instance_side_by_side(run):
                     [html.escape(c["tool"]) for c in mine], (e["episode_id"], turn)
 
 
+def test_a_comparison_of_more_episodes_than_a_page_holds_is_paged(run, tmp_path):
+    """An instance played by 2 × COMPARE_COLUMNS + 1 episodes (one played in the run, copied under other
+    condition ids): three pages, each of at most COMPARE_COLUMNS columns (the differences between those
+    final graphs only), saying how many more there are and linking to the other pages; each episode
+    links to the page that shows it."""
+    from heuresis.artifacts.schemas import EPISODES
+    from heuresis.view.pages import COMPARE_COLUMNS, NotFound
+
+    results = tmp_path / "results"
+    shutil.copytree(run, results)
+    (family, split, instance), eps = next(iter(_shared_instances(results).items()))
+    fields = [f for f in EPISODES.schema.names if f in eps[0]]
+    copies = [{**e, "condition_id": f"{e['condition_id']}-x{k}", "episode_id": f"{e['episode_id']}-x{k}"}
+              for k in range(2 * COMPARE_COLUMNS + 1 - len(eps)) for e in eps[:1]]
+    write_table({f: [r[f] for r in copies] for f in fields}, results / "episodes/copies/shard-000.parquet", EPISODES)
+    ids = sorted(e["episode_id"] for e in eps + copies)
+    site = Site(results)
+    base = f"compare/{family}/{split}/{instance:04d}"
+    rels = [f"{base}.html", f"{base}-2.html", f"{base}-3.html"]
+    assert [p for p in site.paths() if p.startswith(base)] == rels
+    for page_no, rel in enumerate(rels, 1):
+        page = site.page(rel).body.decode()
+        shown = ids[(page_no - 1) * COMPARE_COLUMNS:page_no * COMPARE_COLUMNS]
+        head = re.search(r'<table class="data" id="compare-episodes"><thead>(.*?)</thead>', page, re.S)[1]
+        assert re.findall(r'data-episode="([^"]+)"', head) == shown
+        differ = re.search(r'id="compare-differ">.*?<tbody>(.*?)</tbody>', page, re.S)[1]
+        assert [len(re.findall(r"<td>", r)) for r in re.findall(r"<tr>(.*?)</tr>", differ, re.S)] == [len(shown)] * len(shown)
+        pager = re.search(r'<p class="pager" id="compare-pages">(.*?)</p>', page, re.S)[1]
+        first = (page_no - 1) * COMPARE_COLUMNS + 1
+        assert f"Episodes {first}–{first + len(shown) - 1} of {len(ids)}" in pager
+        assert f"{len(ids) - len(shown)} more" in pager
+        assert sorted(re.findall(r'href="\.\./\.\./\.\./([^"]+)"', pager)) == sorted(r for r in rels if r != rel)
+    for k, eid in enumerate(ids):
+        assert f'id="compare-link" href="{"../" * (eid.count("/") + 1)}{rels[k // COMPARE_COLUMNS]}"' in \
+            site.page(f"episodes/{eid}.html").body.decode()
+    for missing in (f"{base}-1.html", f"{base}-4.html", f"{base}-02.html"):
+        with pytest.raises(NotFound):
+            site.page(missing)
+
+
 def _episode_shards(results: Path, agent: str = "*") -> list[Path]:
     """The episodes' shard files (not their calls and requests) of ``agent``."""
     return [p for p in sorted(results.glob(f"episodes/{agent}/*/*/*/shard-*.parquet"))
