@@ -205,6 +205,35 @@ def test_play_page_shows_deployments_report_and_judges(run):
             assert "No judge scored this play." in page
 
 
+def test_the_survival_chart_has_a_labelled_axis_and_no_label_over_another(run, served):
+    """In chromium, on every play page: the chart's y-axis has its ticks labelled 0 to 1, and no two of
+    its texts (ticks, axis titles, the lines' labels: the optimum and threshold lie close) overlap; with
+    many deployments only every few are numbered, far enough apart."""
+    from itertools import pairwise
+
+    from browser import Browser
+
+    from heuresis.view.pages import CHART_TICK_GAP, _survival_chart
+
+    _chromium()
+    boxes = ("[...document.querySelectorAll('svg.chart text')].map(t => { const r = t.getBoundingClientRect();"
+             " return [t.textContent, r.left, r.top, r.right, r.bottom]; })")
+    with Browser(size=(1100, 700)) as b:
+        for p in _plays(run):
+            b.open(served + f"plays/{p['play_id']}.html")
+            assert b.eval("[...document.querySelectorAll('svg.chart text.ytick')].map(t => t.textContent)") == \
+                ["0", "0.25", "0.5", "0.75", "1"]
+            texts = b.eval(boxes)
+            assert f"threshold {p['threshold']:.3f}" in [t[0] for t in texts]
+            for k, (a, *ra) in enumerate(texts):
+                for c, *rc in texts[k + 1:]:
+                    assert ra[2] <= rc[0] or rc[2] <= ra[0] or ra[3] <= rc[1] or rc[3] <= ra[1], (p["play_id"], a, c)
+        assert b.errors == [], b.errors
+    chart = _survival_chart([{"n": k + 1, "rate": 0.5} for k in range(60)], {"optimum": 0.8, "threshold": 0.79}, None)
+    xs = [bar["x"] for bar in chart["bars"] if bar["tick"]]
+    assert xs[0] == chart["bars"][0]["x"] and min(b - a for a, b in pairwise(xs)) >= CHART_TICK_GAP
+
+
 def test_judge_criteria_are_read_from_whatever_columns_the_table_has():
     """The play page's criteria come from the judgements table's columns: the current table and a
     per-criterion table (scores with a reason each, a total, a label) render alike."""

@@ -898,19 +898,39 @@ def _failures(row: Mapping, tr, calls: list[dict]) -> list[dict]:
     return [{"anchor": None, **f} for f in out]
 
 
-def _survival_chart(deployments: list[dict], row: Mapping, ref: Mapping | None, w: int = 480, h: int = 160) -> dict:
-    """Bars of the observed survival per deployment with the optimum, threshold and final survival as lines."""
+#: The survival chart's ticks on its y-axis (survival runs from 0 to 1).
+CHART_TICKS = (0.0, 0.25, 0.5, 0.75, 1.0)
+#: The least vertical distance between two of the chart's labels, and horizontal between two x ticks (px).
+CHART_LABEL_GAP, CHART_TICK_GAP = 12, 24
+
+
+def _survival_chart(deployments: list[dict], row: Mapping, ref: Mapping | None, w: int = 560, h: int = 200) -> dict:
+    """Bars of the observed survival per deployment with the optimum, threshold and final survival as lines.
+
+    The plot spans x0..x1 by top..bottom: the y-axis's labelled ticks on its left, the deployments'
+    numbers below (every few when they are many, so they do not run together), and the lines'
+    labels on its right, each at its line's height or pushed just clear of its neighbours.
+    """
+    x0, x1, top, bottom = 40, w - 120, 20, h - 34
     n = max(len(deployments), 1)
-    bw = (w - 40) / n
-    bars = [{"x": 30 + k * bw + 2, "w": max(bw - 4, 1), "y": h - 20 - (d["rate"] or 0) * (h - 30),
-             "h": (d["rate"] or 0) * (h - 30), "label": d["n"], "rate": d["rate"]} for k, d in enumerate(deployments)]
+    bw = (x1 - x0) / n
+    step = math.ceil(CHART_TICK_GAP / bw)
 
     def level(v):
         v = number(v)
-        return None if v is None else h - 20 - v * (h - 30)
+        return None if v is None else bottom - v * (bottom - top)
 
-    lines = [{"name": name, "y": level(val), "value": number(val)} for name, val in
-             (("optimum", row.get("optimum")), ("threshold", row.get("threshold")),
-              ("submitted", row.get("survival") if row.get("submitted") else None),
-              ("trap", ref.get("trap") if ref else None)) if level(val) is not None]
-    return {"w": w, "h": h, "bars": bars, "lines": lines}
+    bars = [{"x": x0 + k * bw + 1, "w": max(bw - 2, 1), "y": level(d["rate"] or 0), "h": (d["rate"] or 0) * (bottom - top),
+             "label": d["n"], "rate": d["rate"], "tick": k % step == 0} for k, d in enumerate(deployments)]
+    lines = sorted(({"name": name, "y": level(val), "value": number(val)} for name, val in
+                    (("optimum", row.get("optimum")), ("threshold", row.get("threshold")),
+                     ("submitted", row.get("survival") if row.get("submitted") else None),
+                     ("trap", ref.get("trap") if ref else None)) if level(val) is not None), key=lambda line: line["y"])
+    for k, line in enumerate(lines):        # down, each clear of the one above; then up, the lowest inside the chart
+        line["label_y"] = max(line["y"], lines[k - 1]["label_y"] + CHART_LABEL_GAP) if k else line["y"]
+    for k in reversed(range(len(lines))):
+        line = lines[k]
+        line["label_y"] = min(line["label_y"], lines[k + 1]["label_y"] - CHART_LABEL_GAP if k + 1 < len(lines) else h - 4)
+    ticks = [{"y": level(v), "label": f"{v:g}"} for v in CHART_TICKS]
+    return {"w": w, "h": h, "x0": x0, "x1": x1, "top": top, "bottom": bottom, "bars": bars, "lines": lines,
+            "ticks": ticks}
