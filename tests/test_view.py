@@ -809,6 +809,20 @@ def test_the_tables_keep_their_filters_in_the_address(run, served, tmp_path):
         (h_top, h_bottom), (f_top, f_bottom) = rows
         assert abs(h_top) < 1 and h_bottom <= f_top + 0.5 and f_bottom > f_top, rows
         assert b.eval("document.getElementById('episodes').getBoundingClientRect().top") < -100   # it did scroll
+        # 1100 px wide: a categorical column with one value in every episode is collapsed and named above the
+        # table, so the score columns are inside the window; "show them" brings the collapsed ones back
+        same = [(k, lab) for k, lab, kind in INDEX_COLUMNS if kind == "cat" and len({str(e[k]) for e in eps}) == 1]
+        assert same, "the tiny run has constant columns"
+        def box(key):
+            return b.eval(f"document.querySelector('#episodes th[data-key={key}]').getBoundingClientRect().toJSON()")
+
+        note = b.eval("document.querySelector('#episodes-table .constant-note').textContent")
+        for k, lab in same:
+            assert f"{lab} = " in note and box(k)["width"] == 0, k
+        for k in ("f1", "gain_pc", "delta_r", "turns", "tokens", "cost"):
+            assert 0 < box(k)["right"] <= b.eval("innerWidth"), k
+        b.eval("document.querySelector('#episodes-table .constant-note button').click()")
+        assert all(box(k)["width"] > 0 for k, _ in same)
         # a filter chosen: in the address, kept over an episode and Back
         merge = sum(e["agent"] == "merge" for e in eps)
         b.eval("(function () { var s = document.querySelector('#episodes select[data-key=agent]');"
