@@ -575,7 +575,8 @@ SCREENSHOTS = os.environ.get("HEURESIS_VIEW_SCREENSHOTS")
 
 
 def test_screenshots(edited, tmp_path, monkeypatch):
-    """The pictures of docs/viewer.md: the index, an episode's turns with the working graph, a play's judges."""
+    """The pictures of docs/viewer.md: the index, an episode's turns with the working graph, a play's judges
+    and its survival chart, the comparison of the episodes of the instance played most."""
     from browser import Browser
     from PIL import Image
 
@@ -587,7 +588,10 @@ def test_screenshots(edited, tmp_path, monkeypatch):
     e = _rows(edited, f"episodes/editor/{EDIT_CONDITIONS[0]}/lg/test/shard-000.parquet")[0]
     judged = _rows(edited, "games/judgements/*/*/*/*.parquet")[0]
     shots = {"view-index.png": ("index.html", None), "view-episode.png": (f"episodes/{e['episode_id']}.html", "turn-3"),
-             "view-play.png": (f"plays/{judged['play_id']}.html", "judges")}
+             "view-play.png": (f"plays/{judged['play_id']}.html", "judges"),
+             "view-survival.png": (f"plays/{judged['play_id']}.html", "deployments-heading")}
+    shared = Site(edited).instances()
+    shots["view-compare.png"] = (Site.compare_path(max(shared, key=lambda k: len(shared[k]))), None)
     with Browser(size=(1280, 800)) as b:
         for name, (rel, element) in shots.items():
             b.open((tmp_path / "site" / rel).as_uri())
