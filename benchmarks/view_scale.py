@@ -5,7 +5,7 @@ folder (each copy under another condition id, its transcript, truth and referenc
 original); one more copy gets a long transcript: the original's conversation followed by TURNS
 turns each setting a pair of the working graph (a page with a drawing per turn). Then: the time
 to read the run and render the index, the index's size, the time to render an episode page and
-the long one, the comparison page of the instance played by the most episodes, and the view of
+the long one, the first comparison page of the instance played by the most episodes, and the view of
 the run compared with itself (every episode paired: ``heuresis view A B``); in headless
 chromium (the exported pages, median of REPEATS loads), the times the index's script records in
 the page itself (``data-drawn-ms``: the episode table drawn and usable;
@@ -126,8 +126,9 @@ def main() -> None:
             key = max(groups, key=lambda k: len(groups[k]))
             t = time.perf_counter()
             body = site.page(site.compare_path(key)).body
-            print(f"the comparison page of the instance played most ({len(groups[key])} episodes, {len(groups)} "
-                  f"instances compared): rendered in {(time.perf_counter() - t) * 1000:.0f} ms ({len(body) / 1e6:.2f} MB)")
+            print(f"the comparison page of the instance played most ({len(groups[key]):,} episodes on "
+                  f"{site.compare_pages(key)} pages, {len(groups)} instances compared): its first page rendered in "
+                  f"{(time.perf_counter() - t) * 1000:.0f} ms ({len(body) / 1e6:.2f} MB)")
         t = time.perf_counter()
         diff = RunDiff(res, res)            # the run against itself: every episode paired
         body = diff.page("index.html").body

@@ -205,6 +205,35 @@ def test_play_page_shows_deployments_report_and_judges(run):
             assert "No judge scored this play." in page
 
 
+def test_the_survival_chart_has_a_labelled_axis_and_no_label_over_another(run, served):
+    """In chromium, on every play page: the chart's y-axis has its ticks labelled 0 to 1, and no two of
+    its texts (ticks, axis titles, the lines' labels: the optimum and threshold lie close) overlap; with
+    many deployments only every few are numbered, far enough apart."""
+    from itertools import pairwise
+
+    from browser import Browser
+
+    from heuresis.view.pages import CHART_TICK_GAP, _survival_chart
+
+    _chromium()
+    boxes = ("[...document.querySelectorAll('svg.chart text')].map(t => { const r = t.getBoundingClientRect();"
+             " return [t.textContent, r.left, r.top, r.right, r.bottom]; })")
+    with Browser(size=(1100, 700)) as b:
+        for p in _plays(run):
+            b.open(served + f"plays/{p['play_id']}.html")
+            assert b.eval("[...document.querySelectorAll('svg.chart text.ytick')].map(t => t.textContent)") == \
+                ["0", "0.25", "0.5", "0.75", "1"]
+            texts = b.eval(boxes)
+            assert f"threshold {p['threshold']:.3f}" in [t[0] for t in texts]
+            for k, (a, *ra) in enumerate(texts):
+                for c, *rc in texts[k + 1:]:
+                    assert ra[2] <= rc[0] or rc[2] <= ra[0] or ra[3] <= rc[1] or rc[3] <= ra[1], (p["play_id"], a, c)
+        assert b.errors == [], b.errors
+    chart = _survival_chart([{"n": k + 1, "rate": 0.5} for k in range(60)], {"optimum": 0.8, "threshold": 0.79}, None)
+    xs = [bar["x"] for bar in chart["bars"] if bar["tick"]]
+    assert xs[0] == chart["bars"][0]["x"] and min(b - a for a, b in pairwise(xs)) >= CHART_TICK_GAP
+
+
 def test_judge_criteria_are_read_from_whatever_columns_the_table_has():
     """The play page's criteria come from the judgements table's columns: the current table and a
     per-criterion table (scores with a reason each, a total, a label) render alike."""
@@ -546,7 +575,8 @@ SCREENSHOTS = os.environ.get("HEURESIS_VIEW_SCREENSHOTS")
 
 
 def test_screenshots(edited, tmp_path, monkeypatch):
-    """The pictures of docs/viewer.md: the index, an episode's turns with the working graph, a play's judges."""
+    """The pictures of docs/viewer.md: the index, an episode's turns with the working graph, a play's judges
+    and its survival chart, the comparison of the episodes of the instance played most."""
     from browser import Browser
     from PIL import Image
 
@@ -558,7 +588,10 @@ def test_screenshots(edited, tmp_path, monkeypatch):
     e = _rows(edited, f"episodes/editor/{EDIT_CONDITIONS[0]}/lg/test/shard-000.parquet")[0]
     judged = _rows(edited, "games/judgements/*/*/*/*.parquet")[0]
     shots = {"view-index.png": ("index.html", None), "view-episode.png": (f"episodes/{e['episode_id']}.html", "turn-3"),
-             "view-play.png": (f"plays/{judged['play_id']}.html", "judges")}
+             "view-play.png": (f"plays/{judged['play_id']}.html", "judges"),
+             "view-survival.png": (f"plays/{judged['play_id']}.html", "deployments-heading")}
+    shared = Site(edited).instances()
+    shots["view-compare.png"] = (Site.compare_path(max(shared, key=lambda k: len(shared[k]))), None)
     with Browser(size=(1280, 800)) as b:
         for name, (rel, element) in shots.items():
             b.open((tmp_path / "site" / rel).as_uri())
@@ -780,6 +813,20 @@ def test_the_tables_keep_their_filters_in_the_address(run, served, tmp_path):
         (h_top, h_bottom), (f_top, f_bottom) = rows
         assert abs(h_top) < 1 and h_bottom <= f_top + 0.5 and f_bottom > f_top, rows
         assert b.eval("document.getElementById('episodes').getBoundingClientRect().top") < -100   # it did scroll
+        # 1100 px wide: a categorical column with one value in every episode is collapsed and named above the
+        # table, so the score columns are inside the window; "show them" brings the collapsed ones back
+        same = [(k, lab) for k, lab, kind in INDEX_COLUMNS if kind == "cat" and len({str(e[k]) for e in eps}) == 1]
+        assert same, "the tiny run has constant columns"
+        def box(key):
+            return b.eval(f"document.querySelector('#episodes th[data-key={key}]').getBoundingClientRect().toJSON()")
+
+        note = b.eval("document.querySelector('#episodes-table .constant-note').textContent")
+        for k, lab in same:
+            assert f"{lab} = " in note and box(k)["width"] == 0, k
+        for k in ("f1", "gain_pc", "delta_r", "turns", "tokens", "cost"):
+            assert 0 < box(k)["right"] <= b.eval("innerWidth"), k
+        b.eval("document.querySelector('#episodes-table .constant-note button').click()")
+        assert all(box(k)["width"] > 0 for k, _ in same)
         # a filter chosen: in the address, kept over an episode and Back
         merge = sum(e["agent"] == "merge" for e in eps)
         b.eval("(function () { var s = document.querySelector('#episodes select[data-key=agent]');"
@@ -902,6 +949,46 @@ def test_the_episodes_of_an_instance_side_by_side(run):
                               key=lambda c: c["index"])
                 assert re.findall(r'<a class="step[^"]*" href="[^"#]+#call-\d+-\d+">([^<]+)</a>', cell) == \
                     [html.escape(c["tool"]) for c in mine], (e["episode_id"], turn)
+
+
+def test_a_comparison_of_more_episodes_than_a_page_holds_is_paged(run, tmp_path):
+    """An instance played by 2 × COMPARE_COLUMNS + 1 episodes (one played in the run, copied under other
+    condition ids): three pages, each of at most COMPARE_COLUMNS columns (the differences between those
+    final graphs only), saying how many more there are and linking to the other pages; each episode
+    links to the page that shows it."""
+    from heuresis.artifacts.schemas import EPISODES
+    from heuresis.view.pages import COMPARE_COLUMNS, NotFound
+
+    results = tmp_path / "results"
+    shutil.copytree(run, results)
+    (family, split, instance), eps = next(iter(_shared_instances(results).items()))
+    fields = [f for f in EPISODES.schema.names if f in eps[0]]
+    copies = [{**e, "condition_id": f"{e['condition_id']}-x{k}", "episode_id": f"{e['episode_id']}-x{k}"}
+              for k in range(2 * COMPARE_COLUMNS + 1 - len(eps)) for e in eps[:1]]
+    write_table({f: [r[f] for r in copies] for f in fields}, results / "episodes/copies/shard-000.parquet", EPISODES)
+    ids = sorted(e["episode_id"] for e in eps + copies)
+    site = Site(results)
+    base = f"compare/{family}/{split}/{instance:04d}"
+    rels = [f"{base}.html", f"{base}-2.html", f"{base}-3.html"]
+    assert [p for p in site.paths() if p.startswith(base)] == rels
+    for page_no, rel in enumerate(rels, 1):
+        page = site.page(rel).body.decode()
+        shown = ids[(page_no - 1) * COMPARE_COLUMNS:page_no * COMPARE_COLUMNS]
+        head = re.search(r'<table class="data" id="compare-episodes"><thead>(.*?)</thead>', page, re.S)[1]
+        assert re.findall(r'data-episode="([^"]+)"', head) == shown
+        differ = re.search(r'id="compare-differ">.*?<tbody>(.*?)</tbody>', page, re.S)[1]
+        assert [len(re.findall(r"<td>", r)) for r in re.findall(r"<tr>(.*?)</tr>", differ, re.S)] == [len(shown)] * len(shown)
+        pager = re.search(r'<p class="pager" id="compare-pages">(.*?)</p>', page, re.S)[1]
+        first = (page_no - 1) * COMPARE_COLUMNS + 1
+        assert f"Episodes {first}–{first + len(shown) - 1} of {len(ids)}" in pager
+        assert f"{len(ids) - len(shown)} more" in pager
+        assert sorted(re.findall(r'href="\.\./\.\./\.\./([^"]+)"', pager)) == sorted(r for r in rels if r != rel)
+    for k, eid in enumerate(ids):
+        assert f'id="compare-link" href="{"../" * (eid.count("/") + 1)}{rels[k // COMPARE_COLUMNS]}"' in \
+            site.page(f"episodes/{eid}.html").body.decode()
+    for missing in (f"{base}-1.html", f"{base}-4.html", f"{base}-02.html"):
+        with pytest.raises(NotFound):
+            site.page(missing)
 
 
 def _episode_shards(results: Path, agent: str = "*") -> list[Path]:

@@ -1,7 +1,7 @@
 """The view's pages: one function per page, rendered with Jinja2 from the templates in the package.
 
 Every page has a path (``index.html``, ``episodes/<episode_id>.html``, ``plays/<play_id>.html``,
-``compare/<family>/<split>/<instance>.html``, ``static/...``, ``files/<run file>``, ``robots.txt``,
+``compare/<family>/<split>/<instance>[-<page>].html``, ``static/...``, ``files/<run file>``, ``robots.txt``,
 ``favicon.ico``); :class:`Site` renders a path to bytes, the same for the
 server (:mod:`heuresis.view.server`) and the static export (:func:`export_site`). Links are
 relative, so an exported folder works from disk and from any web server.
@@ -60,6 +60,9 @@ CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' 
 #: The policy the pages carry in their <meta> element: the same, less what only a header can say.
 CSP_META = "; ".join(d for d in CSP.split("; ") if not d.startswith("frame-ancestors"))
 STATIC = ("view.css", "table.js", "page.js", "live.js")
+#: The most episodes a comparison page shows side by side: an instance played by more has one page per
+#: this many (sorted by id), each linking to the others, so a page is bounded whatever the episode count.
+COMPARE_COLUMNS = 12
 #: The content type of a run file by its suffix: text always as UTF-8 (a table's "−" and "×" are not
 #: ASCII), shown in the browser rather than downloaded; anything else as :mod:`mimetypes` guesses.
 TEXT_TYPES = {".md": "text/plain", ".tex": "text/plain", ".txt": "text/plain", ".csv": "text/csv",
@@ -352,7 +355,8 @@ class Site:
         for pid in self.run.plays:
             yield f"plays/{url_name(pid)}.html"
         for key in self.instances():
-            yield self.compare_path(key)
+            for k in range(1, self.compare_pages(key) + 1):
+                yield self.compare_path(key, k)
         for rel in self.run.run_files:
             yield f"files/{url_name(rel)}"
 
@@ -380,9 +384,9 @@ class Site:
             if pid in self.run.plays:
                 return html_page(self.play(pid))
         if path.startswith("compare/") and path.endswith(".html"):
-            key = _compare_key(unquote(path[len("compare/"):-len(".html")]))
-            if key in self.instances():
-                return html_page(self.compare(key))
+            key, k = _compare_key(unquote(path[len("compare/"):-len(".html")]))
+            if key in self.instances() and k <= self.compare_pages(key):
+                return html_page(self.compare(key, k))
         if path.startswith("files/"):
             rel = unquote(path[len("files/"):])
             if rel in self.run.run_files:   # only the listed tables and figures, never another file
@@ -562,7 +566,8 @@ class Site:
         failures = _failures(row, tr, calls)
         prev, next_ = _neighbours(sorted(self.run.episodes), eid)
         key = (row["family"], row["split"], int(row["instance"]))
-        others = len(self.instances().get(key, [])) - 1
+        same = self.instances().get(key, [])
+        others = len(same) - 1
         counts = {m: sum(e["mark"] == m for e in edges) for m in ("correct", "missing", "extra")}
         return self.render(
             "episode.html", depth, row=row, eid=eid, problem=problem, transcript=self.run.artifact(tpath),
@@ -572,7 +577,8 @@ class Site:
             deletions=deletions, turns=turns, requests=tr.requests if tr else [], failures=failures,
             scores=self.run.scores.get(eid), file=self.run.artifact(row["_file"]),
             start_graph=tr.data.get("start_graph") if tr else None, drawings=drawings, graph_note=graph_note,
-            compare={"url": self.compare_path(key), "others": others} if others > 0 else None,
+            compare={"url": self.compare_path(key, same.index(eid) // COMPARE_COLUMNS + 1), "others": others}
+            if others > 0 else None,
             prev={"id": prev, "url": f"episodes/{url_name(prev)}.html"} if prev else None,
             next={"id": next_, "url": f"episodes/{url_name(next_)}.html"} if next_ else None)
 
@@ -599,20 +605,36 @@ class Site:
         return self._instances
 
     @staticmethod
-    def compare_path(key: tuple[str, str, int]) -> str:
-        """The page comparing an instance's episodes."""
+    def compare_path(key: tuple[str, str, int], page: int = 1) -> str:
+        """Page ``page`` of the comparison of an instance's episodes (``NNNN.html``, then ``NNNN-2.html``, ...)."""
         family, split, instance = key
-        return f"compare/{url_name(family)}/{url_name(split)}/{instance:04d}.html"
+        return f"compare/{url_name(family)}/{url_name(split)}/{instance:04d}{f'-{page}' if page > 1 else ''}.html"
 
-    def compare(self, key: tuple[str, str, int]) -> str:
-        """Side by side: an instance's episodes, their calls turn by turn and final graphs against the truth and each other."""
-        return self.side_by_side(key, [(self.run, eid, "", "") for eid in self.instances()[key]], depth=3)
+    def compare_pages(self, key: tuple[str, str, int]) -> int:
+        """How many pages the comparison of an instance's episodes takes (:data:`COMPARE_COLUMNS` a page)."""
+        return -(-len(self.instances()[key]) // COMPARE_COLUMNS)
 
-    def side_by_side(self, key: tuple[str, str, int], columns: list[tuple[Run, str, str, str]], depth: int) -> str:
+    def compare(self, key: tuple[str, str, int], page: int = 1) -> str:
+        """Side by side: the episodes of page ``page`` of an instance (:data:`COMPARE_COLUMNS` a page).
+
+        Their calls turn by turn and final graphs against the truth and each other, with links to the other pages.
+        """
+        eids = self.instances()[key]
+        start, n = (page - 1) * COMPARE_COLUMNS, self.compare_pages(key)
+        shown = eids[start:start + COMPARE_COLUMNS]
+        near = sorted({1, n, *range(max(1, page - 2), min(n, page + 2) + 1)})   # first, last and the nearest
+        pager = {"first": start + 1, "last": start + len(shown), "total": len(eids), "more": len(eids) - len(shown),
+                 "page": page, "pages": [{"n": k, "url": self.compare_path(key, k), "gap": k > 1 and k - 1 not in near}
+                                         for k in near]} if n > 1 else None
+        return self.side_by_side(key, [(self.run, eid, "", "") for eid in shown], depth=3, pager=pager)
+
+    def side_by_side(self, key: tuple[str, str, int], columns: list[tuple[Run, str, str, str]], depth: int,
+                     pager: dict | None = None) -> str:
         """The comparison page of instance ``key``: one column per (run, episode id, link prefix, label).
 
         The columns may come from several runs (``heuresis view A B``): each links to its episode's
-        page under its prefix, and the truth is the first run's.
+        page under its prefix, and the truth is the first run's. ``pager``: which of the instance's
+        episodes these are and the links to the other pages (:meth:`compare`).
         """
         family, split, instance = key
         truth = columns[0][0].truth(family, split, instance)
@@ -659,7 +681,7 @@ class Site:
         last = max((t for turns in by_turn for t in turns), default=0)
         steps = [{"turn": t, "cells": [turns.get(t, []) for turns in by_turn]} for t in range(1, last + 1)]
         return self.render("compare.html", depth, family=family, split=split, instance=instance, cols=cols, pairs=pairs,
-                            differ=differ, steps=steps, truth=truth is not None,
+                            differ=differ, pager=pager, steps=steps, truth=truth is not None,
                             counts=[{m: sum(cells[k]["mark"] == m for cells in marks) for m in ("correct", "missing",
                                                                                                 "extra")}
                                     for k in range(len(cols))])
@@ -700,12 +722,13 @@ class Site:
             error=(tr.data.get("error") if tr else None))
 
 
-def _compare_key(rel: str) -> tuple[str, str, int] | None:
-    """``family/split/NNNN`` as an instance key, or None."""
+def _compare_key(rel: str) -> tuple[tuple[str, str, int] | None, int]:
+    """``family/split/NNNN`` (page 1) or ``family/split/NNNN-K`` (page K ≥ 2) as an instance key and page; (None, 0)."""
     parts = rel.split("/")
-    if len(parts) != 3 or not parts[2].isdigit():
-        return None
-    return parts[0], parts[1], int(parts[2])
+    m = re.fullmatch(r"(\d+)(?:-([2-9]|[1-9]\d+))?", parts[-1])
+    if len(parts) != 3 or m is None:
+        return None, 0
+    return (parts[0], parts[1], int(m[1])), int(m[2] or 1)
 
 
 def _neighbours(ids: list[str], ident: str) -> tuple[str | None, str | None]:
@@ -875,19 +898,39 @@ def _failures(row: Mapping, tr, calls: list[dict]) -> list[dict]:
     return [{"anchor": None, **f} for f in out]
 
 
-def _survival_chart(deployments: list[dict], row: Mapping, ref: Mapping | None, w: int = 480, h: int = 160) -> dict:
-    """Bars of the observed survival per deployment with the optimum, threshold and final survival as lines."""
+#: The survival chart's ticks on its y-axis (survival runs from 0 to 1).
+CHART_TICKS = (0.0, 0.25, 0.5, 0.75, 1.0)
+#: The least vertical distance between two of the chart's labels, and horizontal between two x ticks (px).
+CHART_LABEL_GAP, CHART_TICK_GAP = 12, 24
+
+
+def _survival_chart(deployments: list[dict], row: Mapping, ref: Mapping | None, w: int = 560, h: int = 200) -> dict:
+    """Bars of the observed survival per deployment with the optimum, threshold and final survival as lines.
+
+    The plot spans x0..x1 by top..bottom: the y-axis's labelled ticks on its left, the deployments'
+    numbers below (every few when they are many, so they do not run together), and the lines'
+    labels on its right, each at its line's height or pushed just clear of its neighbours.
+    """
+    x0, x1, top, bottom = 40, w - 120, 20, h - 34
     n = max(len(deployments), 1)
-    bw = (w - 40) / n
-    bars = [{"x": 30 + k * bw + 2, "w": max(bw - 4, 1), "y": h - 20 - (d["rate"] or 0) * (h - 30),
-             "h": (d["rate"] or 0) * (h - 30), "label": d["n"], "rate": d["rate"]} for k, d in enumerate(deployments)]
+    bw = (x1 - x0) / n
+    step = math.ceil(CHART_TICK_GAP / bw)
 
     def level(v):
         v = number(v)
-        return None if v is None else h - 20 - v * (h - 30)
+        return None if v is None else bottom - v * (bottom - top)
 
-    lines = [{"name": name, "y": level(val), "value": number(val)} for name, val in
-             (("optimum", row.get("optimum")), ("threshold", row.get("threshold")),
-              ("submitted", row.get("survival") if row.get("submitted") else None),
-              ("trap", ref.get("trap") if ref else None)) if level(val) is not None]
-    return {"w": w, "h": h, "bars": bars, "lines": lines}
+    bars = [{"x": x0 + k * bw + 1, "w": max(bw - 2, 1), "y": level(d["rate"] or 0), "h": (d["rate"] or 0) * (bottom - top),
+             "label": d["n"], "rate": d["rate"], "tick": k % step == 0} for k, d in enumerate(deployments)]
+    lines = sorted(({"name": name, "y": level(val), "value": number(val)} for name, val in
+                    (("optimum", row.get("optimum")), ("threshold", row.get("threshold")),
+                     ("submitted", row.get("survival") if row.get("submitted") else None),
+                     ("trap", ref.get("trap") if ref else None)) if level(val) is not None), key=lambda line: line["y"])
+    for k, line in enumerate(lines):        # down, each clear of the one above; then up, the lowest inside the chart
+        line["label_y"] = max(line["y"], lines[k - 1]["label_y"] + CHART_LABEL_GAP) if k else line["y"]
+    for k in reversed(range(len(lines))):
+        line = lines[k]
+        line["label_y"] = min(line["label_y"], lines[k + 1]["label_y"] - CHART_LABEL_GAP if k + 1 < len(lines) else h - 4)
+    ticks = [{"y": level(v), "label": f"{v:g}"} for v in CHART_TICKS]
+    return {"w": w, "h": h, "x0": x0, "x1": x1, "top": top, "bottom": bottom, "bars": bars, "lines": lines,
+            "ticks": ticks}

@@ -126,6 +126,23 @@
       draw();
     }
     var tbl = el("table", { "class": "data", id: opts.id });
+    // a categorical column with the same value in every row tells no row from another: collapsed (its
+    // cells stay, so filters and sorts work as before) and named above the table, with a button to show it
+    var same = cols.map(function (c, k) { return !!opts.collapse && rows.length > 1 && c.kind === "cat" && distinct(k).length === 1; });
+    var group = el("colgroup");
+    if (link >= 0) group.appendChild(el("col"));
+    cols.forEach(function (c, k) { group.appendChild(el("col", same[k] ? { "class": "constant" } : {})); });
+    tbl.appendChild(group);
+    var constant = cols.filter(function (c, k) { return same[k]; }).map(function (c) {
+      var v = distinct(cols.indexOf(c))[0];
+      return c.label + " = " + (v === "" ? "(empty)" : v);
+    });
+    var toggle = el("button", { type: "button" }, ["show them"]);
+    toggle.addEventListener("click", function () {
+      toggle.textContent = tbl.classList.toggle("all-columns") ? "hide them" : "show them";
+    });
+    var sameNote = el("p", { "class": "hint constant-note" },
+                      ["The same in every " + noun + ", so not shown as columns: " + constant.join(", ") + " ", toggle]);
     var thead = el("thead"), head = el("tr", { "class": "headings" }), filt = el("tr", { "class": "filters" });
     var inputs = [];
     if (link >= 0) { head.appendChild(el("th", {}, [opts.linkLabel])); filt.appendChild(el("th")); }
@@ -163,16 +180,20 @@
     next.addEventListener("click", function () { page++; draw(); });
     pager.appendChild(prev); pager.appendChild(where); pager.appendChild(next);
     host.textContent = "";
-    host.appendChild(note); host.appendChild(pager); host.appendChild(tbl);
+    host.appendChild(note);
+    if (constant.length) host.appendChild(sameNote);
+    host.appendChild(pager); host.appendChild(tbl);
 
     // one page of rows, built as one string (escaped) and parsed once: far cheaper than a node per cell
     function esc(s) { return s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;"); }
+    // a value may wrap after "_" and "/" (submitted_last_turn, a play id), so a narrow window squeezes it, not the numbers
+    function cell(v, c) { var t = esc(fmt(v, c)); return c.kind === "cat" ? t.replace(/[_\/]/g, "$&<wbr>") : t; }
     function draw() {
       var html = [], end = Math.min(shown.length, (page + 1) * size);
       for (var n = page * size; n < end; n++) {
         var r = shown[n], cells = '<tr class="' + opts.rowClass + '">';
         if (link >= 0) cells += '<td><a href="' + esc(root + r[link]) + '">open</a></td>';
-        for (var k = 0; k < cols.length; k++) cells += "<td>" + esc(fmt(value(r, k), cols[k])) + "</td>";
+        for (var k = 0; k < cols.length; k++) cells += "<td>" + cell(value(r, k), cols[k]) + "</td>";
         html.push(cells + "</tr>");
       }
       tbody.innerHTML = html.join("");
@@ -250,18 +271,20 @@
       var where = document.getElementById(m[0]), data = blob(m[1]);
       if (where && data) table(data, where, document.getElementById(m[2]),
                                { id: m[3], page: m[4], rowClass: m[3] === "plays" ? "play" : m[3], prefix: m[5],
-                                 linkLabel: "play", noun: m[6] });
+                                 linkLabel: "play", noun: m[6], collapse: m[3] === "plays" });
     });
   }
   function renderAll() {
     tables = [];
     host = document.getElementById("episodes-table");
     table(blob("episodes-data"), host, document.getElementById("episode-count"),
-          { id: "episodes", page: 200, rowClass: "episode", linkLabel: "episode", prefix: "", noun: "episode" });
+          { id: "episodes", page: 200, rowClass: "episode", linkLabel: "episode", prefix: "", noun: "episode",
+            collapse: true });
     renderMore();
   }
   table(blob("episodes-data"), host, document.getElementById("episode-count"),
-        { id: "episodes", page: 200, rowClass: "episode", linkLabel: "episode", prefix: "", noun: "episode" });
+        { id: "episodes", page: 200, rowClass: "episode", linkLabel: "episode", prefix: "", noun: "episode",
+            collapse: true });
   // when the table became usable, for benchmarks/view_scale.py: ms since the navigation started
   host.setAttribute("data-drawn-ms", Math.round(performance.now()));
   window.addEventListener("load", function () {
