@@ -59,9 +59,9 @@ FRESH_VENV = {
 
 #: Interactive commands: the input CI types and a text the output must contain.
 STDIN = {
-    "heuresis play antenna_base": (
-        "history\ndeploy 20 engine=3 wing=4 camera=2\nreport engines and wings matter\n"
-        'submit {"engine": 4, "wing": 5, "body": 3, "gun": 4}\n', "final: "),
+    "heuresis play antenna_trap": (
+        "history\nquery wind_speed\ndeploy 20 antenna=0 camera=10 gun=10\nreport a bare antenna goes silent\n"
+        'submit {"antenna": 0, "camera": 10, "gun": 10, "engine": 15, "wing": 15}\n', "final: "),
 }
 
 #: Servers: CI starts the command as written, waits for the URL it prints, fetches that page (it must

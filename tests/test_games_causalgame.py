@@ -439,3 +439,28 @@ def test_stage2_flies_the_scenarios_stage2_fleet_from_the_play_seed():
     assert scores[0] == scores[1] != scores[2]
     fresh = fly(scn, design, 6000, np.random.default_rng(77), stage=2).survival
     assert abs(scores[0] / 1000 - fresh) < 4 * np.sqrt(0.25 / 1000 + 0.25 / 6000)
+
+
+def test_the_leaderboard_scores_unsubmitted_plays_both_ways_and_counts_failed_ones_apart():
+    """Recomputed with pandas on plays whose answers are known: 0 for an unsubmitted play in one view,
+    left out in the other; a failed play in neither; ranks by survival."""
+    import pandas as pd
+
+    from heuresis.config.settings import Bootstrap
+    from heuresis.games.analysis import leaderboard_table
+    rows = []
+    for agent, surv, sub, status in [("a", 0.9, True, "ok"), ("a", 0.7, True, "ok"), ("a", 0.0, False, "ok"),
+                                     ("a", 0.0, False, "failed"), ("b", 0.8, True, "ok"), ("b", 0.6, True, "ok")]:
+        rows.append({"agent": agent, "mode": "agentic", "scenario": "antenna_trap", "survival": surv,
+                     "submitted": sub, "status": status, "won": surv >= 0.75, "play_id": f"{agent}{len(rows)}"})
+    plays = pd.DataFrame(rows)
+    num, disp = leaderboard_table(plays, None, [], Bootstrap(resamples=200, seed=1))
+    got = {(r.agent, r.view): r for r in num.itertuples()}
+    assert got[("a", "all plays")].survival == pytest.approx((0.9 + 0.7 + 0.0) / 3)
+    assert got[("a", "submitted only")].survival == pytest.approx(0.8)
+    assert got[("a", "all plays")].plays == 3 and got[("a", "all plays")].failed == 1
+    assert got[("a", "all plays")].unsubmitted == 1 and got[("a", "submitted only")].plays == 2
+    assert got[("b", "all plays")].survival == pytest.approx(0.7) == got[("b", "submitted only")].survival
+    assert got[("a", "all plays")].win_rate == pytest.approx(1 / 3)
+    assert got[("b", "all plays")].rank == 1 and got[("a", "all plays")].rank == 2    # 0.70 above 0.53
+    assert list(disp["Rank"]) == [1, 1, 2, 2]

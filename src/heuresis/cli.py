@@ -397,6 +397,8 @@ _PLAY_HELP = """commands:
   status                          design space and budgets left
   history                         every observed flight (free history and your deployments)
   deploy COUNT DESIGN             fly COUNT drones, e.g.  deploy 20 engine=3 wing=4 camera=2
+  query VARIABLE                  summarise a visible environment variable over the rows seen (CausalGame's
+                                  scenarios, within their query budget)
   report TEXT                     commit your report (once, before submitting)
   submit DESIGN                   the final design (once, irreversible), e.g. submit {"engine": 4, "wing": 5}
   help | quit"""
@@ -418,8 +420,8 @@ def cmd_play(args: argparse.Namespace, inp=input, out=print) -> int:
     out("\n" + _PLAY_HELP)
 
     def show(dep: dict) -> None:
-        out(f"deployment {dep['deployment']} ({dep['source']}): {dep['returned']}/{dep['count']} returned; "
-            f"design {json.dumps(dep['design'])}")
+        counts = f"{dep['returned']}/{dep['count']} returned" if "count" in dep else f"{dep['records']} records"
+        out(f"deployment {dep['deployment']} ({dep['source']}): {counts}; design {json.dumps(dep['design'])}")
         rows = rows_of(dep)
         if rows:
             out("  " + "  ".join(rows[0]))
@@ -452,6 +454,8 @@ def cmd_play(args: argparse.Namespace, inp=input, out=print) -> int:
                 out(f"left: {res['drones_left']} drones, {res['deployments_left']} deployments")
             elif cmd == "submit":
                 out(tools["submit_final_design"].call(None, {"design": _parse_design(rest)}).text)  # type: ignore[arg-type]
+            elif cmd == "query":
+                out(json.dumps(game.query_environment(rest.strip())))
             elif cmd == "report":
                 out(tools["write_report"].call(None, {"text": rest}).text)  # type: ignore[arg-type]
             else:
