@@ -258,7 +258,7 @@ def leaderboard_table(plays: pd.DataFrame, judgements: pd.DataFrame | None, judg
     num["rank"] = [rank[(a, m)] for a, m in zip(num.agent, num["mode"])]
     num = num.sort_values(["rank", "view"]).reset_index(drop=True)
 
-    def iv(col, digits=3):  # type: ignore[no-redef]
+    def cells(col, digits=3):
         return [format_interval(m, lo, hi, digits=digits) if not pd.isna(m) else "—"
                 for m, lo, hi in zip(num[col], num[f"{col}_lo"], num[f"{col}_hi"])]
 
@@ -266,9 +266,9 @@ def leaderboard_table(plays: pd.DataFrame, judgements: pd.DataFrame | None, judg
         "Rank": num["rank"], "Agent": num.agent, "Mode": num["mode"], "View": num.view,
         "Plays": [f"{p} ({u} unsubmitted, {f} failed)" if v == LEADERBOARD_VIEWS[0] else str(p)
                   for p, u, f, v in zip(num.plays, num.unsubmitted, num.failed, num.view)],
-        "Survival": iv("survival"), "Win rate": iv("win_rate", 2),
-        f"CR (0-{SCORES['cr']:g})": iv("cr", 1) if judges else [NO_JUDGE] * len(num),
-        f"Rubric (0-{RUBRIC_MAX})": iv("total", 1) if judges else [NO_JUDGE] * len(num),
+        "Survival": cells("survival"), "Win rate": cells("win_rate", 2),
+        f"CR (0-{SCORES['cr']:g})": cells("cr", 1) if judges else [NO_JUDGE] * len(num),
+        f"Rubric (0-{RUBRIC_MAX})": cells("total", 1) if judges else [NO_JUDGE] * len(num),
     })
     return num, disp
 
