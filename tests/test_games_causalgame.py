@@ -464,3 +464,65 @@ def test_the_leaderboard_scores_unsubmitted_plays_both_ways_and_counts_failed_on
     assert got[("a", "all plays")].win_rate == pytest.approx(1 / 3)
     assert got[("b", "all plays")].rank == 1 and got[("a", "all plays")].rank == 2    # 0.70 above 0.53
     assert list(disp["Rank"]) == [1, 1, 2, 2]
+
+
+# --- this track's extra disclosures as named ablations (NAME~DISCLOSURE) --------------------------------
+def test_each_ablation_discloses_its_one_extra_thing_on_the_scenarios_own_draws():
+    from heuresis.games.causalgame import DISCLOSURES
+    from heuresis.games.game import Game
+    from heuresis.games.play import task_prompt
+    from heuresis.games.references import seed_of
+    from heuresis.games.scenario import load_scenario
+    from heuresis.games.tools import game_tools
+    base = load_cg("antenna_trap")
+    design = {"antenna": 0, "camera": 10, "gun": 10, "engine": 15, "wing": 15}
+    plain = Game(base, seed=9)
+    plain_dep = plain.deploy(design, 40)
+    plain_text = task_prompt(plain) + json.dumps(game_tools(plain, analysis=True)["submit_final_design"].spec())
+    for d in DISCLOSURES:
+        scn = load_scenario(f"antenna_trap~{d}")
+        assert scn.name == f"antenna_trap~{d}" and scn.spec["ablation_of"] == "antenna_trap"
+        game = Game(scn, seed=9)
+        dep = game.deploy(design, 40)
+        assert dep.returned == plain_dep.returned                     # the scenario's own draws: paired
+        tools = game_tools(game, analysis=True)
+        text = task_prompt(game) + json.dumps(tools["submit_final_design"].spec())
+        has = {"component_hits": any("hits_engine" in r for r in dep.rows),
+               "returned_only_note": "returned drones only" in text,
+               "misleading_question": "misleading" in text,
+               "hidden_measurements": "measure" in tools,
+               "hints": "engine, cockpit, wing and body are critical" in text}
+        assert has == {k: k == d for k in DISCLOSURES}, (d, has)
+        assert not any(has[k] for k in DISCLOSURES if k != d)
+        assert text != plain_text or d == "component_hits"
+        if d == "component_hits":                                     # per component, summing to the total
+            assert all(sum(r[f"hits_{c}"] for c in scn.components) == r["hit_count"] for r in dep.rows)
+        if d == "hidden_measurements":                                # exact values of the scenario's own draws
+            got = game.measure("weather_pattern", "stage1", 1)
+            ss = seed_of(base["seed"], "antenna_trap", "play", 9, "stage1", 1)
+            fleet = fly(base, game.validate_design(design), 40, np.random.default_rng(ss.spawn(2)[0]))
+            want = [round(float(fleet.latent["weather_pattern"][r["drone"] - 1]), 3) for r in dep.rows]
+            assert got["values"] == want
+
+
+def test_the_ablations_table_is_each_ablation_minus_its_scenario():
+    import pandas as pd
+
+    from heuresis.config.settings import Bootstrap
+    from heuresis.games.analysis import ablations_table
+    pattern = [{"of": ["antenna"], "at_least": 20}]
+    refs = {"antenna_trap": {"trap_pattern": pattern, "family": "antenna", "ablation_of": None},
+            "antenna_trap~component_hits": {"trap_pattern": pattern, "family": "antenna",
+                                            "ablation_of": "antenna_trap"}}
+    rows = []
+    for scn, surv, antenna in [("antenna_trap", 0.9, 0), ("antenna_trap", 0.8, 0), ("antenna_trap~component_hits", 0.3, 27),
+                               ("antenna_trap~component_hits", 0.5, 0)]:
+        rows.append({"scenario": scn, "agent": "game_trap_follower", "mode": "agentic", "survival": surv,
+                     "submitted": True, "status": "ok", "design": json.dumps({"antenna": antenna}),
+                     "play_id": f"p{len(rows)}"})
+    num, disp = ablations_table(pd.DataFrame(rows), refs, None, [], Bootstrap(resamples=200, seed=2))
+    (r,) = num.itertuples()
+    assert r.disclosure == "component_hits" and r.base == "antenna_trap"
+    assert r.survival == pytest.approx(0.4) and r.base_survival == pytest.approx(0.85)
+    assert r.survival_diff == pytest.approx(-0.45) and r.trap_fall_diff == pytest.approx(0.5)
+    assert list(disp["CR2 difference"]) == ["no judge configured"]

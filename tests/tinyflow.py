@@ -55,6 +55,7 @@ episodes:                 # every analysis table gets content from 10 short jobs
 games:                      # two scenarios, two offline players, one play, a short reference search
   scenarios_dir: config/games   # this track's own set (CausalGame's: the default folder)
   scenarios: [antenna_base, zone_base]
+  ablations: []
   agents: [game_random, game_trap_follower]
   plays: 1
   baseline_plays: 1

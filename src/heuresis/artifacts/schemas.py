@@ -586,6 +586,7 @@ GAME_REFERENCES = _schema("game_references", 3, [
     ("seed", pa.int64(), "scenario seed"),
     ("intended_mechanism", pa.string(), "what a correct report names (scenario file)"),
     ("control", pa.string(), "the control scenario paired with this one in games_bias_control (null: none)"),
+    ("ablation_of", pa.string(), "the scenario this one ablates (NAME of NAME~DISCLOSURE, games_ablations; null: none)"),
     ("strategies", pa.string(), "JSON list: each strategy a CausalGame scenario file names (design, published "
                                 "range, survival on the verification fleets, inside, divergence); [] otherwise"),
     ("runtime_s", pa.float64(), "wall time of the search and verification in seconds"),

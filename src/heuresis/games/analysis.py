@@ -36,6 +36,7 @@ import pandas as pd
 from heuresis.artifacts.report import format_interval, pyplot
 from heuresis.causal.bootstrap import bootstrap_mean, unpaired_bootstrap
 from heuresis.config.settings import Bootstrap
+from heuresis.games.design import ABLATION_SEP
 from heuresis.games.judge import CAUSAL, CRITERIA, CRITERION_NAMES, FAILURE_MODES, RUBRIC_MAX, icc
 from heuresis.games.scenario import follows_pattern, pattern_text
 
@@ -428,43 +429,85 @@ def bias_control_table(plays: pd.DataFrame, refs: Mapping[str, Mapping],
     trap-fall rate is over submitted plays; the control is judged by the biased scenario's pattern
     (the same design space and trap).
     """
+    pairs = [(scn, ref["control"]) for scn, ref in sorted(refs.items()) if ref.get("control") in refs]
+    num = _paired(plays, refs, pairs, boot)
+    if num.empty:
+        return num, pd.DataFrame({"Scenario": [], "Control": []})
+    num = num.rename(columns={"other": "control", "other_plays": "control_plays",
+                              **{c: c.replace("other_", "control_") for c in num.columns if c.startswith("other_")}})
+    disp = pd.DataFrame({
+        "Scenario": num.scenario, "Control": num.control, "Agent": num.agent, "Mode": num["mode"],
+        "Plays": [f"{p} / {c}" for p, c in zip(num.plays, num.control_plays)],
+        "Survival": _cells(num, "survival"), "Control survival": _cells(num, "control_survival"),
+        "Difference": _cells(num, "survival_diff"),
+        "Trap-fall": _cells(num, "trap_fall", 2), "Control trap-fall": _cells(num, "control_trap_fall", 2),
+        "Trap-fall difference": _cells(num, "trap_fall_diff", 2),
+    })
+    return num, disp
+
+
+def ablations_table(plays: pd.DataFrame, refs: Mapping[str, Mapping], judgements: pd.DataFrame | None,
+                    judges: Sequence[str], boot: Bootstrap) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Each ablation (``NAME~DISCLOSURE``) beside its scenario, per agent x mode: survival, trap-fall and CR2.
+
+    What one of this track's extra disclosures changes: the ablation's plays minus the scenario's,
+    with unpaired bootstrap intervals (the sides are different plays); the trap-fall rate by the
+    scenario's pattern, CR2 (trap avoidance, from the panel that judged each play) where judges are
+    configured.
+    """
+    pairs = [(scn, ref["ablation_of"]) for scn, ref in sorted(refs.items()) if ref.get("ablation_of") in refs]
+    cr2 = rubric_per_play(judgements).set_index("play_id")["cr2"] if judges and judgements is not None \
+        and "cr2" in judgements else None
+    num = _paired(plays, refs, pairs, boot, cr2)
+    if num.empty:
+        return num, pd.DataFrame({"Ablation": [], "Scenario": []})
+    num = num.rename(columns={"other": "base", "other_plays": "base_plays",
+                              **{c: c.replace("other_", "base_") for c in num.columns if c.startswith("other_")}})
+    num.insert(1, "disclosure", [s.split(ABLATION_SEP, 1)[1] for s in num.scenario])
+    disp = pd.DataFrame({
+        "Disclosure": num.disclosure, "Scenario": num.base, "Agent": num.agent, "Mode": num["mode"],
+        "Plays": [f"{p} / {c}" for p, c in zip(num.plays, num.base_plays)],
+        "Survival": _cells(num, "survival"), "Without it": _cells(num, "base_survival"),
+        "Survival difference": _cells(num, "survival_diff"),
+        "Trap-fall": _cells(num, "trap_fall", 2), "Without it ": _cells(num, "base_trap_fall", 2),
+        "Trap-fall difference": _cells(num, "trap_fall_diff", 2),
+        "CR2 difference": _cells(num, "cr2_diff", 2) if cr2 is not None else [NO_JUDGE] * len(num),
+    })
+    return num, disp
+
+
+def _cells(num: pd.DataFrame, col: str, digits: int = 3) -> list[str]:
+    """``mean [lo, hi]`` of ``col`` per row (its ``_lo``/``_hi`` columns); a dash where nothing was measured."""
+    return [format_interval(m, lo, hi, digits=digits) if not pd.isna(m) else "—"
+            for m, lo, hi in zip(num[col], num[f"{col}_lo"], num[f"{col}_hi"])]
+
+
+def _paired(plays: pd.DataFrame, refs: Mapping[str, Mapping], pairs: Sequence[tuple[str, str]], boot: Bootstrap,
+            cr2: pd.Series | None = None) -> pd.DataFrame:
+    """Per (scenario, other) pair and agent x mode: survival, trap-fall (and CR2) of both sides and their difference."""
     plays = _scored(plays).copy()
     rows = []
-    for scn, ref in sorted(refs.items()):
-        ctrl = ref.get("control")
-        if not ctrl or ctrl not in refs:
-            continue
-        pat = ref["trap_pattern"]
-        for (agent, mode), df in plays[plays.scenario.isin([scn, ctrl])].groupby(["agent", "mode"], sort=True):
-            a, b = df[df.scenario == scn], df[df.scenario == ctrl]
+    for scn, other in pairs:
+        pat = refs[scn]["trap_pattern"]
+        for (agent, mode), df in plays[plays.scenario.isin([scn, other])].groupby(["agent", "mode"], sort=True):
+            a, b = df[df.scenario == scn], df[df.scenario == other]
             if a.empty or b.empty:
                 continue
-            rec = {"scenario": scn, "control": ctrl, "family": ref["family"], "agent": agent, "mode": mode,
-                   "plays": len(a), "control_plays": len(b)}
-            for col, x, y in (("survival", a.survival.to_numpy(float), b.survival.to_numpy(float)),
-                              ("trap_fall", _falls(a, pat), _falls(b, pat))):
-                for side, v in ((col, x), (f"control_{col}", y)):
+            rec = {"scenario": scn, "other": other, "family": refs[scn]["family"], "agent": agent, "mode": mode,
+                   "plays": len(a), "other_plays": len(b)}
+            cols = [("survival", a.survival.to_numpy(float), b.survival.to_numpy(float)),
+                    ("trap_fall", _falls(a, pat), _falls(b, pat))]
+            if cr2 is not None:
+                cols.append(("cr2", cr2.reindex(a.play_id).dropna().to_numpy(float),
+                             cr2.reindex(b.play_id).dropna().to_numpy(float)))
+            for col, x, y in cols:
+                for side, v in ((col, x), (f"other_{col}", y)):
                     iv = bootstrap_mean(v, **boot.kwargs())
                     rec.update({side: iv.estimate, f"{side}_lo": iv.lo, f"{side}_hi": iv.hi})
                 d = unpaired_bootstrap(x, y, **boot.kwargs())
                 rec.update({f"{col}_diff": d.estimate, f"{col}_diff_lo": d.lo, f"{col}_diff_hi": d.hi})
             rows.append(rec)
-    num = pd.DataFrame(rows)
-    if num.empty:
-        return num, pd.DataFrame({"Scenario": [], "Control": []})
-
-    def iv(col, digits=3):  # type: ignore[no-redef]
-        return [format_interval(m, lo, hi, digits=digits) for m, lo, hi in
-                zip(num[col], num[f"{col}_lo"], num[f"{col}_hi"])]
-
-    disp = pd.DataFrame({
-        "Scenario": num.scenario, "Control": num.control, "Agent": num.agent, "Mode": num["mode"],
-        "Plays": [f"{p} / {c}" for p, c in zip(num.plays, num.control_plays)],
-        "Survival": iv("survival"), "Control survival": iv("control_survival"), "Difference": iv("survival_diff"),  # type: ignore[operator]
-        "Trap-fall": iv("trap_fall", 2), "Control trap-fall": iv("control_trap_fall", 2),  # type: ignore[operator]
-        "Trap-fall difference": iv("trap_fall_diff", 2),  # type: ignore[operator]
-    })
-    return num, disp
+    return pd.DataFrame(rows)
 
 
 def _falls(df: pd.DataFrame, pattern) -> np.ndarray:
@@ -748,6 +791,11 @@ def build_target(target: str, stem, *, references: Sequence, plays: Sequence, ju
         cap = f"{caption} {facts}" + ("" if judges else f" {NO_JUDGE} (games.judges is empty).")
         write_paper_table(num, disp, stem, caption=cap, provenance=prov)
         return f"{target}: " + (f"{len(num)} rows from {len(j)} judgements" if judges else NO_JUDGE)
+    if target == "games_ablations":
+        num, disp = ablations_table(p, refs, j, judges, bootstrap)
+        cap = f"{caption} {facts}" + ("" if judges else f" CR2: {NO_JUDGE} (games.judges is empty).")
+        write_paper_table(num, disp, stem, caption=cap, provenance=prov)
+        return f"{target}: {len(num)} rows"
     if target in ("games_trap_fall", "games_bias_control"):
         num, disp = (trap_fall_table if target == "games_trap_fall" else bias_control_table)(p, refs, bootstrap)
         write_paper_table(num, disp, stem, caption=f"{caption} {facts}", provenance=prov)

@@ -28,23 +28,26 @@ true outcome of every drone and what CausalGame's agent is shown of it (:func:`a
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import yaml
 
-from heuresis.games.design import DesignSpace, follows_pattern
+from heuresis.games.design import ABLATION_SEP, DesignSpace, follows_pattern
 
 __all__ = [
     "CRITICAL",
+    "DISCLOSURES",
+    "MEASURABLE",
     "TARGET_WEIGHTS",
     "CGDesignError",
     "CGScenario",
     "EnvQuery",
     "EnvQueryBudgetError",
     "Fleet",
+    "ablation",
     "agent_view",
     "agility",
     "equipment_resistance",
@@ -65,6 +68,15 @@ REDUCTION_CAP = 0.65
 DETECTION_CLAMP = (0.01, 0.95)
 HIT_CLAMP = (0.05, 0.95)
 CG_DIR = Path(__file__).resolve().parents[3] / "config" / "games" / "causalgame"
+
+
+#: This track's extra disclosures, each a named ablation of a CausalGame scenario (``NAME~DISCLOSURE``,
+#: docs/games.md §8): hits per component in every row, the note that rows show returned drones only,
+#: the report question about misleading patterns, exact measurements of the hidden variables
+#: (:data:`MEASURABLE`), the mechanism hints of ``game_hints.txt``.
+DISCLOSURES = ("component_hits", "returned_only_note", "misleading_question", "hidden_measurements", "hints")
+#: The hidden variables the ``hidden_measurements`` ablation lets an agent measure, per SCM.
+MEASURABLE = {"antenna": ("weather_pattern",), "zone": ("mission_zone", "emi_level"), "weather": ("weather_pattern",)}
 
 
 class CGDesignError(ValueError):
@@ -121,9 +133,22 @@ class CGScenario:
         """The environment variables of a deployment's per-drone rows (``environment_shown``)."""
         return list(self.spec["environment_shown"])
 
+    @property
+    def seed_name(self) -> str:
+        """The name a play's draws derive from: an ablation flies its scenario's draws (a paired comparison)."""
+        return str(self.spec.get("ablation_of") or self.name)
+
+    @property
+    def disclosures(self) -> tuple[str, ...]:
+        """The ablation's extra disclosures (:data:`DISCLOSURES`); none in CausalGame's own scenarios."""
+        return tuple(self.spec.get("disclosures") or ())
+
     def measurable_variables(self) -> list[str]:
-        """None: CausalGame never shows a hidden value (its environment query summarises visible ones)."""
-        return []
+        """None: CausalGame never shows a hidden value (its environment query summarises visible ones).
+
+        The ``hidden_measurements`` ablation offers the SCM's hidden variables (:data:`MEASURABLE`).
+        """
+        return list(MEASURABLE[self.model]) if "hidden_measurements" in self.disclosures else []
 
     def follows_trap(self, design: Mapping | None) -> bool | None:
         """Whether ``design`` (its defaults filled in) matches the scenario's ``trap_pattern``; None for no design."""
@@ -212,6 +237,20 @@ def load_cg(name_or_path: str | Path, folder: str | Path | None = None) -> CGSce
     return CGScenario(spec, str(path))
 
 
+def ablation(scn: CGScenario, disclosure: str) -> CGScenario:
+    """The scenario with one of this track's extra disclosures (:data:`DISCLOSURES`): ``NAME~DISCLOSURE``.
+
+    Everything else is the scenario's own (its SCM, seed, history, references); the ablation's
+    plays are compared with the scenario's in ``games_ablations``.
+    """
+    if disclosure not in DISCLOSURES:
+        raise ValueError(f"{scn.name}{ABLATION_SEP}{disclosure}: unknown disclosure {disclosure!r}; "
+                         f"known: {list(DISCLOSURES)}")
+    spec = {**scn.spec, "name": f"{scn.name}{ABLATION_SEP}{disclosure}", "disclosures": [disclosure],
+            "variant": f"{scn.spec['variant']}{ABLATION_SEP}{disclosure}", "ablation_of": scn.name, "control": None}
+    return CGScenario(spec, scn.path)
+
+
 def load_cg_all(folder: str | Path | None = None) -> dict[str, CGScenario]:
     """Every CausalGame scenario of ``folder`` (default ``config/games/causalgame``), by name."""
     folder = Path(folder) if folder is not None else CG_DIR
@@ -280,6 +319,7 @@ class Fleet:
     detected: np.ndarray              # (n,) bool
     visible: dict[str, np.ndarray]    # the SCM's visible environment
     latent: dict[str, np.ndarray]     # hidden variables (never shown)
+    hits_by: dict[str, np.ndarray] = field(default_factory=dict)   # component -> (n,) hits (the component_hits ablation)
 
     @property
     def survival(self) -> float:
@@ -338,6 +378,7 @@ def fly(scn: CGScenario, design: Mapping[str, Any], n: int, rng: np.random.Gener
     # so that designs flown from one seed share their random numbers (common random numbers)
     rmax = max_rounds(spec) if detected.any() else 0
     hits = np.zeros(n, int)
+    hits_by = {c: np.zeros(n, int) for c in comps}
     if rmax:
         p_hit = hit_chance(spec, total_def, eff.accuracy_mod)
         active = detected[:, None] & (np.arange(rmax)[None, :] < rounds[:, None])
@@ -353,11 +394,12 @@ def fly(scn: CGScenario, design: Mapping[str, Any], n: int, rng: np.random.Gener
         hits = landed.sum(1)
         for k, c in enumerate(comps):
             on = landed & (tgt == k)
+            hits_by[c] = on.sum(1)
             struck = on.any(1)
             raw = (amount * on).sum(1)
             hp[c] = np.where(struck, np.maximum(0.0, hp[c] - _sheet_damage(raw, d[c], f)), hp[c])
     returned = pre & np.all([hp[c] > 0 for c in CRITICAL if c in hp], axis=0)
-    return Fleet(returned, hits, detected, eff.visible, eff.latent)
+    return Fleet(returned, hits, detected, eff.visible, eff.latent, hits_by)
 
 
 def max_rounds(spec: Mapping) -> int:

@@ -14,7 +14,11 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["DesignError", "DesignSpace", "follows_pattern"]
+__all__ = ["ABLATION_SEP", "DesignError", "DesignSpace", "follows_pattern"]
+
+#: Separates a scenario's name from the disclosure of its ablation: ``antenna_trap~component_hits``
+#: (:func:`heuresis.games.causalgame.ablation`).
+ABLATION_SEP = "~"
 
 
 class DesignError(ValueError):

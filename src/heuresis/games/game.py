@@ -244,7 +244,7 @@ class Game:
                             f"(budget {b['stage1_drones']})")
         design = self.validate_design(design)
         k = len(self.deployments) + 1
-        dep = self._fly(design, count, seed_of(self.scn["seed"], self.scn.name, "play", self.seed, "stage1", k),
+        dep = self._fly(design, count, seed_of(self.scn["seed"], self.scn.seed_name, "play", self.seed, "stage1", k),
                         source="stage1", index=k)
         self.deployments.append(dep)
         return dep
@@ -264,7 +264,7 @@ class Game:
         if report is not None:
             self.write_report(report)
         n = int(self.scn.budgets["stage2_fleet"])
-        ss = seed_of(self.scn["seed"], self.scn.name, "play", self.seed, "stage2")
+        ss = seed_of(self.scn["seed"], self.scn.seed_name, "play", self.seed, "stage2")
         if isinstance(self.scn, cg.CGScenario):
             surv = int(cg.fly(self.scn, design, n, np.random.default_rng(ss), stage=2).returned.sum())
         else:
@@ -332,6 +332,9 @@ class Game:
                 "note": "a component or module left out of a design keeps its default",
             },
             "visible_variables": scn.visible_variables(),
+            **({"measurable_variables": scn.measurable_variables()} if scn.measurable_variables() else {}),
+            **({"per_drone_details": "returned drones only" if scn.spec["hide_failed_drones"]
+                else "every drone, with its status"} if "returned_only_note" in scn.disclosures else {}),
             "report_committed": self.report is not None,
             "history_records": sum(len(h.rows) for h in self.history),
             "env_queries_left": self.env_query.budget - self.env_query.used,
@@ -361,15 +364,16 @@ class Game:
             sel = idx if part == "all" else idx[idx % 3 == 0] if part == "third" else idx[idx % 3 != 0]
             if not len(sel):
                 continue
-            rng = np.random.default_rng(seed_of(scn["seed"], scn.name, "play", self.seed, "history", k))
+            rng = np.random.default_rng(seed_of(scn["seed"], scn.seed_name, "play", self.seed, "history", k))
             f = cg.fly(scn, design, len(sel), rng, stage=1, enforce_budget=False, force=force)
             kept = [j for j in range(len(sel)) if f.returned[j] or not hide]
             rows = [{"drone": m + 1, "status": "RETURNED" if f.returned[j] else "DESTROYED",   # numbered after the
-                     "hit_count": int(f.hit_count[j]), **{v: cg._py(f.visible[v][j]) for v in shown}}  # filter: no gaps
+                     "hit_count": int(f.hit_count[j]), **self._component_hits(f, j),            # filter: no gaps
+                     **{v: cg._py(f.visible[v][j]) for v in shown}}
                     for m, j in enumerate(kept)]
             n_ret = int(f.returned.sum())
             out.append(Deployment(k + 1, "history", scn.design(design, False), len(sel), n_ret, len(sel) - n_ret,
-                                  rows, f.returned, counts_shown=not hide))
+                                  rows, f.returned, self._measures(f, kept), counts_shown=not hide))
         return out
 
     def _cg_fly(self, design: dict, count: int, ss, *, source: str, index: int) -> Deployment:
@@ -381,10 +385,22 @@ class Game:
         rows = []
         for r in view["results"]:
             row = {"drone": r["drone"], "status": r["status"], "hit_count": r["hit_count"],
-                   "was_detected": r["was_detected"], **r["environment"]}
+                   **self._component_hits(f, r["drone"] - 1), "was_detected": r["was_detected"], **r["environment"]}
             row.update({f"{c}_def": round(v, 3) for c, v in r.get("def_remaining", {}).items()})
             rows.append(row)
-        return Deployment(index, source, design, count, view["survived"], view["destroyed"], rows, f.returned)
+        measures = self._measures(f, [r["drone"] - 1 for r in view["results"]])
+        return Deployment(index, source, design, count, view["survived"], view["destroyed"], rows, f.returned,
+                          measures)
+
+    def _component_hits(self, f: cg.Fleet, j: int) -> dict:
+        """Hits per component of drone ``j`` where the ``component_hits`` ablation shows them, else nothing."""
+        if "component_hits" not in self.scn.disclosures:
+            return {}
+        return {f"hits_{c}": int(v[j]) for c, v in f.hits_by.items()}
+
+    def _measures(self, f: cg.Fleet, shown: list[int]) -> dict[str, list]:
+        """The hidden variables the ``hidden_measurements`` ablation measures, per shown row (else nothing)."""
+        return {v: [cg._py(f.latent[v][j]) for j in shown] for v in self.scn.measurable_variables()}
 
     # --- what an agent has seen ------------------------------------------------------------------------
     def observed(self) -> list[Deployment]:

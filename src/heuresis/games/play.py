@@ -54,7 +54,7 @@ from heuresis.config.loading import schema_default
 from heuresis.config.settings import CodeTool
 from heuresis.games.game import Game, GameError
 from heuresis.games.scenario import Scenario
-from heuresis.games.tools import REPORT_QUESTION_CAUSALGAME, game_tools, rows_csv
+from heuresis.games.tools import REPORT_QUESTION, REPORT_QUESTION_CAUSALGAME, game_tools, rows_csv
 from heuresis.harness.loop import AgentLoop, TurnLimit, UsageTotals, single_request
 from heuresis.harness.prompts import render, template
 from heuresis.harness.requestlog import RequestLog
@@ -136,13 +136,24 @@ def _causalgame_task(game: Game, variant: str, interaction: str, thr: str, guard
     n_hist = sum(len(h.rows) for h in game.history)
     history = (f"\nA free history of {n_hist} earlier flight records, flown before you arrived with designs you can "
                f"see, is available at no cost." if n_hist else "\nThere is no earlier flight history.")
+    told = scn.disclosures
+    visible = ", ".join(scn.visible_variables())
+    if "component_hits" in told:
+        visible += "; and the hits on each component"
+    if "returned_only_note" in told:
+        visible += ("; per-drone rows are shown for returned drones only" if spec["hide_failed_drones"]
+                    else "; per-drone rows are shown for every drone, with its status")
+    if "hidden_measurements" in told:
+        history += (f" A free measurement query reports the exact values of {', '.join(scn.measurable_variables())} "
+                    f"for the drones of any flight group whose rows you see.")
+    hints = render("game_hints") if variant == "hints" or "hints" in told else ""
     return render("game_task_causalgame", cap=spec["def_cap"], budget=game.space.budget, components=comps,
-                  equipment=eq, side_information=side or "- (nothing)", visible=", ".join(scn.visible_variables()),
-                  env_queries=spec["resources"].get("env_query_budget", 0), question=REPORT_QUESTION_CAUSALGAME,
+                  equipment=eq, side_information=side or "- (nothing)", visible=visible,
+                  env_queries=spec["resources"].get("env_query_budget", 0),
+                  question=REPORT_QUESTION if "misleading_question" in told else REPORT_QUESTION_CAUSALGAME,
                   noise=NOISE_WARNING if spec.get("observation_noise") else "", history=history,
                   stage1_drones=b["stage1_drones"], stage1_deployments=b["stage1_deployments"],
-                  fleet=b["stage2_fleet"], threshold_text=thr, guard=guard,
-                  hints=render("game_hints") if variant == "hints" else "", interaction=interaction)
+                  fleet=b["stage2_fleet"], threshold_text=thr, guard=guard, hints=hints, interaction=interaction)
 
 
 def task_prompt(game: Game, *, variant: str = "standard", interaction: str = "") -> str:

@@ -32,8 +32,8 @@ def reading_scores(space: DesignSpace, rows: Iterable[Mapping]) -> tuple[np.ndar
         return np.zeros(len(comps)), "none"
     H = np.array([[r.get(f"hits_{c}", 0) for c in comps] for r in rows], float)
     status = [r.get("status") for r in rows]
-    lost = np.array([s == "destroyed" for s in status])
-    back = np.array([s == "returned" for s in status])
+    lost = np.array([str(s).lower() == "destroyed" for s in status])
+    back = np.array([str(s).lower() == "returned" for s in status])
     if lost.any() and back.any():
         share = lambda m: H[m].sum(0) / max(H[m].sum(), 1.0)  # noqa: E731
         return share(lost) - share(back), "contrast"

@@ -1,7 +1,7 @@
 """Scenarios of the games track (docs/games.md §2): one YAML file per scenario.
 
 Two sets: CausalGame's 14 scenarios (``config/games/causalgame``, the default folder, loaded as
-:class:`~heuresis.games.causalgame.CGScenario`) and this track's own 15 (``config/games``), whose
+:class:`~heuresis.games.causalgame.CGScenario`) and this track's own 14 (``config/games``), whose
 format this module defines.
 
 A scenario file names its family, every SCM parameter, the budgets, the bias settings, the
@@ -24,12 +24,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import yaml
 
 from heuresis.config.loading import ConfigError, StrictValidator, format_errors, read_yaml, schema_default, with_defaults
-from heuresis.games.design import DesignError, DesignSpace, follows_pattern
+from heuresis.games.design import ABLATION_SEP, DesignError, DesignSpace, follows_pattern
 
 __all__ = [
     "SCENARIO_DIR",
@@ -79,6 +79,14 @@ class Scenario:
 
     def __getitem__(self, key: str) -> Any:
         return self.spec[key]
+
+    #: Ablation disclosures: CausalGame's scenarios only (:func:`heuresis.games.causalgame.ablation`).
+    disclosures: ClassVar[tuple[str, ...]] = ()
+
+    @property
+    def seed_name(self) -> str:
+        """The name a play's draws derive from (with the scenario seed and the play seed): the scenario's."""
+        return self.name
 
     @property
     def family(self) -> str:
@@ -240,8 +248,8 @@ def _semantic_errors(name: str, spec: dict) -> list[str]:
 def scenario_path(name_or_path: str | Path, folder: str | Path | None = None) -> Path:
     """The file of a scenario given by name (``folder``/``name``.yaml) or by path."""
     p = Path(name_or_path)
-    if p.suffix not in (".yaml", ".yml"):
-        p = Path(folder or scenario_dir()) / f"{name_or_path}.yaml"
+    if p.suffix not in (".yaml", ".yml"):   # an ablation (NAME~DISCLOSURE) is NAME's file
+        p = Path(folder or scenario_dir()) / f"{str(name_or_path).split(ABLATION_SEP, 1)[0]}.yaml"
     return p
 
 
@@ -275,6 +283,18 @@ def load_scenario(name_or_path: str | Path, folder: str | Path | None = None) ->
     p = scenario_path(name_or_path, folder)
     if not p.exists():
         raise ScenarioError(f"scenario {p.stem!r}: no scenario file {p}")
+    name = str(name_or_path)
+    if ABLATION_SEP in name and Path(name).suffix not in (".yaml", ".yml"):
+        base = load_scenario(p, folder)
+        disclosure = name.split(ABLATION_SEP, 1)[1]
+        from heuresis.games.causalgame import CGScenario, ablation
+        if not isinstance(base, CGScenario):
+            raise ScenarioError(f"scenario {name!r}: an ablation ({ABLATION_SEP}DISCLOSURE) is of a CausalGame "
+                                f"scenario; {p.stem!r} is this track's own")
+        try:
+            return ablation(base, disclosure)
+        except ValueError as exc:
+            raise ScenarioError(f"scenario {name!r}: {exc}") from None
     if is_causalgame_file(p):
         from heuresis.games.causalgame import load_cg
         try:

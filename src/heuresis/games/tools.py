@@ -173,7 +173,8 @@ def game_tools(game: Game, *, analysis: bool = False, code_isolation: str = "off
     def tool(name, description, params, fn):
         return Tool(name, description, {"type": "object", "additionalProperties": False, **params}, guard(fn))
 
-    question = REPORT_QUESTION_CAUSALGAME if game.causalgame else REPORT_QUESTION
+    own = game.causalgame and "misleading_question" not in game.scn.disclosures
+    question = REPORT_QUESTION_CAUSALGAME if own else REPORT_QUESTION
     report_text = {"type": "string", "minLength": 1, "description": question}
     out = {
         "get_status": tool("get_status", "The design space (components, caps, equipment, DEF budget), the visible "

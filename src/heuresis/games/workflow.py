@@ -128,11 +128,13 @@ def scenario_folder(config: Mapping) -> Path:
 
 
 def scenario_names(config: Mapping) -> list[str]:
-    """List the scenarios to play: ``games.scenarios`` if given, else every ``*.yaml`` of the scenario folder, sorted."""
-    names = list(config.get("games", {}).get("scenarios") or [])
-    if names:
-        return names
-    return sorted(p.stem for p in scenario_folder(config).glob("*.yaml"))
+    """List the scenarios to play: ``games.scenarios``, else every ``*.yaml`` of the folder; then ``games.ablations``.
+
+    The folder's files come sorted; an ablation is ``NAME~DISCLOSURE``.
+    """
+    g = config.get("games", {})
+    names = list(g.get("scenarios") or []) or sorted(p.stem for p in scenario_folder(config).glob("*.yaml"))
+    return [*names, *(a for a in g.get("ablations") or [] if a not in names)]
 
 
 def play_jobs(config: Mapping) -> list[dict]:
@@ -331,7 +333,7 @@ def run_references(scenario: str, folder: str | Path, search: Mapping, out: str 
         row[k] = json.dumps(row[k], sort_keys=True)
     row.update(bias=scn.spec["bias"], selection_bias=bool(scn.spec["selection_bias"]),
                intended_mechanism=" ".join(scn.spec["intended_mechanism"].split()),
-               control=scn.spec.get("control"),
+               control=scn.spec.get("control"), ablation_of=scn.spec.get("ablation_of"),
                runtime_s=round(time.perf_counter() - t0, 3))
     prov = provenance_record(stage="games_references", config={"scenario": scn.spec, "search": dict(search)},
                              seeds={"scenario_seed": int(scn.spec["seed"])}, inputs=[scn.path], started=started)
@@ -404,7 +406,7 @@ def run_plays(agent: str, spec: Mapping, mode: str, scenario: str, folder: str |
     for r in range(int(plays)):
         if r in ckpt:
             continue
-        s = play_seed(seed, scenario, r)
+        s = play_seed(seed, scn.seed_name, r)     # an ablation meets its scenario's plays' draws
         t0 = time.perf_counter()
         try:
             res = run_play(agent, spec, scn, repeat=r, seed=s, threshold=ref["threshold"], optimum=ref["optimum"],
