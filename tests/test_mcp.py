@@ -20,6 +20,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+import yaml
 from conftest import ROOT, small_lg_split
 from llm_server import CLOCK
 from mcp import Client
@@ -681,10 +682,13 @@ def test_cli_serves_a_game_play_over_stdio(tmp_path):
     folder = ROOT / "config" / "games"
     run_references("weather_base", folder, {"drones": 300, "starts": 1, "verify_fleets": 2},
                    tmp_path / "games" / "references" / "weather_base.parquet")
+    own_set = tmp_path / "own_set.yaml"
+    own_set.write_text(yaml.safe_dump({"games": {"scenarios_dir": str(folder), "ablations": []}}))
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "heuresis.cli", "serve-play", "weather_base", "--no-base", "--config", str(ROOT / "config" / "config.yaml"),
-              "--config", str(ROOT / "config" / "quick.yaml"), "--agent", "player", "--results", str(tmp_path),
+              "--config", str(ROOT / "config" / "quick.yaml"), "--config", str(own_set),
+              "--agent", "player", "--results", str(tmp_path),
               "--idle-timeout", "60"],
         env={k: v for k, v in os.environ.items() if k in ("PATH", "PYTHONPATH", "LITELLM_LOCAL_MODEL_COST_MAP")},
         cwd=str(tmp_path))

@@ -237,7 +237,8 @@ PLUGIN_RUN = {
     "instances": {"d": 4, "n": 100, "n_dev": 1, "n_test": 1},
     "episodes": {"grids": {"example": {"agents": ["example"], "guided": [True, False], "families": ["lg"]}},
                  "run": ["example"]},
-    "games": {"scenarios": ["antenna_base"], "agents": ["example_player"], "plays": 1,
+    "games": {"scenarios_dir": "config/games", "ablations": [],
+              "scenarios": ["antenna_base"], "agents": ["example_player"], "plays": 1,
               "search": {"drones": 300, "starts": 1, "verify_fleets": 2}},
 }
 
