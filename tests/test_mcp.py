@@ -488,19 +488,33 @@ asyncio.run(main())
 '''
 
 
-def test_external_command_plays_a_game_like_the_scripted_agent(tmp_path):
+# CausalGame's weather scenario: its environment query (a visible variable answers, a hidden one is refused)
+CG_GAME_MOVES = [("get_status", {}), ("query_environment", {"variable": "wind_speed"}),
+                 ("query_environment", {"variable": "weather"}), ("deploy", {"design": {"antenna": 5}, "count": 5}),
+                 ("write_report", {"text": "the antenna's DEF matters"}),
+                 ("submit_final_design", {"design": {"antenna": 5}})]
+
+
+@pytest.mark.parametrize(("folder", "name", "moves", "ok"), [
+    ("config/games", "weather_base", GAME_MOVES, [True, False, True, False, True, True]),
+    ("config/games/causalgame", "weather_noise", CG_GAME_MOVES, [True, True, False, True, True, True])])
+def test_external_command_plays_a_game_like_the_scripted_agent(tmp_path, folder, name, moves, ok):
     """The games' agentic mode through the same bridge: the same calls, stages and outcome as the built-in loop."""
     from heuresis.games import load_scenarios
     from heuresis.games.play import run_play
 
-    scn = load_scenarios(ROOT / "config" / "games")["weather_base"]
+    scn = load_scenarios(ROOT / folder)[name]
     (tmp_path / "client.py").write_text(GAME_CLIENT)
     ext = run_play("player", {"kind": "external", "command": ["python", str(tmp_path / "client.py"),
-                                                             json.dumps(GAME_MOVES)],
+                                                             json.dumps(moves)],
                               "isolation": "none", "idle_timeout_s": 60}, scn, seed=0)
-    ref = run_play("player", {"kind": "mcp_scripted_test", "moves": GAME_MOVES}, scn, seed=0)
+    ref = run_play("player", {"kind": "mcp_scripted_test", "moves": moves}, scn, seed=0)
     assert ext.row["termination"] == "submitted" and ext.row["agent_kind"] == "external"
-    assert [c["ok"] for c in ext.calls] == [True, False, True, False, True, True]
+    assert [c["ok"] for c in ext.calls] == ok
+    for c in ext.calls:
+        if c["tool"] == "query_environment" and c["ok"]:   # one of the budget spent; a summary of a visible variable
+            answer = json.loads(c["result"])
+            assert answer["queries_left"] == scn["resources"]["env_query_budget"] - 1 and answer["variable"] == "wind_speed"
     assert len(ext.calls) == len(ref.calls)
     for c, w in zip(ext.calls, ref.calls):
         _same(c, w)
