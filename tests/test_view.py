@@ -1119,6 +1119,30 @@ def test_two_runs_side_by_side_pair_their_episodes(run, tmp_path):
         assert (out / p["url"]).parent.joinpath(unquote(f)).resolve().is_file(), f
     assert (out / "a/index.html").is_file() and (out / "b/index.html").is_file()
 
+def test_the_comparison_and_the_two_run_pages_render_in_a_browser(run, tmp_path):
+    """In chromium, from the export: an instance's comparison page shows one column per episode of that
+    instance (as the episodes table lists them), the view of the run against a copy of itself one pair
+    row per episode, and a pair's page both episodes; no script error, nothing blocked."""
+    export_site(run, tmp_path / "one", log=lambda m: None)
+    (family, split, instance), eps = next(iter(_shared_instances(run).items()))
+    dom, log = _dump_dom((tmp_path / "one" / f"compare/{family}/{split}/{instance:04d}.html").as_uri(), tmp_path)
+    head = re.search(r'<table class="data" id="compare-episodes"><thead>(.*?)</thead>', dom, re.S)[1]
+    assert re.findall(r'data-episode="([^"]+)"', head) == sorted(e["episode_id"] for e in eps)
+    assert "Uncaught" not in log and "Refused to" not in log, log[-2000:]
+    b = tmp_path / "b" / "results"
+    shutil.copytree(run, b)
+    export_site([run, b], tmp_path / "two", log=lambda m: None)
+    dom, log = _dump_dom((tmp_path / "two" / "index.html").as_uri(), tmp_path)
+    assert dom.count('<tr class="pair">') == len(_episodes(run))
+    assert "Uncaught" not in log and "Refused to" not in log, log[-2000:]
+    link = re.search(r'<tr class="pair">.*?<a href="([^"]+)"', dom, re.S)[1]
+    page, log = _dump_dom((tmp_path / "two" / unquote(link)).as_uri(), tmp_path)
+    shown = {side: re.findall(rf'href="[^"]*\b{side}/episodes/([^"#]+)\.html"', page) for side in "ab"}
+    assert shown["a"] and set(shown["a"]) == set(shown["b"]), (link, shown)
+    assert {unquote(x) for x in shown["a"]} <= {e["episode_id"] for e in _episodes(run)}
+    assert "Uncaught" not in log and "Refused to" not in log, log[-2000:]
+
+
 def test_three_folders_are_refused_by_name(run, capsys):
     from heuresis.cli import main
 
