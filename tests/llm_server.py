@@ -28,7 +28,10 @@ A step's ``"finish_reason"`` overrides the one the reply would have (``"length"`
 Every request (path, headers, JSON body) is kept in ``server.requests`` and every reply the
 server sent (usage included) in ``server.replies``, so a test compares what the harness
 recorded with what was sent; ``server.max_in_flight`` is the most requests it was answering at
-once.  Nothing here leaves the loopback interface.
+once.  A step's ``"overlap": (n, seconds)`` holds its reply until the server has answered ``n``
+requests at once at least once, or ``seconds`` have passed (so a test of a concurrency cap sees
+the cap reached however the jobs' starts fall, and a cap that serialises them shows as 1).
+Nothing here leaves the loopback interface.
 """
 
 from __future__ import annotations
@@ -109,6 +112,11 @@ class ScriptedLLMServer:
                                      "t": time.time()})
                 if step.get("sleep"):
                     time.sleep(step["sleep"])
+                if step.get("overlap"):
+                    n, seconds = step["overlap"]
+                    end = time.monotonic() + seconds
+                    while server.max_in_flight < n and time.monotonic() < end:
+                        time.sleep(0.02)
                 if "status" in step:
                     payload = {"error": {"message": step.get("error", "scripted error"), "type": "scripted",
                                          "code": step.get("code")}}

@@ -40,7 +40,11 @@ def capped_run(tiny_run, tmp_path_factory):
 
     wd = tmp_path_factory.mktemp("llm_scale") / "wf"
     shutil.copytree(tiny_run, wd, symlinks=True)        # instances and references are built already
-    responder = Conversations(_script, reply_latency=0.8)
+    conversations = Conversations(_script, reply_latency=0.8)
+
+    def responder(request: dict) -> dict:   # each reply waits until two requests were in flight once (30 s at most)
+        return {**conversations(request), "overlap": (2, 30.0)}
+
     server = ScriptedLLMServer(responder).__enter__()
     (wd / "config" / "llm.yaml").write_text(_llm_config(server.url, timeout_s=30))
     outs = [f"results/episodes/local/{c}/lg/test/shard-000.parquet" for c in CONDITIONS]
