@@ -11,6 +11,10 @@ import pytest
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 ROOT = Path(__file__).resolve().parents[1]
+#: this track's own scenario set (the default folder, ``games.scenarios_dir``, is CausalGame's)
+OWN_SCENARIOS = ROOT / "config" / "games"
+#: the ``games`` keys that play the own set, in a copy of the workflow (its folder relative to the copy)
+OWN_SET_GAMES = {"scenarios_dir": "config/games", "ablations": []}
 
 
 @pytest.fixture(scope="session")

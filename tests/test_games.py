@@ -11,10 +11,10 @@ from __future__ import annotations
 import json
 import shutil
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import OWN_SCENARIOS, ROOT
 
 from heuresis.games import Game, GameError, ScenarioError, load_scenario, load_scenarios
 from heuresis.games.play import run_play
@@ -25,8 +25,7 @@ from heuresis.games.scm import draw, simulate, survival
 from heuresis.games.tools import game_tools
 from heuresis.harness.tools import ToolError
 
-ROOT = Path(__file__).resolve().parents[1]
-SCENARIOS = ROOT / "config/games"
+SCENARIOS = OWN_SCENARIOS
 GOLDEN = json.loads((ROOT / "tests/data/games_references.json").read_text())
 BASES = ["antenna_base", "zone_base", "weather_base"]
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 import itertools
 import json
 import shutil
-from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import OWN_SCENARIOS, ROOT
 
 from heuresis.games import ScenarioError, load_scenario, load_scenarios
 from heuresis.games.references import (
@@ -27,8 +27,7 @@ from heuresis.games.references import (
 from heuresis.games.scenario import follows_pattern
 from heuresis.games.scm import draw, survival
 
-ROOT = Path(__file__).resolve().parents[1]
-SCENARIOS = ROOT / "config/games"
+SCENARIOS = OWN_SCENARIOS
 GOLDEN = json.loads((ROOT / "tests/data/games_references.json").read_text())
 FIXED = {"antenna": 0.75, "zone": 0.75, "weather": 0.55}
 

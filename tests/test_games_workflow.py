@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from conftest import ROOT
+from conftest import OWN_SCENARIOS, OWN_SET_GAMES, ROOT
 from llm_server import ScriptedLLMServer
 
 from heuresis.artifacts.io import read_table
@@ -35,7 +35,7 @@ from heuresis.games.judge import CRITERIA, ScoreError, icc, parse_scores
 from heuresis.games.play import AnswerError, parse_answer, run_play
 from heuresis.games.workflow import play_seed, run_judgements, run_plays, run_references
 
-SCENARIOS = ROOT / "config/games"
+SCENARIOS = OWN_SCENARIOS
 FAST_SEARCH = {"drones": 300, "starts": 1, "verify_fleets": 2}
 
 
@@ -515,8 +515,7 @@ def test_games_rules_on_two_scenarios(tmp_path):
     wd = copy_workflow(tmp_path / "wf")
     # an unwinnable scenario stops the workflow at start, naming the scenario and the key
     (wd / "config/games/zone_hard.yaml").write_text("extends: zone_base\nname: zone_hard\nthreshold: 0.97\n")
-    own_set = {"scenarios_dir": "config/games", "ablations": []}     # this track's set, where zone_base is
-    (wd / "config/own_set.yaml").write_text(yaml.safe_dump({"games": own_set}))
+    (wd / "config/own_set.yaml").write_text(yaml.safe_dump({"games": OWN_SET_GAMES}))   # where zone_base is
     proc = run_snakemake(wd, "-n", "--configfile", "config/quick.yaml", "config/own_set.yaml", check=False)
     assert proc.returncode != 0 and "scenario 'zone_hard': key threshold" in proc.stdout + proc.stderr
     assert "games_plays" not in proc.stdout
@@ -529,7 +528,7 @@ def test_games_rules_on_two_scenarios(tmp_path):
         judge = _spec(server.url)
         (wd / "config/games_test.yaml").write_text(yaml.safe_dump({
             "agents": {"j_one": judge, "j_two": judge},
-            "games": {**own_set, "scenarios": ["antenna_base", "zone_base"], "agents": ["game_trap_follower"], "plays": 2,
+            "games": {**OWN_SET_GAMES, "scenarios": ["antenna_base", "zone_base"], "agents": ["game_trap_follower"], "plays": 2,
                       "baseline_plays": 2,
                       "judges": ["j_one", "j_two"], "search": FAST_SEARCH, "bootstrap": {"resamples": 200}}}))
         targets = ["results/tables/games_antenna.md", "results/tables/games_zone.md", "results/tables/games_optima.md",

@@ -21,7 +21,7 @@ from pathlib import Path
 import anyio
 import pytest
 import yaml
-from conftest import ROOT, small_lg_split
+from conftest import OWN_SCENARIOS, OWN_SET_GAMES, ROOT, small_lg_split
 from llm_server import CLOCK
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
@@ -693,11 +693,11 @@ def test_cli_serves_a_game_play_over_stdio(tmp_path):
     from heuresis.artifacts.schemas import GAME_CALLS, GAME_PLAYS
     from heuresis.games.workflow import run_references
 
-    folder = ROOT / "config" / "games"
+    folder = OWN_SCENARIOS
     run_references("weather_base", folder, {"drones": 300, "starts": 1, "verify_fleets": 2},
                    tmp_path / "games" / "references" / "weather_base.parquet")
     own_set = tmp_path / "own_set.yaml"
-    own_set.write_text(yaml.safe_dump({"games": {"scenarios_dir": str(folder), "ablations": []}}))
+    own_set.write_text(yaml.safe_dump({"games": {**OWN_SET_GAMES, "scenarios_dir": str(folder)}}))
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "heuresis.cli", "serve-play", "weather_base", "--no-base", "--config", str(ROOT / "config" / "config.yaml"),

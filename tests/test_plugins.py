@@ -22,7 +22,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from conftest import ROOT
+from conftest import OWN_SET_GAMES, ROOT
 
 from heuresis.config import ConfigError, validate_config
 from heuresis.config.loading import read_config_files
@@ -237,8 +237,7 @@ PLUGIN_RUN = {
     "instances": {"d": 4, "n": 100, "n_dev": 1, "n_test": 1},
     "episodes": {"grids": {"example": {"agents": ["example"], "guided": [True, False], "families": ["lg"]}},
                  "run": ["example"]},
-    "games": {"scenarios_dir": "config/games", "ablations": [],
-              "scenarios": ["antenna_base"], "agents": ["example_player"], "plays": 1,
+    "games": {**OWN_SET_GAMES, "scenarios": ["antenna_base"], "agents": ["example_player"], "plays": 1,
               "search": {"drones": 300, "starts": 1, "verify_fleets": 2}},
 }
 

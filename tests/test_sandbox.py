@@ -24,7 +24,7 @@ from heuresis.harness.sandbox import (
 
 sys.path.insert(0, str(Path(__file__).parent))
 import sandbox_attacks
-from conftest import ROOT
+from conftest import OWN_SCENARIOS
 
 DATA = np.arange(12.0).reshape(4, 3)
 HERE = Path(__file__).resolve().parent
@@ -182,7 +182,7 @@ def test_game_tools_reveal_no_hidden_parameters_or_stage2_draw(name):
     from heuresis.games.tools import game_tools
     from heuresis.harness.tools import ToolError
 
-    scn = load_scenario(name, ROOT / "config" / "games")
+    scn = load_scenario(name, OWN_SCENARIOS)
     game = Game(scn, seed=5)
     tools = game_tools(game)
     design = scn.spec["standard_design"]
