@@ -11,6 +11,7 @@ try:
     from heuresis.artifacts.failures import attempt_param as _attempt_param
     from heuresis.artifacts.paths import benchmark_of, log_of, one_of
     from heuresis.games.scenario import load_scenario as _load_scenario, scenario_files as _scenario_files
+    from heuresis.games.variants import base_of as _base_of, is_variant as _is_variant, variant_spec as _variant_spec
     from heuresis.games.workflow import (
         MODES as GAME_MODES,
         judgement_job_runtime as _judgement_job_runtime,
@@ -126,9 +127,11 @@ onstart:
         except IsolationUnavailable as exc:
             raise WorkflowError(str(exc))
 
-    # The sealed test seed (secrets.test_seed: sealed): a job about to build a test split without it
-    # stops the run here, before any job, naming the variable; dev targets build without it.
-    if SECRETS["test_seed"] == "sealed" and any(_job.rule.name == "instances" and _job.wildcards_dict["split"] == "test"
+    # The sealed test seed (secrets.test_seed: sealed): a job about to build a test split or draw a games test
+    # variant without it stops the run here, before any job, naming the variable; dev targets build without it.
+    if SECRETS["test_seed"] == "sealed" and any((_job.rule.name == "instances" and _job.wildcards_dict["split"] == "test")
+                                                 or (_job.rule.name == "games_references"
+                                                     and _is_variant(_job.wildcards_dict["scenario"]))
                                                  for _job in workflow.dag.needrun_jobs()):
         try:
             require_test_seed(config)
@@ -453,7 +456,8 @@ def episode_cells():
 # --- games track (docs/games.md; rules/games.smk) ------------------------------------------
 GAMES = config["games"]
 GAME_FOLDER = str(_scenario_folder(config))
-GAME_SCENARIOS = {s: _load_scenario(s, GAME_FOLDER) for s in sorted({j["scenario"] for j in _play_jobs(config)})}
+# a test variant (NAME@testK) is drawn by its references job; planning needs only its family, its public scenario's
+GAME_SCENARIOS = {s: _load_scenario(_base_of(s), GAME_FOLDER) for s in sorted({j["scenario"] for j in _play_jobs(config)})}
 GAME_FAMILIES = sorted({s.family for s in GAME_SCENARIOS.values()})
 GAME_JOBS = _play_jobs(config)
 GAME_AGENT_MODES = sorted({(j["agent"], j["mode"]) for j in GAME_JOBS})
@@ -461,7 +465,12 @@ GAME_AGENT_MODES = sorted({(j["agent"], j["mode"]) for j in GAME_JOBS})
 
 def game_scenario_file(wildcards):
     """The scenario's file and the files it extends (a change to a parent reruns the variant)."""
-    return _scenario_files(wildcards.scenario, GAME_FOLDER)
+    return _scenario_files(_base_of(wildcards.scenario), GAME_FOLDER)
+
+
+def game_variant_spec(wildcards):
+    """What a test variant's draws depend on (the public seed or the sealed seed's commitment); None for a public scenario."""
+    return _variant_spec(config) if _is_variant(wildcards.scenario) else None
 
 
 def game_agent_spec(wildcards):

@@ -18,6 +18,7 @@ rule games_references:
     params:
         folder=GAME_FOLDER,
         search=GAMES["search"],
+        variants=game_variant_spec,
     threads: 1
     resources:
         mem_mb=1500,

@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 #: this track's own scenario set (the default folder, ``games.scenarios_dir``, is CausalGame's)
 OWN_SCENARIOS = ROOT / "config" / "games"
 #: the ``games`` keys that play the own set, in a copy of the workflow (its folder relative to the copy)
-OWN_SET_GAMES = {"scenarios_dir": "config/games", "ablations": []}
+OWN_SET_GAMES = {"scenarios_dir": "config/games", "ablations": [], "test_variants": {"count": 0}}
 
 
 @pytest.fixture(scope="session")

@@ -328,16 +328,17 @@ def test_spend_bounds_of_the_paper_config_counted_by_hand(paper_config):
 
     rows = {(r.agent, r.part): r for r in spend_bounds(paper_config)}
     scenarios = scenario_names(paper_config)
-    assert len(scenarios) == 14
+    n_scn = 14 + 4                 # CausalGame's 14 files and one test variant of each of four
+    assert len(scenarios) == n_scn and sum("@test" in s for s in scenarios) == 4
     # episodes of one model: tight (10 turns), generous (60) in the budget sweep x last turn none/once/retry
     # on 4 families x 16 instances; every other LLM request is a standard one (30 turns)
     tight, generous = 4 * 16 * (10 + 11 + 12), 4 * 16 * (60 + 61 + 62)
     standard = 151_584 // 3 - tight - generous
     parts = {"episodes": (tight + generous + standard, tight * 2000 + generous * 8000 + standard * 4000),
-             "games_agentic": (14 * 3 * 40, 14 * 3 * 40 * 4000),           # 3 plays, 40 turns, 4000 tokens a reply
-             "games_prompting": (14 * 3 * 40, 14 * 3 * 40 * 4000)}         # the same turn limit in text
+             "games_agentic": (n_scn * 3 * 40, n_scn * 3 * 40 * 4000),     # 3 plays, 40 turns, 4000 tokens a reply
+             "games_prompting": (n_scn * 3 * 40, n_scn * 3 * 40 * 4000)}   # the same turn limit in text
     # offline players 20 plays each; the LLM players' 3 per mode, but not those of the judge's own model family
-    judged = 5 * 14 * 20 + 2 * 2 * 14 * 3
+    judged = 5 * n_scn * 20 + 2 * 2 * n_scn * 3
     leak = 7 * 2 * 3                                                     # networks x conditions x repeats
     models = {"gpt": ("gpt-5", 128000), "claude": ("claude-sonnet-4-5", 64000),   # the map's keys, output limits
               "qwen": ("dashscope/qwen3-max", 65536)}
@@ -363,7 +364,7 @@ def test_spend_bounds_of_the_paper_config_counted_by_hand(paper_config):
         for a in (agent, f"judge_{agent}"):
             total_requests += rows[(a, "total")].requests
             total_dollars += rows[(a, "total")].dollars
-    assert total_requests == 151_584 + 3 * (2 * 14 * 3 * 40 + judged + leak)
+    assert total_requests == 151_584 + 3 * (2 * n_scn * 3 * 40 + judged + leak)
     assert {a for a, _ in rows} == {*models, *(f"judge_{m}" for m in models)}
 
 

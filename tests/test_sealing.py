@@ -309,13 +309,16 @@ def test_the_quick_config_is_public_and_labelled(quick_config, tmp_path):
 
 # --- the workflow ----------------------------------------------------------------------------------------
 def test_the_workflow_refuses_a_sealed_test_split_without_its_seed(tmp_path):
-    """The paper's regime: a dry run warns naming the variable; a run that would build a test split stops
-    before any job; a dev target builds; with the seed set but no commitment record it stops again; with
-    the record, the test split builds and records its commitment."""
+    """The paper's regime: a dry run warns naming the variable; a run that would build a test split or draw
+    a games test variant stops before any job; a dev target builds; with the seed set but no commitment
+    record it stops again; with the record, the test split and the variant build and record the
+    commitment (never the seed); a rotated seed redraws both and nothing else."""
     from tinyflow import copy_workflow, run_snakemake
 
     wd = copy_workflow(tmp_path / "wf")
-    (wd / "config" / "sealed.yaml").write_text("instances: {d: 5, n: 100, n_dev: 1, n_test: 1}\n")
+    (wd / "config" / "sealed.yaml").write_text("instances: {d: 5, n: 100, n_dev: 1, n_test: 1}\n"
+                                               "games: {test_variants: {count: 1, of: [weather_noise]},\n"
+                                               "        search: {drones: 500, starts: 1, verify_fleets: 3, sample: 0}}\n")
     conf = ["--cores", "1", "--configfile", "config/sealed.yaml"]     # over config.yaml: sealed, drawn
     env = {k: v for k, v in os.environ.items() if k != "HEURESIS_TEST_SEED"}
     named = "set the environment variable HEURESIS_TEST_SEED"
@@ -324,6 +327,9 @@ def test_the_workflow_refuses_a_sealed_test_split_without_its_seed(tmp_path):
     dry = run([sys.executable, "-m", "snakemake", "-n", test_truth, *conf], cwd=wd, env=env, capture_output=True, text=True)
     assert dry.returncode == 0 and named in dry.stdout + dry.stderr
     proc = run([sys.executable, "-m", "snakemake", test_truth, *conf], cwd=wd, env=env, capture_output=True, text=True)
+    assert proc.returncode != 0 and named in proc.stdout + proc.stderr
+    variant = "results/games/references/weather_noise@test0.parquet"   # a games test variant, drawn from the seed
+    proc = run([sys.executable, "-m", "snakemake", variant, *conf], cwd=wd, env=env, capture_output=True, text=True)
     assert proc.returncode != 0 and named in proc.stdout + proc.stderr
     assert not (wd / "results").exists()                               # nothing ran
     run_snakemake(wd, "results/truth/lg/dev/graphs.parquet", *conf, env={"HEURESIS_TEST_SEED": ""})
@@ -335,17 +341,20 @@ def test_the_workflow_refuses_a_sealed_test_split_without_its_seed(tmp_path):
     commit = run([sys.executable, "-m", "heuresis.cli", "seal", "commit", "--config", "config/sealed.yaml"], cwd=wd,
                  capture_output=True, text=True, env={**env, "HEURESIS_TEST_SEED": seed})
     assert commit.returncode == 0 and (wd / "seal/commitment.json").exists(), commit.stderr
-    run_snakemake(wd, test_truth, *conf, env={"HEURESIS_TEST_SEED": seed})
+    run_snakemake(wd, test_truth, variant, *conf, env={"HEURESIS_TEST_SEED": seed})
     prov = json.loads(read_metadata(wd / "results/instances/lg/test/index.parquet")["heuresis.provenance"])
     assert prov["seeds"]["test_seed_commitment"] == commitment(seed)
+    prov = json.loads(read_metadata(wd / variant)["heuresis.provenance"])
+    assert prov["seeds"]["test_variants"] == {"test_seed": "sealed", "commitment": commitment(seed)}
     for p in list((wd / "results").rglob("*")) + list((wd / ".snakemake").rglob("*")) + list((wd / "logs").rglob("*")):
         if p.is_file():
             assert seed.encode() not in p.read_bytes(), p
     # a rotated seed (another commitment) rebuilds the test split, the dev split stays
-    dry = run_snakemake(wd, "-n", test_truth, "results/truth/lg/dev/graphs.parquet", *conf,
+    dry = run_snakemake(wd, "-n", test_truth, "results/truth/lg/dev/graphs.parquet", variant, *conf,
                         env={"HEURESIS_TEST_SEED": draw_secret()}).stdout
-    outputs = [line.strip() for line in dry.splitlines() if line.strip().startswith("output: results/")]
-    assert len(outputs) == 1 and outputs[0].startswith("output: results/instances/lg/test,"), outputs
+    outputs = sorted(line.strip() for line in dry.splitlines() if line.strip().startswith("output: results/"))
+    assert len(outputs) == 2 and outputs[0] == f"output: {variant}", outputs
+    assert outputs[1].startswith("output: results/instances/lg/test,"), outputs
 
 
 def test_the_workflow_draws_the_salt_once(tmp_path):

@@ -54,6 +54,7 @@ episodes:                 # every analysis table gets content from 10 short jobs
   run: [tiny, tiny_toolbox, tiny_prompts, tiny_budgets]
 games:                      # two scenarios, two offline players, one play, a short reference search
   scenarios_dir: config/games   # this track's own set (CausalGame's: the default folder)
+  test_variants: {count: 0}     # test variants are drawn from CausalGame scenarios
   scenarios: [antenna_base, zone_base]
   ablations: []
   agents: [game_random, game_trap_follower]

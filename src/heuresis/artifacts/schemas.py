@@ -545,8 +545,12 @@ REPAIR_FEATURES = _schema("repair_features", 1, [
 
 
 # --- games track (docs/games.md; heuresis.games.workflow) ------------------------------------
-GAME_REFERENCES = _schema("game_references", 3, [
-    ("scenario", pa.string(), "scenario name (config/games/NAME.yaml)"),
+GAME_REFERENCES = _schema("game_references", 4, [
+    ("scenario", pa.string(), "scenario name (config/games/NAME.yaml; NAME@testK: a test variant of NAME)"),
+    ("split", pa.string(), "dev (a public scenario file) or test (a variant drawn from the test seed)"),
+    ("variant_of", pa.string(), "the public scenario a test variant is drawn from (null: none)"),
+    ("perturbed", pa.string(), "JSON {dotted key: drawn value} of a test variant ({} for a public scenario)"),
+    ("variant_attempt", pa.int64(), "the accepted draw of a test variant (earlier draws had no trap; -1: none)"),
     ("family", pa.string(), "scenario family: antenna, zone or weather"),
     ("variant", pa.string(), "variant: base, high_def, local_optima, ..."),
     ("bias", pa.string(), "the distortion of the observations (selection, confounding, measurement)"),

@@ -56,6 +56,7 @@ __all__ = [
     "references_table",
     "rubric_per_play",
     "scores_of",
+    "split_caption",
     "summary",
     "survival_cr_figure",
     "survival_rubric_figure",
@@ -182,7 +183,8 @@ def references_table(refs: Mapping[str, Mapping]) -> tuple[pd.DataFrame, pd.Data
     for k in ("optimum_design", "trap_design", "standard_design", "strategies"):
         num[k] = [json.dumps(d, sort_keys=True) for d in num[k]]
     disp = pd.DataFrame({
-        "Scenario": [r["scenario"] for r in rows], "Bias": [r["bias"] for r in rows],
+        "Scenario": [r["scenario"] for r in rows], "Split": [r.get("split", "dev") for r in rows],
+        "Bias": [r["bias"] for r in rows],
         "Optimum [95% CI]": [format_interval(r["optimum"], r["optimum_lo"], r["optimum_hi"]) for r in rows],
         "Threshold": [f"{r['threshold']:.3f}" for r in rows],
         "Trap": [f"{r['trap']:.3f}" for r in rows], "Standard": [f"{r['standard']:.3f}" for r in rows],
@@ -710,6 +712,19 @@ def paths_figure(stats: pd.DataFrame, per_step: pd.DataFrame):
 # --- targets (rules/games.smk) -------------------------------------------------------------------------
 
 
+def split_caption(refs: Mapping[str, Mapping], secrets: Mapping | None) -> str:
+    """The sentence every games table ends with: the public scenarios only, or test variants sealed or UNSEALED."""
+    tests = sorted(name for name, r in refs.items() if r.get("split") == "test")
+    if not tests:
+        return "Games: the public scenario files only (the development set; games.test_variants draws none)."
+    what = f"Games test variants ({len(tests)}: {', '.join(tests)})"
+    if secrets and secrets.get("test_seed") == "sealed":
+        date = f", committed {secrets['committed']}" if secrets.get("committed") else ""
+        return f"{what} sealed: drawn from the test seed, commitment sha256:{secrets.get('commitment')}{date}."
+    return (f"UNSEALED: {what.lower()[0]}{what[1:]} derive from the public config seed (secrets.test_seed: public); "
+            "anyone can regenerate them.")
+
+
 def load_inputs(references: Sequence, plays: Sequence, judgements: Sequence):
     """Read the games artifacts the analysis needs.
 
@@ -740,39 +755,48 @@ def load_inputs(references: Sequence, plays: Sequence, judgements: Sequence):
 
 
 def build_target(target: str, stem, *, references: Sequence, plays: Sequence, judgements: Sequence,
-                 judges: Sequence[str], bootstrap: Bootstrap | Mapping, caption: str, stage: str) -> str:
+                 judges: Sequence[str], bootstrap: Bootstrap | Mapping, caption: str, stage: str,
+                 secrets: Mapping | None = None) -> str:
     """Write one games table (``stem``.parquet/.md/.tex) or figure (``stem``.pdf/.png); returns a log line.
 
     A table's caption is ``caption`` (its caption file's text), then the run's facts: the family,
-    the interval level and resamples, and whether a judge is configured.
+    the interval level and resamples, whether a judge is configured, and whether its scenarios
+    include sealed test variants (:func:`split_caption`; ``secrets``: the run's secrets regime,
+    :func:`heuresis.artifacts.sealing.disclosure`), which its provenance records too.
     """
     from heuresis.artifacts.provenance import provenance_record
     from heuresis.artifacts.report import save_figure, write_paper_table
 
     bootstrap = Bootstrap.coerce(bootstrap, "games.bootstrap")
     refs, p, j = load_inputs(references, plays, judgements)
+    label = split_caption(refs, secrets)
     prov = provenance_record(stage=stage, config={"target": target, "judges": list(judges),
                                                   "bootstrap": bootstrap.as_dict()},
                              seeds={"bootstrap": int(bootstrap.seed)},
                              inputs=[*references, *plays, *judgements])
+    prov = {**prov, "games_split": label}
+
+    def write(num: pd.DataFrame, disp: pd.DataFrame, caption: str) -> None:
+        write_paper_table(num, disp, stem, caption=f"{caption} {label}", provenance=prov)
+
     if target == "games_optima":
         num, disp = references_table(refs)
-        write_paper_table(num, disp, stem, caption=caption, provenance=prov)
+        write(num, disp, caption)
         return f"{target}: {len(num)} scenarios"
     if target == "games_expectations":
         num, disp = expectations_table(refs)
-        write_paper_table(num, disp, stem, caption=caption, provenance=prov)
+        write(num, disp, caption)
         return f"{target}: {len(num)} strategies, {int(num.inside.sum()) if len(num) else 0} inside"
     if target == "games_leaderboard":
         num, disp = leaderboard_table(p, j, judges, bootstrap)
         cap = (f"{caption} {float(bootstrap.level):.0%} intervals, {int(bootstrap.resamples)} resamples."
                + ("" if judges else f" CR and rubric: {NO_JUDGE} (games.judges is empty)."))
-        write_paper_table(num, disp, stem, caption=cap, provenance=prov)
+        write(num, disp, cap)
         return f"{target}: {len(num) // 2} players"
     if target == "games_judges":
         num, disp = judges_table(j, judges)
         cap = caption + ("" if judges else f" {NO_JUDGE} (games.judges is empty).")
-        write_paper_table(num, disp, stem, caption=cap, provenance=prov)
+        write(num, disp, cap)
         return f"{target}: " + (f"{len(judges)} judges, {len(j)} judgements" if judges else NO_JUDGE)
     if target.startswith("games_") and target[len("games_"):] in set(p.family):
         family = target[len("games_"):]
@@ -782,23 +806,23 @@ def build_target(target: str, stem, *, references: Sequence, plays: Sequence, ju
                f"{int(bootstrap.resamples)} resamples.")
         if not judges:
             cap += f" Rubric: {NO_JUDGE} (games.judges is empty)."
-        write_paper_table(num, disp, stem, caption=cap, provenance=prov)
+        write(num, disp, cap)
         return f"{target}: {len(num)} rows from {int((p.family == family).sum())} plays"
     facts = f"{float(bootstrap.level):.0%} intervals, {int(bootstrap.resamples)} resamples."
     if target in ("games_criteria", "games_failure_modes"):
         num, disp = (criteria_table(p, j, judges, bootstrap) if target == "games_criteria"
                      else failure_modes_table(p, j, judges))
         cap = f"{caption} {facts}" + ("" if judges else f" {NO_JUDGE} (games.judges is empty).")
-        write_paper_table(num, disp, stem, caption=cap, provenance=prov)
+        write(num, disp, cap)
         return f"{target}: " + (f"{len(num)} rows from {len(j)} judgements" if judges else NO_JUDGE)
     if target == "games_ablations":
         num, disp = ablations_table(p, refs, j, judges, bootstrap)
         cap = f"{caption} {facts}" + ("" if judges else f" CR2: {NO_JUDGE} (games.judges is empty).")
-        write_paper_table(num, disp, stem, caption=cap, provenance=prov)
+        write(num, disp, cap)
         return f"{target}: {len(num)} rows"
     if target in ("games_trap_fall", "games_bias_control"):
         num, disp = (trap_fall_table if target == "games_trap_fall" else bias_control_table)(p, refs, bootstrap)
-        write_paper_table(num, disp, stem, caption=f"{caption} {facts}", provenance=prov)
+        write(num, disp, f"{caption} {facts}")
         return f"{target}: {len(num)} rows from {len(p)} plays"
     if target in ("games_criteria_tiers", "games_survival_cr"):
         fig, numbers = (criteria_tiers_figure(p, j, judges, bootstrap) if target == "games_criteria_tiers"

@@ -258,7 +258,7 @@ def load_cg_all(folder: str | Path | None = None) -> dict[str, CGScenario]:
 
 
 # sections a variant replaces whole (every other mapping is merged key by key)
-_REPLACED = {"standard_design", "trap_design", "trap_pattern", "strategies", "zones", "side_information", "equipment",
+_REPLACED = {"standard_design", "trap_design", "trap_pattern", "strategies", "zones", "side_information", "equipment", "perturb",
              "components"}
 
 

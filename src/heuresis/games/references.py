@@ -301,7 +301,8 @@ def compute_cg_references(scn: cg.CGScenario, *, drones: int | None = None, star
     """The references of a CausalGame scenario: the best design found, trap and standard, on the same fleets.
 
     The optimum is :func:`~heuresis.games.causalgame.search_best` from the standard design and
-    from the published strategies' designs that fit the DEF budget (up to ``starts`` starts), on
+    from the published strategies' designs that fit the DEF budget (a test variant's ``search_starts``:
+    its public scenario's strategies; up to ``starts`` starts), on
     ``drones`` common-random-number drones; ``sample`` uniform lattice designs (DEF within caps and
     budget, equipment drawn uniformly) bound the share better than it. The three designs are then
     flown on ``fleets`` fresh Stage-2 fleets of ``stage2_fleet`` drones (paired). The threshold is the
@@ -312,9 +313,10 @@ def compute_cg_references(scn: cg.CGScenario, *, drones: int | None = None, star
     seed = int(scn["seed"])
     search_seed = int(seed_of(seed, scn.name, "search").generate_state(1)[0])
     heads = [scn.spec["standard_design"]]
-    for strat in (scn.spec.get("strategies") or {}).values():
+    starts_of = [s["design"] for s in (scn.spec.get("strategies") or {}).values()] + list(scn.spec.get("search_starts") or [])
+    for design in starts_of:
         try:
-            heads.append(scn.design(strat["design"]))
+            heads.append(scn.design(design))
         except cg.CGDesignError:   # a published strategy over the DEF budget is no start here
             continue
     best, value, evaluated = None, -1.0, 0

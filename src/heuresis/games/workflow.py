@@ -50,15 +50,28 @@ from heuresis.artifacts.schemas import (
 )
 from heuresis.config.loading import StrictValidator, agent_errors, config_digest, config_key, format_errors
 from heuresis.config.settings import CodeTool
+from heuresis.games.causalgame import CGScenario
 from heuresis.games.play import MODES
 from heuresis.games.references import scenario_references, seed_of, winnability_errors
 from heuresis.games.scenario import Scenario, ScenarioError, load_scenario, scenario_schema
+from heuresis.games.variants import (
+    base_of,
+    build_variant,
+    from_references,
+    is_variant,
+    perturbation_errors,
+    split_of,
+    variant_entropy,
+    variant_index,
+    variant_names,
+)
 from heuresis.stages.jobs import OFFLINE_RUNTIME_MIN, job_minutes, request_seconds
 
 __all__ = [
     "MODES",
     "config_errors",
     "game_agent_kinds",
+    "game_scenario",
     "is_llm",
     "judgement_job_runtime",
     "judgement_unit",
@@ -78,6 +91,7 @@ __all__ = [
     "scenario_folder",
     "scenario_names",
     "search_errors",
+    "test_variant_errors",
 ]
 
 _Log = Callable[[str], None]
@@ -128,13 +142,15 @@ def scenario_folder(config: Mapping) -> Path:
 
 
 def scenario_names(config: Mapping) -> list[str]:
-    """List the scenarios to play: ``games.scenarios``, else every ``*.yaml`` of the folder; then ``games.ablations``.
+    """List the scenarios to play: ``games.scenarios`` (else every ``*.yaml`` of the folder), ablations, test variants.
 
-    The folder's files come sorted; an ablation is ``NAME~DISCLOSURE``.
+    The folder's files come sorted; an ablation is ``NAME~DISCLOSURE``; a test variant
+    ``NAME@testK`` (``games.test_variants``, :mod:`heuresis.games.variants`).
     """
     g = config.get("games", {})
     names = list(g.get("scenarios") or []) or sorted(p.stem for p in scenario_folder(config).glob("*.yaml"))
-    return [*names, *(a for a in g.get("ablations") or [] if a not in names)]
+    names += [a for a in g.get("ablations") or [] if a not in names]
+    return [*names, *(v for v in variant_names(g) if v not in names)]
 
 
 def play_jobs(config: Mapping) -> list[dict]:
@@ -260,12 +276,40 @@ def config_errors(config: Mapping) -> list[str]:
         msgs.append(f"config key games.scenarios: no scenario file in {str(folder)!r}")
     loaded = []
     for name in names:
+        if is_variant(name):
+            continue
         try:
             loaded.append(load_scenario(name, folder))
         except ScenarioError as exc:
             msgs.extend(f"config key games.scenarios: {line}" for line in str(exc).splitlines())
+    msgs += test_variant_errors(g, folder)
     msgs.extend(f"config key games.scenarios: {m}" for m in winnability_errors(loaded))
     return msgs
+
+
+def test_variant_errors(games: Mapping, folder: str | Path) -> list[str]:
+    """Problems of ``games.test_variants``: each scenario of ``of`` is a CausalGame file with valid ``perturb:`` ranges."""
+    msgs: list[str] = []
+    tv = games.get("test_variants") or {}
+    for name in (tv.get("of") or []) if int(tv.get("count", 0)) else []:   # count 0: `of` draws nothing
+        try:
+            base = load_scenario(name, folder)
+        except ScenarioError as exc:
+            msgs.extend(f"config key games.test_variants.of: {line}" for line in str(exc).splitlines())
+            continue
+        if not isinstance(base, CGScenario):
+            msgs.append(f"config key games.test_variants.of: {name!r} is this track's own scenario; test variants "
+                        "are drawn from CausalGame scenarios (a file with perturb: ranges)")
+            continue
+        msgs.extend(f"config key games.test_variants.of: {m}" for m in perturbation_errors(base))
+    return msgs
+
+
+def game_scenario(name: str, folder: str | Path, references: Mapping[str, Mapping]) -> Scenario:
+    """The scenario a play or a judgement meets: a test variant rebuilt from its references row, any other from its file."""
+    if not is_variant(name):
+        return load_scenario(name, folder)
+    return from_references(load_scenario(base_of(name), folder), name, references[name])  # type: ignore[arg-type,return-value]
 
 
 def output_cap_errors(config: Mapping) -> list[str]:
@@ -311,16 +355,31 @@ def play_seed(seed: int, scenario: str, repeat: int) -> int:
 
 
 # --- references ----------------------------------------------------------------------------------
-def run_references(scenario: str, folder: str | Path, search: Mapping, out: str | Path, *, log: _Log = _quiet) -> Path:
+def run_references(scenario: str, folder: str | Path, search: Mapping, out: str | Path, *, log: _Log = _quiet,
+                   variants: Mapping | None = None, test_seed: str | None = None) -> Path:
     """Optimum (CRN search, verified on fresh fleets), trap, standard and threshold of one scenario.
 
+    A test variant (``NAME@testK``) is drawn here (:func:`~heuresis.games.variants.build_variant`)
+    from ``variants`` (:func:`~heuresis.games.variants.variant_spec`) and, when sealed, the sealed
+    ``test_seed``; its drawn values are recorded in the row, from which plays rebuild it.
+
     Raises :class:`~heuresis.games.scenario.ScenarioError` (the job fails) when the scenario is
-    unwinnable or its trap is no trap.
+    unwinnable or its trap is no trap, or when no draw of a test variant has a trap.
     """
     started = utc_now()
     t0 = time.perf_counter()
-    scn = load_scenario(scenario, folder)
-    ref = scenario_references(scn, search)
+    seeds: dict[str, object] = {}
+    scn: Scenario | CGScenario
+    if is_variant(scenario):
+        if variants is None:
+            raise ScenarioError(f"scenario {scenario!r}: a test variant's references need the variants' seed spec")
+        scn, ref = build_variant(load_scenario(base_of(scenario), folder), variant_index(scenario),  # type: ignore[arg-type]
+                                 variant_entropy(variants, test_seed), search, log)
+        seeds["test_variants"] = dict(variants)   # the public seed or the sealed seed's commitment, never the seed
+    else:
+        scn = load_scenario(scenario, folder)
+        ref = scenario_references(scn, search)
+    seeds["scenario_seed"] = int(scn.spec["seed"])
     log(f"{scenario}: optimum {format_interval(ref.optimum, ref.optimum_lo, ref.optimum_hi)} ({ref.optimum_method} "
         f"{ref.optimum_search:.3f} ± {ref.optimum_se:.3f}, {ref.designs_evaluated} of {ref.lattice_size} designs, "
         f"runner-up {ref.runner_up:.3f}), trap {ref.trap:.3f}, standard {ref.standard:.3f}, "
@@ -331,12 +390,15 @@ def run_references(scenario: str, folder: str | Path, search: Mapping, out: str 
     row = ref.as_dict()
     for k in ("optimum_design", "trap_design", "standard_design", "trap_pattern", "strategies"):
         row[k] = json.dumps(row[k], sort_keys=True)
-    row.update(bias=scn.spec["bias"], selection_bias=bool(scn.spec["selection_bias"]),
+    row.update(split=split_of(scenario), variant_of=scn.spec.get("variant_of"),
+               perturbed=json.dumps(scn.spec.get("perturbed") or {}, sort_keys=True),
+               variant_attempt=int(scn.spec.get("variant_attempt", -1)),
+               bias=scn.spec["bias"], selection_bias=bool(scn.spec["selection_bias"]),
                intended_mechanism=" ".join(scn.spec["intended_mechanism"].split()),
                control=scn.spec.get("control"), ablation_of=scn.spec.get("ablation_of"),
                runtime_s=round(time.perf_counter() - t0, 3))
     prov = provenance_record(stage="games_references", config={"scenario": scn.spec, "search": dict(search)},
-                             seeds={"scenario_seed": int(scn.spec["seed"])}, inputs=[scn.path], started=started)
+                             seeds=seeds, inputs=[scn.path], started=started)
     table = pa.table({c: [row[c]] for c in GAME_REFERENCES.schema.names}, schema=GAME_REFERENCES.schema)
     return write_table(table, out, GAME_REFERENCES, {PROVENANCE_KEY: dumps(prov)})
 
@@ -388,8 +450,9 @@ def run_plays(agent: str, spec: Mapping, mode: str, scenario: str, folder: str |
 
     started = utc_now()
     code_tool = None if code_tool is None else CodeTool.coerce(code_tool)
-    scn = load_scenario(scenario, folder)
-    ref = load_references([references])[scenario]
+    refs = load_references([references])
+    scn = game_scenario(scenario, folder, refs)
+    ref = refs[scenario]
     cfg_slice = {"agent": agent, "spec": result_spec(spec), "mode": mode, "scenario": scn.spec, "plays": int(plays),
                  "seed": int(seed), "max_turns": int(max_turns), "threshold": ref["threshold"],
                  "optimum": ref["optimum"], "task_variant": task_variant,
@@ -496,7 +559,7 @@ def run_judgements(judge: str, spec: Mapping, agent: str, mode: str, plays_paths
         unit = units[p["play_id"]]
         if unit in ckpt:
             continue
-        scn = scns.setdefault(p["scenario"], load_scenario(p["scenario"], folder))
+        scn = scns.setdefault(p["scenario"], game_scenario(p["scenario"], folder, refs))
         row = judge_play(model, judge, p, scn)
         if row["status"] == "failed":   # written, not saved: a rerun retries it
             ckpt.fail(unit, row)

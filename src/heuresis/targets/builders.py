@@ -230,7 +230,7 @@ def games_target(name: str, inputs: Mapping, params: Mapping):
         return build_target(name, Path(path).with_suffix(""), references=list(inputs["game_references"]),
                             plays=list(inputs["game_plays"]), judgements=list(inputs["game_judgements"]),
                             judges=list(params["judges"]), bootstrap=dict(params["game_bootstrap"]),
-                            caption=caption, stage=provenance["stage"])
+                            caption=caption, stage=provenance["stage"], secrets=dict(params["secrets"]))
 
     return Own(write, "", inputs=paths)
 

@@ -93,7 +93,7 @@ _GAMES_INPUTS = ("game_references", "game_plays", "game_judgements")
 
 
 def _games(name: str, kind: str, caption: str = "") -> Target:
-    return Target(name, kind, "games", "games_target", _GAMES_INPUTS, ("judges", "game_bootstrap"),
+    return Target(name, kind, "games", "games_target", _GAMES_INPUTS, ("judges", "game_bootstrap", "secrets"),
                   category="Games", caption=caption, group="games_targets")
 
 

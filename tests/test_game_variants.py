@@ -1,0 +1,124 @@
+"""The games' test variants: drawn from the test seed, unlike every public scenario, with a real trap."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from heuresis.artifacts.sealing import SecretUnavailable, commitment, draw_secret
+from heuresis.games import causalgame as cg
+from heuresis.games import variants as V
+from heuresis.games.design import follows_pattern
+from heuresis.games.references import seed_of
+from heuresis.games.scenario import ScenarioError, load_scenario
+from heuresis.games.workflow import config_errors, game_scenario, load_references, run_references, scenario_names
+
+ROOT = Path(__file__).resolve().parents[1]
+CG = ROOT / "config" / "games" / "causalgame"
+BASES = ["antenna_trap", "deployment_zone_trap_categorical", "deployment_zone_trap_env_shift", "weather_noise"]
+SEARCH = {"drones": 600, "starts": 2, "verify_fleets": 4, "sample": 0}
+PUBLIC = {"test_seed": "public", "seed": 20260101}
+
+
+def _fresh_survival(scn, design, fleets: int = 4, size: int = 1000) -> np.ndarray:
+    """Survival of a design on fleets no reference computation flew (an independent draw)."""
+    return np.array([cg.fly(scn, design, size, np.random.default_rng(seed_of("independent", scn.name, f)), stage=2,
+                            enforce_budget=False).survival for f in range(fleets)])
+
+
+@pytest.mark.parametrize("base_name", BASES)
+def test_a_test_variant_differs_from_every_public_scenario_and_its_optimum_beats_its_trap(base_name):
+    """Each drawn value lies in its stated range; the hidden SCM differs from every public scenario of the
+    model; the recomputed optimum beats the trap on fresh fleets and avoids the trap pattern."""
+    base = load_scenario(base_name, CG)
+    scn, ref = V.build_variant(base, 0, V.variant_entropy(PUBLIC), SEARCH)
+    assert scn.name == f"{base_name}@test0" and scn.spec["split"] == "test" and scn.spec["seed"] != base.spec["seed"]
+    ranges = base.spec["perturb"]
+    assert set(scn.spec["perturbed"]) == set(ranges)
+    for path, (lo, hi, *step) in ranges.items():
+        value = V._get(scn.spec, path)
+        assert lo <= value <= hi, path
+        if step:
+            assert (value - lo) / step[0] == pytest.approx(round((value - lo) / step[0])), path
+    public = [s for s in cg.load_cg_all(CG).values() if s.model == base.model]
+    for other in public:
+        assert any(V._get(other.spec, p) != V._get(scn.spec, p) for p in ranges
+                   if isinstance(V._get(other.spec, p), (int, float))), other.name
+    optimum, trap = _fresh_survival(scn, ref.optimum_design), _fresh_survival(scn, ref.trap_design)
+    diff = optimum - trap
+    assert diff.mean() - 3 * diff.std(ddof=1) / np.sqrt(len(diff)) > 0, (optimum, trap)
+    assert not follows_pattern(scn.spec["trap_pattern"], ref.optimum_design)
+    if "trap_design.antenna" in ranges:                                # the trap of the drawn values
+        assert ref.trap_design["antenna"] == scn.spec["perturbed"]["trap_design.antenna"]
+
+
+def test_variants_are_reproducible_rebuilt_from_their_references_and_redrawn_by_another_seed(tmp_path):
+    """The same seed draws the same variant; the references row rebuilds it exactly (plays need no seed);
+    another sealed seed draws other values; a sealed draw needs the seed its commitment names."""
+    base = load_scenario("weather_noise", CG)
+    out = tmp_path / "weather_noise@test1.parquet"
+    run_references("weather_noise@test1", CG, SEARCH, out, variants=PUBLIC)
+    refs = load_references([out])
+    row = refs["weather_noise@test1"]
+    assert row["split"] == "test" and row["variant_of"] == "weather_noise" and row["variant_attempt"] >= 0
+    rebuilt = game_scenario("weather_noise@test1", CG, refs)
+    drawn = V.draw_variant(base, 1, V.variant_entropy(PUBLIC), row["variant_attempt"])
+    assert rebuilt.spec == drawn.spec
+    assert json.loads(row["perturbed"]) == drawn.spec["perturbed"]
+    other = V.draw_variant(base, 0, V.variant_entropy(PUBLIC), 0)
+    assert other.spec["perturbed"] != drawn.spec["perturbed"]          # variant 0 is not variant 1
+    seed = draw_secret()
+    sealed = {"test_seed": "sealed", "commitment": commitment(seed)}
+    a = V.draw_variant(base, 1, V.variant_entropy(sealed, seed), 0).spec["perturbed"]
+    b = V.draw_variant(base, 1, V.variant_entropy({"test_seed": "sealed", "commitment": commitment(s2 := draw_secret())},
+                                                  s2), 0).spec["perturbed"]
+    assert a != b and a != V.draw_variant(base, 1, V.variant_entropy(PUBLIC), 0).spec["perturbed"]
+    with pytest.raises(SecretUnavailable, match="needs the sealed seed"):
+        V.variant_entropy(sealed)
+    with pytest.raises(SecretUnavailable, match="does not match the commitment"):
+        V.variant_entropy(sealed, draw_secret())
+
+
+def test_ranges_that_admit_no_trap_are_refused_naming_the_variant():
+    """Stage 2 almost all storms: the armoured antenna is no trap, every draw is refused, the error names why."""
+    base = load_scenario("weather_noise", CG)
+    spec = copy.deepcopy(base.spec)
+    spec["perturb"] = {"scm.storm_probability_stage2": [0.9, 0.95], "scm.storm_probability_stage1": [0.9, 0.95]}
+    with pytest.raises(ScenarioError, match=r"'weather_noise@test0': no draw of 8 .* is a game with a trap"):
+        V.build_variant(cg.CGScenario(spec, base.path), 0, V.variant_entropy(PUBLIC), SEARCH)
+
+
+def test_bad_test_variant_settings_are_named_at_start(quick_config, tmp_path):
+    """A scenario without ranges, a key the scenario lacks, a reversed range, this track's own scenario."""
+    cfg = copy.deepcopy(quick_config)
+    (tmp_path / "no_ranges.yaml").write_text("extends: antenna_trap\nname: no_ranges\nperturb: {}\n")
+    (tmp_path / "bad_ranges.yaml").write_text(
+        "extends: antenna_trap\nname: bad_ranges\nperturb: {scm.nope: [1, 2], def_budget: [100, 90]}\n")
+    for f in ("antenna_trap.yaml",):
+        (tmp_path / f).write_text((CG / f).read_text())
+    cfg["games"].update(scenarios_dir=str(tmp_path), scenarios=["antenna_trap"],
+                        test_variants={"count": 2, "of": ["no_ranges", "bad_ranges"]})
+    msgs = "\n".join(config_errors(cfg))
+    assert "config key games.test_variants.of: scenario 'no_ranges': perturb: a test variant needs the ranges" in msgs
+    assert "scenario 'bad_ranges': perturb.scm.nope: the scenario has no such key" in msgs
+    assert "scenario 'bad_ranges': perturb.def_budget: [100, 90]: lo must not exceed hi" in msgs
+    assert scenario_names(cfg)[-4:] == ["no_ranges@test0", "no_ranges@test1", "bad_ranges@test0", "bad_ranges@test1"]
+    own = copy.deepcopy(quick_config)
+    own["games"].update(scenarios_dir=str(ROOT / "config" / "games"), test_variants={"count": 1, "of": ["antenna_base"]})
+    assert any("'antenna_base' is this track's own scenario" in m for m in config_errors(own))
+
+
+def test_games_tables_say_whether_their_test_variants_are_sealed():
+    from heuresis.games.analysis import split_caption
+
+    dev = {"antenna_trap": {"split": "dev"}}
+    both = {**dev, "antenna_trap@test0": {"split": "test"}}
+    assert "public scenario files only" in split_caption(dev, {"test_seed": "sealed", "commitment": "ab" * 32})
+    assert split_caption(both, {"test_seed": "public"}).startswith("UNSEALED: games test variants (1: antenna_trap@test0)")
+    sealed = split_caption(both, {"test_seed": "sealed", "commitment": "cd" * 32, "committed": "2026-12-01"})
+    assert sealed == (f"Games test variants (1: antenna_trap@test0) sealed: drawn from the test seed, commitment "
+                      f"sha256:{'cd' * 32}, committed 2026-12-01.")
