@@ -53,6 +53,7 @@ rule games_plays:
         max_turns=lambda wildcards: _max_turns_of(config, wildcards.agent),
         task_variant=GAMES["task_variant"],
         max_tool_calls=GAMES["max_tool_calls_per_turn"],
+        protocols=GAMES["protocols"],
         code_tool=config["episodes"]["code_tool"],
         transcripts=P.GAME_TRANSCRIPTS,
         attempt=attempt_of(P.GAME_PLAYS),
@@ -86,6 +87,7 @@ rule games_judgements:
         spec=game_judge_spec,
         folder=GAME_FOLDER,
         max_tokens=GAMES["judge_max_tokens"],
+        protocols=GAMES["protocols"],
         attempt=attempt_of(P.GAME_JUDGEMENTS),
     retries: MODEL_JOB_RETRIES
     threads: 1

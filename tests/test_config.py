@@ -335,10 +335,12 @@ def test_spend_bounds_of_the_paper_config_counted_by_hand(paper_config):
     tight, generous = 4 * 16 * (10 + 11 + 12), 4 * 16 * (60 + 61 + 62)
     standard = 151_584 // 3 - tight - generous
     parts = {"episodes": (tight + generous + standard, tight * 2000 + generous * 8000 + standard * 4000),
-             "games_agentic": (n_scn * 3 * 40, n_scn * 3 * 40 * 4000),     # 3 plays, 40 turns, 4000 tokens a reply
-             "games_prompting": (n_scn * 3 * 40, n_scn * 3 * 40 * 4000)}   # the same turn limit in text
-    # offline players 20 plays each; the LLM players' 3 per mode, but not those of the judge's own model family
-    judged = 5 * n_scn * 20 + 2 * 2 * n_scn * 3
+             "games_agentic": (n_scn * 3 * 41, n_scn * 3 * 41 * 4000),     # 3 plays, 40 turns + the debrief
+             "games_prompting": (n_scn * 3 * 41, n_scn * 3 * 41 * 4000)}   # the same in text; 4000 tokens a reply
+    # offline players 20 plays each; the LLM players' 3 per mode, but not those of the judge's own model family;
+    # each play judged in both protocol views (committed, as_published)
+    assert paper_config["games"]["protocols"] == ["committed", "as_published"]
+    judged = 2 * (5 * n_scn * 20 + 2 * 2 * n_scn * 3)
     leak = 7 * 2 * 3                                                     # networks x conditions x repeats
     models = {"gpt": ("gpt-5", 128000), "claude": ("claude-sonnet-4-5", 64000),   # the map's keys, output limits
               "qwen": ("dashscope/qwen3-max", 65536)}
@@ -364,7 +366,7 @@ def test_spend_bounds_of_the_paper_config_counted_by_hand(paper_config):
         for a in (agent, f"judge_{agent}"):
             total_requests += rows[(a, "total")].requests
             total_dollars += rows[(a, "total")].dollars
-    assert total_requests == 151_584 + 3 * (2 * n_scn * 3 * 40 + judged + leak)
+    assert total_requests == 151_584 + 3 * (2 * n_scn * 3 * 41 + judged + leak)
     assert {a for a, _ in rows} == {*models, *(f"judge_{m}" for m in models)}
 
 

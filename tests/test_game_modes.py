@@ -271,3 +271,55 @@ def test_a_causalgame_scenario_offers_its_environment_query_in_both_modes_and_no
         assert word not in sent, word
     assert "Low-altitude zones are known to be extremely dangerous." in sent     # side information, as given
     assert out.transcript["prompts"]["task"]["file"] == "game_task_causalgame.txt"
+
+
+DEBRIEF = "1. Yes. 2. A bare antenna keeps the drone stealthy. 3. Storm wind. 4. Trust interventions, not survivors."
+
+
+@pytest.mark.parametrize("mode", ["agentic", "prompting"])
+def test_as_published_asks_causalgames_debrief_after_the_outcome(mode):
+    """Under as_published a submitted play gets one more request: the mission report of its own Stage-2
+    outcome and CausalGame's four questions, in the play's conversation (the agentic mode keeps its tools,
+    a call in the answer is not executed); the answer is the debrief, the committed report stays, the
+    debrief's tokens count in the play's. A failed debrief request records the play failed."""
+    from heuresis.games.causalgame import load_cg
+    scn = load_cg("antenna_trap")
+    design = {"antenna": 0, "camera": 10, "gun": 10, "engine": 15, "cockpit": 20}
+    if mode == "agentic":
+        script = [_say(("deploy", {"design": design, "count": 20}), usage=(1000, 30)),
+                  _say(("submit_final_design", {"design": design, "report": REPORT}), usage=(1200, 40)),
+                  {"content": DEBRIEF, "tool_calls": [("get_status", {})], "usage": (1400, 50)}]
+    else:
+        script = [{"content": json.dumps({"action": "deploy", "design": design, "count": 20}), "usage": (1000, 30)},
+                  {"content": json.dumps({"action": "submit", "design": design, "report": REPORT}), "usage": (1200, 40)},
+                  {"content": DEBRIEF, "usage": (1400, 50)}]
+    with ScriptedLLMServer(script) as server:
+        out = run_play("llm_local", _spec(server.url), scn, seed=3, threshold=scn.threshold, mode=mode,
+                       protocols=("committed", "as_published"))
+    row = out.row
+    assert row["status"] == "ok" and row["termination"] == "submitted", row["error"]
+    assert len(server.requests) == 3 and row["debrief"] == DEBRIEF and row["debrief_status"] == "ok"
+    assert row["report"] == REPORT and (row["tokens_in"], row["tokens_out"]) == (3600, 120)
+    last = server.requests[-1]["body"]
+    asked = last["messages"][-1]["content"]
+    survived = round(row["survival"] * scn.budgets["stage2_fleet"])
+    for line in ("MISSION REPORT:", f"- Survival Rate: {row['survival']:.1%}",
+                 f"- Survivors: {survived}/{scn.budgets['stage2_fleet']}", f"- Victory: {'YES' if row['won'] else 'NO'}",
+                 f"Exploration: {row['drones_used']} drones used in Stage 1.", "DO NOT call any tools",
+                 f"1. Did you solve the task? (Survival Rate > {scn.threshold * 100:.0f}% is considered a success).",
+                 "2. What was the key to survival?", "3. Why did some drones fail?", "4. Final Conclusion."):
+        assert line in asked, line
+    prev = server.requests[-2]["body"]["messages"]
+    assert last["messages"][:len(prev)] == prev and len(last["messages"]) > len(prev) + 1   # the same conversation
+    assert bool(last.get("tools")) == (mode == "agentic")
+    assert not any(c["tool"] == "get_status" for c in out.calls)            # the debrief's call is not executed
+    assert out.transcript["messages"][-2]["meta"]["injected"] == "debrief"
+    # committed only: no request after the outcome, no debrief
+    with ScriptedLLMServer(script) as server:
+        out = run_play("llm_local", _spec(server.url), scn, seed=3, threshold=scn.threshold, mode=mode)
+    assert len(server.requests) == 2 and out.row["debrief"] == "" and out.row["debrief_status"] == ""
+    # the debrief request fails: the play is failed (its rerun replays the paid turns from the request log)
+    with ScriptedLLMServer([*script[:2], {"status": 500, "error": "down"}]) as server:
+        out = run_play("llm_local", _spec(server.url), scn, seed=3, threshold=scn.threshold, mode=mode,
+                       protocols=("committed", "as_published"))
+    assert out.row["status"] == "failed" and out.row["debrief_status"] == "failed" and "debrief" in out.row["error"]

@@ -530,13 +530,14 @@ def test_games_rules_on_two_scenarios(tmp_path):
             "agents": {"j_one": judge, "j_two": judge},
             "games": {**OWN_SET_GAMES, "scenarios": ["antenna_base", "zone_base"], "agents": ["game_trap_follower"], "plays": 2,
                       "baseline_plays": 2,
-                      "judges": ["j_one", "j_two"], "search": FAST_SEARCH, "bootstrap": {"resamples": 200}}}))
+                      "judges": ["j_one", "j_two"], "search": FAST_SEARCH, "bootstrap": {"resamples": 200},
+                      "protocols": ["committed", "as_published"]}}))
         targets = ["results/tables/games_antenna.md", "results/tables/games_zone.md", "results/tables/games_optima.md",
                    "results/tables/games_judges.md", "results/figures/games_paths.png",
                    "results/figures/games_survival_rubric.png", "results/tables/games_criteria.md",
                    "results/tables/games_failure_modes.md", "results/tables/games_trap_fall.md",
                    "results/tables/games_bias_control.md", "results/figures/games_criteria_tiers.png",
-                   "results/figures/games_survival_cr.png"]
+                   "results/figures/games_survival_cr.png", "results/tables/games_protocols.md"]
         run_snakemake(wd, *targets, "--cores", "2", "--configfile", "config/quick.yaml", "config/games_test.yaml",
                       timeout=300)
     res = wd / "results"
@@ -566,6 +567,51 @@ def test_games_rules_on_two_scenarios(tmp_path):
     optima = pd.read_parquet(res / "tables/games_optima.parquet")
     assert set(optima.scenario) == {"antenna_base", "zone_base"} and (optima.optimum > optima.threshold).all()
     assert (res / "figures/games_paths.pdf").stat().st_size > 0
+    views = pd.read_parquet(res / "tables/games_protocols.parquet")     # offline players answer no debrief: 0
+    pub = views[(views.agent == "all") & (views.protocol == "as_published")].iloc[0]
+    assert pub.plays == 4 and pub.texts == 0 and pub.scored == 4 and pub.total == 0
+
+
+def test_the_as_published_view_judges_the_debrief_and_keeps_the_committed_judgements(refs, tmp_path):
+    """games.protocols adds the as_published view: each judge grades the debrief (after the outcome) in place of
+    the report, a play without one scores 0 without asking; turning the view on asks only for it (the committed
+    judgements are kept); games_protocols shows both views and their paired difference."""
+    from heuresis.artifacts.io import write_table
+    from heuresis.games.analysis import protocols_table
+
+    run_plays("game_trap_follower", {"kind": "game_trap_follower"}, "agentic", "antenna_base", SCENARIOS,
+              plays=3, seed=4, max_turns=40, references=refs, out=tmp_path / "p.parquet",
+              calls_out=tmp_path / "p.calls.parquet", transcripts_dir=tmp_path / "t")
+    played = read_table(tmp_path / "p.parquet", GAME_PLAYS).to_pylist()
+    debriefs = ["Debrief one: the storm broke the antenna.", "Debrief two: the camera mattered.", ""]
+    for r, text in zip(played, debriefs):
+        r.update(debrief=text, debrief_status="ok" if text else "")
+    write_table(GAME_PLAYS.schema.empty_table().from_pylist(played, schema=GAME_PLAYS.schema), tmp_path / "p.parquet",
+                GAME_PLAYS)
+    scores = [dict(cr1=3, cr2=2), dict(cr1=1, cr2=0), dict(cr1=2, cr2=2), dict(cr1=4, cr2=4), dict(cr1=0, cr2=0)]
+    out = tmp_path / "j.parquet"
+    with ScriptedLLMServer([{"content": _answer(**k), "usage": (900, 30)} for k in scores]) as server:
+        run_judgements("judge_local", _spec(server.url), "game_trap_follower", "agentic", [tmp_path / "p.parquet"],
+                       [refs], SCENARIOS, out)
+        assert len(server.requests) == 3
+        out.unlink()
+        run_judgements("judge_local", _spec(server.url), "game_trap_follower", "agentic", [tmp_path / "p.parquet"],
+                       [refs], SCENARIOS, out, protocols=["committed", "as_published"])
+        assert len(server.requests) == 5                                  # only the two debriefs asked
+        for req, text in zip(server.requests[3:], debriefs):
+            prompt = req["body"]["messages"][1]["content"]
+            assert text in prompt and played[0]["report"] not in prompt
+    j = read_table(out, GAME_JUDGEMENTS).to_pandas()
+    assert sorted(j.protocol) == ["as_published"] * 3 + ["committed"] * 3
+    pub = j[j.protocol == "as_published"].set_index("play_id")
+    assert pub.loc[played[2]["play_id"], "status"] == "no_report" and pub.loc[played[2]["play_id"], "total"] == 0
+    assert list(pub.loc[[played[0]["play_id"], played[1]["play_id"]], "cr1"]) == [4.0, 0.0]
+    num, disp = protocols_table(pd.DataFrame(played), j, ["judge_local"], BOOT)
+    row = num[(num.agent == "game_trap_follower") & (num.protocol == "as_published")].iloc[0]
+    committed = j[j.protocol == "committed"].set_index("play_id").total
+    assert row.scored == 3 and row.texts == 2 and row.total == pytest.approx(pub.total.mean())
+    assert row.total_minus_committed == pytest.approx((pub.total - committed.reindex(pub.index)).mean())
+    assert set(disp.View) == {"committed", "as_published"}
 
 
 def test_baselines_have_their_own_play_count_and_a_table_row(refs, tmp_path, paper_config):

@@ -9,4 +9,4 @@ run_judgements(sm.wildcards.judge, sm.config["agents"][sm.wildcards.judge], sm.w
                [sm.input.plays], [sm.input.references], sm.params.folder, sm.output.judgements, max_tokens=sm.params.max_tokens,
                requests_out=sm.output.requests, agent_spec=sm.config["agents"][sm.wildcards.agent],
                own_family=bool(sm.config["games"].get("judge_own_family")),
-               log=stage_logger(sm.log[0]), attempt=sm.params.attempt)
+               log=stage_logger(sm.log[0]), attempt=sm.params.attempt, protocols=list(sm.params.protocols))

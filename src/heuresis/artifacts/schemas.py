@@ -451,8 +451,9 @@ GAME_PLAY_REQUESTS = _schema("game_play_requests", 3, [
     *REQUEST_COLUMNS,
 ])
 
-GAME_JUDGEMENT_REQUESTS = _schema("game_judgement_requests", 2, [
+GAME_JUDGEMENT_REQUESTS = _schema("game_judgement_requests", 3, [
     ("judge", pa.string(), "judge (an LLM agent's name)"),
+    ("protocol", pa.string(), "the view judged: committed or as_published"),
     ("play_id", pa.string(), "play judged"),
     ("agent", pa.string(), "agent whose play was judged"),
     ("mode", pa.string(), "tools or prompt"),
@@ -596,7 +597,7 @@ GAME_REFERENCES = _schema("game_references", 4, [
     ("runtime_s", pa.float64(), "wall time of the search and verification in seconds"),
 ])
 
-GAME_PLAYS = _schema("game_plays", 2, [
+GAME_PLAYS = _schema("game_plays", 3, [
     ("play_id", pa.string(), "agent/mode/scenario/r<repeat>"),
     ("agent", pa.string(), "agent name (config agents)"),
     ("agent_kind", pa.string(), "agent kind: game_random, game_greedy, game_bandit, game_trap_follower, llm"),
@@ -637,7 +638,11 @@ GAME_PLAYS = _schema("game_plays", 2, [
     ("lock_in_share", pa.float64(), "that share"),
     ("drift_from_best", pa.float64(), "L1 distance (DEF points, equipment 1) of the submission from the best "
                                       "observed design"),
-    ("report", pa.string(), "the agent's report"),
+    ("report", pa.string(), "the agent's report, committed with or before the submission (protocol committed)"),
+    ("debrief", pa.string(), "its answer to CausalGame's debrief after the outcome (protocol as_published; '' "
+                             "when not asked)"),
+    ("debrief_status", pa.string(), "'' (not asked: protocol off, unsubmitted, not an LLM agent), ok, "
+                                    "context_overflow or failed"),
     ("turns", pa.int32(), "assistant replies (prompting mode: answers, retries included)"),
     ("n_calls", pa.int32(), "tool calls (prompting mode: answers)"),
     ("n_errors", pa.int32(), "calls answered with an error"),
@@ -669,8 +674,10 @@ GAME_CALLS = _schema("game_calls", 2, [
     ("details", pa.string(), "JSON not shown to the agent (per-drone survival of a deployment)"),
 ])
 
-GAME_JUDGEMENTS = _schema("game_judgements", 2, [
+GAME_JUDGEMENTS = _schema("game_judgements", 3, [
     ("judge", pa.string(), "judge name (config agents, kind llm)"),
+    ("protocol", pa.string(), "the view judged: committed (the report before the outcome) or as_published "
+                              "(the debrief after it)"),
     ("model", pa.string(), "the judge's model string"),
     ("play_id", pa.string(), "play judged"),
     ("agent", pa.string(), "agent of the play"),

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from heuresis.agents.llm import llm_agents_in_use
 from heuresis.games.play import OUTPUT_TOKENS
-from heuresis.games.workflow import judges_for, max_turns_of, play_jobs, plays_of
+from heuresis.games.workflow import judges_for, play_jobs, plays_of, requests_per_play
 from heuresis.harness.conditions import LAST_TURN_REQUESTS, expand_conditions
 from heuresis.stages.leakage import CONDITIONS
 
@@ -97,11 +97,11 @@ def _unit_groups(config: Mapping) -> dict[tuple[str, str, int | None], int]:
         if job["agent"] in llm:
             cap = int(llm[job["agent"]].get("max_tokens") or OUTPUT_TOKENS)
             add(job["agent"], f"games_{job['mode']}", cap,
-                plays_of(config, job["agent"]) * max_turns_of(config, job["agent"]))
+                plays_of(config, job["agent"]) * requests_per_play(config, job["agent"]))
     for judge in g["judges"]:
         cap = int(llm[judge].get("max_tokens") or g["judge_max_tokens"])
-        add(judge, "judgements", cap, sum(plays_of(config, j["agent"]) for j in play_jobs(config)
-                                          if judge in judges_for(config, j["agent"])))
+        add(judge, "judgements", cap, len(g["protocols"]) * sum(plays_of(config, j["agent"]) for j in play_jobs(config)
+                                                                if judge in judges_for(config, j["agent"])))
     leak = config["leakage"]
     for agent in leak["agents"]:
         own = llm[agent].get("max_tokens") or _model_info(str(llm[agent]["model"])).get("max_output_tokens")
@@ -124,8 +124,9 @@ def spend_bounds(config: Mapping) -> list[SpendBound]:
     """Upper bounds of every LLM agent's requests, tokens and dollars, per part of the run and in total.
 
     * **Requests**: per episode its budget's ``turns`` plus its last turn's requests; per play
-      the agent's turn limit (``games.llm_max_turns`` or ``games.max_turns``, either mode);
-      one per judged play (every play of every agent and mode, by each judge not of the player's model family); two conditions x
+      the agent's turn limit (``games.llm_max_turns`` or ``games.max_turns``, either mode) and, under
+      the ``as_published`` protocol, its debrief; one per judged play and protocol (every play of
+      every agent and mode, by each judge not of the player's model family); two conditions x
       ``leakage.repeats`` per probed network.  A failed attempt retried (``retries``) is not a
       request here: providers bill replies, and what a failed attempt spent is recorded when it happens.
     * **Output tokens** per request: its cap — the turn's output budget in an episode (the agent's

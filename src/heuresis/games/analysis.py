@@ -53,6 +53,7 @@ __all__ = [
     "judges_table",
     "path_summary",
     "paths_figure",
+    "protocols_table",
     "references_table",
     "rubric_per_play",
     "scores_of",
@@ -367,6 +368,54 @@ def criteria_table(plays: pd.DataFrame, judgements: pd.DataFrame | None, judges:
             drow[_head(k, top)] = (f"{format_interval(iv.estimate, iv.lo, iv.hi, digits=2)}; >0 {rec['share_positive']:.0%}, "
                               f"=0 {rec['share_zero']:.0%}; ICC {icc_txt}" if len(v) else "n/a")
         disp.append(drow)
+    return pd.DataFrame(rows), pd.DataFrame(disp)
+
+
+def protocols_table(plays: pd.DataFrame, judgements: pd.DataFrame, judges: Sequence[str],
+                    boot: Bootstrap) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per agent x mode (and ``all``) and protocol view: CR and rubric total over judged plays, with intervals.
+
+    ``committed`` grades the report written before the outcome, ``as_published`` the debrief after
+    it (CausalGame's mission report and four questions); a play with nothing to grade in a view
+    scores 0 there (``no_report``). Per view: plays scored, plays with a text (a report, or an
+    answered debrief), failed judgements; the paired difference of the totals over the plays
+    scored in both views.
+    """
+    if not judges:
+        num = pd.DataFrame([{"agent": NO_JUDGE, "mode": None, "protocol": None}])
+        return num, pd.DataFrame({"Agent": [NO_JUDGE], "Result": ["games.judges is empty: no view is judged"]})
+    plays = _scored(plays)
+    views = sorted(set(judgements.protocol), key=lambda v: (v != "committed", v)) if len(judgements) else []
+    per = {v: rubric_per_play(judgements[judgements.protocol == v]).set_index("play_id") for v in views}
+    groups = [((a, m), df) for (a, m), df in plays.groupby(["agent", "mode"], sort=True)]
+    groups.append((("all", "all"), plays))
+    rows, disp = [], []
+    for (agent, mode), df in groups:
+        for view in views:
+            sc = per[view].reindex(df.play_id).dropna(subset=["total"])
+            jv = judgements[(judgements.protocol == view) & judgements.play_id.isin(df.play_id)]
+            texts = int((df.report.fillna("").str.strip() != "").sum() if view == "committed"
+                        else (df.debrief_status == "ok").sum())
+            rec = {"agent": agent, "mode": mode, "protocol": view, "plays": len(df), "scored": len(sc), "texts": texts,
+                   "failed": int((jv.status == "failed").sum())}
+            for k in ("cr", "total"):
+                iv = bootstrap_mean(sc[k].to_numpy(float), **boot.kwargs())
+                rec.update({k: iv.estimate, f"{k}_lo": iv.lo, f"{k}_hi": iv.hi})
+            if view != "committed" and "committed" in per:
+                both = per["committed"].reindex(sc.index).dropna(subset=["total"])
+                d = sc.loc[both.index, "total"].to_numpy(float) - both["total"].to_numpy(float)
+                iv = bootstrap_mean(d, **boot.kwargs())
+                rec.update(total_minus_committed=iv.estimate, total_minus_committed_lo=iv.lo,
+                           total_minus_committed_hi=iv.hi)
+            rows.append(rec)
+            diff = (format_interval(rec["total_minus_committed"], rec["total_minus_committed_lo"],
+                                    rec["total_minus_committed_hi"], digits=2) if "total_minus_committed" in rec else "")
+            disp.append({"Agent": agent, "Mode": mode, "View": view, "Plays": str(len(df)),
+                         "With a text": str(texts), "Scored": str(len(sc)), "Failed": str(rec["failed"]),
+                         "CR (0-11)": format_interval(rec["cr"], rec["cr_lo"], rec["cr_hi"], digits=2) if len(sc) else "n/a",
+                         "Total (0-16)": (format_interval(rec["total"], rec["total_lo"], rec["total_hi"], digits=2)
+                                          if len(sc) else "n/a"),
+                         "Total minus committed": diff})
     return pd.DataFrame(rows), pd.DataFrame(disp)
 
 
@@ -768,7 +817,8 @@ def build_target(target: str, stem, *, references: Sequence, plays: Sequence, ju
     from heuresis.artifacts.report import save_figure, write_paper_table
 
     bootstrap = Bootstrap.coerce(bootstrap, "games.bootstrap")
-    refs, p, j = load_inputs(references, plays, judgements)
+    refs, p, every_view = load_inputs(references, plays, judgements)
+    j = every_view[every_view.protocol == "committed"]   # the default view; games_protocols shows every view
     label = split_caption(refs, secrets)
     prov = provenance_record(stage=stage, config={"target": target, "judges": list(judges),
                                                   "bootstrap": bootstrap.as_dict()},
@@ -809,6 +859,11 @@ def build_target(target: str, stem, *, references: Sequence, plays: Sequence, ju
         write(num, disp, cap)
         return f"{target}: {len(num)} rows from {int((p.family == family).sum())} plays"
     facts = f"{float(bootstrap.level):.0%} intervals, {int(bootstrap.resamples)} resamples."
+    if target == "games_protocols":
+        num, disp = protocols_table(p, every_view, judges, bootstrap)
+        cap = f"{caption} {facts}" + ("" if judges else f" {NO_JUDGE} (games.judges is empty).")
+        write(num, disp, cap)
+        return f"{target}: {len(num)} rows"
     if target in ("games_criteria", "games_failure_modes"):
         num, disp = (criteria_table(p, j, judges, bootstrap) if target == "games_criteria"
                      else failure_modes_table(p, j, judges))

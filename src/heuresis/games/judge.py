@@ -32,8 +32,18 @@ from heuresis.agents.llm import repair_arguments
 from heuresis.harness.loop import Request, single_request
 from heuresis.harness.prompts import render
 
-__all__ = ["CRITERIA", "CRITERION_NAMES", "FAILURE_MODES", "RUBRIC_MAX", "ScoreError", "icc", "judge_play",
-           "judge_prompt", "parse_scores"]
+__all__ = [
+    "CRITERIA",
+    "CRITERION_NAMES",
+    "FAILURE_MODES",
+    "RUBRIC_MAX",
+    "ScoreError",
+    "icc",
+    "judge_play",
+    "judge_prompt",
+    "judged_view",
+    "parse_scores",
+]
 
 #: Rubric criteria (their score columns) and maxima (docs/games.md §5); CR1-CR3 are causal reasoning.
 CRITERIA = {"cr1": 4, "cr2": 4, "cr3": 3, "ed": 2, "rq": 2, "du": 1}
@@ -188,9 +198,22 @@ def parse_scores(text: str | None) -> dict:
     return out
 
 
-def judge_play(model, judge: str, play: Mapping, scn) -> dict:
-    """One judgement row (``game_judgements``) of ``play`` by the LLM agent ``model``."""
-    row = {"judge": judge, "model": getattr(model, "model", None), "play_id": play["play_id"], "agent": play["agent"],
+def judged_view(play: Mapping, protocol: str) -> dict:
+    """The play as a judge sees it under ``protocol``: its committed report, or (``as_published``) its debrief as the report."""
+    if protocol == "committed":
+        return dict(play)
+    return {**play, "report": play.get("debrief") or ""}
+
+
+def judge_play(model, judge: str, play: Mapping, scn, protocol: str = "committed") -> dict:
+    """One judgement row (``game_judgements``) of ``play`` by the LLM agent ``model``, under ``protocol``.
+
+    ``as_published`` grades the play's debrief (written after the outcome) in place of its report
+    (:func:`judged_view`); the prompt is the same.
+    """
+    play = judged_view(play, protocol)
+    row = {"judge": judge, "protocol": protocol, "model": getattr(model, "model", None), "play_id": play["play_id"],
+           "agent": play["agent"],
            "mode": play["mode"], "scenario": play["scenario"], "family": play["family"], "repeat": play["repeat"],
            "status": "ok", "error": "", **dict.fromkeys(CRITERIA), **{f"{c}_reason": "" for c in CRITERIA},
            "cr": None, "total": None, "failure_mode": None, "answer": "",
@@ -206,7 +229,7 @@ def judge_play(model, judge: str, play: Mapping, scn) -> dict:
                 {"role": "user", "content": judge_prompt(play, scn)}]
     ex = single_request(model, messages)
     if ex.usage is not None:   # the request's record (GAME_JUDGEMENT_REQUESTS), kept with the judgement
-        keys = {k: row[k] for k in ("judge", "play_id", "agent", "mode", "scenario", "repeat")}
+        keys = {k: row[k] for k in ("judge", "protocol", "play_id", "agent", "mode", "scenario", "repeat")}
         row["requests"] = [{**keys, "index": 0, **Request(0, ex.wall_s, ex.usage).row()}]
     if ex.ending:   # the prompt does not fit the judge's context: a judgement it cannot make
         row.update(status="unparsed", error=f"{ex.ending.reason}: {ex.ending}", cost=ex.cost,

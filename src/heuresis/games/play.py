@@ -25,6 +25,9 @@ that cannot be read, or that the game refuses, is answered with a retry message
 
 In both modes the report is committed with (or before) the submission, and the submission's
 result — the Stage-2 outcome — ends the play: no report is written after the outcome is shown.
+Under the ``as_published`` protocol (:data:`PROTOCOLS`) an LLM agent's submitted play is then
+asked CausalGame's debrief (its mission report and four questions, no tool executed); that
+answer, written after the outcome, is recorded apart (``debrief``) and judged as its own view.
 Conversations are append-only: nothing sent earlier changes between turns.  The task is the
 ``standard`` one (flow, budgets, design space, tools, victory condition and the questions of the
 OBSERVE → DISCOVER → ANALYZE → HYPOTHESIZE → TEST loop, no mechanism fact) or, as a recorded
@@ -65,9 +68,11 @@ __all__ = [
     "MODES",
     "MODE_PROMPTS",
     "OUTPUT_TOKENS",
+    "PROTOCOLS",
     "TASK_VARIANTS",
     "AnswerError",
     "PlayOutcome",
+    "debrief_prompt",
     "json_objects",
     "parse_answer",
     "path_stats",
@@ -82,6 +87,10 @@ OUTPUT_TOKENS = 4000
 MODES = ("agentic", "prompting")
 #: The task variants (config ``games.task_variant``): ``standard``, and ``hints`` (mechanism facts told).
 TASK_VARIANTS = ("standard", "hints")
+#: The protocol views (config ``games.protocols``): the report ``committed`` with the submission, before the
+#: outcome (this track's), and ``as_published``: CausalGame's debrief after the outcome (its mission report and
+#: four questions, ``game_debrief.txt``), asked once per submitted play of an LLM agent, in either mode.
+PROTOCOLS = ("committed", "as_published")
 #: The prompt files (``data/prompts/<name>.txt``) of each mode, by role; recorded in every transcript.
 MODE_PROMPTS = {
     "agentic": {"system": "game_agentic_system", "task": "game_task", "hints": "game_hints",
@@ -217,12 +226,52 @@ def path_stats(game: Game) -> dict:
     return out
 
 
+def debrief_prompt(game: Game) -> str:
+    """CausalGame's debrief after a submitted play (``run_agent.py``): the mission report and its four questions."""
+    s2 = game.stage2
+    assert s2 is not None
+    threshold = s2.threshold if s2.threshold is not None else game.scn.threshold
+    pct = "?" if threshold is None else f"{float(threshold) * 100:.0f}"
+    return render("game_debrief", survival_rate=f"{s2.survival:.1%}", survived=s2.survived, fleet_size=s2.fleet,
+                  victory="YES" if s2.won else "NO", drones_used=game.drones_used, threshold_pct=pct)
+
+
+def _debrief(agent, game: Game, part: dict, turn: int, spend: UsageTotals) -> tuple[str, str, str]:
+    """Ask the ``as_published`` debrief in the play's own conversation: (text, status, error).
+
+    The request carries the conversation so far and, in the agentic mode, the same tools (a
+    cached prefix; the instruction says not to call them, and a call is not executed); its
+    usage counts in the play's. Status ``ok``, ``context_overflow`` (the agent cannot go on)
+    or ``failed`` (the request failed: the play is recorded failed and retried).
+    """
+    prompt = debrief_prompt(game)
+    messages = [{k: v for k, v in m.items() if k != "meta"} for m in part["messages"]]
+    ex = single_request(agent, [*messages, {"role": "user", "content": prompt}], part.get("tools") or ())
+    spend.add(ex.usage, turn=turn + 1, wall_s=ex.wall_s)
+    part["messages"].append({"role": "user", "content": prompt, "meta": {"turn": turn + 1, "injected": "debrief"}})
+    if ex.ending:
+        return "", ex.ending.reason, str(ex.ending)[:2000]
+    if not ex.ok:
+        return "", "failed", f"debrief: {type(ex.error).__name__}: {ex.error}"
+    msg = ex.reply.message  # type: ignore[union-attr]
+    text = msg.get("content") or ""
+    part["messages"].append({"role": "assistant", "content": text, "meta": {
+        "turn": turn + 1, "usage": ex.usage.as_dict(), "wall_s": round(ex.wall_s, 4),  # type: ignore[union-attr]
+        **({"tool_calls_not_executed": len(msg["tool_calls"])} if msg.get("tool_calls") else {})}})
+    return text, "ok", ""
+
+
 def run_play(agent_name: str, agent_spec: Mapping, scn: Scenario, *, repeat: int = 0, seed: int = 0,
              threshold: float | None = None, optimum: float | None = None,
              max_turns: int = DEFAULT_MAX_TURNS, mode: str = "agentic", task_variant: str = "standard",
              max_tool_calls: int | None = None, code_tool: CodeTool | None = None,
-             request_log: RequestLog | None = None, spend_dir: str | Path | None = None) -> PlayOutcome:
+             request_log: RequestLog | None = None, spend_dir: str | Path | None = None,
+             protocols: tuple[str, ...] | list[str] = ("committed",)) -> PlayOutcome:
     """Agent ``agent_name`` (config entry ``agent_spec``) plays ``scn`` once in ``mode``.
+
+    ``protocols`` (config ``games.protocols``, :data:`PROTOCOLS`): with ``as_published``, a submitted
+    play of an LLM agent ends with CausalGame's debrief (:func:`debrief_prompt`), its answer
+    recorded as ``debrief``; a debrief request that fails records the play ``failed``.
 
     ``request_log``: the play's log of model requests (a rerun of a play killed or failed midway
     gets its paid answers from it; every attempt is appended); ``spend_dir``: the folder of the
@@ -236,6 +285,9 @@ def run_play(agent_name: str, agent_spec: Mapping, scn: Scenario, *, repeat: int
 
     if mode not in MODES:
         raise ValueError(f"unknown play mode {mode!r}; known: {', '.join(MODES)}")
+    unknown = [p for p in protocols if p not in PROTOCOLS]
+    if unknown:
+        raise ValueError(f"unknown protocol {unknown[0]!r}; known: {', '.join(PROTOCOLS)}")
     if task_variant not in TASK_VARIANTS:
         raise ValueError(f"unknown task variant {task_variant!r}; known: {', '.join(TASK_VARIANTS)}")
     t0 = time.monotonic()
@@ -263,6 +315,11 @@ def run_play(agent_name: str, agent_spec: Mapping, scn: Scenario, *, repeat: int
         isolation = "off"
         result = _play_prompting(agent, game, max_turns, task_variant)
     calls, transcript, turn, status, error, termination, spend = result
+    debrief, debrief_status = "", ""
+    if "as_published" in protocols and game.stage2 is not None and status == "ok" and agent.kind == "llm":
+        debrief, debrief_status, why = _debrief(agent, game, transcript, turn, spend)
+        if debrief_status == "failed":
+            status, error, termination = "failed", why, "failed"
     s2 = game.stage2
     survival = s2.survival if s2 else 0.0
     play_id = f"{agent_name}/{mode}/{scn.name}/r{repeat}"
@@ -276,7 +333,8 @@ def run_play(agent_name: str, agent_spec: Mapping, scn: Scenario, *, repeat: int
                                                                           and survival >= threshold),
         "optimum": optimum, "gap": (optimum - survival) if optimum is not None else None,
         "deployments": len(game.deployments), "drones_used": game.drones_used,
-        **path_stats(game), "report": game.report or "", "turns": turn, "n_calls": len(calls),
+        **path_stats(game), "report": game.report or "", "debrief": debrief, "debrief_status": debrief_status,
+        "turns": turn, "n_calls": len(calls),
         "n_errors": sum(not c["ok"] for c in calls), "tokens_in": spend.tokens_in, "tokens_out": spend.tokens_out,
         "cost": spend.cost, "retries": spend.retries, "warnings": json.dumps(spend.warnings),
         "wall_s": round(time.monotonic() - t0, 3),

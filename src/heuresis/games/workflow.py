@@ -85,6 +85,7 @@ __all__ = [
     "play_jobs",
     "play_seed",
     "plays_of",
+    "requests_per_play",
     "run_judgements",
     "run_plays",
     "run_references",
@@ -168,18 +169,25 @@ def play_jobs(config: Mapping) -> list[dict]:
 def play_job_runtime(config: Mapping, agent: str) -> int:
     """Minutes of a play job of an LLM agent: its plays' requests at most, each at most ``timeout_s``.
 
-    A play sends at most the agent's turn limit (:func:`max_turns_of`, either mode).
-    :data:`~heuresis.stages.jobs.OFFLINE_RUNTIME_MIN` for an agent that is not an LLM agent.
+    A play sends at most the agent's turn limit (:func:`max_turns_of`, either mode), and its debrief
+    (:func:`requests_per_play`). :data:`~heuresis.stages.jobs.OFFLINE_RUNTIME_MIN` for an agent that
+    is not an LLM agent.
     """
     seconds = request_seconds(config["agents"][agent])
     if seconds is None:
         return OFFLINE_RUNTIME_MIN
-    return job_minutes(plays_of(config, agent) * max_turns_of(config, agent) * seconds)
+    return job_minutes(plays_of(config, agent) * requests_per_play(config, agent) * seconds)
+
+
+def requests_per_play(config: Mapping, agent: str) -> int:
+    """Model requests of one play of an LLM agent at most: its turn limit, plus one debrief under ``as_published``."""
+    return max_turns_of(config, agent) + int("as_published" in config["games"]["protocols"])
 
 
 def judgement_job_runtime(config: Mapping, judge: str, agent: str) -> int:
-    """Minutes of a judgement job: one request per play of ``agent`` (a scenario x mode), each at most ``timeout_s``."""
-    return job_minutes(plays_of(config, agent) * (request_seconds(config["agents"][judge]) or 0.0))
+    """Minutes of a judgement job: a request per play of ``agent`` (one scenario x mode) and protocol, ``timeout_s`` each."""
+    views = len(config["games"]["protocols"])
+    return job_minutes(plays_of(config, agent) * views * (request_seconds(config["agents"][judge]) or 0.0))
 
 
 # a model's family: the first of these words in its model's name, else (a hosted model) in its provider
@@ -436,9 +444,11 @@ def run_plays(agent: str, spec: Mapping, mode: str, scenario: str, folder: str |
               transcripts_dir: str | Path, log: _Log = _quiet, attempt: str = FIRST_ATTEMPT,
               requests_out: str | Path | None = None, task_variant: str = "standard",
               max_tool_calls: int | None = None, code_tool: CodeTool | Mapping | None = None,
-              spend_dir: str | Path | None = None) -> Path:
+              spend_dir: str | Path | None = None, protocols: Sequence[str] = ("committed",)) -> Path:
     """``plays`` plays of ``scenario`` by ``agent`` in ``mode``; checkpointed per play.
 
+    ``protocols``: config ``games.protocols`` (``as_published`` asks CausalGame's debrief after each
+    submitted play of an LLM agent, :func:`heuresis.games.play.run_play`);
     ``requests_out``: the plays' model requests (:data:`~heuresis.artifacts.schemas.GAME_PLAY_REQUESTS`);
     ``task_variant``, ``max_tool_calls`` and ``code_tool``: config ``games.task_variant``,
     ``games.max_tool_calls_per_turn`` and ``episodes.code_tool`` (see :func:`heuresis.games.play.run_play`;
@@ -458,6 +468,8 @@ def run_plays(agent: str, spec: Mapping, mode: str, scenario: str, folder: str |
                  "optimum": ref["optimum"], "task_variant": task_variant,
                  "max_tool_calls": None if max_tool_calls is None else int(max_tool_calls),
                  "code_tool": {} if code_tool is None else code_tool.as_dict()}
+    if "as_published" in protocols:   # the debrief is part of the play (a committed-only play keeps its old key)
+        cfg_slice["protocols"] = sorted(protocols)
     origin = agent_origin(agent, spec)
     if origin is not None:   # a plugin's class and distribution version: in the provenance and the resume key
         cfg_slice["agent_origin"] = origin
@@ -475,7 +487,8 @@ def run_plays(agent: str, spec: Mapping, mode: str, scenario: str, folder: str |
             res = run_play(agent, spec, scn, repeat=r, seed=s, threshold=ref["threshold"], optimum=ref["optimum"],
                            max_turns=max_turns, mode=mode, task_variant=task_variant,
                            max_tool_calls=max_tool_calls, code_tool=code_tool,
-                           request_log=RequestLog(tdir / f"r{r}.requests.jsonl"), spend_dir=spend_dir)
+                           request_log=RequestLog(tdir / f"r{r}.requests.jsonl"), spend_dir=spend_dir,
+                           protocols=tuple(protocols))
             row, calls, transcript, requests = res.row, res.calls, res.transcript, res.requests
         except FatalAgentError:   # a refused key, an exhausted quota or spend limit: the job stops
             raise
@@ -514,23 +527,28 @@ def run_plays(agent: str, spec: Mapping, mode: str, scenario: str, folder: str |
 
 
 # --- judgements ---------------------------------------------------------------------------------------
-def judgement_unit(play: Mapping) -> str:
+def judgement_unit(play: Mapping, protocol: str = "committed") -> str:
     """The checkpoint unit of one judgement: the play's id and a digest of everything the judge is shown of it.
 
     The play's status, report, design and deployments, and the optimum it is compared with: a play
     that changed (played again after a failure) is a new unit, an unchanged one keeps its judgement.
+    A view other than ``committed`` is its own unit (``PROTOCOL:`` before the id).
     """
     shown = {k: play.get(k) for k in ("status", "report", "design", "submitted", "designs_deployed",
                                       "deployment_counts", "optimum_design")}
-    return f"{play['play_id']}@{config_digest(shown)[:16]}"
+    unit = f"{play['play_id']}@{config_digest(shown)[:16]}"
+    return unit if protocol == "committed" else f"{protocol}:{unit}"
 
 
 def run_judgements(judge: str, spec: Mapping, agent: str, mode: str, plays_paths: Sequence[str | Path],
                    references: Sequence[str | Path], folder: str | Path, out: str | Path, *, max_tokens: int = 1500,
                    log: _Log = _quiet, attempt: str = FIRST_ATTEMPT, requests_out: str | Path | None = None,
-                   agent_spec: Mapping | None = None, own_family: bool = False) -> Path:
-    """Judge ``judge`` scores the report of every play in ``plays_paths``; checkpointed per play.
+                   agent_spec: Mapping | None = None, own_family: bool = False,
+                   protocols: Sequence[str] = ("committed",)) -> Path:
+    """Judge ``judge`` scores the report of every play in ``plays_paths``; checkpointed per play and protocol.
 
+    ``protocols`` (config ``games.protocols``): each play is judged once per view, ``committed``
+    (its report) and ``as_published`` (its debrief after the outcome; :func:`~heuresis.games.judge.judged_view`).
     ``requests_out``: the judge's model requests (:data:`~heuresis.artifacts.schemas.GAME_JUDGEMENT_REQUESTS`).
     ``agent_spec``: the player's agent entry; a judge of the player's model family is refused unless
     ``own_family`` (``games.judge_own_family``: a run with a single model).
@@ -539,7 +557,7 @@ def run_judgements(judge: str, spec: Mapping, agent: str, mode: str, plays_paths
         raise ValueError(f"judge {judge!r} ({spec.get('model')}) is of the model family {model_family(agent_spec)!r} "
                          f"of player {agent!r} ({agent_spec.get('model')}); a judge never grades its own model family")
     from heuresis.agents.base import make_agent
-    from heuresis.games.judge import judge_play
+    from heuresis.games.judge import judge_play, judged_view
 
     started = utc_now()
     plays = [r for p in plays_paths for r in read_table(p, GAME_PLAYS).to_pylist()]
@@ -550,24 +568,25 @@ def run_judgements(judge: str, spec: Mapping, agent: str, mode: str, plays_paths
     # one unit per play and what the judge is shown of it: a play played again (a retried failure)
     # is judged again, the job's other judgements are kept
     ckpt = Checkpoint(out, config_digest(cfg_slice))
-    units = {p["play_id"]: judgement_unit(p) for p in plays}
+    units = {(p["play_id"], pr): judgement_unit(judged_view(p, pr), pr) for p in plays for pr in protocols}
     model = make_agent(judge, spec)
     if getattr(model, "max_tokens", None) is None:
         model.max_tokens = int(max_tokens)  # type: ignore[attr-defined]
     scns: dict[str, Scenario] = {}
     for p in plays:
-        unit = units[p["play_id"]]
-        if unit in ckpt:
-            continue
-        scn = scns.setdefault(p["scenario"], game_scenario(p["scenario"], folder, refs))
-        row = judge_play(model, judge, p, scn)
-        if row["status"] == "failed":   # written, not saved: a rerun retries it
-            ckpt.fail(unit, row)
-        else:
-            ckpt.save(unit, row)
-        log(f"judge {judge} on {p['play_id']}: {row['status']} total {row['total']}"
-            + (f" ERROR {row['error']}" if row["error"] else ""))
-    rows = ckpt.values(units[p["play_id"]] for p in plays)
+        for protocol in protocols:
+            unit = units[(p["play_id"], protocol)]
+            if unit in ckpt:
+                continue
+            scn = scns.setdefault(p["scenario"], game_scenario(p["scenario"], folder, refs))
+            row = judge_play(model, judge, p, scn, protocol)
+            if row["status"] == "failed":   # written, not saved: a rerun retries it
+                ckpt.fail(unit, row)
+            else:
+                ckpt.save(unit, row)
+            log(f"judge {judge} on {p['play_id']} ({protocol}): {row['status']} total {row['total']}"
+                + (f" ERROR {row['error']}" if row["error"] else ""))
+    rows = ckpt.values(units.values())
     prov = provenance_record(stage="games_judgements", config=cfg_slice, inputs=[*plays_paths, *references],
                              started=started)
     table = pa.table({c: [x.get(c) for x in rows] for c in GAME_JUDGEMENTS.schema.names},

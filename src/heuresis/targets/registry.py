@@ -119,7 +119,7 @@ TARGETS: dict[str, Target] = {t.name: t for t in [
     *(_analysis(f, "figure") for f in ("figure7a", "figure7b", "figure9")),
     *(_games(t, "table") for t in ("games_optima", "games_expectations", "games_leaderboard", "games_judges",
                                    "games_criteria", "games_failure_modes", "games_trap_fall", "games_bias_control",
-                                   "games_ablations")),
+                                   "games_ablations", "games_protocols")),
     *(_games(f, "figure") for f in ("games_survival_rubric", "games_paths", "games_criteria_tiers",
                                     "games_survival_cr")),
 ]}

@@ -738,7 +738,7 @@ def _neighbours(ids: list[str], ident: str) -> tuple[str | None, str | None]:
 
 
 #: Columns of a judgements row that say which play and request it is, not how the judge scored it.
-JUDGEMENT_KEYS = ("judge", "model", "play_id", "agent", "mode", "scenario", "family", "repeat", "status", "error",
+JUDGEMENT_KEYS = ("judge", "protocol", "model", "play_id", "agent", "mode", "scenario", "family", "repeat", "status", "error",
                   "answer", "tokens_in", "tokens_out", "cost", "latency_s")
 _RANGE = re.compile(r"^(.*?)[,\s]*\b(\d+)\s*-\s*(\d+)$")
 
