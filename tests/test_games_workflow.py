@@ -547,8 +547,10 @@ def test_games_rules_on_two_scenarios(tmp_path):
     table = pd.read_parquet(res / "tables/games_antenna.parquet")
     row = table[table.scenario == "antenna_base"].iloc[0]
     assert row.survival == pytest.approx(plays[plays.scenario == "antenna_base"].survival.mean())
-    jd = pd.concat([read_table(p, GAME_JUDGEMENTS).to_pandas() for p in (res / "games/judgements").rglob("*.parquet")
-                    if not p.name.endswith(".requests.parquet")])
+    every_view = pd.concat([read_table(p, GAME_JUDGEMENTS).to_pandas() for p in (res / "games/judgements").rglob("*.parquet")
+                            if not p.name.endswith(".requests.parquet")])
+    assert (every_view[every_view.protocol == "as_published"].status == "no_report").all()   # no debrief: 0, unasked
+    jd = every_view[every_view.protocol == "committed"]                    # the view every other table shows
     ids = plays[plays.scenario == "antenna_base"].play_id
     assert row.rubric == pytest.approx(jd[jd.play_id.isin(ids)].groupby("play_id").total.mean().mean())
     judges = pd.read_parquet(res / "tables/games_judges.parquet")
@@ -756,7 +758,8 @@ def test_llm_players_have_their_own_turn_limit(quick_config):
     cfg = validate_config(cfg)
     assert max_turns_of(cfg, "scripted") == 7 and max_turns_of(cfg, "game_random") == cfg["games"]["max_turns"] != 7
     bound = {(r.agent, r.part): r for r in spend_bounds(cfg)}[("scripted", "games_agentic")]
-    assert bound.requests == plays_of(cfg, "scripted") * 7 * len(scenario_names(cfg))
+    debrief = int("as_published" in cfg["games"]["protocols"])           # one more request after a submission
+    assert bound.requests == plays_of(cfg, "scripted") * (7 + debrief) * len(scenario_names(cfg)) and debrief == 1
     cfg["games"]["llm_max_turns"] = None
     assert max_turns_of(cfg, "scripted") == cfg["games"]["max_turns"]
     bad = copy.deepcopy(cfg)

@@ -51,7 +51,8 @@ def run(tiny_run, tmp_path_factory) -> Path:
     results = tmp_path_factory.mktemp("view") / "results"
     shutil.copytree(tiny_run / "results", results)
     play = _plays(results)[0]
-    row = {"judge": "j_test", "model": "openai/scripted", "play_id": play["play_id"], "agent": play["agent"],
+    row = {"judge": "j_test", "protocol": "committed", "model": "openai/scripted", "play_id": play["play_id"],
+           "agent": play["agent"],
            "mode": play["mode"], "scenario": play["scenario"], "family": play["family"], "repeat": play["repeat"],
            "status": "ok", "error": "", "cr1": 3.0, "cr2": 2.0, "cr3": 2.0, "ed": 1.0, "rq": 2.0, "du": 1.0,
            "cr1_reason": "names the zone <b>confounder</b> but not the filter",
