@@ -68,6 +68,8 @@ def test_variants_are_reproducible_rebuilt_from_their_references_and_redrawn_by_
     rebuilt = game_scenario("weather_noise@test1", CG, refs)
     drawn = V.draw_variant(base, 1, V.variant_entropy(PUBLIC), row["variant_attempt"])
     assert rebuilt.spec == drawn.spec
+    with pytest.raises(ScenarioError, match="a test variant has no file"):    # never from a file of that name
+        load_scenario("weather_noise@test1", CG)
     assert json.loads(row["perturbed"]) == drawn.spec["perturbed"]
     other = V.draw_variant(base, 0, V.variant_entropy(PUBLIC), 0)
     assert other.spec["perturbed"] != drawn.spec["perturbed"]          # variant 0 is not variant 1

@@ -14,11 +14,13 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["ABLATION_SEP", "DesignError", "DesignSpace", "follows_pattern"]
+__all__ = ["ABLATION_SEP", "VARIANT_SEP", "DesignError", "DesignSpace", "follows_pattern"]
 
 #: Separates a scenario's name from the disclosure of its ablation: ``antenna_trap~component_hits``
 #: (:func:`heuresis.games.causalgame.ablation`).
 ABLATION_SEP = "~"
+#: Separates a scenario's name from a test variant's index: ``antenna_trap@test0`` (:mod:`heuresis.games.variants`).
+VARIANT_SEP = "@test"
 
 
 class DesignError(ValueError):

@@ -29,7 +29,7 @@ from typing import Any, ClassVar
 import yaml
 
 from heuresis.config.loading import ConfigError, StrictValidator, format_errors, read_yaml, schema_default, with_defaults
-from heuresis.games.design import ABLATION_SEP, DesignError, DesignSpace, follows_pattern
+from heuresis.games.design import ABLATION_SEP, VARIANT_SEP, DesignError, DesignSpace, follows_pattern
 
 __all__ = [
     "SCENARIO_DIR",
@@ -280,6 +280,9 @@ def load_scenario(name_or_path: str | Path, folder: str | Path | None = None) ->
     scenarios and loads as a :class:`~heuresis.games.causalgame.CGScenario`, which plays through
     the same game, tools and workflow.
     """
+    if VARIANT_SEP in str(name_or_path) and Path(str(name_or_path)).suffix not in (".yaml", ".yml"):
+        raise ScenarioError(f"scenario {str(name_or_path)!r}: a test variant has no file; its references job draws it "
+                            f"from the test seed (games.test_variants) and its plays rebuild it from its references")
     p = scenario_path(name_or_path, folder)
     if not p.exists():
         raise ScenarioError(f"scenario {p.stem!r}: no scenario file {p}")

@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from heuresis.games.causalgame import CGScenario
-from heuresis.games.design import follows_pattern
+from heuresis.games.design import VARIANT_SEP, follows_pattern
 from heuresis.games.references import References, scenario_references, seed_of
 from heuresis.games.scenario import ScenarioError
 
@@ -61,7 +61,6 @@ __all__ = [
     "variant_spec",
 ]
 
-VARIANT_SEP = "@test"
 MAX_ATTEMPTS = 8
 _NAME = re.compile(r"^(?P<base>[a-z][a-z0-9_]*)@test(?P<k>0|[1-9][0-9]*)$")
 _PUBLIC_PREFIX = "heuresis-games-public-test"
