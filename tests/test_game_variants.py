@@ -120,7 +120,9 @@ def test_games_tables_say_whether_their_test_variants_are_sealed():
     dev = {"antenna_trap": {"split": "dev"}}
     both = {**dev, "antenna_trap@test0": {"split": "test"}}
     assert "public scenario files only" in split_caption(dev, {"test_seed": "sealed", "commitment": "ab" * 32})
-    assert split_caption(both, {"test_seed": "public"}).startswith("UNSEALED: games test variants (1: antenna_trap@test0)")
+    assert split_caption(both, {"test_seed": "public", "salt": "public"}) == (
+        "Games test variants (1: antenna_trap@test0) drawn from the test seed. UNSEALED: the test split derives from "
+        "the public config seed (secrets.test_seed: public); anyone can regenerate it.")
     sealed = split_caption(both, {"test_seed": "sealed", "commitment": "cd" * 32, "committed": "2026-12-01"})
-    assert sealed == (f"Games test variants (1: antenna_trap@test0) sealed: drawn from the test seed, commitment "
-                      f"sha256:{'cd' * 32}, committed 2026-12-01.")
+    assert sealed == (f"Games test variants (1: antenna_trap@test0) drawn from the test seed. Test split sealed, seed "
+                      f"commitment sha256:{'cd' * 32}, committed 2026-12-01.")

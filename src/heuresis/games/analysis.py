@@ -762,16 +762,18 @@ def paths_figure(stats: pd.DataFrame, per_step: pd.DataFrame):
 
 
 def split_caption(refs: Mapping[str, Mapping], secrets: Mapping | None) -> str:
-    """The sentence every games table ends with: the public scenarios only, or test variants sealed or UNSEALED."""
+    """The sentence every games table ends with: the public scenarios only, or its test variants and how the seed is held.
+
+    The seed's sentence is the causal tables' (:func:`~heuresis.artifacts.sealing.disclosure_caption`,
+    without the salt's, which no game uses).
+    """
+    from heuresis.artifacts.sealing import disclosure_caption
+
     tests = sorted(name for name, r in refs.items() if r.get("split") == "test")
     if not tests:
         return "Games: the public scenario files only (the development set; games.test_variants draws none)."
-    what = f"Games test variants ({len(tests)}: {', '.join(tests)})"
-    if secrets and secrets.get("test_seed") == "sealed":
-        date = f", committed {secrets['committed']}" if secrets.get("committed") else ""
-        return f"{what} sealed: drawn from the test seed, commitment sha256:{secrets.get('commitment')}{date}."
-    return (f"UNSEALED: {what.lower()[0]}{what[1:]} derive from the public config seed (secrets.test_seed: public); "
-            "anyone can regenerate them.")
+    seed = {k: v for k, v in (secrets or {"test_seed": "public"}).items() if k != "salt"}
+    return f"Games test variants ({len(tests)}: {', '.join(tests)}) drawn from the test seed. {disclosure_caption(seed)}"
 
 
 def load_inputs(references: Sequence, plays: Sequence, judgements: Sequence):
