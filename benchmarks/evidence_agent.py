@@ -307,10 +307,10 @@ def episode_input(rec: dict):
 
 def run_real(cfg: dict, rec: dict, guided: bool = True, spec: dict | None = None) -> dict:
     """One episode of the configured evidence agent; restored pairs labelled against the truth."""
-    from heuresis.agents.base import make_agent
     from heuresis.artifacts.sealing import PUBLIC_SALT
     from heuresis.harness.conditions import Condition
     from heuresis.harness.episode import episode_algorithm_map, episode_seed, run_episode
+    from heuresis.harness.protocol import make_agent
     from heuresis.stages.episodes import episode_settings
 
     spec = dict(cfg["agents"]["evidence"] if spec is None else spec)

@@ -21,7 +21,7 @@ import numpy as np
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from heuresis.config import load_config
+from heuresis.preflight import load_config
 from heuresis.stages.pilot import forecast, pilot_plan
 
 ROOT = Path(__file__).resolve().parents[1]

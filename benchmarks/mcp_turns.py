@@ -18,12 +18,12 @@ import anyio
 import numpy as np
 from mcp import Client
 
-from heuresis.agents.base import Agent, AgentReply, Usage, make_agent, register_agent
 from heuresis.causal.grades import DEFAULT_GRADES
 from heuresis.causal.graph import Graph, dag_to_cpdag
 from heuresis.harness.budgets import BudgetSettings
 from heuresis.harness.conditions import Condition
 from heuresis.harness.episode import EpisodeInput, EpisodeSettings, run_episode
+from heuresis.harness.protocol import Agent, AgentReply, Usage, make_agent, register_agent
 
 
 @register_agent("bench_scripted")

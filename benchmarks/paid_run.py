@@ -78,8 +78,8 @@ def workdir(base: Path, name: str, url: str, instances: int) -> Path:
 
 
 def targets(wd: Path) -> list[str]:
-    from heuresis.config import validate_config
     from heuresis.config.loading import merge_configs, read_config_file
+    from heuresis.preflight import validate_config
     from heuresis.stages.episodes import episode_jobs
 
     cfg: dict = {}
@@ -93,7 +93,7 @@ def targets(wd: Path) -> list[str]:
 def snakemake(wd: Path, outs: list[str], cores: int, cap: int = 0) -> subprocess.Popen:
     cmd = [sys.executable, "-m", "snakemake", *outs, "--cores", str(cores), "--rerun-incomplete", "--quiet",
            "--configfile", "config/quick.yaml", "config/bench.yaml"]
-    if cap:   # the provider's limit (heuresis.agents.spec.provider_resource of openai/...)
+    if cap:   # the provider's limit (heuresis.harness.agent_spec.provider_resource of openai/...)
         cmd += ["--resources", f"llm_openai={cap}"]
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
     return subprocess.Popen(cmd, cwd=wd, env=env, start_new_session=True, stdout=subprocess.DEVNULL,

@@ -30,8 +30,8 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 from llm_server import Conversations, PromptCache, ScriptedLLMServer  # noqa: E402
 
 from heuresis.agents.llm import LLMAgent, token_prices  # noqa: E402
-from heuresis.config import load_config  # noqa: E402
 from heuresis.harness.tools import toolbox  # noqa: E402
+from heuresis.preflight import load_config  # noqa: E402
 
 AGENTS = ("gpt", "claude", "qwen")
 TURNS = {"tight": 10, "standard": 30, "generous": 60}

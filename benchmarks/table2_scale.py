@@ -58,7 +58,8 @@ ROOT = Path(__file__).resolve().parents[1]
 from heuresis.artifacts.provenance import provenance_record  # noqa: E402
 from heuresis.artifacts.report import atomic_write_text, write_paper_table  # noqa: E402
 from heuresis.causal.metrics import score_graph  # noqa: E402
-from heuresis.config import config_digest, load_config  # noqa: E402
+from heuresis.config import config_digest  # noqa: E402
+from heuresis.preflight import load_config  # noqa: E402
 from heuresis.stages.headroom import restore_pairs  # noqa: E402
 from heuresis.stages.headroom_targets import table2  # noqa: E402
 from heuresis.stages.instances import instance_spec, load_truth, write_split  # noqa: E402

@@ -5,14 +5,15 @@
 
 try:
     from heuresis.agents.llm import CredentialsError, ProviderFatalError, check_credentials, llm_agents_in_use, verify_keys
-    from heuresis.agents.spec import result_spec as _result_spec
-    from heuresis.config import ConfigError, SPLITS, check_config_files, validate_config
+    from heuresis.harness.agent_spec import result_spec as _result_spec
+    from heuresis.config import ConfigError, SPLITS, check_config_files
+    from heuresis.preflight import validate_config
     from heuresis.artifacts import paths as P
     from heuresis.artifacts.failures import attempt_param as _attempt_param
     from heuresis.artifacts.paths import benchmark_of, log_of, one_of
-    from heuresis.games.scenario import load_scenario as _load_scenario, scenario_files as _scenario_files
-    from heuresis.games.variants import base_of as _base_of, is_variant as _is_variant, variant_spec as _variant_spec
-    from heuresis.games.workflow import (
+    from heuresis.causal.games.scenario import load_scenario as _load_scenario, scenario_files as _scenario_files
+    from heuresis.stages.games.variants import base_of as _base_of, is_variant as _is_variant, variant_spec as _variant_spec
+    from heuresis.stages.games.workflow import (
         MODES as GAME_MODES,
         judgement_job_runtime as _judgement_job_runtime,
         judges_for as _judges_for,
@@ -173,7 +174,7 @@ def llm_slots(role):
 
 def result_agent_spec(name):
     """An agent's config entry without its transport settings (timeouts, retries, where the URL and key
-    are read from: heuresis.agents.spec.TRANSPORT_KEYS), the params of the jobs calling it: changing
+    are read from: heuresis.harness.agent_spec.TRANSPORT_KEYS), the params of the jobs calling it: changing
     how a model is asked reruns nothing. The job reads the full entry from the config at run time."""
     return _result_spec(config["agents"][name])
 

@@ -110,8 +110,8 @@ def test_agentic_play_requests_are_append_only():
     tool, the measurement query, a refused call and a nudge: each only adds messages."""
     from test_games_workflow import SCENARIOS
 
-    from heuresis.games import load_scenario
-    from heuresis.games.play import run_play
+    from heuresis.causal.games import load_scenario
+    from heuresis.stages.games.play import run_play
 
     scn = load_scenario("antenna_base", SCENARIOS)
     scn.spec["measurable"] = ["storm_intensity"]     # the ablation that offers the measurement query
@@ -137,8 +137,8 @@ def test_prompting_play_requests_are_append_only():
     answer and the budget left (in the newest message only) are appended; nothing earlier changes."""
     from test_games_workflow import SCENARIOS, _deploy
 
-    from heuresis.games import load_scenario
-    from heuresis.games.play import run_play
+    from heuresis.causal.games import load_scenario
+    from heuresis.stages.games.play import run_play
 
     scn = load_scenario("antenna_base", SCENARIOS)
     script = [_deploy(ANTENNA_DESIGNS[0], 20), {"content": "I cannot decide."},

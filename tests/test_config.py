@@ -5,7 +5,8 @@ import re
 
 import pytest
 
-from heuresis.config import ConfigError, validate_config
+from heuresis.config import ConfigError
+from heuresis.preflight import validate_config
 
 
 def _broken(cfg, edit):
@@ -111,7 +112,7 @@ CASES = [
      lambda c: (c["agents"].update(g={"kind": "llm", "model": "anthropic/claude-sonnet-4-5",
                                       "thinking": {"type": "enabled", "budget_tokens": 5000}}),
                 c["games"]["agents"].append("g")),
-     "agents.g.thinking.budget_tokens", "does not fit under the games' per-reply cap (heuresis.games.play.OUTPUT_TOKENS) "
+     "agents.g.thinking.budget_tokens", "does not fit under the games' per-reply cap (heuresis.stages.games.play.OUTPUT_TOKENS) "
                                         "= 4000"),
     ("judge's thinking budget above judge_max_tokens",
      lambda c: c["agents"]["judge_gpt"].update(thinking={"type": "enabled", "budget_tokens": 1500}),
@@ -323,8 +324,8 @@ def test_spend_bounds_of_the_paper_config_counted_by_hand(paper_config):
     in, its cap out)."""
     import litellm
 
-    from heuresis.config.spend import spend_bounds
-    from heuresis.games.workflow import scenario_names
+    from heuresis.preflight.spend import spend_bounds
+    from heuresis.stages.games.workflow import scenario_names
 
     rows = {(r.agent, r.part): r for r in spend_bounds(paper_config)}
     scenarios = scenario_names(paper_config)
@@ -371,7 +372,7 @@ def test_spend_bounds_of_the_paper_config_counted_by_hand(paper_config):
 
 
 def test_an_unknown_price_or_window_is_unknown_never_zero(paper_config):
-    from heuresis.config.spend import spend_bounds
+    from heuresis.preflight.spend import spend_bounds
 
     cfg = copy.deepcopy(paper_config)
     cfg["agents"]["gpt"]["model"] = "openai/no-such-model"                 # no window, no price
@@ -467,8 +468,8 @@ def test_shipped_configs_validate(root, tmp_path):
     """The paper, small and tests' tiny configs and every games scenario validate."""
     from tinyflow import TINY
 
-    from heuresis.config import load_config
-    from heuresis.games.scenario import load_scenarios
+    from heuresis.causal.games.scenario import load_scenarios
+    from heuresis.preflight import load_config
 
     (tmp_path / "tiny.yaml").write_text(TINY)
     tiny = load_config(root / "config/config.yaml", root / "config/quick.yaml", tmp_path / "tiny.yaml")
@@ -497,7 +498,7 @@ YAML_CASES = [
 
 @pytest.mark.parametrize("name,text,where,words", YAML_CASES, ids=[c[0] for c in YAML_CASES])
 def test_bad_yaml_names_file_and_line(root, tmp_path, name, text, where, words):
-    from heuresis.config import load_config
+    from heuresis.preflight import load_config
 
     pwned = tmp_path / "pwned"
     bad = tmp_path / "bad.yaml"
@@ -512,7 +513,7 @@ def test_bad_yaml_names_file_and_line(root, tmp_path, name, text, where, words):
 
 
 def test_missing_config_file(tmp_path):
-    from heuresis.config import load_config
+    from heuresis.preflight import load_config
 
     with pytest.raises(ConfigError, match=f"config file {tmp_path / 'nope.yaml'}: not found"):
         load_config(tmp_path / "nope.yaml")
@@ -568,7 +569,7 @@ def test_cli_invalid_value_message(root, tmp_path, capsys):
 
 
 def test_scenario_yaml_error_names_file_and_line(tmp_path):
-    from heuresis.games.scenario import ScenarioError, load_scenario
+    from heuresis.causal.games.scenario import ScenarioError, load_scenario
 
     (tmp_path / "broken.yaml").write_text("name: broken\nseed: !!python/name:os.system\n")
     with pytest.raises(ScenarioError) as info:
@@ -632,7 +633,7 @@ def test_game_references_without_scenarios(tmp_path, capsys, folder, words):
 def test_scenario_values_name_key_and_range(root, tmp_path, override, words):
     import shutil
 
-    from heuresis.games.scenario import ScenarioError, load_scenario
+    from heuresis.causal.games.scenario import ScenarioError, load_scenario
 
     shutil.copy(root / "config/games/antenna_base.yaml", tmp_path / "antenna_base.yaml")
     (tmp_path / "bad_one.yaml").write_text(f"extends: antenna_base\nname: bad_one\n{override}\n")
@@ -646,8 +647,8 @@ def test_code_defaults_are_the_schema_defaults(root):
     import dataclasses
 
     from heuresis.causal.bootstrap import LEVEL, RESAMPLES
+    from heuresis.causal.games.scenario import SCENARIO_DIR
     from heuresis.config import read_config_files
-    from heuresis.games.scenario import SCENARIO_DIR
     from heuresis.harness.conditions import Condition
     from heuresis.harness.sandbox import SandboxLimits
 
@@ -688,7 +689,7 @@ def test_condition_id_pattern_matches_exactly_the_condition_ids():
 
 def test_scenario_files_follow_extends(tmp_path):
     """A scenario's job depends on its file and every file it extends, child first."""
-    from heuresis.games.scenario import scenario_files
+    from heuresis.causal.games.scenario import scenario_files
 
     (tmp_path / "base.yaml").write_text("name: base\n")
     (tmp_path / "middle.yaml").write_text("extends: base\nname: middle\n")
@@ -716,8 +717,8 @@ def test_each_reference_batch_has_a_name_that_does_not_depend_on_its_position(pa
 
 def test_transport_keys_are_llm_settings_and_split_an_entry(paper_config):
     """Every transport key is a declared setting of an llm agent; an entry is its result part plus its transport part."""
-    from heuresis.agents.spec import TRANSPORT_KEYS, result_spec, transport_of
     from heuresis.config.loading import schema
+    from heuresis.harness.agent_spec import TRANSPORT_KEYS, result_spec, transport_of
 
     llm = schema()["properties"]["agents"]["additionalProperties"]["then"]["properties"]
     assert TRANSPORT_KEYS <= set(llm), sorted(TRANSPORT_KEYS - set(llm))
@@ -762,7 +763,7 @@ def test_check_config_reads_an_overlay_over_the_base_config(root, tmp_path, monk
 
 def test_typed_settings_give_back_the_validated_mappings(quick_config):
     """Each dataclass's as_dict is its validated mapping: the same keys, order and values."""
-    from heuresis.config import typed_settings
+    from heuresis.preflight import typed_settings
 
     t = typed_settings(quick_config)
     eps = quick_config["episodes"]

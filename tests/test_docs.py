@@ -318,8 +318,8 @@ def test_every_cited_section_exists():
 
 def test_readme_quotes_the_paper_configs_bill(paper_config):
     """The README's paper-scale numbers are what check-config computes for config/config.yaml."""
-    from heuresis.config.spend import spend_bounds
     from heuresis.harness.conditions import grid_plan
+    from heuresis.preflight.spend import spend_bounds
 
     text = " ".join(README.read_text().split())
     m = re.search(r"the paper config plans ([\d,]+) LLM episodes and, with game plays, judgements and leakage "

@@ -171,7 +171,7 @@ def test_failed_episodes_rerun_alone_when_the_same_target_is_built_again(tmp_pat
 
     from heuresis.artifacts.failures import n_failed
     from heuresis.artifacts.schemas import EPISODES
-    from heuresis.config import load_config
+    from heuresis.preflight import load_config
     from heuresis.stages.episodes import episode_jobs
 
     wd = copy_workflow(tmp_path / "wf")

@@ -23,10 +23,10 @@ import pytest
 from llm_server import ScriptedLLMServer
 from test_games_workflow import SCENARIOS, _deploy, _spec
 
-from heuresis.games import Game, load_scenario, load_scenarios
-from heuresis.games.play import run_play, task_prompt
-from heuresis.games.references import seed_of
-from heuresis.games.scm import draw, simulate
+from heuresis.causal.games import Game, load_scenario, load_scenarios
+from heuresis.causal.games.references import seed_of
+from heuresis.causal.games.scm import draw, simulate
+from heuresis.stages.games.play import run_play, task_prompt
 
 #: Phrases of the mechanism (GAMES.md §1: what the agent is not told); none may appear in the default task.
 MECHANISM_FACTS = ("critical", "agility", "agile", "destroyed when any", "bias", "nois", "measurement error",
@@ -233,7 +233,7 @@ def test_the_sandbox_takes_named_data_files_only():
 
 
 def test_no_scenario_offers_a_free_look_at_a_hidden_variable_by_default():
-    from heuresis.games.tools import game_tools
+    from heuresis.harness.game_tools import game_tools
     for name, scn in load_scenarios(SCENARIOS).items():
         assert scn.measurable_variables() == [], name
         tools = game_tools(Game(scn, seed=1), analysis=True)
@@ -244,7 +244,7 @@ def test_no_scenario_offers_a_free_look_at_a_hidden_variable_by_default():
 def test_a_causalgame_scenario_offers_its_environment_query_in_both_modes_and_no_extra_disclosure(mode):
     """CausalGame's zone scenario through a scripted LLM: the query answers over the rows seen, no request
     carries a hidden value or one of this track's extra disclosures, the task shows the side information."""
-    from heuresis.games.causalgame import load_cg
+    from heuresis.causal.games.causalgame import load_cg
     scn = load_cg("deployment_zone_trap_categorical")
     design = {"shield": 10, "engine": 5, "enhancement_module": "signal_filter"}
     if mode == "agentic":
@@ -282,7 +282,7 @@ def test_as_published_asks_causalgames_debrief_after_the_outcome(mode):
     outcome and CausalGame's four questions, in the play's conversation (the agentic mode keeps its tools,
     a call in the answer is not executed); the answer is the debrief, the committed report stays, the
     debrief's tokens count in the play's. A failed debrief request records the play failed."""
-    from heuresis.games.causalgame import load_cg
+    from heuresis.causal.games.causalgame import load_cg
     scn = load_cg("antenna_trap")
     design = {"antenna": 0, "camera": 10, "gun": 10, "engine": 15, "cockpit": 20}
     if mode == "agentic":

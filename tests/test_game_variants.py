@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 
 from heuresis.artifacts.sealing import SecretUnavailable, commitment, draw_secret
-from heuresis.games import causalgame as cg
-from heuresis.games import variants as V
-from heuresis.games.design import follows_pattern
-from heuresis.games.references import seed_of
-from heuresis.games.scenario import ScenarioError, load_scenario
-from heuresis.games.workflow import config_errors, game_scenario, load_references, run_references, scenario_names
+from heuresis.causal.games import causalgame as cg
+from heuresis.causal.games.design import follows_pattern
+from heuresis.causal.games.references import seed_of
+from heuresis.causal.games.scenario import ScenarioError, load_scenario
+from heuresis.stages.games import variants as V
+from heuresis.stages.games.workflow import config_errors, game_scenario, load_references, run_references, scenario_names
 
 ROOT = Path(__file__).resolve().parents[1]
 CG = ROOT / "config" / "games" / "causalgame"
@@ -115,7 +115,7 @@ def test_bad_test_variant_settings_are_named_at_start(quick_config, tmp_path):
 
 
 def test_games_tables_say_whether_their_test_variants_are_sealed():
-    from heuresis.games.analysis import split_caption
+    from heuresis.stages.games.analysis import split_caption
 
     dev = {"antenna_trap": {"split": "dev"}}
     both = {**dev, "antenna_trap@test0": {"split": "test"}}

@@ -16,14 +16,14 @@ import numpy as np
 import pytest
 from conftest import OWN_SCENARIOS, ROOT
 
-from heuresis.games import Game, GameError, ScenarioError, load_scenario, load_scenarios
-from heuresis.games.play import run_play
-from heuresis.games.reading import correlational_design, reading_scores
-from heuresis.games.references import search_optimum, seed_of, verify
-from heuresis.games.scenario import DesignError
-from heuresis.games.scm import draw, simulate, survival
-from heuresis.games.tools import game_tools
+from heuresis.causal.games import Game, GameError, ScenarioError, load_scenario, load_scenarios
+from heuresis.causal.games.reading import correlational_design, reading_scores
+from heuresis.causal.games.references import search_optimum, seed_of, verify
+from heuresis.causal.games.scenario import DesignError
+from heuresis.causal.games.scm import draw, simulate, survival
+from heuresis.harness.game_tools import game_tools
 from heuresis.harness.tools import ToolError
+from heuresis.stages.games.play import run_play
 
 SCENARIOS = OWN_SCENARIOS
 GOLDEN = json.loads((ROOT / "tests/data/games_references.json").read_text())
@@ -277,7 +277,7 @@ def test_offline_agents_play_through_the_interface(scenarios, kind):
 
 def test_bad_calls_are_answered_and_recorded(scenarios):
     """A scripted agent (as an LLM might) sends bad calls; each is answered as an error and recorded."""
-    from heuresis.agents.base import Agent, AgentReply, register_agent, tool_call
+    from heuresis.harness.protocol import Agent, AgentReply, register_agent, tool_call
 
     script = [("fly", {}), ("deploy", "{not json"), ("deploy", {"design": {"engine": 1}, "count": 0}),
               ("submit_final_design", {"design": {"engine": 1}, "report": "r"}),
@@ -326,8 +326,8 @@ def test_mechanism_baseline_is_passed_the_family_name_and_reads_no_file(scenario
     import builtins
     import io
 
-    import heuresis.games.play as play
-    from heuresis.games.agents import MechanismAgent
+    import heuresis.stages.games.play as play
+    from heuresis.agents.players import MechanismAgent
 
     given = {}
     real_make = play.make_agent
@@ -355,7 +355,7 @@ def test_mechanism_baseline_is_passed_the_family_name_and_reads_no_file(scenario
     agent = real_make("game_mechanism", given)
     assert isinstance(agent, MechanismAgent)
     # nothing of the scenario (parameters, Game, Scenario) is held by the agent
-    assert not any(type(v).__module__.startswith("heuresis.games.") for v in vars(agent).values())
+    assert not any(type(v).__module__.startswith("heuresis.stages.games.") for v in vars(agent).values())
     # exactly the Stage-1 budget of every agent (the game refuses more; nothing was refused)
     assert out.row["n_errors"] == 0
     calls = [c for c in out.calls if c["tool"] == "deploy"]
@@ -365,7 +365,7 @@ def test_mechanism_baseline_is_passed_the_family_name_and_reads_no_file(scenario
 
 def test_mechanism_baseline_structure_names_only_parts(scenarios):
     """STRUCTURE holds part names per family (no numbers), and each named part exists in its scenarios."""
-    from heuresis.games.agents import STRUCTURE
+    from heuresis.agents.players import STRUCTURE
 
     for fam, st in STRUCTURE.items():
         names = [x for k, v in st.items() if k != "exposed_shares" for x in v]
@@ -378,7 +378,7 @@ def test_mechanism_baseline_structure_names_only_parts(scenarios):
 
 def test_mechanism_baseline_beats_random_search(scenarios):
     """Measured: three plays per scenario with the same seeds for both agents (paired)."""
-    from heuresis.games.workflow import play_seed
+    from heuresis.stages.games.workflow import play_seed
 
     surv = {"game_mechanism": [], "game_random": []}
     for name, scn in sorted(scenarios.items()):

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from conftest import OWN_SCENARIOS, ROOT
 
-from heuresis.games import ScenarioError, load_scenario, load_scenarios
-from heuresis.games.references import (
+from heuresis.causal.games import ScenarioError, load_scenario, load_scenarios
+from heuresis.causal.games.references import (
     check_references,
     compute_references,
     enumerate_lattice,
@@ -24,8 +24,8 @@ from heuresis.games.references import (
     verify,
     winnability_errors,
 )
-from heuresis.games.scenario import follows_pattern
-from heuresis.games.scm import draw, survival
+from heuresis.causal.games.scenario import follows_pattern
+from heuresis.causal.games.scm import draw, survival
 
 SCENARIOS = OWN_SCENARIOS
 GOLDEN = json.loads((ROOT / "tests/data/games_references.json").read_text())

@@ -1,4 +1,4 @@
-"""CausalGame's scenarios re-implemented (heuresis.games.causalgame, docs/games.md "CausalGame models").
+"""CausalGame's scenarios re-implemented (heuresis.causal.games.causalgame, docs/games.md "CausalGame models").
 
 The truths the tests hold the models to are independent of our code: the survival ranges each
 public ``game.json`` publishes per strategy (``expected_performance``, read into the scenario
@@ -13,7 +13,7 @@ import json
 import numpy as np
 import pytest
 
-from heuresis.games.causalgame import (
+from heuresis.causal.games.causalgame import (
     CGDesignError,
     agent_view,
     agility,
@@ -191,7 +191,7 @@ def _weather_kill_term(scn, c, def_value):
     with p 0.5, hit with p 0.8 (agility fixed at 1), ``c`` drawn by combat.py's weights among the seven
     components, a hit of int(70*U(0.7,1.3)) (49..90 uniform) doubled with p 0.2 killing ``c`` when the
     damage less min(int(0.9*DEF), int(0.65*damage)) reaches its HP."""
-    from heuresis.games.causalgame import TARGET_WEIGHTS
+    from heuresis.causal.games.causalgame import TARGET_WEIGHTS
     comps = scn.spec["components"]
     total_w = sum(TARGET_WEIGHTS[k] for k in comps)
     base = np.arange(49, 91)
@@ -207,7 +207,7 @@ def _weather_combat_survival(scn, d):
 
 
 def test_weather_survival_matches_its_closed_form_and_its_optimum_is_below_the_threshold():
-    from heuresis.games.causalgame import weather_pre_survival
+    from heuresis.causal.games.causalgame import weather_pre_survival
     scn = load_cg("weather_noise")
     for i, design in enumerate(({}, {"antenna": 50}, {"antenna": 0, "engine": 30, "cockpit": 30, "wing": 20, "body": 10})):
         d = scn.design(design, enforce_budget=False)
@@ -259,7 +259,7 @@ def _config():
 
 
 def test_model_families_group_a_providers_models():
-    from heuresis.games.workflow import model_family
+    from heuresis.stages.games.workflow import model_family
     assert model_family({"model": "openai/gpt-5"}) == model_family({"model": "openrouter/openai/o3"}) == "openai"
     assert model_family({"model": "anthropic/claude-sonnet-4-5"}) == "anthropic"
     assert model_family({"model": "dashscope/qwen3-max"}) == model_family({"model": "openrouter/qwen/qwen3-32b"}) == "qwen"
@@ -267,7 +267,7 @@ def test_model_families_group_a_providers_models():
 
 
 def test_the_default_panel_leaves_out_each_players_own_family():
-    from heuresis.games.workflow import judges_for, model_family
+    from heuresis.stages.games.workflow import judges_for, model_family
     cfg = _config()
     for player in cfg["games"]["agents"]:
         panel = judges_for(cfg, player)
@@ -277,7 +277,7 @@ def test_the_default_panel_leaves_out_each_players_own_family():
 
 
 def test_a_player_left_without_a_judge_of_another_family_is_a_config_error():
-    from heuresis.games.workflow import judge_panel_errors
+    from heuresis.stages.games.workflow import judge_panel_errors
     cfg = _config()
     cfg["games"]["judges"] = ["judge_gpt"]
     msgs = judge_panel_errors(cfg)
@@ -285,7 +285,7 @@ def test_a_player_left_without_a_judge_of_another_family_is_a_config_error():
 
 
 def test_a_judgement_job_of_the_players_own_family_is_refused(tmp_path):
-    from heuresis.games.workflow import run_judgements
+    from heuresis.stages.games.workflow import run_judgements
     cfg = _config()
     with pytest.raises(ValueError, match="never grades its own model family"):
         run_judgements("judge_claude", cfg["agents"]["judge_claude"], "claude", "agentic", [], [], tmp_path,
@@ -302,7 +302,7 @@ def test_search_from_the_standard_design_reaches_the_published_optimum_and_holds
     """The hill-climb (common random numbers, budget enforced) from the standard design reaches at least
     the lower end of the published optimal strategy's range, and its survival holds on fresh fleets
     (within 4 standard errors of the two estimates: the search does not live on its own drones)."""
-    from heuresis.games.causalgame import search_best
+    from heuresis.causal.games.causalgame import search_best
     scn = load_cg(name)
     opt = next(v for k, v in scn.spec["strategies"].items() if k.startswith("optimal"))
     design, found = search_best(scn, scn.spec["standard_design"], seed=5, n=2000)
@@ -313,7 +313,7 @@ def test_search_from_the_standard_design_reaches_the_published_optimum_and_holds
 
 
 def test_the_env_query_shows_visible_variables_only_and_stops_at_its_budget(scenarios):
-    from heuresis.games.causalgame import EnvQuery, EnvQueryBudgetError
+    from heuresis.causal.games.causalgame import EnvQuery, EnvQueryBudgetError
     for name, scn in scenarios.items():
         rows = history(scn, np.random.default_rng(40))
         q = EnvQuery(scn)
@@ -340,7 +340,7 @@ def _seen(transcript) -> str:
 
 
 def test_every_scenario_plays_through_the_game_tools_and_the_agent_sees_no_hidden_value(scenarios):
-    from heuresis.games.play import run_play
+    from heuresis.stages.games.play import run_play
     for name, scn in scenarios.items():
         for agent in OFFLINE_PLAYERS:
             out = run_play(agent, {"kind": agent}, scn, seed=3, threshold=scn.threshold)
@@ -356,8 +356,8 @@ def test_every_scenario_plays_through_the_game_tools_and_the_agent_sees_no_hidde
 
 
 def test_the_task_states_the_scenarios_facts_and_warns_of_noise_only_where_rows_are_noisy(scenarios):
-    from heuresis.games.game import Game
-    from heuresis.games.play import NOISE_WARNING, task_prompt
+    from heuresis.causal.games.game import Game
+    from heuresis.stages.games.play import NOISE_WARNING, task_prompt
     for name, scn in scenarios.items():
         text = task_prompt(Game(scn, seed=1, threshold=scn.threshold))
         assert (NOISE_WARNING in text) == bool(scn.spec.get("observation_noise")), name
@@ -369,7 +369,7 @@ def test_the_task_states_the_scenarios_facts_and_warns_of_noise_only_where_rows_
 
 
 def test_the_history_is_drawn_per_play_survivors_only_where_failed_drones_are_hidden(scenarios):
-    from heuresis.games.game import Game
+    from heuresis.causal.games.game import Game
     for name, scn in scenarios.items():
         a, b, again = Game(scn, seed=1), Game(scn, seed=2), Game(scn, seed=1)
         rows = lambda g: [r for h in g.history for r in h.rows]  # noqa: E731
@@ -390,8 +390,8 @@ def test_the_history_is_drawn_per_play_survivors_only_where_failed_drones_are_hi
 
 
 def test_the_env_query_tool_summarises_visible_rows_and_stops_at_its_budget():
-    from heuresis.games.game import Game
-    from heuresis.games.tools import game_tools
+    from heuresis.causal.games.game import Game
+    from heuresis.harness.game_tools import game_tools
     from heuresis.harness.tools import ToolError
     scn = load_cg("deployment_zone_trap_categorical")
     game = Game(scn, seed=4)
@@ -414,7 +414,7 @@ def test_the_env_query_tool_summarises_visible_rows_and_stops_at_its_budget():
 
 
 def test_designs_in_a_play_keep_the_sheets_defaults_and_the_budget_is_enforced():
-    from heuresis.games.game import Game, GameError
+    from heuresis.causal.games.game import Game, GameError
     scn = load_cg("deployment_zone_trap_categorical")
     game = Game(scn, seed=2)
     d = game.deploy({"shield": 10, "engine": 5, "enhancement_module": "signal_filter"}, 20)
@@ -428,7 +428,7 @@ def test_designs_in_a_play_keep_the_sheets_defaults_and_the_budget_is_enforced()
 
 
 def test_stage2_flies_the_scenarios_stage2_fleet_from_the_play_seed():
-    from heuresis.games.game import Game
+    from heuresis.causal.games.game import Game
     scn = load_cg("antenna_trap")
     design = {"antenna": 0, "camera": 10, "gun": 10, "engine": 15, "wing": 15}
     scores = []
@@ -447,7 +447,7 @@ def test_the_leaderboard_scores_unsubmitted_plays_both_ways_and_counts_failed_on
     import pandas as pd
 
     from heuresis.config.settings import Bootstrap
-    from heuresis.games.analysis import leaderboard_table
+    from heuresis.stages.games.analysis import leaderboard_table
     rows = []
     for agent, surv, sub, status in [("a", 0.9, True, "ok"), ("a", 0.7, True, "ok"), ("a", 0.0, False, "ok"),
                                      ("a", 0.0, False, "failed"), ("b", 0.8, True, "ok"), ("b", 0.6, True, "ok")]:
@@ -468,12 +468,12 @@ def test_the_leaderboard_scores_unsubmitted_plays_both_ways_and_counts_failed_on
 
 # --- this track's extra disclosures as named ablations (NAME~DISCLOSURE) --------------------------------
 def test_each_ablation_discloses_its_one_extra_thing_on_the_scenarios_own_draws():
-    from heuresis.games.causalgame import DISCLOSURES
-    from heuresis.games.game import Game
-    from heuresis.games.play import task_prompt
-    from heuresis.games.references import seed_of
-    from heuresis.games.scenario import load_scenario
-    from heuresis.games.tools import game_tools
+    from heuresis.causal.games.causalgame import DISCLOSURES
+    from heuresis.causal.games.game import Game
+    from heuresis.causal.games.references import seed_of
+    from heuresis.causal.games.scenario import load_scenario
+    from heuresis.harness.game_tools import game_tools
+    from heuresis.stages.games.play import task_prompt
     base = load_cg("antenna_trap")
     design = {"antenna": 0, "camera": 10, "gun": 10, "engine": 15, "wing": 15}
     plain = Game(base, seed=9)
@@ -509,7 +509,7 @@ def test_the_ablations_table_is_each_ablation_minus_its_scenario():
     import pandas as pd
 
     from heuresis.config.settings import Bootstrap
-    from heuresis.games.analysis import ablations_table
+    from heuresis.stages.games.analysis import ablations_table
     pattern = [{"of": ["antenna"], "at_least": 20}]
     refs = {"antenna_trap": {"trap_pattern": pattern, "family": "antenna", "ablation_of": None},
             "antenna_trap~component_hits": {"trap_pattern": pattern, "family": "antenna",

@@ -11,7 +11,7 @@ import pytest
 
 from heuresis.causal.bootstrap import bootstrap_mean, unpaired_bootstrap
 from heuresis.config.settings import Bootstrap
-from heuresis.games.analysis import (
+from heuresis.stages.games.analysis import (
     NO_JUDGE,
     bias_control_table,
     criteria_table,
@@ -20,7 +20,7 @@ from heuresis.games.analysis import (
     trap_fall,
     trap_fall_table,
 )
-from heuresis.games.judge import CRITERIA, icc
+from heuresis.stages.games.judge import CRITERIA, icc
 
 BOOT = Bootstrap(resamples=300, level=0.9, seed=5)
 PATTERN = [{"of": ["antenna"], "at_least": 4}]

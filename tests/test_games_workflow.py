@@ -27,13 +27,14 @@ from heuresis.artifacts.schemas import (
     GAME_REFERENCES,
 )
 from heuresis.causal.bootstrap import bootstrap_mean
-from heuresis.config import ConfigError, load_config, validate_config
+from heuresis.causal.games import Game, load_scenario
+from heuresis.config import ConfigError
 from heuresis.config.settings import Bootstrap
-from heuresis.games import Game, load_scenario
-from heuresis.games.analysis import NO_JUDGE, criteria_table, family_table, judges_table, path_summary, summary
-from heuresis.games.judge import CRITERIA, ScoreError, icc, parse_scores
-from heuresis.games.play import AnswerError, parse_answer, run_play
-from heuresis.games.workflow import play_seed, run_judgements, run_plays, run_references
+from heuresis.preflight import load_config, validate_config
+from heuresis.stages.games.analysis import NO_JUDGE, criteria_table, family_table, judges_table, path_summary, summary
+from heuresis.stages.games.judge import CRITERIA, ScoreError, icc, parse_scores
+from heuresis.stages.games.play import AnswerError, parse_answer, run_play
+from heuresis.stages.games.workflow import play_seed, run_judgements, run_plays, run_references
 
 SCENARIOS = OWN_SCENARIOS
 FAST_SEARCH = {"drones": 300, "starts": 1, "verify_fleets": 2}
@@ -579,7 +580,7 @@ def test_the_as_published_view_judges_the_debrief_and_keeps_the_committed_judgem
     the report, a play without one scores 0 without asking; turning the view on asks only for it (the committed
     judgements are kept); games_protocols shows both views and their paired difference."""
     from heuresis.artifacts.io import write_table
-    from heuresis.games.analysis import protocols_table
+    from heuresis.stages.games.analysis import protocols_table
 
     run_plays("game_trap_follower", {"kind": "game_trap_follower"}, "agentic", "antenna_base", SCENARIOS,
               plays=3, seed=4, max_turns=40, references=refs, out=tmp_path / "p.parquet",
@@ -618,7 +619,7 @@ def test_the_as_published_view_judges_the_debrief_and_keeps_the_committed_judgem
 
 def test_baselines_have_their_own_play_count_and_a_table_row(refs, tmp_path, paper_config):
     """games.baseline_plays plays of the mechanism-aware baseline land in the family table, with the count."""
-    from heuresis.games.workflow import play_jobs, plays_of
+    from heuresis.stages.games.workflow import play_jobs, plays_of
 
     g = paper_config["games"]
     assert "game_mechanism" in g["agents"] and g["baseline_plays"] != g["plays"]
@@ -645,7 +646,7 @@ def test_baselines_have_their_own_play_count_and_a_table_row(refs, tmp_path, pap
 def test_failed_plays_are_written_counted_and_retried_alone(refs, tmp_path, monkeypatch):
     """A play whose harness raises is written failed, not checkpointed, counted in the metadata; the
     rerun plays only it; the summary counts it and leaves it out of every mean."""
-    import heuresis.games.play as play_mod
+    import heuresis.stages.games.play as play_mod
     from heuresis.artifacts.failures import N_FAILED_KEY, attempt_param, n_failed
     from heuresis.artifacts.io import read_metadata
 
@@ -675,7 +676,7 @@ def test_failed_plays_are_written_counted_and_retried_alone(refs, tmp_path, monk
     assert row.win_rate == pytest.approx(ok.won.mean()) and row.gap == pytest.approx(ok.gap.mean())
     _, disp = family_table(summ, "antenna", [])
     assert disp.Plays.iloc[0] == "3 (1 failed, not scored)"
-    from heuresis.games.judge import judge_play  # a failed play is not judged (no request: no model here)
+    from heuresis.stages.games.judge import judge_play  # a failed play is not judged (no request: no model here)
     judged = judge_play(None, "j", first.iloc[1].to_dict(), load_scenario("antenna_base", SCENARIOS))
     assert judged["status"] == "play_failed" and judged["total"] is None
 
@@ -713,8 +714,8 @@ def test_context_overflow_ends_a_play_with_its_reason(mode):
 
 def test_judge_context_overflow_is_a_judgement_it_cannot_make(refs, tmp_path):
     """A judge whose context cannot hold the prompt: ``unparsed`` (scores null) with the reason, not a failure."""
-    from heuresis.agents.base import make_agent
-    from heuresis.games.judge import judge_play
+    from heuresis.harness.protocol import make_agent
+    from heuresis.stages.games.judge import judge_play
 
     run_plays("game_trap_follower", {"kind": "game_trap_follower"}, "agentic", "antenna_base", SCENARIOS,
               out=tmp_path / "p.parquet", calls_out=tmp_path / "p.calls.parquet", plays=1, seed=4, max_turns=40,
@@ -746,8 +747,8 @@ def test_quota_error_stops_the_play_job_after_one_request(refs, tmp_path, mode):
 def test_llm_players_have_their_own_turn_limit(quick_config):
     """games.llm_max_turns: the turn limit of LLM agents only (the offline players keep
     games.max_turns); the job's runtime and the spend bound count it; null means games.max_turns."""
-    from heuresis.config.spend import spend_bounds
-    from heuresis.games.workflow import max_turns_of, plays_of, scenario_names
+    from heuresis.preflight.spend import spend_bounds
+    from heuresis.stages.games.workflow import max_turns_of, plays_of, scenario_names
 
     cfg = copy.deepcopy(quick_config)
     cfg["agents"]["scripted"] = {"kind": "llm", "model": "openai/scripted-model", "requires_key": False,

@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 from conftest import agent_episode
 
-from heuresis.agents.base import Agent, AgentReply, Usage, register_agent, tool_call
 from heuresis.causal.ci import make_ci_test
 from heuresis.causal.grades import DEFAULT_GRADES, grade_of
 from heuresis.causal.graph import Graph, Relation
@@ -14,6 +13,7 @@ from heuresis.harness.budgets import Budgets, BudgetSettings
 from heuresis.harness.conditions import Condition, expand_conditions
 from heuresis.harness.episode import EpisodeInput, EpisodeSettings, algorithm_mapping
 from heuresis.harness.parse import ParseError, parse_edge_list
+from heuresis.harness.protocol import Agent, AgentReply, Usage, register_agent, tool_call
 from heuresis.harness.tools import MINIMAL_EXCLUDED, TOOLS, ToolContext, ToolError, toolbox
 
 NAMES = ("X1", "X2", "X3", "X4")

@@ -12,7 +12,7 @@ from scipy import stats
 
 from heuresis.causal.graph import dag_to_cpdag, topological_order
 from heuresis.causal.mechanisms import MECHANISMS
-from heuresis.config import validate_config
+from heuresis.preflight import validate_config
 from heuresis.stages.instances import (
     generate_instance,
     instance_seed,

@@ -12,7 +12,8 @@ from llm_server import ScriptedLLMServer
 from heuresis.artifacts.io import read_table
 from heuresis.artifacts.schemas import LEAKAGE
 from heuresis.causal.networks import load_network
-from heuresis.config import ConfigError, validate_config
+from heuresis.config import ConfigError
+from heuresis.preflight import validate_config
 from heuresis.stages.leakage import figure1a, run_leakage, score_reply, to_tokens
 
 
@@ -94,9 +95,9 @@ def test_probe_resumes_without_asking_again(tmp_path):
     assert list(first.status) == ["ok", "unparsed"]
     # a rerun over finished work (artifact present) is Snakemake's business; a killed job keeps its
     # checkpoint: simulate by saving a unit and rerunning with a server that must not be asked for it
-    from heuresis.agents.spec import result_spec
     from heuresis.artifacts.io import Checkpoint
     from heuresis.config import config_digest
+    from heuresis.harness.agent_spec import result_spec
 
     out2 = tmp_path / "again.parquet"
     spec = _spec("http://127.0.0.1:9/v1")

@@ -14,7 +14,7 @@ from heuresis.artifacts.lineage import lineage, read_provenance
 from heuresis.artifacts.provenance import provenance_record
 from heuresis.artifacts.report import save_figure
 from heuresis.cli import main
-from heuresis.config import load_config
+from heuresis.preflight import load_config
 from heuresis.stages.references import run_shard
 
 

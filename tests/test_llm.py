@@ -12,7 +12,6 @@ import pytest
 from conftest import small_lg_split
 from llm_server import ScriptedLLMServer
 
-from heuresis.agents.base import UNREADABLE_TOOL
 from heuresis.agents.llm import (
     CredentialsError,
     check_credentials,
@@ -23,6 +22,7 @@ from heuresis.agents.llm import (
 )
 from heuresis.artifacts.io import read_table
 from heuresis.artifacts.schemas import CALLS, EPISODES, REQUESTS
+from heuresis.harness.protocol import UNREADABLE_TOOL
 from heuresis.stages.episodes import run_episode_shard
 
 assert os.environ.get("LITELLM_LOCAL_MODEL_COST_MAP") == "True"   # set by conftest: no network at import

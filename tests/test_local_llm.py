@@ -191,9 +191,10 @@ def test_missing_extra_is_named(tmp_path, monkeypatch):
 
 
 def test_overlay_agents_need_the_address(monkeypatch, quick_config):
-    from heuresis.agents.base import make_agent
     from heuresis.agents.llm import CredentialsError, check_credentials
-    from heuresis.config import merge_configs, validate_config
+    from heuresis.config import merge_configs
+    from heuresis.harness.protocol import make_agent
+    from heuresis.preflight import validate_config
 
     cfg = validate_config(merge_configs(quick_config, LOCAL))
     monkeypatch.delenv(API_BASE_ENV, raising=False)
@@ -232,8 +233,8 @@ def test_overlay_agents_need_the_address(monkeypatch, quick_config):
 
 
 def test_llama_cpp_call_prefix_in_text_is_recovered():
-    from heuresis.agents.base import UNREADABLE_TOOL
     from heuresis.agents.llm import recover_tool_calls
+    from heuresis.harness.protocol import UNREADABLE_TOOL
 
     names = {"view_graph", "submit"}
     assert recover_tool_calls("functions.view_graph:", names)[:2] == ([("view_graph", "{}")], "")
@@ -459,8 +460,8 @@ def test_real_model_leakage_request(server, tmp_path):
 
 
 def _scenario():
-    from heuresis.games.scenario import load_scenario
-    from heuresis.games.workflow import play_seed
+    from heuresis.causal.games.scenario import load_scenario
+    from heuresis.stages.games.workflow import play_seed
 
     scn = load_scenario("antenna_base", str(ROOT / "config" / "games"))
     return scn, play_seed(2024, scn.name, 0)
@@ -469,7 +470,7 @@ def _scenario():
 @needs_extra
 @pytest.mark.parametrize("mode", ["agentic", "prompting"])
 def test_real_model_game_play(server, mode):
-    from heuresis.games.play import run_play
+    from heuresis.stages.games.play import run_play
 
     scn, seed = _scenario()
     out = run_play("local", LOCAL["agents"]["local"], scn, seed=seed, max_turns=4, mode=mode)
@@ -496,9 +497,9 @@ def test_real_model_game_play(server, mode):
 
 @needs_extra
 def test_real_model_judgement(server):
-    from heuresis.agents.base import make_agent
-    from heuresis.games.judge import CRITERIA, judge_play
-    from heuresis.games.play import run_play
+    from heuresis.harness.protocol import make_agent
+    from heuresis.stages.games.judge import CRITERIA, judge_play
+    from heuresis.stages.games.play import run_play
 
     scn, seed = _scenario()
     play = run_play("game_greedy", {"kind": "game_greedy", "step": 2}, scn, seed=seed).row   # writes a report

@@ -5,13 +5,13 @@ import json
 import pytest
 from conftest import agent_episode, chain_instance
 
-from heuresis.agents.base import Observation, Usage
 from heuresis.causal.grades import DEFAULT_GRADES
 from heuresis.harness import tools as harness_tools
 from heuresis.harness.budgets import BudgetSettings
 from heuresis.harness.conditions import Condition
 from heuresis.harness.episode import EpisodeSettings
 from heuresis.harness.loop import UsageTotals, single_request
+from heuresis.harness.protocol import Observation, Usage
 from heuresis.harness.tools import ToolResult
 
 MENU = {"pc_fisherz": {"alpha": 0.05}, "pc_kci": {"alpha": 0.05}, "ges": {}}
@@ -119,8 +119,8 @@ def test_usage_totals_cost_unknown_once_one_request_has_no_price():
 
 
 def test_single_request_records_a_failure_with_what_it_spent():
-    from heuresis.agents.base import Agent, AgentReply
     from heuresis.agents.llm import LLMCallError
+    from heuresis.harness.protocol import Agent, AgentReply
 
     class Failing(Agent):
         def respond(self, messages, tools):
@@ -148,8 +148,8 @@ def test_game_agents_read_the_data_not_the_text(monkeypatch):
     """Rewording every game tool's text changes nothing an offline game agent does."""
     from pathlib import Path
 
-    from heuresis.games import load_scenarios
-    from heuresis.games.play import run_play
+    from heuresis.causal.games import load_scenarios
+    from heuresis.stages.games.play import run_play
 
     scn = load_scenarios(Path(__file__).resolve().parents[1] / "config" / "games")["antenna_base"]
     plain = {a: run_play(a, {"kind": a}, scn, seed=2) for a in ("game_bandit", "game_trap_follower")}

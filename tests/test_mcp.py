@@ -26,9 +26,9 @@ from llm_server import CLOCK
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from heuresis.agents.base import Agent, AgentReply, Usage, register_agent
 from heuresis.artifacts.io import read_table
 from heuresis.artifacts.schemas import CALLS, EPISODES, REQUESTS
+from heuresis.harness.protocol import Agent, AgentReply, Usage, register_agent
 from heuresis.stages.episodes import run_episode_shard
 
 CONDITION = "full-guided-p1-none-mcp-once-r0"
@@ -500,8 +500,8 @@ CG_GAME_MOVES = [("get_status", {}), ("query_environment", {"variable": "wind_sp
     ("config/games/causalgame", "weather_noise", CG_GAME_MOVES, [True, True, False, True, True, True])])
 def test_external_command_plays_a_game_like_the_scripted_agent(tmp_path, folder, name, moves, ok):
     """The games' agentic mode through the same bridge: the same calls, stages and outcome as the built-in loop."""
-    from heuresis.games import load_scenarios
-    from heuresis.games.play import run_play
+    from heuresis.causal.games import load_scenarios
+    from heuresis.stages.games.play import run_play
 
     scn = load_scenarios(ROOT / folder)[name]
     (tmp_path / "client.py").write_text(GAME_CLIENT)
@@ -691,7 +691,7 @@ def test_a_command_that_cannot_start_fails_the_episode(split, tmp_path):
 def test_cli_serves_a_game_play_over_stdio(tmp_path):
     """``heuresis serve-play``: an SDK client plays a scenario's tool mode; the play is written to the plays tables."""
     from heuresis.artifacts.schemas import GAME_CALLS, GAME_PLAYS
-    from heuresis.games.workflow import run_references
+    from heuresis.stages.games.workflow import run_references
 
     folder = OWN_SCENARIOS
     run_references("weather_base", folder, {"drones": 300, "starts": 1, "verify_fleets": 2},

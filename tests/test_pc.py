@@ -47,7 +47,7 @@ def random_dag(rng, d, p):
 
 
 def _config():
-    from heuresis.config import load_config
+    from heuresis.preflight import load_config
 
     return load_config("config/config.yaml", "config/quick.yaml")
 

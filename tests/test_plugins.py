@@ -24,8 +24,9 @@ import pytest
 import yaml
 from conftest import OWN_SET_GAMES, ROOT
 
-from heuresis.config import ConfigError, validate_config
+from heuresis.config import ConfigError
 from heuresis.config.loading import read_config_files
+from heuresis.preflight import validate_config
 
 EXAMPLE = ROOT / "examples" / "example-agent"
 PYPROJECT = tomllib.loads((EXAMPLE / "pyproject.toml").read_text())
@@ -33,7 +34,7 @@ DIST, VERSION = PYPROJECT["project"]["name"], PYPROJECT["project"]["version"]
 ENTRY_POINTS = PYPROJECT["project"]["entry-points"]["heuresis.agents"]
 
 CASES = '''
-from heuresis.agents.base import Agent, AgentReply
+from heuresis.harness.protocol import Agent, AgentReply
 from heuresis.agents.offline import ShortcutAgent
 
 
@@ -98,7 +99,7 @@ def _errors(cfg: dict) -> str:
 def test_the_installed_example_registers_its_kinds(on_path):
     from importlib import metadata
 
-    from heuresis.agents.base import agent_origin, make_agent
+    from heuresis.harness.protocol import agent_origin, make_agent
 
     eps = {ep.name: ep for ep in metadata.entry_points(group="heuresis.agents")}
     assert {k: eps[k].value for k in ENTRY_POINTS} == ENTRY_POINTS
@@ -118,8 +119,8 @@ def test_the_installed_example_registers_its_kinds(on_path):
 
 
 def test_the_example_overlay_validates_and_adds_the_agents(on_path):
-    from heuresis.games.workflow import play_jobs, plays_of
     from heuresis.stages.episodes import episode_jobs
+    from heuresis.stages.games.workflow import play_jobs, plays_of
 
     cfg = read_config_files(ROOT / "config/config.yaml", ROOT / "config/quick.yaml", EXAMPLE / "config.yaml")
     cfg = validate_config(cfg)
@@ -133,7 +134,7 @@ def test_the_example_overlay_validates_and_adds_the_agents(on_path):
 
 
 def test_a_plugin_is_never_given_the_unmasking_map(on_path):
-    from heuresis.agents.base import make_agent
+    from heuresis.harness.protocol import make_agent
 
     agent = make_agent("open", {"kind": "python", "class": "plugin_cases:Open", "depth": 1},
                        algorithm_map={"algorithm_A": "pc_kci"})
@@ -150,7 +151,7 @@ ERRORS = {
     "attribute missing": ({"kind": "python", "class": "plugin_cases:Missing"}, "agents.mine.class",
                           "module 'plugin_cases' has no attribute 'Missing'"),
     "not an Agent": ({"kind": "python", "class": "plugin_cases:NOT_A_CLASS"}, "agents.mine.class",
-                     "is 3, not a subclass of heuresis.agents.base:Agent"),
+                     "is 3, not a subclass of heuresis.harness.protocol:Agent"),
     "malformed class": ({"kind": "python", "class": "plugin_cases.Open"}, "agents.mine.class",
                         "'plugin_cases.Open' is not of the form 'package.module:Class'"),
     "unexpected parameter": ({"kind": "example_one_algorithm", "pik": 1}, "agents.mine",
@@ -179,7 +180,7 @@ def test_a_bad_plugin_entry_stops_the_workflow_naming_it(on_path, case):
 def test_a_value_the_plugin_refuses_fails_when_built(on_path):
     """Validation builds no outside class (its constructor may have side effects): the parameters fit its
     signature, so the entry passes; the value is the constructor's to refuse, when a job builds it."""
-    from heuresis.agents.base import make_agent
+    from heuresis.harness.protocol import make_agent
 
     assert validate_config(_config(mine={"kind": "example_one_algorithm", "pick": -1}))["agents"]["mine"]["pick"] == -1
     with pytest.raises(ValueError, match="pick must be a whole number >= 0, got -1"):
@@ -215,11 +216,11 @@ def test_games_accept_a_plugin_player_and_refuse_an_unknown_one(on_path):
 
 def test_a_plugin_game_player_in_an_episode_grid_is_refused(on_path):
     """A subclass of the games' offline player base plays games, not episodes (as the built-in players)."""
-    from heuresis.games.agents import GameAgent  # noqa: F401  (the base the module below subclasses)
+    from heuresis.agents.players import GameAgent  # noqa: F401  (the base the module below subclasses)
 
     cfg = _config(gp={"kind": "python", "class": "plugin_game:Player"})
     (on_path / "plugin_game.py").write_text(textwrap.dedent('''
-        from heuresis.games.agents import GameAgent
+        from heuresis.agents.players import GameAgent
 
 
         class Player(GameAgent):
@@ -248,7 +249,7 @@ def test_the_example_runs_an_episode_and_a_play_through_the_workflow(site, tmp_p
 
     from heuresis.artifacts.io import read_table
     from heuresis.artifacts.schemas import CALLS, EPISODES, GAME_CALLS, GAME_PLAYS, REFERENCES
-    from heuresis.config import load_config
+    from heuresis.preflight import load_config
     from heuresis.stages.episodes import episode_jobs
 
     wd = copy_workflow(tmp_path / "wf")

@@ -146,7 +146,8 @@ def test_figure8_built_by_the_tiny_workflow(tiny_run):
 
 
 def test_classifier_config_errors_name_the_key(quick_config):
-    from heuresis.config import ConfigError, merge_configs, validate_config
+    from heuresis.config import ConfigError, merge_configs
+    from heuresis.preflight import validate_config
 
     with pytest.raises(ConfigError, match=r"repairs.classifier.n_trees"):
         validate_config(merge_configs(quick_config, {"repairs": {"classifier": {"n_trees": 5}}}))

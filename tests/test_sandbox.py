@@ -178,8 +178,8 @@ def _keys(obj) -> set:
 
 @pytest.mark.parametrize("name", ["antenna_base", "zone_base", "weather_base"])
 def test_game_tools_reveal_no_hidden_parameters_or_stage2_draw(name):
-    from heuresis.games import Game, load_scenario
-    from heuresis.games.tools import game_tools
+    from heuresis.causal.games import Game, load_scenario
+    from heuresis.harness.game_tools import game_tools
     from heuresis.harness.tools import ToolError
 
     scn = load_scenario(name, OWN_SCENARIOS)
@@ -241,8 +241,8 @@ def test_an_unquoted_off_in_the_config_turns_the_code_tool_off(quick_config):
     """``isolation: off`` in YAML is read as false (so is the schema's enum): it means off, not an error."""
     import copy
 
-    from heuresis.config import validate_config
     from heuresis.harness.sandbox import check_isolation, isolation_for
+    from heuresis.preflight import validate_config
 
     cfg = copy.deepcopy(quick_config)
     cfg["episodes"]["code_tool"]["isolation"] = False

@@ -10,8 +10,9 @@ from scipy import stats
 from sklearn.metrics import f1_score
 
 from heuresis.causal.networks import load_network
-from heuresis.config import ConfigError, merge_configs, validate_config
+from heuresis.config import ConfigError, merge_configs
 from heuresis.config.settings import Bootstrap
+from heuresis.preflight import validate_config
 from heuresis.stages.saturation import load_saturation, run_network, saturation_settings, saturation_summary, simulate
 
 

@@ -111,17 +111,17 @@ def test_no_module_imports_a_private_name_of_another():
 
 @pytest.mark.parametrize("stage", [*(f"stages.{s}" for s in ("instances", "references", "headroom", "verification",
                                                               "episodes", "leakage", "saturation", "repairs")),
-                                   "games.workflow"])
+                                   "stages.games.workflow"])
 def test_each_stage_checks_its_own_config_section(stage):
     """Validation collects each stage's ``config_errors``; it imports no other part of a stage.
 
     A stage package's ``config_errors`` may be defined in one of its modules and re-exported.
     """
-    from heuresis.config.validation import STAGE_CHECKS
+    from heuresis.preflight.validation import STAGE_CHECKS
 
     assert any(m == f"heuresis.{stage}" or m.startswith(f"heuresis.{stage}.") for m in {c.__module__ for c in STAGE_CHECKS})
     graph = import_graph()
-    assert graph.edges["heuresis.config.validation", f"heuresis.{stage}"]["names"] in ([], ["config_errors"])
+    assert graph.edges["heuresis.preflight.validation", f"heuresis.{stage}"]["names"] in ([], ["config_errors"])
 
 
 def test_config_loading_depends_on_no_other_module():
@@ -129,79 +129,88 @@ def test_config_loading_depends_on_no_other_module():
     assert not list(import_graph().successors("heuresis.config.loading"))
 
 
-# The package's layers, lowest first: a module may import its own layer and the layers below it,
-# never one above. The agent protocol (the classes and the registry an agent plugs into) sits
-# below the harness, which drives an agent it is handed; the agent implementations sit above it.
-# The games track spans the layers: its simulation core (the hidden SCMs, scenarios, the game
-# itself) is a causal building block, its tools extend the harness's, its offline players are
-# agents, and its plays, judgements and tables are a stage.
-GAMES_CORE = ["heuresis.games.scm", "heuresis.games.design", "heuresis.games.causalgame", "heuresis.games.scenario",
-              "heuresis.games.reading", "heuresis.games.references", "heuresis.games.game"]
-LAYERS = {
-    "base": ["heuresis.registry", "heuresis.config.loading", "heuresis.config.settings"],
-    "causal": ["heuresis.causal", *GAMES_CORE],
-    "artifacts": ["heuresis.artifacts"],
-    "agent protocol": ["heuresis.agents.base", "heuresis.agents.spec"],
-    "harness": ["heuresis.harness", "heuresis.games.tools"],
-    "agents": ["heuresis.agents", "heuresis.games.agents"],
-    "stages": ["heuresis.stages", "heuresis.games", "heuresis.view"],
-    "targets": ["heuresis.targets"],
-    "config": ["heuresis.config"],
-    "application": ["heuresis.cli", "heuresis.local_server"],
-}
+def package_layers(doc: str | None = None) -> list[list[str]]:
+    """The layers of the package docstring, lowest first: each bullet's ````names```` before its dash.
+
+    The folder list is the layer map: a bullet is one layer, and the names it lists before " — "
+    are the folders and top-level modules in it.
+    """
+    import re
+
+    import heuresis
+
+    text = heuresis.__doc__ if doc is None else doc
+    bullets = re.findall(r"^\* (.*?) — ", text or "", re.M)
+    return [re.findall(r"``(\w+)``", b) for b in bullets]
 
 
-def layer_of(module: str) -> int:
-    """The layer of a module: the longest prefix listed in LAYERS wins (agents.base before agents)."""
-    if module == "heuresis":   # the package itself: __version__ and the causal layer's re-exports
-        return list(LAYERS).index("causal")
-    best, rank = "", -1
-    for i, prefixes in enumerate(LAYERS.values()):
-        for prefix in prefixes:
-            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > len(best):
-                best, rank = prefix, i
-    if rank < 0:
-        raise KeyError(f"{module} is in no layer of LAYERS (tests/test_structure.py)")
-    return rank
+def layer_of(module: str, layers: list[list[str]] | None = None, graph: nx.DiGraph | None = None) -> int:
+    """The layer of a module: the layer whose bullet names its top-level folder or module.
+
+    The package itself (``heuresis``: its docstring and its re-exports) takes the highest layer of
+    what it imports.
+    """
+    layers = package_layers() if layers is None else layers
+    parts = module.split(".")
+    if len(parts) == 1:
+        graph = import_graph() if graph is None else graph
+        return max((layer_of(b, layers) for b in graph.successors(module)), default=0)
+    for i, names in enumerate(layers):
+        if parts[1] in names:
+            return i
+    raise KeyError(f"{module}: its folder {parts[1]!r} is in no layer of the package docstring's list")
+
+
+def test_the_docstring_names_every_folder_in_exactly_one_layer():
+    layers = package_layers()
+    listed = [n for names in layers for n in names]
+    tops = sorted(p.stem for p in PACKAGE.iterdir() if (p.suffix == ".py" and p.stem != "__init__")
+                  or (p.is_dir() and (p / "__init__.py").exists()))
+    assert len(layers) >= 8 and sorted(listed) == tops, (listed, tops)   # each named once, none missing
 
 
 def test_the_layers_are_ordered_and_name_every_module():
     graph = import_graph()
-    modules = [m for m in graph.nodes if m != "heuresis"]   # the package's docstring and re-exports: the map
+    modules = [m for m in graph.nodes if m != "heuresis"]
     assert len(modules) > 80
-    assert {layer_of(m) for m in modules} == set(range(len(LAYERS)))   # every layer holds a module
-    assert layer_of("heuresis.agents.base") < layer_of("heuresis.harness.loop") < layer_of("heuresis.agents.llm")
+    assert {layer_of(m, graph=graph) for m in modules} == set(range(len(package_layers())))   # no empty layer
+    assert layer_of("heuresis.harness.protocol") < layer_of("heuresis.agents.llm") < layer_of("heuresis.stages.episodes")
+    game = ["heuresis.causal.games.scm", "heuresis.harness.game_tools", "heuresis.agents.players", "heuresis.stages.games.play"]
+    assert [layer_of(m) for m in game] == sorted(layer_of(m) for m in game) and len({layer_of(m) for m in game}) == 4
+
+
+def climbing_imports(graph: nx.DiGraph, layers: list[list[str]] | None = None) -> list[str]:
+    """Each import from a module to a module of a higher layer, described."""
+    layers = package_layers() if layers is None else layers
+    out = []
+    for a, b in graph.edges:
+        la, lb = layer_of(a, layers, graph), layer_of(b, layers, graph)
+        if lb > la:
+            out.append(f"{a} (layer {'/'.join(layers[la])}, line {graph.edges[a, b]['lines'][0]}) imports {b} "
+                       f"(layer {'/'.join(layers[lb])})")
+    return out
 
 
 def test_no_import_climbs_to_a_higher_layer():
-    graph = import_graph()
-    names = list(LAYERS)
-    climbing = [f"{a} ({names[layer_of(a)]}, line {graph.edges[a, b]['lines'][0]}) imports {b} ({names[layer_of(b)]})"
-                for a, b in graph.edges if a != "heuresis" and layer_of(b) > layer_of(a)]
+    climbing = climbing_imports(import_graph())
     assert not climbing, climbing
 
 
 def test_the_layer_check_catches_a_climbing_import(tmp_path):
-    """A stand-in package whose causal module imports a stage: the check names it."""
+    """A stand-in package whose causal module imports a stage: the check names it, from its docstring."""
     pkg = tmp_path / "heuresis"
     for sub in ("causal", "stages"):
         (pkg / sub).mkdir(parents=True)
         (pkg / sub / "__init__.py").write_text("")
-    (pkg / "__init__.py").write_text("")
-    (pkg / "stages" / "headroom.py").write_text("X = 1\n")
-    (pkg / "causal" / "graph.py").write_text("from heuresis.stages.headroom import X\n")
-    graph = import_graph(pkg)
-    edges = [(a, b) for a, b in graph.edges if layer_of(b) > layer_of(a)]
-    assert edges == [("heuresis.causal.graph", "heuresis.stages.headroom")]
-
-
-def test_the_package_docstring_names_every_subpackage_and_top_level_module():
-    import heuresis
-
-    tops = {p.stem for p in PACKAGE.iterdir() if (p.suffix == ".py" and p.stem != "__init__")
-            or (p.is_dir() and (p / "__init__.py").exists())}
-    missing = sorted(t for t in tops if f"``{t}``" not in (heuresis.__doc__ or ""))
-    assert not missing, f"the package docstring (the map) does not name: {missing}"
+    doc = "Layers:\n\n* ``causal`` — graphs;\n* ``stages`` — the workflow.\n"
+    (pkg / "__init__.py").write_text(f'"""{doc}"""\n')
+    (pkg / "stages" / "headroom.py").write_text("from heuresis.causal.graph import Y\nX = 1\n")
+    (pkg / "causal" / "graph.py").write_text("from heuresis.stages.headroom import X\nY = 2\n")
+    layers = package_layers(doc)
+    assert layers == [["causal"], ["stages"]]
+    climbing = climbing_imports(import_graph(pkg), layers)
+    assert len(climbing) == 1 and climbing[0].startswith("heuresis.causal.graph (layer causal, line 1) imports "
+                                                         "heuresis.stages.headroom"), climbing
 
 
 def test_the_harness_is_handed_its_agent():
@@ -210,7 +219,7 @@ def test_the_harness_is_handed_its_agent():
     builds = [(a, b) for a, b in graph.edges if a.startswith("heuresis.harness")
               and "make_agent" in graph.edges[a, b]["names"]]
     assert not builds, builds
-    assert "make_agent" in graph.edges["heuresis.stages.episodes", "heuresis.agents.base"]["names"]
+    assert "make_agent" in graph.edges["heuresis.stages.episodes", "heuresis.harness.protocol"]["names"]
 
 
 #: Modules of an optional extra that src/ may import, each with its distribution and extra. They are

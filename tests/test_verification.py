@@ -11,7 +11,8 @@ import pytest
 
 from heuresis.causal import graph as G
 from heuresis.causal.graph import Graph
-from heuresis.config import ConfigError, validate_config
+from heuresis.config import ConfigError
+from heuresis.preflight import validate_config
 from heuresis.stages.verification import (
     A003024,
     CHECKS,

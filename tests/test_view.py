@@ -436,7 +436,7 @@ EDIT_CONDITIONS = ["full-unguided-p1-none-standard-none-r0", "full-guided-p1-non
 @pytest.fixture(scope="module")
 def edited(tiny_run, run, tmp_path_factory) -> Path:
     """A copy of the run with two episodes of agent ``editor`` (unguided, guided) that play :data:`EDITS`."""
-    from heuresis.config import load_config
+    from heuresis.preflight import load_config
 
     results = tmp_path_factory.mktemp("edited") / "results"
     shutil.copytree(run, results)

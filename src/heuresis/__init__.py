@@ -1,21 +1,23 @@
 """Heuresis: a benchmark for LLM agents that do causal discovery from data alone.
 
-The package, by layer (lowest first; a module imports only its own layer and those below it,
-which tests/test_structure.py checks):
+The package's folders and top-level modules, by layer (lowest first). A module imports only its
+own layer and those below it; each bullet is one layer, and the names before its dash are that
+layer's folders and modules (tests/test_structure.py reads this list and checks every import):
 
 * ``registry`` — name registries: how the config names mechanism kinds, CI tests, algorithms, agents;
-  ``config.loading`` — reading config files and the schema's defaults;
-* ``causal`` — graphs, metrics, mechanisms, CI tests, the algorithms (PC among them), bootstrap;
+* ``config`` — reading and merging config files, the schema's defaults, the typed settings;
+* ``causal`` — graphs, metrics, mechanisms, CI tests, the algorithms (PC among them), bootstrap,
+  and the games' model (``causal.games``: hidden SCMs, scenarios, one game);
 * ``artifacts`` — artifact paths, Parquet schemas and IO, provenance, lineage, failures, reports;
-* ``agents.base`` and ``agents.spec`` — the agent protocol a plugin implements;
-* ``harness`` — one episode: prompts, tools, budgets, the agent loop, the request log;
-* ``agents`` — the agents: offline, LLM (litellm), external (MCP);
+* ``harness`` — the agent protocol a plugin implements and its registry, and one episode: prompts,
+  tools (the games' too), budgets, the agent loop, the request log, the sandbox;
+* ``agents`` — the agents: offline, LLM (litellm), external (MCP), the games' offline players;
 * ``stages`` — the workflow's stages, one per rule file, each with its config checks, its job
-  planning and its run (``stages.jobs``: what a model-calling job asks for); ``games`` — the interventional track;
-  ``view`` — the results viewer;
-* ``targets`` — the paper's tables and figures, each declared once;
-* ``config`` — validation of the whole config (each stage's checks) and what it may spend;
-* ``cli`` — the ``heuresis`` command; ``local_server`` — the local model server.
+  planning and its run (``stages.jobs``: what a model-calling job asks for; ``stages.games``: the
+  interventional track's plays, judgements and tables);
+* ``targets``, ``view`` — the paper's tables and figures, each declared once; the results viewer;
+* ``preflight`` — validation of the whole config (each stage's checks) and what it may spend;
+* ``cli``, ``local_server`` — the ``heuresis`` command; the local model server.
 """
 
 from heuresis.causal.graph import Graph, Relation, d_separated, dag_to_cpdag, meek_closure

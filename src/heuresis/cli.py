@@ -24,7 +24,7 @@ def _config_files(args: argparse.Namespace) -> list[str]:
 
 
 def _load(args: argparse.Namespace) -> dict:
-    from heuresis.config import load_config
+    from heuresis.preflight import load_config
 
     return load_config(*_config_files(args))
 
@@ -65,9 +65,9 @@ def _amount(value, dollars: bool = False) -> str:
 def spend_lines(cfg: dict) -> list[str]:
     """Return the spend lines of ``check-config``: upper bounds per LLM agent and part of the run.
 
-    Requests, input and output tokens and dollars (:func:`heuresis.config.spend.spend_bounds`).
+    Requests, input and output tokens and dollars (:func:`heuresis.preflight.spend.spend_bounds`).
     """
-    from heuresis.config.spend import spend_bounds
+    from heuresis.preflight.spend import spend_bounds
 
     rows = spend_bounds(cfg)
     if not rows:
@@ -91,7 +91,7 @@ def pilot_forecast(cfg: dict, results: str | Path = "results") -> tuple[int, lis
     """The forecast of the largest pilot under ``results/pilot`` against ``cfg``'s plan; None: no pilot yet."""
     from heuresis.artifacts.io import read_table
     from heuresis.artifacts.schemas import PILOT
-    from heuresis.config.spend import ceilings
+    from heuresis.preflight.spend import ceilings
     from heuresis.stages.pilot import forecast
 
     runs = sorted((int(d.name[1:]), d) for d in Path(results, "pilot").glob("k*") if d.name[1:].isdigit()
@@ -183,7 +183,7 @@ def cmd_check_config(args: argparse.Namespace) -> int:
     print(f"families: {fams}")
     for line in episode_bill(cfg):
         print(line)
-    from heuresis.games.workflow import play_jobs, scenario_names
+    from heuresis.stages.games.workflow import play_jobs, scenario_names
 
     g = cfg["games"]
     print(f"games: {len(scenario_names(cfg))} scenarios, agents {', '.join(g['agents'])}, modes "
@@ -406,12 +406,12 @@ _PLAY_HELP = """commands:
 
 def cmd_play(args: argparse.Namespace, inp=input, out=print) -> int:
     """Play a scenario by hand through the same game the agents play."""
-    from heuresis.games import Game
-    from heuresis.games.agents import rows_of
-    from heuresis.games.game import GameError
-    from heuresis.games.play import task_prompt
-    from heuresis.games.scenario import load_scenario
-    from heuresis.games.tools import game_tools
+    from heuresis.agents.players import rows_of
+    from heuresis.causal.games import Game
+    from heuresis.causal.games.game import GameError
+    from heuresis.causal.games.scenario import load_scenario
+    from heuresis.harness.game_tools import game_tools
+    from heuresis.stages.games.play import task_prompt
 
     scn = load_scenario(args.scenario, args.scenarios)
     game = Game(scn, seed=args.seed, threshold=args.threshold)
@@ -473,8 +473,8 @@ def cmd_game_references(args: argparse.Namespace) -> int:
     from heuresis.artifacts.io import atomic_write_text
     from heuresis.artifacts.provenance import code_version
     from heuresis.artifacts.report import format_interval
-    from heuresis.games.references import scenario_references
-    from heuresis.games.scenario import load_scenarios, scenario_dir
+    from heuresis.causal.games.references import scenario_references
+    from heuresis.causal.games.scenario import load_scenarios, scenario_dir
 
     scns = load_scenarios(args.scenarios, args.scenario or None)
     if not scns:
@@ -571,7 +571,7 @@ def cmd_serve_play(args: argparse.Namespace) -> int:
     from heuresis.agents.external import wait_for_clients
     from heuresis.artifacts.logs import stage_logger
     from heuresis.config.settings import CodeTool
-    from heuresis.games.workflow import run_plays, scenario_folder
+    from heuresis.stages.games.workflow import run_plays, scenario_folder
 
     cfg = _load(args)
     spec = _served_spec(cfg, args)

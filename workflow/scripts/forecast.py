@@ -1,6 +1,6 @@
 """Snakemake adapter: the forecast of the run's LLM spend from its pilot (logic: heuresis.stages.pilot)."""
 
-from heuresis.config.spend import ceilings
+from heuresis.preflight.spend import ceilings
 from heuresis.stages.pilot import write_forecast
 
 sm = snakemake  # noqa: F821  (injected by Snakemake)

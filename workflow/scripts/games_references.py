@@ -1,8 +1,8 @@
-"""Snakemake adapter: references of one game scenario (logic: heuresis.games.workflow)."""
+"""Snakemake adapter: references of one game scenario (logic: heuresis.stages.games.workflow)."""
 
 from heuresis.artifacts.logs import stage_logger
 from heuresis.artifacts.sealing import require_test_seed
-from heuresis.games.workflow import run_references
+from heuresis.stages.games.workflow import run_references
 
 sm = snakemake  # noqa: F821  (injected by Snakemake)
 variants = sm.params.variants  # a test variant: what its draws depend on (a sealed one: the seed from the environment)

@@ -2,7 +2,7 @@
 
 They drive the same interface an LLM agent does — OpenAI-format tool calls with JSON-string
 arguments — and need no network.  They read the task and the tool results as the structured
-data the harness hands every agent (:class:`~heuresis.agents.base.Observation`: the same facts
+data the harness hands every agent (:class:`~heuresis.harness.protocol.Observation`: the same facts
 as the text, never the prose), so rewording a tool's text cannot change what they do.  They are **privileged
 baselines**: the harness passes them the episode's unmasking map (masked name -> menu name) in
 the constructor (recorded in the episode as ``privileged``), because a baseline must know which
@@ -31,7 +31,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from heuresis.agents import nlcode
-from heuresis.agents.base import Agent, AgentReply, Observation, register_agent, tool_call
 from heuresis.agents.evidence import (
     EvidenceRule,
     RetestPlan,
@@ -43,6 +42,7 @@ from heuresis.agents.evidence import (
 )
 from heuresis.causal.graph import Graph, Relation
 from heuresis.harness.parse import ParseError, parse_edge_list
+from heuresis.harness.protocol import Agent, AgentReply, Observation, register_agent, tool_call
 
 __all__ = ["EvidenceAgent", "MergeAgent", "ShortcutAgent"]
 

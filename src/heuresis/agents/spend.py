@@ -44,8 +44,8 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from heuresis.agents.base import FatalAgentError
 from heuresis.artifacts.paths import SPEND
+from heuresis.harness.protocol import FatalAgentError
 
 __all__ = ["PROMPT_MARGIN", "RATES", "RATE_WINDOW_S", "RESERVE_TRIES", "SPEND_DIR", "STOPPED", "LedgerError",
            "RateWindow", "RunStopped", "SpendLedger", "SpendLimitReached", "clear_stop", "read_stop", "request_bound", "stop_run"]

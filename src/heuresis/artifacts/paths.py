@@ -127,19 +127,19 @@ FIGURE8_NUMBERS = _declare("FIGURE8_NUMBERS", "results/repairs/figure8.{ext}", "
 _PLAY = "results/games/plays/{agent}/{mode}/{scenario}"
 _JUDGEMENT = "results/games/judgements/{judge}/{agent}/{mode}/{scenario}"
 GAME_REFERENCES = _declare("GAME_REFERENCES", "results/games/references/{scenario}.parquet", "games_references",
-                           "heuresis.games.workflow.run_references", "GAME_REFERENCES")
-GAME_PLAYS = _declare("GAME_PLAYS", _PLAY + ".parquet", "games_plays", "heuresis.games.workflow.run_plays",
+                           "heuresis.stages.games.workflow.run_references", "GAME_REFERENCES")
+GAME_PLAYS = _declare("GAME_PLAYS", _PLAY + ".parquet", "games_plays", "heuresis.stages.games.workflow.run_plays",
                       "GAME_PLAYS")
 GAME_PLAY_CALLS = _declare("GAME_PLAY_CALLS", _PLAY + ".calls.parquet", "games_plays",
-                           "heuresis.games.workflow.run_plays", "GAME_CALLS")
+                           "heuresis.stages.games.workflow.run_plays", "GAME_CALLS")
 GAME_PLAY_REQUESTS = _declare("GAME_PLAY_REQUESTS", _PLAY + ".requests.parquet", "games_plays",
-                              "heuresis.games.workflow.run_plays", "GAME_PLAY_REQUESTS")
+                              "heuresis.stages.games.workflow.run_plays", "GAME_PLAY_REQUESTS")
 GAME_TRANSCRIPTS = _declare("GAME_TRANSCRIPTS", "results/games/transcripts/{agent}/{mode}/{scenario}", "games_plays",
-                            "heuresis.games.workflow.run_plays")
+                            "heuresis.stages.games.workflow.run_plays")
 GAME_JUDGEMENTS = _declare("GAME_JUDGEMENTS", _JUDGEMENT + ".parquet", "games_judgements",
-                           "heuresis.games.workflow.run_judgements", "GAME_JUDGEMENTS")
+                           "heuresis.stages.games.workflow.run_judgements", "GAME_JUDGEMENTS")
 GAME_JUDGEMENT_REQUESTS = _declare("GAME_JUDGEMENT_REQUESTS", _JUDGEMENT + ".requests.parquet", "games_judgements",
-                                   "heuresis.games.workflow.run_judgements", "GAME_JUDGEMENT_REQUESTS")
+                                   "heuresis.stages.games.workflow.run_judgements", "GAME_JUDGEMENT_REQUESTS")
 
 # the paper's tables and figures (heuresis.targets: one rule per target, named after it), the viewer's site
 TABLE = _declare("TABLE", "results/tables/{name}.{ext}", "{name}", "heuresis.targets.build.build")

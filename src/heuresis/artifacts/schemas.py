@@ -545,7 +545,7 @@ REPAIR_FEATURES = _schema("repair_features", 1, [
 
 
 
-# --- games track (docs/games.md; heuresis.games.workflow) ------------------------------------
+# --- games track (docs/games.md; heuresis.stages.games.workflow) ------------------------------------
 GAME_REFERENCES = _schema("game_references", 4, [
     ("scenario", pa.string(), "scenario name (config/games/NAME.yaml; NAME@testK: a test variant of NAME)"),
     ("split", pa.string(), "dev (a public scenario file) or test (a variant drawn from the test seed)"),
@@ -703,7 +703,7 @@ GAME_JUDGEMENTS = _schema("game_judgements", 3, [
     ("du_reason", pa.string(), "the judge's one-line reason for DU"),
     ("cr", pa.float64(), "causal reasoning CR1 + CR2 + CR3, 0-11"),
     ("total", pa.float64(), "sum of the six criteria, 0-16"),
-    ("failure_mode", pa.string(), "the judge's failure-mode label (heuresis.games.judge.FAILURE_MODES), "
+    ("failure_mode", pa.string(), "the judge's failure-mode label (heuresis.stages.games.judge.FAILURE_MODES), "
                                   "no_report without a report"),
     ("answer", pa.string(), "the judge's raw answer"),
     ("tokens_in", pa.int64(), "prompt tokens"),

@@ -28,6 +28,7 @@ from jsonschema import Draft202012Validator, validators
 
 __all__ = [
     "BASE_CONFIG",
+    "CHECKOUT",
     "SPLITS",
     "ConfigError",
     "StrictValidator",
@@ -57,6 +58,10 @@ SPLITS = ("dev", "test")
 #: The Snakefile's ``configfile:``: the base under every ``--configfile`` overlay, relative to the
 #: working folder (where Snakemake reads it from).
 BASE_CONFIG = "config/config.yaml"
+
+#: The checkout this package was imported from (``src/heuresis/config/loading.py``, three folders up):
+#: where a relative default folder (``config/games/...``) is found when the working folder lacks it.
+CHECKOUT = Path(__file__).resolve().parents[3]
 
 
 class ConfigError(ValueError):

@@ -10,7 +10,7 @@ so a record or digest made from ``as_dict`` is the one made from the mapping).
 - :class:`CodeTool`: ``episodes.code_tool``, the code tool's sandbox limits and isolation;
 - :class:`Retries`: ``agents.<name>.retries`` of an LLM agent, the backoff of a model call;
 - :class:`ConfigSettings`: all of them for a validated config
-  (:func:`heuresis.config.validation.typed_settings`).
+  (:func:`heuresis.preflight.validation.typed_settings`).
 
 ``from_config`` checks the mapping against the slice's node of the config schema (the one place
 its keys, types and bounds are written) and raises :class:`~heuresis.config.loading.ConfigError`

@@ -31,7 +31,6 @@ from pathlib import Path
 
 import numpy as np
 
-from heuresis.agents.base import Agent, Usage
 from heuresis.causal.graph import Graph
 from heuresis.config.loading import schema_default
 from heuresis.harness.budgets import Budgets, BudgetSettings
@@ -39,6 +38,7 @@ from heuresis.harness.conditions import Condition
 from heuresis.harness.loop import AgentLoop, Call, Request
 from heuresis.harness.parse import ParseError, parse_edge_list
 from heuresis.harness.prompts import LAST_TURN_TEXT, render
+from heuresis.harness.protocol import Agent, Usage
 from heuresis.harness.requestlog import RequestLog
 from heuresis.harness.sandbox import SandboxLimits, isolation_for
 from heuresis.harness.scoring import score_episode_graph
@@ -240,9 +240,9 @@ def run_episode(agent: Agent, cond: Condition, inp: EpisodeInput, settings: Epis
                 spend_dir: str | Path | None = None) -> EpisodeOutcome:
     """Run one episode of ``agent`` under ``cond``; it is recorded under the agent's name.
 
-    The caller builds the agent (:func:`heuresis.agents.base.make_agent`), a privileged one with
+    The caller builds the agent (:func:`heuresis.harness.protocol.make_agent`), a privileged one with
     the episode's masking, :func:`episode_algorithm_map` of the same ``seed``.  ``agent_origin``:
-    a plugin's class and distribution (:func:`heuresis.agents.base.agent_origin`; None: a
+    a plugin's class and distribution (:func:`heuresis.harness.protocol.agent_origin`; None: a
     built-in kind), kept in the transcript.  The loop gets the instance's data, its starting
     graph and PC-KCI's test count, never the truth; the graph it ends with is scored afterwards
     (:func:`~heuresis.harness.scoring.score_episode_graph`).  ``request_log``: the episode's log

@@ -3,7 +3,7 @@
 One run, in order:
 
 1. a system message and the task prompt (with the task's structured content handed to the
-   agent's :meth:`~heuresis.agents.base.Agent.observe`);
+   agent's :meth:`~heuresis.harness.protocol.Agent.observe`);
 2. while nothing ended the run and no limit is exhausted: ``agent.respond(messages, tools)``,
    count the turn, execute every tool call and answer each exactly once — the tool's text (or
    an error), followed by the limits' footer when there is one (the episodes' budgets line) —
@@ -16,17 +16,17 @@ One run, in order:
 A tool call that ends the run (:attr:`~heuresis.harness.tools.ToolResult.ends`: the episode's
 ``submit``, the game's ``write_report``) answers the later calls of its turn as not executed.
 An exception of the agent ends the run as ``failed`` (:attr:`AgentLoop.failure` holds its
-traceback), except :class:`~heuresis.agents.base.EpisodeEnd` (the conversation overflowed the
+traceback), except :class:`~heuresis.harness.protocol.EpisodeEnd` (the conversation overflowed the
 model's context, the client left): the run then ends ``ok`` with the exception's reason as its
 termination (and its limit, if one ran out, as the exhausted one), scored like an unsubmitted run.  An exception inside a
 tool is answered to the agent as an error and the run goes on.  Once the run is over, the agent
-is told so (:meth:`~heuresis.agents.base.Agent.end`: the conversation and the termination).
+is told so (:meth:`~heuresis.harness.protocol.Agent.end`: the conversation and the termination).
 
 The loop holds the tools, their context and the limits — never the truth: what was submitted
 is scored by the caller, after the run (:mod:`heuresis.harness.scoring`).
 
 Usage is recorded as typed records: one :class:`Request` per model request (its turn, wall time
-and the agent's :class:`~heuresis.agents.base.Usage`) and the :class:`UsageTotals` over a run,
+and the agent's :class:`~heuresis.harness.protocol.Usage`) and the :class:`UsageTotals` over a run,
 whose cost is ``None`` — unknown — as soon as one request has no known price.  Single requests
 outside a loop (the leakage probe, the games' judge and prompting mode) go through
 :func:`single_request`, which records the same way.
@@ -42,11 +42,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from heuresis.agents.base import UNREADABLE_TOOL, Agent, AgentReply, EpisodeEnd, FatalAgentError, Observation, Usage
-from heuresis.agents.spec import scrub
+from heuresis.harness.agent_spec import scrub
 from heuresis.harness.conditions import LAST_TURN_REQUESTS, LAST_TURNS
 from heuresis.harness.parse import echo
 from heuresis.harness.prompts import render
+from heuresis.harness.protocol import UNREADABLE_TOOL, Agent, AgentReply, EpisodeEnd, FatalAgentError, Observation, Usage
 from heuresis.harness.tools import Tool, ToolError, ToolResult
 
 __all__ = ["AgentLoop", "Call", "Exchange", "Request", "TurnLimit", "UsageTotals",
@@ -144,7 +144,7 @@ class Exchange:
 
     @property
     def ending(self) -> EpisodeEnd | None:
-        """The agent's :class:`~heuresis.agents.base.EpisodeEnd` (e.g. a full context), else None.
+        """The agent's :class:`~heuresis.harness.protocol.EpisodeEnd` (e.g. a full context), else None.
 
         Not a failure of the infrastructure: the caller records the request as one the agent could
         not answer, with the ending's reason.
@@ -231,7 +231,7 @@ class AgentLoop:
     Parameters
     ----------
     agent
-        The agent; it sees the messages' text, and its :meth:`~heuresis.agents.base.Agent.observe`
+        The agent; it sees the messages' text, and its :meth:`~heuresis.harness.protocol.Agent.observe`
         gets the task's and every tool result's structured content.
     tools
         The tools offered, by name.

@@ -66,7 +66,7 @@ class ToolResult:
         The result as the agent reads it (the loop appends the budgets line).
     data
         The facts of ``text`` as JSON-like values, handed to the agent's
-        :meth:`~heuresis.agents.base.Agent.observe`: never more than ``text`` says (no truth,
+        :meth:`~heuresis.harness.protocol.Agent.observe`: never more than ``text`` says (no truth,
         no p-value, no unmasked name).
     test_units
         Test units the call was charged.

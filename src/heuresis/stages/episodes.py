@@ -26,8 +26,6 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from heuresis.agents.base import AGENTS, agent_origin, make_agent, origin_packages
-from heuresis.agents.spec import result_spec
 from heuresis.artifacts.failures import FIRST_ATTEMPT, failure_metadata, record_attempt
 from heuresis.artifacts.io import Checkpoint, atomic_write_text, write_table
 from heuresis.artifacts.provenance import PROVENANCE_KEY, dumps, provenance_record, utc_now
@@ -35,6 +33,7 @@ from heuresis.artifacts.schemas import CALLS, EPISODES, REQUESTS
 from heuresis.artifacts.sealing import PUBLIC_SALT, salt_digest
 from heuresis.config.loading import ConfigError, config_digest
 from heuresis.config.settings import BudgetSettings, CodeTool
+from heuresis.harness.agent_spec import result_spec
 from heuresis.harness.conditions import LAST_TURN_REQUESTS, Condition, expand_conditions
 from heuresis.harness.episode import (
     EpisodeInput,
@@ -43,6 +42,7 @@ from heuresis.harness.episode import (
     episode_seed,
     run_episode,
 )
+from heuresis.harness.protocol import AGENTS, agent_origin, make_agent, origin_packages
 from heuresis.harness.requestlog import RequestLog
 from heuresis.harness.sandbox import SandboxLimits
 from heuresis.stages.instances import load_data, load_truth
@@ -256,7 +256,7 @@ def episode_job_runtime(config: Mapping, agent: str, condition_id: str, n_episod
     return job_minutes(int(n_episodes) * (float(budget.wall_seconds) + last))
 
 
-# --- config checks (heuresis.config.validation collects them) ------------------------------------
+# --- config checks (heuresis.preflight.validation collects them) ------------------------------------
 def _token_rate_errors(config: Mapping) -> list[str]:
     """A provider's ``tokens_per_minute`` is one account's limit: every LLM agent in use on it states the same."""
     from heuresis.agents.llm import llm_agents_in_use
@@ -275,15 +275,15 @@ def _token_rate_errors(config: Mapping) -> list[str]:
 def config_errors(config: Mapping) -> list[str]:
     """Problems of ``agents`` and ``episodes`` a schema cannot say, each naming its config key.
 
-    Agents have a known kind or an importable outside class (:func:`~heuresis.agents.base.check_agent`;
+    Agents have a known kind or an importable outside class (:func:`~heuresis.harness.protocol.check_agent`;
     an offline agent's parameters are checked by building it, a plugin's by binding them to its
     constructor's signature; an LLM agent's ``max_tokens`` exceeds its thinking budget, and both fit
     under the output budget of every condition it plays: :func:`_output_cap_errors`); grids name
     known agents (not game agents), budgets and families, and fit their split; ``episodes.run``
     names known grids; episodes need PC-KCI on the menu.
     """
-    from heuresis.agents.base import AgentSpecError, check_agent, is_plugin
-    from heuresis.games.agents import GameAgent  # registers the offline game agents
+    from heuresis.agents.players import GameAgent  # registers the offline game agents
+    from heuresis.harness.protocol import AgentSpecError, check_agent, is_plugin
 
     msgs: list[str] = []
     agents = config["agents"]

@@ -203,7 +203,7 @@ def load_selection(path) -> pd.DataFrame:
     return read_table(path, HEADROOM_SELECTION).to_pandas()
 
 
-# --- config checks (heuresis.config.validation collects them) ------------------------------------
+# --- config checks (heuresis.preflight.validation collects them) ------------------------------------
 def config_errors(config: Mapping) -> list[str]:
     """Problems of the ``headroom`` section: every foundation model of Table 2 is a known one."""
     from heuresis.causal.foundation import FOUNDATION_MODELS

@@ -410,7 +410,7 @@ def load_truth(truth_dir: str | Path) -> dict[int, Truth]:
     return out
 
 
-# --- config checks (heuresis.config.validation collects them) ------------------------------------
+# --- config checks (heuresis.preflight.validation collects them) ------------------------------------
 def config_errors(config: Mapping) -> list[str]:
     """Problems of the instance settings a schema cannot say, each naming its config key.
 

@@ -14,7 +14,7 @@ import inspect
 import math
 from collections.abc import Mapping
 
-from heuresis.agents.spec import provider_resource
+from heuresis.harness.agent_spec import provider_resource
 
 __all__ = [
     "OFFLINE_RUNTIME_MIN",

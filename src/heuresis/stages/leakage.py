@@ -31,8 +31,6 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from heuresis.agents.base import make_agent
-from heuresis.agents.spec import result_spec
 from heuresis.artifacts.failures import FIRST_ATTEMPT, failure_metadata, record_attempt
 from heuresis.artifacts.io import Checkpoint, write_table
 from heuresis.artifacts.provenance import PROVENANCE_KEY, dumps, provenance_record, utc_now
@@ -42,9 +40,11 @@ from heuresis.causal.graph import Graph, Relation
 from heuresis.causal.metrics import adjacency_scores
 from heuresis.causal.networks import Network, load_network
 from heuresis.config.loading import agent_errors, config_digest
+from heuresis.harness.agent_spec import result_spec
 from heuresis.harness.loop import single_request
 from heuresis.harness.parse import ParseError, parse_edge_list
 from heuresis.harness.prompts import render
+from heuresis.harness.protocol import make_agent
 from heuresis.stages.jobs import job_minutes, request_seconds
 
 __all__ = [
@@ -229,7 +229,7 @@ def figure1a(results: pd.DataFrame, agents: Sequence[str], networks: Sequence[st
     return fig, pd.DataFrame(rows)
 
 
-# --- config checks (heuresis.config.validation collects them) ------------------------------------
+# --- config checks (heuresis.preflight.validation collects them) ------------------------------------
 def config_errors(config: Mapping) -> list[str]:
     """Problems of ``leakage``: the probed agents are LLM agents; the networks are known ones."""
     from heuresis.causal.networks import NETWORKS

@@ -1,6 +1,6 @@
 """The pilot and the forecast of a paid run: what the run will really cost, measured before it runs.
 
-The ceiling (:mod:`heuresis.config.spend`) prices every request as if it filled the model's
+The ceiling (:mod:`heuresis.preflight.spend`) prices every request as if it filled the model's
 context window: a bound no run reaches, far above any bill.  The pilot runs a few of the run's
 own LLM episodes and the forecast extrapolates what they cost to every episode the config plans.
 
@@ -174,7 +174,7 @@ def forecast(config: Mapping, pilot: Sequence[Mapping], ceilings: Mapping[tuple[
              level: float = LEVEL, resamples: int = RESAMPLES, seed: int = PILOT_SEED) -> list[dict]:
     """Rows of :data:`FORECAST` from the pilot's rows (:data:`PILOT`), see the module docstring.
 
-    ``ceilings`` maps (agent, part) to the upper bound of its dollars (``heuresis.config.spend.ceilings``).
+    ``ceilings`` maps (agent, part) to the upper bound of its dollars (``heuresis.preflight.spend.ceilings``).
     """
     planned = _planned(config)
     caps = {a: spec.get("max_run_usd") for a, spec in llm_agents_in_use(config).items()}

@@ -166,7 +166,7 @@ def graph_of(row: Mapping) -> Graph:
     return Graph(g.reshape(d, d))
 
 
-# --- config checks (heuresis.config.validation collects them) ------------------------------------
+# --- config checks (heuresis.preflight.validation collects them) ------------------------------------
 def config_errors(config: Mapping) -> list[str]:
     """Problems of ``references`` and ``grades`` a schema cannot say, each naming its config key.
 

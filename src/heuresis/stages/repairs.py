@@ -461,7 +461,7 @@ def figure8(summary: pd.DataFrame):
     return fig
 
 
-# --- config checks (heuresis.config.validation collects them) ------------------------------------
+# --- config checks (heuresis.preflight.validation collects them) ------------------------------------
 def config_errors(config: Mapping) -> list[str]:
     """Problems of ``repairs``: Figure 8's classifier parameters are GradientBoostingClassifier's.
 

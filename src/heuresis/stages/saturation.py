@@ -262,7 +262,7 @@ def figure1b(summary: pd.DataFrame, networks: Sequence[str], methods: Sequence[s
     return fig
 
 
-# --- config checks (heuresis.config.validation collects them) ------------------------------------
+# --- config checks (heuresis.preflight.validation collects them) ------------------------------------
 def config_errors(config: Mapping) -> list[str]:
     """Problems of ``saturation``: Figure 1b names a configured family and algorithms on the menu."""
     msgs: list[str] = []

@@ -219,8 +219,8 @@ def figure8(name: str, inputs: Mapping, params: Mapping):
 
 
 def games_target(name: str, inputs: Mapping, params: Mapping):
-    """A games table or figure (:func:`heuresis.games.analysis.build_target` computes and writes it)."""
-    from heuresis.games.analysis import build_target
+    """A games table or figure (:func:`heuresis.stages.games.analysis.build_target` computes and writes it)."""
+    from heuresis.stages.games.analysis import build_target
 
     paths = [p for key in ("game_references", "game_plays", "game_judgements") for p in inputs[key]]
 

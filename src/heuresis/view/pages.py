@@ -459,7 +459,7 @@ class Site:
 
     def trap_fall(self, play: Mapping) -> bool | None:
         """Whether a play's submitted design follows its scenario's trap pattern (None: nothing submitted, no references)."""
-        from heuresis.games.scenario import follows_pattern
+        from heuresis.causal.games.scenario import follows_pattern
 
         ref = self.run.game_references.get(str(play.get("scenario")))
         design = loads(play.get("design"), None) if play.get("submitted") else None

@@ -7,7 +7,7 @@ Schema. Anything else, a file that is missing, truncated, not JSON, of an older 
 version) or another version, or missing a field, raises :class:`TranscriptProblem` with a message
 that names the file and what is wrong with it, which the pages show in place of the conversation.
 
-A game play transcript (:mod:`heuresis.games.workflow`) carries no version; its reader checks the
+A game play transcript (:mod:`heuresis.stages.games.workflow`) carries no version; its reader checks the
 fields the play page shows.
 """
 

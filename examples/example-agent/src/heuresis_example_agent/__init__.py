@@ -15,7 +15,7 @@ entry-point group ``heuresis.agents`` (pyproject.toml); ``{kind: python, class:
 
 from __future__ import annotations
 
-from heuresis.agents.base import Agent, AgentReply, Observation, Usage, tool_call
+from heuresis.harness.protocol import Agent, AgentReply, Observation, Usage, tool_call
 
 __all__ = ["ExamplePlayer", "OneAlgorithmAgent"]
 

@@ -4,7 +4,7 @@ The harness keeps its one loop (:class:`heuresis.harness.loop.AgentLoop`: the ep
 game's tools, masking, grades, budgets, last turn, recording); this agent is the loop's
 ``respond``.  Each ``respond`` blocks until the MCP client makes its next ``tools/call`` and
 returns it as an assistant message with exactly that one tool call; the loop executes it and the
-next ``respond`` (or the loop's :meth:`~heuresis.agents.base.Agent.end`) hands the text that
+next ``respond`` (or the loop's :meth:`~heuresis.harness.protocol.Agent.end`) hands the text that
 answered it — the tool's result with the budgets line, then any user message the loop added
 (the last-turn notice) — back to the waiting request as its result.  One MCP tool call is one
 turn.
@@ -17,7 +17,7 @@ turn.
   loop, which answers it with its own error and counts the turn, as for a model's reply.
 * The run ends on submit, on exhaustion (after the last turn), or when the client leaves
   (:class:`ClientLeft`: stdin closed, the command exited) or makes no call for
-  ``idle_timeout_s`` (:class:`ClientIdle`); both are :class:`~heuresis.agents.base.EpisodeEnd`,
+  ``idle_timeout_s`` (:class:`ClientIdle`); both are :class:`~heuresis.harness.protocol.EpisodeEnd`,
   so the run is recorded ``ok`` with that termination and scored like an unsubmitted one.
   Calls after the end are answered with an MCP tool error ``episode ended: <termination>``.
 * Usage: the tokens the client reports in a call's ``_meta`` (:data:`USAGE_META`), else unknown

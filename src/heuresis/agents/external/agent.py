@@ -27,7 +27,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from heuresis.agents.base import Agent, AgentReply, EpisodeEnd, Observation, Usage, register_agent
 from heuresis.agents.external.command import (
     INNER_PORT,
     WORK_DIR,
@@ -41,6 +40,7 @@ from heuresis.agents.external.command import (
 from heuresis.agents.external.server import build_server
 from heuresis.agents.external.transport import HTTPTransport, StdioTransport, Transport, endpoint_url, is_loopback
 from heuresis.harness.parse import echo
+from heuresis.harness.protocol import Agent, AgentReply, EpisodeEnd, Observation, Usage, register_agent
 
 __all__ = ["ISOLATION", "MAX_ARGUMENT_CHARS", "TRANSPORTS", "URL_ENV", "ClientIdle", "ClientLeft", "ExternalAgent",
            "wait_for_clients"]

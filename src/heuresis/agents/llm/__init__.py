@@ -1,6 +1,6 @@
 """LLM agents through litellm (docs/design.md §5.5): any provider litellm speaks, honest records.
 
-An LLM agent is one more :class:`~heuresis.agents.base.Agent`: the harness's tools go out as
+An LLM agent is one more :class:`~heuresis.harness.protocol.Agent`: the harness's tools go out as
 function-calling schemas, the reply comes back as one OpenAI-format assistant message.  What it
 adds is the care a benchmark owes its numbers:
 
@@ -10,7 +10,7 @@ adds is the care a benchmark owes its numbers:
   errors and 5xx with exponential backoff, each retry recorded; a per-call timeout.  A call that
   still fails raises :class:`LLMCallError` carrying what was spent, and the harness records the
   episode as failed with that error.  A request the model's context window cannot hold raises
-  :class:`~heuresis.agents.base.ContextOverflow` instead: the episode ends there, ``ok``, with
+  :class:`~heuresis.harness.protocol.ContextOverflow` instead: the episode ends there, ``ok``, with
   the termination ``context_overflow``, scored on its working graph.
 * **Tool calls the provider left in the text** (``<tool_call>{json}</tool_call>`` from Qwen
   behind vLLM, or a reply that is nothing but ``{"name": .., "arguments": ..}``) are recovered

@@ -13,14 +13,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from heuresis.agents.base import (
-    Agent,
-    AgentReply,
-    ContextOverflow,
-    FatalAgentError,
-    Usage,
-    register_agent,
-)
 from heuresis.agents.llm.errors import (
     RETRYABLE_NAMES,
     CredentialsError,
@@ -34,9 +26,17 @@ from heuresis.agents.llm.errors import (
 from heuresis.agents.llm.prices import cache_write_tokens, token_prices
 from heuresis.agents.llm.provider import load_litellm, warm_up
 from heuresis.agents.llm.repair import outgoing_messages, recover_tool_calls, repair_arguments
-from heuresis.agents.spec import scrub
 from heuresis.agents.spend import SPEND_DIR, RateWindow, RunStopped, SpendLedger, read_stop, request_bound, stop_run
 from heuresis.config.settings import Retries
+from heuresis.harness.agent_spec import scrub
+from heuresis.harness.protocol import (
+    Agent,
+    AgentReply,
+    ContextOverflow,
+    FatalAgentError,
+    Usage,
+    register_agent,
+)
 from heuresis.harness.requestlog import RequestLog, request_key
 
 #: The backoff of a model call: an LLM agent's ``retries`` settings (config ``agents.<name>.retries``).

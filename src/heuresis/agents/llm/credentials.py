@@ -8,8 +8,8 @@ from collections.abc import Iterable, Mapping
 from heuresis.agents.llm.agent import LLMAgent
 from heuresis.agents.llm.errors import CredentialsError, ProviderFatalError
 from heuresis.agents.llm.provider import load_litellm
-from heuresis.agents.spec import scrub
 from heuresis.agents.spend import SPEND_DIR, clear_stop
+from heuresis.harness.agent_spec import scrub
 
 
 def missing_credentials(spec: Mapping) -> list[str]:

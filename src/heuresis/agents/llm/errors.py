@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from heuresis.agents.base import (
+from heuresis.harness.protocol import (
     EpisodeEnd,
     FatalAgentError,
     Usage,

@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from heuresis.agents.base import (
+from heuresis.harness.protocol import (
     UNREADABLE_TOOL,
 )
 

@@ -542,7 +542,7 @@ def _settings(spec: Mapping) -> str:
 
 def _implementation(agent: str, spec: Mapping) -> str:
     """``built-in``, or a plugin's class and the installed distribution holding it (as installed now)."""
-    from heuresis.agents.base import AgentSpecError, agent_origin
+    from heuresis.harness.protocol import AgentSpecError, agent_origin
 
     try:
         origin = agent_origin(agent, spec)

@@ -1,7 +1,7 @@
 """The verification config: the slice of it each check reads, and the checks of the section.
 
 :func:`check_settings` is the config slice of one check (the workflow's ``params`` of its job);
-:func:`config_errors` is what :mod:`heuresis.config.validation` collects for ``verification``.
+:func:`config_errors` is what :mod:`heuresis.preflight.validation` collects for ``verification``.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def check_settings(config: Mapping, check: str) -> dict:
     return out
 
 
-# --- config checks (heuresis.config.validation collects them) ------------------------------------
+# --- config checks (heuresis.preflight.validation collects them) ------------------------------------
 def config_errors(config: Mapping) -> list[str]:
     """Problems of ``verification``: the chosen scale exists; node-count ranges are ordered; determinism compares runs."""
     from heuresis.config.loading import range_errors

@@ -17,9 +17,9 @@ import numpy as np
 __all__ = ["ABLATION_SEP", "VARIANT_SEP", "DesignError", "DesignSpace", "follows_pattern"]
 
 #: Separates a scenario's name from the disclosure of its ablation: ``antenna_trap~component_hits``
-#: (:func:`heuresis.games.causalgame.ablation`).
+#: (:func:`heuresis.causal.games.causalgame.ablation`).
 ABLATION_SEP = "~"
-#: Separates a scenario's name from a test variant's index: ``antenna_trap@test0`` (:mod:`heuresis.games.variants`).
+#: Separates a scenario's name from a test variant's index: ``antenna_trap@test0`` (:mod:`heuresis.stages.games.variants`).
 VARIANT_SEP = "@test"
 
 

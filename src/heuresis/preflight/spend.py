@@ -4,7 +4,7 @@
 judgements, leakage probes) into an upper bound per agent and part of the run, printed by
 ``heuresis check-config`` before a paid run starts (docs/agents.md, "Running real models at
 scale"). Each stage plans its own jobs, their config slices, provider resources and minutes
-(:mod:`heuresis.stages.episodes`, :mod:`heuresis.stages.leakage`, :mod:`heuresis.games.workflow`,
+(:mod:`heuresis.stages.episodes`, :mod:`heuresis.stages.leakage`, :mod:`heuresis.stages.games.workflow`,
 :mod:`heuresis.stages.jobs`); this module only counts what they plan.
 """
 
@@ -15,9 +15,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from heuresis.agents.llm import llm_agents_in_use
-from heuresis.games.play import OUTPUT_TOKENS
-from heuresis.games.workflow import judges_for, play_jobs, plays_of, requests_per_play
 from heuresis.harness.conditions import LAST_TURN_REQUESTS, expand_conditions
+from heuresis.stages.games.play import OUTPUT_TOKENS
+from heuresis.stages.games.workflow import judges_for, play_jobs, plays_of, requests_per_play
 from heuresis.stages.leakage import CONDITIONS
 
 __all__ = ["SPEND_PARTS", "SpendBound", "ceilings", "spend_bounds"]

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 
 import numpy as np
 
-from heuresis.games.scenario import DesignSpace
+from heuresis.causal.games.scenario import DesignSpace
 
 __all__ = ["allocate", "correlational_design", "reading_scores"]
 

@@ -171,7 +171,7 @@ def parse_scores(text: str | None) -> dict:
     beside ``"CR1_reason"``) per criterion and ``"failure_mode"``; failing that, lines
     ``CR1: 3 - reason`` and ``failure_mode: label``.
     """
-    from heuresis.games.play import json_objects
+    from heuresis.stages.games.play import json_objects
 
     body = re.sub(r"<think>.*?</think>", "", text or "", flags=re.S | re.I).strip()
     if not body:

@@ -18,7 +18,7 @@ written once the Stage-2 outcome is known.  A refused action raises :class:`Game
 changes nothing.  The measurement query (:meth:`Game.measure`) reports a scenario's declared
 hidden variables (``measurable``) for the drones of a flight whose rows the agent sees (exact
 values, no draw).  Every draw derives from ``(scenario seed, play seed)`` through
-:func:`~heuresis.games.references.seed_of`; the free history depends on the scenario only, so
+:func:`~heuresis.causal.games.references.seed_of`; the free history depends on the scenario only, so
 every agent sees the same history.
 """
 
@@ -29,10 +29,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from heuresis.games import causalgame as cg
-from heuresis.games.references import seed_of
-from heuresis.games.scenario import DesignError, Scenario
-from heuresis.games.scm import FAMILIES, draw, simulate
+from heuresis.causal.games import causalgame as cg
+from heuresis.causal.games.references import seed_of
+from heuresis.causal.games.scenario import DesignError, Scenario
+from heuresis.causal.games.scm import FAMILIES, draw, simulate
 
 __all__ = ["REPORT_MAX_CHARS", "Deployment", "Game", "GameError", "Stage2", "observe_rows"]
 

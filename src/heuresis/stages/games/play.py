@@ -4,7 +4,7 @@
 (:class:`heuresis.harness.loop.AgentLoop`) with the game's tools and the analysis tools — the code
 tool (the observational track's sandbox, every observed flight as data files) and the
 measurement query of the scenario's declared hidden variables — and a turn limit
-(:func:`heuresis.games.workflow.max_turns_of`).  Before every turn a ReAct instruction is appended
+(:func:`heuresis.stages.games.workflow.max_turns_of`).  Before every turn a ReAct instruction is appended
 (``game_react.txt``: observation, hypothesis, why this action; the thought before the tool
 call); every deployment's result is followed by the analysis prompt (``game_analysis.txt``, a user
 message after the turn's tool results: survival against expectation, what it says, what to test
@@ -34,7 +34,7 @@ OBSERVE → DISCOVER → ANALYZE → HYPOTHESIZE → TEST loop, no mechanism fac
 ablation, ``hints`` (``game_hints.txt`` added: which components are critical, that DEF costs
 agility).  Every prompt file a mode uses is recorded in the transcript (``prompts``).  The play
 ends at the submission, at the turn limit (``unsubmitted``: survival 0, not won), or when the
-agent cannot go on (its context window is full: :class:`~heuresis.agents.base.EpisodeEnd`, then
+agent cannot go on (its context window is full: :class:`~heuresis.harness.protocol.EpisodeEnd`, then
 ``context_overflow``); an exception of the agent ends it as ``failed``.
 
 :func:`run_play` returns a :class:`PlayOutcome`: the ``game_plays`` row (survival, win, gap to
@@ -51,15 +51,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from heuresis.agents.base import FatalAgentError, agent_class, agent_origin, make_agent
 from heuresis.agents.llm import repair_arguments
+from heuresis.causal.games.game import Game, GameError
+from heuresis.causal.games.scenario import Scenario
 from heuresis.config.loading import schema_default
 from heuresis.config.settings import CodeTool
-from heuresis.games.game import Game, GameError
-from heuresis.games.scenario import Scenario
-from heuresis.games.tools import REPORT_QUESTION, REPORT_QUESTION_CAUSALGAME, game_tools, rows_csv
+from heuresis.harness.game_tools import REPORT_QUESTION, REPORT_QUESTION_CAUSALGAME, game_tools, rows_csv
 from heuresis.harness.loop import AgentLoop, TurnLimit, UsageTotals, single_request
 from heuresis.harness.prompts import render, template
+from heuresis.harness.protocol import FatalAgentError, agent_class, agent_origin, make_agent
 from heuresis.harness.requestlog import RequestLog
 from heuresis.harness.sandbox import SandboxLimits, isolation_for
 
@@ -281,7 +281,7 @@ def run_play(agent_name: str, agent_spec: Mapping, scn: Scenario, *, repeat: int
     ``games.max_tool_calls_per_turn``'s); ``code_tool``: the code tool's settings (config
     ``episodes.code_tool``: isolation and limits; default the schema's).
     """
-    import heuresis.games.agents  # noqa: F401  (registers the offline game agents)
+    import heuresis.agents.players  # noqa: F401  (registers the offline game agents)
 
     if mode not in MODES:
         raise ValueError(f"unknown play mode {mode!r}; known: {', '.join(MODES)}")

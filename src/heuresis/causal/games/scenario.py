@@ -1,7 +1,7 @@
 """Scenarios of the games track (docs/games.md §2): one YAML file per scenario.
 
 Two sets: CausalGame's 14 scenarios (``config/games/causalgame``, the default folder, loaded as
-:class:`~heuresis.games.causalgame.CGScenario`) and this track's own 14 (``config/games``), whose
+:class:`~heuresis.causal.games.causalgame.CGScenario`) and this track's own 14 (``config/games``), whose
 format this module defines.
 
 A scenario file names its family, every SCM parameter, the budgets, the bias settings, the
@@ -28,8 +28,16 @@ from typing import Any, ClassVar
 
 import yaml
 
-from heuresis.config.loading import ConfigError, StrictValidator, format_errors, read_yaml, schema_default, with_defaults
-from heuresis.games.design import ABLATION_SEP, VARIANT_SEP, DesignError, DesignSpace, follows_pattern
+from heuresis.causal.games.design import ABLATION_SEP, VARIANT_SEP, DesignError, DesignSpace, follows_pattern
+from heuresis.config.loading import (
+    CHECKOUT,
+    ConfigError,
+    StrictValidator,
+    format_errors,
+    read_yaml,
+    schema_default,
+    with_defaults,
+)
 
 __all__ = [
     "SCENARIO_DIR",
@@ -80,7 +88,7 @@ class Scenario:
     def __getitem__(self, key: str) -> Any:
         return self.spec[key]
 
-    #: Ablation disclosures: CausalGame's scenarios only (:func:`heuresis.games.causalgame.ablation`).
+    #: Ablation disclosures: CausalGame's scenarios only (:func:`heuresis.causal.games.causalgame.ablation`).
     disclosures: ClassVar[tuple[str, ...]] = ()
 
     @property
@@ -90,7 +98,7 @@ class Scenario:
 
     @property
     def family(self) -> str:
-        """Name of the scenario's SCM family (a key of :data:`heuresis.games.scm.FAMILIES`)."""
+        """Name of the scenario's SCM family (a key of :data:`heuresis.causal.games.scm.FAMILIES`)."""
         return self.spec["family"]
 
     @property
@@ -105,7 +113,7 @@ class Scenario:
 
     def measurable_variables(self) -> list[str]:
         """List the hidden variables the measurement query reports: ``measurable``, else the family's default."""
-        from heuresis.games.scm import FAMILIES
+        from heuresis.causal.games.scm import FAMILIES
         own = self.spec.get("measurable")
         return list(FAMILIES.lookup(self.family).default_measurable if own is None else own)
 
@@ -127,7 +135,7 @@ class Scenario:
 
     def visible_variables(self) -> list[str]:
         """List the environment variables the scenario shows per drone (its family decides which)."""
-        from heuresis.games.scm import FAMILIES
+        from heuresis.causal.games.scm import FAMILIES
         return FAMILIES.lookup(self.family).visible(self.spec)
 
 
@@ -187,7 +195,7 @@ def _errors(name: str, spec: dict) -> list[str]:
 
 
 def _semantic_errors(name: str, spec: dict) -> list[str]:
-    from heuresis.games.scm import FAMILIES
+    from heuresis.causal.games.scm import FAMILIES
 
     msgs: list[str] = []
     pre = f"scenario {name!r}: key"
@@ -277,7 +285,7 @@ def load_scenario(name_or_path: str | Path, folder: str | Path | None = None) ->
     """Load and validate one scenario by name (``folder``/``name``.yaml) or by path.
 
     A file that names a ``model`` (its own or through ``extends:``) is one of CausalGame's
-    scenarios and loads as a :class:`~heuresis.games.causalgame.CGScenario`, which plays through
+    scenarios and loads as a :class:`~heuresis.causal.games.causalgame.CGScenario`, which plays through
     the same game, tools and workflow.
     """
     if VARIANT_SEP in str(name_or_path) and Path(str(name_or_path)).suffix not in (".yaml", ".yml"):
@@ -290,7 +298,7 @@ def load_scenario(name_or_path: str | Path, folder: str | Path | None = None) ->
     if ABLATION_SEP in name and Path(name).suffix not in (".yaml", ".yml"):
         base = load_scenario(p, folder)
         disclosure = name.split(ABLATION_SEP, 1)[1]
-        from heuresis.games.causalgame import CGScenario, ablation
+        from heuresis.causal.games.causalgame import CGScenario, ablation
         if not isinstance(base, CGScenario):
             raise ScenarioError(f"scenario {name!r}: an ablation ({ABLATION_SEP}DISCLOSURE) is of a CausalGame "
                                 f"scenario; {p.stem!r} is this track's own")
@@ -299,7 +307,7 @@ def load_scenario(name_or_path: str | Path, folder: str | Path | None = None) ->
         except ValueError as exc:
             raise ScenarioError(f"scenario {name!r}: {exc}") from None
     if is_causalgame_file(p):
-        from heuresis.games.causalgame import load_cg
+        from heuresis.causal.games.causalgame import load_cg
         try:
             return load_cg(p)  # type: ignore[return-value]
         except (ValueError, FileNotFoundError, KeyError) as exc:
@@ -337,4 +345,4 @@ def scenario_dir() -> Path:
     here = Path(SCENARIO_DIR)
     if here.is_dir():
         return here
-    return Path(__file__).resolve().parents[3] / SCENARIO_DIR
+    return CHECKOUT / SCENARIO_DIR

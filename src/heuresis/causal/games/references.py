@@ -18,7 +18,7 @@
   (the scenario's ``calibrated_design`` on a fresh fleet, else a quick search).  A scenario whose
   verified optimum falls below its threshold, whose optimum matches its trap pattern, or whose
   trap is not clearly below its standard design (the paired interval excludes 0) is a
-  :class:`~heuresis.games.scenario.ScenarioError`.
+  :class:`~heuresis.causal.games.scenario.ScenarioError`.
 
 Every seed derives from the scenario's ``seed`` through :func:`seed_of`, so a reference is the
 same on every machine and adding a scenario changes no other.
@@ -34,9 +34,9 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 from scipy.stats import beta as beta_dist
 
-from heuresis.games import causalgame as cg
-from heuresis.games.scenario import Scenario, ScenarioError
-from heuresis.games.scm import draw, survival
+from heuresis.causal.games import causalgame as cg
+from heuresis.causal.games.scenario import Scenario, ScenarioError
+from heuresis.causal.games.scm import draw, survival
 
 __all__ = [
     "References",
@@ -300,7 +300,7 @@ def compute_cg_references(scn: cg.CGScenario, *, drones: int | None = None, star
                           fleets: int | None = None, sample: int | None = None) -> References:
     """The references of a CausalGame scenario: the best design found, trap and standard, on the same fleets.
 
-    The optimum is :func:`~heuresis.games.causalgame.search_best` from the standard design and
+    The optimum is :func:`~heuresis.causal.games.causalgame.search_best` from the standard design and
     from the published strategies' designs that fit the DEF budget (a test variant's ``search_starts``:
     its public scenario's strategies; up to ``starts`` starts), on
     ``drones`` common-random-number drones; ``sample`` uniform lattice designs (DEF within caps and

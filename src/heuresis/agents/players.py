@@ -2,7 +2,7 @@
 
 They play through the same interface as an LLM agent — OpenAI-format tool calls with JSON
 arguments — and see only what any agent sees (the design space comes from ``get_status``); they
-read each tool result as its data (:class:`~heuresis.agents.base.Observation`: the same JSON
+read each tool result as its data (:class:`~heuresis.harness.protocol.Observation`: the same JSON
 object as the text, per-drone rows as records), never the text.  Each is written as a generator
 that yields ``(tool, arguments)`` and receives the result's data.  Every one spends the whole Stage-1 budget (deployments of
 ``budget / deployments`` drones) and submits the deployed design with the best observed survival
@@ -14,7 +14,7 @@ rate (the bandit: the best posterior mean among deployed designs).
   fall;
 * ``game_bandit`` — Thompson sampling over a pool of random designs with a Bayesian linear model
   of survival on the design (DEF per component, equipment, load²): a BO-style policy;
-* ``game_trap_follower`` — acts on observed correlations (:mod:`heuresis.games.reading`): reads
+* ``game_trap_follower`` — acts on observed correlations (:mod:`heuresis.causal.games.reading`): reads
   the history, deploys an even spread, and submits what the correlational reading recommends;
 * ``game_mechanism`` — mechanism-aware: it knows the family's causal structure
   (:data:`STRUCTURE`: which parts are critical, that a working antenna draws detection, which
@@ -36,9 +36,9 @@ from collections.abc import Generator
 
 import numpy as np
 
-from heuresis.agents.base import Agent, AgentReply, Observation, register_agent, tool_call
-from heuresis.games.reading import correlational_design, reading_scores
-from heuresis.games.scenario import DesignError, DesignSpace
+from heuresis.causal.games.reading import correlational_design, reading_scores
+from heuresis.causal.games.scenario import DesignError, DesignSpace
+from heuresis.harness.protocol import Agent, AgentReply, Observation, register_agent, tool_call
 
 __all__ = [
     "STRUCTURE",

@@ -37,10 +37,10 @@ from typing import Any
 
 import numpy as np
 
-from heuresis.games.causalgame import CGScenario
-from heuresis.games.design import VARIANT_SEP, follows_pattern
-from heuresis.games.references import References, scenario_references, seed_of
-from heuresis.games.scenario import ScenarioError
+from heuresis.causal.games.causalgame import CGScenario
+from heuresis.causal.games.design import VARIANT_SEP, follows_pattern
+from heuresis.causal.games.references import References, scenario_references, seed_of
+from heuresis.causal.games.scenario import ScenarioError
 
 __all__ = [
     "MAX_ATTEMPTS",
@@ -224,7 +224,7 @@ def build_variant(base: CGScenario, k: int, entropy: int, search: Mapping | None
                   log: Callable[[str], None] = lambda _m: None) -> tuple[CGScenario, References]:
     """The first accepted attempt at test variant ``k`` of ``base`` and its references.
 
-    Raises :class:`~heuresis.games.scenario.ScenarioError` naming the variant and the last reason
+    Raises :class:`~heuresis.causal.games.scenario.ScenarioError` naming the variant and the last reason
     when no attempt of :data:`MAX_ATTEMPTS` is accepted (the ranges then admit no real trap).
     """
     errors = perturbation_errors(base)

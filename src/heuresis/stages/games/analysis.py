@@ -35,10 +35,10 @@ import pandas as pd
 
 from heuresis.artifacts.report import format_interval, pyplot
 from heuresis.causal.bootstrap import bootstrap_mean, unpaired_bootstrap
+from heuresis.causal.games.design import ABLATION_SEP
+from heuresis.causal.games.scenario import follows_pattern, pattern_text
 from heuresis.config.settings import Bootstrap
-from heuresis.games.design import ABLATION_SEP
-from heuresis.games.judge import CAUSAL, CRITERIA, CRITERION_NAMES, FAILURE_MODES, RUBRIC_MAX, icc
-from heuresis.games.scenario import follows_pattern, pattern_text
+from heuresis.stages.games.judge import CAUSAL, CRITERIA, CRITERION_NAMES, FAILURE_MODES, RUBRIC_MAX, icc
 
 __all__ = [
     "LEADERBOARD_VIEWS",
@@ -790,12 +790,12 @@ def load_inputs(references: Sequence, plays: Sequence, judgements: Sequence):
     -------
     tuple
         ``(references, plays, judgements)``: the references by scenario as
-        :func:`~heuresis.games.workflow.load_references` returns them, and the plays and
+        :func:`~heuresis.stages.games.workflow.load_references` returns them, and the plays and
         judgements concatenated as DataFrames.
     """
     from heuresis.artifacts.io import read_table
     from heuresis.artifacts.schemas import GAME_JUDGEMENTS, GAME_PLAYS
-    from heuresis.games.workflow import load_references
+    from heuresis.stages.games.workflow import load_references
 
     refs = load_references(references)
     p = pd.concat([read_table(x, GAME_PLAYS).to_pandas() for x in plays], ignore_index=True) if plays else \

@@ -8,7 +8,7 @@ total DEF budget) — built per game by :func:`game_tools`.  The agentic mode ad
 tools: ``run_code(code)``, the observational track's sandbox (:func:`heuresis.harness.sandbox.run_code`)
 with every observed flight as data files (:func:`flight_files`), and ``measure(variable,
 source, deployment)``, the measurement query of the hidden variables the scenario declares.
-Budgets are enforced by the :class:`~heuresis.games.game.Game` (server-side); a refused call
+Budgets are enforced by the :class:`~heuresis.causal.games.game.Game` (server-side); a refused call
 raises :class:`~heuresis.harness.tools.ToolError`, is answered to the agent as an error, and
 changes nothing.  Results are JSON; per-drone rows are CSV text inside the JSON.  Each result's
 data (:attr:`~heuresis.harness.tools.ToolResult.data`) is the same JSON object with the
@@ -25,7 +25,7 @@ import csv
 import io
 import json
 
-from heuresis.games.game import Deployment, Game, GameError
+from heuresis.causal.games.game import Deployment, Game, GameError
 from heuresis.harness.sandbox import SandboxLimits, run_code
 from heuresis.harness.tools import Tool, ToolError, ToolResult
 

@@ -1,7 +1,7 @@
 """Validating a configuration: the schema, then each stage's own ``config_errors``.
 
 Validation is two-step, after a refusal of any credential written into ``agents``
-(:func:`heuresis.agents.spec.secret_errors`). The JSON schema (:func:`heuresis.config.loading.schema_errors`) fills in
+(:func:`heuresis.harness.agent_spec.secret_errors`). The JSON schema (:func:`heuresis.config.loading.schema_errors`) fills in
 defaults and checks types, bounds and required keys. Then each stage module checks what a
 schema cannot say about its own section (unknown mechanism kinds, inverted ranges, algorithms
 not registered, grids naming unknown agents, ...) in a function ``config_errors(config)`` that
@@ -18,11 +18,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from heuresis.agents.spec import secret_errors
 from heuresis.config.loading import ConfigError, read_config_files, schema_errors
 from heuresis.config.settings import ConfigSettings
-from heuresis.games import workflow as games
+from heuresis.harness.agent_spec import secret_errors
 from heuresis.stages import episodes, headroom, instances, leakage, references, repairs, saturation, verification
+from heuresis.stages.games import workflow as games
 
 __all__ = ["STAGE_CHECKS", "load_config", "typed_settings", "validate_config"]
 

@@ -35,7 +35,8 @@ from typing import Any
 import numpy as np
 import yaml
 
-from heuresis.games.design import ABLATION_SEP, DesignSpace, follows_pattern
+from heuresis.causal.games.design import ABLATION_SEP, DesignSpace, follows_pattern
+from heuresis.config.loading import CHECKOUT
 
 __all__ = [
     "CRITICAL",
@@ -67,7 +68,7 @@ HIT_BASE, DAMAGE_BASE, DAMAGE_VARIANCE, CRIT_P, CRIT_MULT = 0.80, 70, 0.3, 0.20,
 REDUCTION_CAP = 0.65
 DETECTION_CLAMP = (0.01, 0.95)
 HIT_CLAMP = (0.05, 0.95)
-CG_DIR = Path(__file__).resolve().parents[3] / "config" / "games" / "causalgame"
+CG_DIR = CHECKOUT / "config" / "games" / "causalgame"
 
 
 #: This track's extra disclosures, each a named ablation of a CausalGame scenario (``NAME~DISCLOSURE``,

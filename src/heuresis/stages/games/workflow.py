@@ -3,7 +3,7 @@
 * :func:`config_errors` — the ``games:`` section checked at workflow start: every scenario file
   loads (errors name the scenario and the key), agents and judges exist with the right kinds,
   and a scenario with a fixed ``threshold`` above its optimum is unwinnable
-  (:func:`~heuresis.games.references.winnability_errors`);
+  (:func:`~heuresis.causal.games.references.winnability_errors`);
 * :func:`play_jobs` — one job per agent x mode x scenario (offline agents play the agentic
   mode only; LLM agents every configured mode);
 * :func:`run_references` — the references of one scenario into :data:`GAME_REFERENCES`;
@@ -34,8 +34,6 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from heuresis.agents.base import FatalAgentError
-from heuresis.agents.spec import result_spec
 from heuresis.artifacts.failures import FIRST_ATTEMPT, failure_metadata, record_attempt
 from heuresis.artifacts.io import Checkpoint, atomic_write_text, read_table, write_table
 from heuresis.artifacts.provenance import PROVENANCE_KEY, dumps, provenance_record, utc_now
@@ -48,13 +46,15 @@ from heuresis.artifacts.schemas import (
     GAME_PLAYS,
     GAME_REFERENCES,
 )
-from heuresis.config.loading import StrictValidator, agent_errors, config_digest, config_key, format_errors
+from heuresis.causal.games.causalgame import CGScenario
+from heuresis.causal.games.references import scenario_references, seed_of, winnability_errors
+from heuresis.causal.games.scenario import Scenario, ScenarioError, load_scenario, scenario_schema
+from heuresis.config.loading import CHECKOUT, StrictValidator, agent_errors, config_digest, config_key, format_errors
 from heuresis.config.settings import CodeTool
-from heuresis.games.causalgame import CGScenario
-from heuresis.games.play import MODES
-from heuresis.games.references import scenario_references, seed_of, winnability_errors
-from heuresis.games.scenario import Scenario, ScenarioError, load_scenario, scenario_schema
-from heuresis.games.variants import (
+from heuresis.harness.agent_spec import result_spec
+from heuresis.harness.protocol import FatalAgentError
+from heuresis.stages.games.play import MODES
+from heuresis.stages.games.variants import (
     base_of,
     build_variant,
     from_references,
@@ -105,7 +105,7 @@ def _quiet(msg: str) -> None:
 def game_agent_kinds() -> set[str]:
     """Registered kinds of the offline game agents."""
     from heuresis.agents import AGENTS
-    from heuresis.games.agents import GameAgent
+    from heuresis.agents.players import GameAgent
 
     return {k for k, cls in AGENTS.items() if isinstance(cls, type) and issubclass(cls, GameAgent)}
 
@@ -136,7 +136,7 @@ def scenario_folder(config: Mapping) -> Path:
     """``games.scenarios_dir``; a relative default that does not exist here falls back to the repository's."""
     folder = Path(config["games"]["scenarios_dir"])
     if not folder.is_absolute() and not folder.is_dir():
-        repo = Path(__file__).resolve().parents[3] / folder
+        repo = CHECKOUT / folder
         if repo.is_dir():
             return repo
     return folder
@@ -146,7 +146,7 @@ def scenario_names(config: Mapping) -> list[str]:
     """List the scenarios to play: ``games.scenarios`` (else every ``*.yaml`` of the folder), ablations, test variants.
 
     The folder's files come sorted; an ablation is ``NAME~DISCLOSURE``; a test variant
-    ``NAME@testK`` (``games.test_variants``, :mod:`heuresis.games.variants`).
+    ``NAME@testK`` (``games.test_variants``, :mod:`heuresis.stages.games.variants`).
     """
     g = config.get("games", {})
     names = list(g.get("scenarios") or []) or sorted(p.stem for p in scenario_folder(config).glob("*.yaml"))
@@ -262,7 +262,7 @@ def config_errors(config: Mapping) -> list[str]:
     g = config.get("games")
     if not g:
         return []
-    from heuresis.agents.base import AGENTS, is_plugin
+    from heuresis.harness.protocol import AGENTS, is_plugin
 
     msgs: list[str] = search_errors(g["search"])
     # every agent plays but the privileged ones: the episodes' offline baselines, built on the unmasking map
@@ -324,16 +324,16 @@ def output_cap_errors(config: Mapping) -> list[str]:
     """A thinking budget that does not fit under the output cap of a play's or a judgement's request.
 
     A play's request is capped at the agent's ``max_tokens`` or else the games' per-reply cap
-    (:data:`heuresis.games.play.OUTPUT_TOKENS`); a judgement's at the judge's ``max_tokens`` or
+    (:data:`heuresis.stages.games.play.OUTPUT_TOKENS`); a judgement's at the judge's ``max_tokens`` or
     else ``games.judge_max_tokens``.  The thinking budget (``thinking.budget_tokens``) counts in
     those tokens and must be below the cap, or the provider refuses every request.
     """
-    from heuresis.games.play import OUTPUT_TOKENS
+    from heuresis.stages.games.play import OUTPUT_TOKENS
 
     g = config["games"]
     agents = config.get("agents", {})
     msgs = []
-    roles = [(a, "games.agents", "the games' per-reply cap (heuresis.games.play.OUTPUT_TOKENS)", OUTPUT_TOKENS)
+    roles = [(a, "games.agents", "the games' per-reply cap (heuresis.stages.games.play.OUTPUT_TOKENS)", OUTPUT_TOKENS)
              for a in g["agents"]]
     roles += [(j, "games.judges", "games.judge_max_tokens", g["judge_max_tokens"]) for j in g["judges"]]
     for name, role, default_key, default in roles:
@@ -367,11 +367,11 @@ def run_references(scenario: str, folder: str | Path, search: Mapping, out: str 
                    variants: Mapping | None = None, test_seed: str | None = None) -> Path:
     """Optimum (CRN search, verified on fresh fleets), trap, standard and threshold of one scenario.
 
-    A test variant (``NAME@testK``) is drawn here (:func:`~heuresis.games.variants.build_variant`)
-    from ``variants`` (:func:`~heuresis.games.variants.variant_spec`) and, when sealed, the sealed
+    A test variant (``NAME@testK``) is drawn here (:func:`~heuresis.stages.games.variants.build_variant`)
+    from ``variants`` (:func:`~heuresis.stages.games.variants.variant_spec`) and, when sealed, the sealed
     ``test_seed``; its drawn values are recorded in the row, from which plays rebuild it.
 
-    Raises :class:`~heuresis.games.scenario.ScenarioError` (the job fails) when the scenario is
+    Raises :class:`~heuresis.causal.games.scenario.ScenarioError` (the job fails) when the scenario is
     unwinnable or its trap is no trap, or when no draw of a test variant has a trap.
     """
     started = utc_now()
@@ -448,15 +448,15 @@ def run_plays(agent: str, spec: Mapping, mode: str, scenario: str, folder: str |
     """``plays`` plays of ``scenario`` by ``agent`` in ``mode``; checkpointed per play.
 
     ``protocols``: config ``games.protocols`` (``as_published`` asks CausalGame's debrief after each
-    submitted play of an LLM agent, :func:`heuresis.games.play.run_play`);
+    submitted play of an LLM agent, :func:`heuresis.stages.games.play.run_play`);
     ``requests_out``: the plays' model requests (:data:`~heuresis.artifacts.schemas.GAME_PLAY_REQUESTS`);
     ``task_variant``, ``max_tool_calls`` and ``code_tool``: config ``games.task_variant``,
-    ``games.max_tool_calls_per_turn`` and ``episodes.code_tool`` (see :func:`heuresis.games.play.run_play`;
+    ``games.max_tool_calls_per_turn`` and ``episodes.code_tool`` (see :func:`heuresis.stages.games.play.run_play`;
     a mapping is read with :meth:`CodeTool.from_config <heuresis.config.settings.CodeTool.from_config>`).
     """
-    from heuresis.agents.base import agent_origin, origin_packages
-    from heuresis.games.play import run_play
+    from heuresis.harness.protocol import agent_origin, origin_packages
     from heuresis.harness.requestlog import RequestLog
+    from heuresis.stages.games.play import run_play
 
     started = utc_now()
     code_tool = None if code_tool is None else CodeTool.coerce(code_tool)
@@ -548,7 +548,7 @@ def run_judgements(judge: str, spec: Mapping, agent: str, mode: str, plays_paths
     """Judge ``judge`` scores the report of every play in ``plays_paths``; checkpointed per play and protocol.
 
     ``protocols`` (config ``games.protocols``): each play is judged once per view, ``committed``
-    (its report) and ``as_published`` (its debrief after the outcome; :func:`~heuresis.games.judge.judged_view`).
+    (its report) and ``as_published`` (its debrief after the outcome; :func:`~heuresis.stages.games.judge.judged_view`).
     ``requests_out``: the judge's model requests (:data:`~heuresis.artifacts.schemas.GAME_JUDGEMENT_REQUESTS`).
     ``agent_spec``: the player's agent entry; a judge of the player's model family is refused unless
     ``own_family`` (``games.judge_own_family``: a run with a single model).
@@ -556,8 +556,8 @@ def run_judgements(judge: str, spec: Mapping, agent: str, mode: str, plays_paths
     if agent_spec is not None and not may_judge(spec, agent_spec, own_family):
         raise ValueError(f"judge {judge!r} ({spec.get('model')}) is of the model family {model_family(agent_spec)!r} "
                          f"of player {agent!r} ({agent_spec.get('model')}); a judge never grades its own model family")
-    from heuresis.agents.base import make_agent
-    from heuresis.games.judge import judge_play, judged_view
+    from heuresis.harness.protocol import make_agent
+    from heuresis.stages.games.judge import judge_play, judged_view
 
     started = utc_now()
     plays = [r for p in plays_paths for r in read_table(p, GAME_PLAYS).to_pylist()]
