@@ -510,6 +510,11 @@ def game_play_count(wildcards):
     return _plays_of(config, wildcards.agent)
 
 
+def game_max_turns(wildcards):
+    """Assistant replies per play of the job's agent: games.llm_max_turns (LLM agents) or games.max_turns."""
+    return _max_turns_of(config, wildcards.agent)
+
+
 def game_judgements():
     """The judgements of every played agent x mode x scenario by each judge not of the player's model family."""
     return [P.GAME_JUDGEMENTS.format(judge=j, agent=a, mode=m, scenario=s) for a, m in GAME_AGENT_MODES

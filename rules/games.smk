@@ -50,7 +50,7 @@ rule games_plays:
         folder=GAME_FOLDER,
         plays=game_play_count,
         seed=GAMES["seed"],
-        max_turns=lambda wildcards: _max_turns_of(config, wildcards.agent),
+        max_turns=game_max_turns,
         task_variant=GAMES["task_variant"],
         max_tool_calls=GAMES["max_tool_calls_per_turn"],
         protocols=GAMES["protocols"],

@@ -10,7 +10,7 @@ rule headroom:
         selection=P.HEADROOM_SELECTION,
         scores=P.HEADROOM_SCORES,
     log:
-        "logs/headroom/headroom.log",
+        log_of(P.HEADROOM_SELECTION),
     params:
         headroom=headroom_params(),
         families=FAMILIES,

@@ -18,9 +18,9 @@ for _first, _batch in REFERENCE_BATCHES.items():
                 for a in _batch
             },
         log:
-            f"logs/references/batch_{_first}/{{family}}/{{split}}/shard-{{shard}}.log",
+            log_of(reference_template(_first)),
         benchmark:
-            f"results/benchmarks/references/batch_{_first}/{{family}}/{{split}}/shard-{{shard}}.tsv"
+            benchmark_of(reference_template(_first))
         params:
             algorithms={a: algorithm_params(a) for a in _batch},
             indices=reference_indices,

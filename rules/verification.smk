@@ -8,9 +8,9 @@ rule verification_check:
         record=P.VERIFICATION_CHECK,
         examples=directory(P.VERIFICATION_EXAMPLES),
     log:
-        log_of(P.VERIFICATION_CHECK).replace("checks/", ""),
+        log_of(P.VERIFICATION_CHECK),
     benchmark:
-        benchmark_of(P.VERIFICATION_CHECK).replace("checks/", "")
+        benchmark_of(P.VERIFICATION_CHECK)
     params:
         settings=verification_settings,
     wildcard_constraints:

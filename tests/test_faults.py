@@ -112,7 +112,7 @@ def test_truncated_artifact_is_refused_found_removed_and_rebuilt(uninterrupted, 
     assert "references_" not in dry and "instances " not in dry, dry
     failed = run_snakemake(wd, *TARGETS, "--cores", "2", *CONFIG, check=False)
     assert failed.returncode != 0
-    assert "is truncated or corrupt" in failed.stdout + failed.stderr + (wd / "logs/headroom/headroom.log").read_text()
+    assert "is truncated or corrupt" in failed.stdout + failed.stderr + (wd / "logs/headroom/selection.log").read_text()
     assert main(["verify-artifacts", "--delete", "results"]) == 0
     out = capsys.readouterr().out
     assert not shard.exists() and not (wd / "results/instances/wild/dev").exists()

@@ -53,6 +53,7 @@ from heuresis.config.settings import CodeTool
 from heuresis.harness.bounds import Bound, BoundUnavailable, sandbox_bound
 
 __all__ = [
+    "EXTERNAL_REMEDY",
     "ISOLATION_KEY",
     "ISOLATION_MODES",
     "SANDBOX_UID",
@@ -69,6 +70,7 @@ __all__ = [
     "parent_dirs",
     "prlimit_path",
     "python_trees",
+    "resolve_isolation",
     "run_code",
     "system_args",
 ]
@@ -76,6 +78,8 @@ __all__ = [
 #: Values of ``episodes.code_tool.isolation``.
 ISOLATION_MODES = ("required", "best_effort", "off")
 ISOLATION_KEY = "episodes.code_tool.isolation"
+#: What to do where an external agent's command cannot be isolated.
+EXTERNAL_REMEDY = "Set the agent's isolation to 'best_effort' or 'none' only for a trusted agent (docs/mcp.md)"
 #: Host uid (and gid) the sandbox runs as when the harness runs as root.
 SANDBOX_UID = 65534
 #: Environment variable naming the bwrap binary (default: ``bwrap`` on PATH).
@@ -520,11 +524,30 @@ def isolation_status() -> tuple[bool, str]:
     return _status(bwrap_path(), os.geteuid(), sys.prefix)
 
 
+def resolve_isolation(mode: str, key: str, remedy: str) -> str:
+    """The isolation that mode ``mode`` of config key ``key`` gets here: ``bwrap`` or ``none``.
+
+    The one isolation policy of agent-run code (the code tool, an external agent's command):
+    ``required`` gets bubblewrap or raises :class:`IsolationUnavailable` naming ``key`` and
+    ``remedy`` (fail closed); ``best_effort`` gets bubblewrap where it works, else ``none``
+    (recorded with the result); ``none`` is no isolation, asked for.
+    """
+    if mode == "none":
+        return "none"
+    ok, why = isolation_status()
+    if ok:
+        return "bwrap"
+    if mode == "required":
+        raise IsolationUnavailable(f"config key {key} is 'required' but bubblewrap isolation is not available on "
+                                   f"this host: {why}. {remedy}")
+    return "none"
+
+
 def isolation_for(mode: str) -> str:
-    """The isolation the code tool uses under config mode ``mode``: ``bwrap``, ``none`` or ``off``.
+    """The isolation the code tool uses under config mode ``mode``: ``bwrap``, ``none``, or ``off`` (no code tool).
 
     Raises :class:`IsolationUnavailable` (naming the config key) for ``required`` where bubblewrap
-    does not work.
+    does not work (:func:`resolve_isolation`).
     """
     if mode is False:   # YAML 1.1 reads an unquoted `off` (the schema's enum too) as false
         mode = "off"
@@ -532,15 +555,10 @@ def isolation_for(mode: str) -> str:
         raise ValueError(f"{ISOLATION_KEY} must be one of {list(ISOLATION_MODES)}, got {mode!r}")
     if mode == "off":
         return "off"
-    ok, why = isolation_status()
-    if ok:
-        return "bwrap"
-    if mode == "required":
-        raise IsolationUnavailable(
-            f"{ISOLATION_KEY} is 'required' but the code tool's isolation is not available on this host: {why}. "
-            f"Install bubblewrap and allow unprivileged user namespaces, or set {ISOLATION_KEY} to 'best_effort' "
-            "(runs agent code without isolation, recorded per episode) or 'off' (no code tool); see docs/sandbox.md")
-    return "none"
+    return resolve_isolation(mode, ISOLATION_KEY,
+                             f"Install bubblewrap and allow unprivileged user namespaces, or set {ISOLATION_KEY} to "
+                             "'best_effort' (runs agent code without isolation, recorded per episode) or 'off' "
+                             "(no code tool); see docs/sandbox.md")
 
 
 def check_isolation(cfg) -> str:
@@ -558,11 +576,8 @@ def check_isolation(cfg) -> str:
     in_use |= set((cfg.get("games") or {}).get("agents", []))
     for name in sorted(in_use):
         spec = agents.get(name, {})
-        if spec.get("kind") == "external" and spec.get("command") and spec.get("isolation", "required") == "required":
-            ok, why = isolation_status()
-            if not ok:
-                raise IsolationUnavailable(f"config key agents.{name}.isolation is 'required' but the external "
-                                           f"agent's command cannot be isolated on this host: {why}; see docs/mcp.md")
+        if spec.get("kind") == "external" and spec.get("command"):
+            resolve_isolation(spec.get("isolation", "required"), f"agents.{name}.isolation", EXTERNAL_REMEDY)
         if spec.get("kind") == "external" and spec.get("command") and spec.get("memory_bound") == "cgroup":
             _check_bound(f"agents.{name}.memory_bound")
     return used

@@ -441,7 +441,7 @@ class ExternalAgent(Agent):
             self.notes.append("external agent: MCP over streamable HTTP (served by hand)")
             print(f"heuresis: serving the episode over MCP at {self.url}", file=sys.stderr, flush=True)
             return
-        used = command_isolation(self.isolation)
+        used = command_isolation(self.isolation, f"agents.{self.name}.isolation")
         private = used == "bwrap" and self.network is not True
         if private:   # the command's own network: the server on a Unix socket, a forwarder inside
             self._sockdir = tempfile.mkdtemp(prefix="heuresis-mcp-")

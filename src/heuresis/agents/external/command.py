@@ -197,24 +197,15 @@ def expose_problem(path: str) -> str:
     return hidden_inside(real)
 
 
-def command_isolation(isolation: str) -> str:
-    """The isolation an agent's command gets under ``isolation``: ``bwrap`` or ``none``.
+def command_isolation(isolation: str, key: str = "agents.<name>.isolation") -> str:
+    """The isolation an agent's command gets under ``isolation`` (config key ``key``): ``bwrap`` or ``none``.
 
     Raises :class:`~heuresis.harness.sandbox.IsolationUnavailable` for ``required`` where
-    bubblewrap does not work (fail closed).
+    bubblewrap does not work (fail closed: :func:`~heuresis.harness.sandbox.resolve_isolation`).
     """
-    from heuresis.harness.sandbox import IsolationUnavailable, isolation_status
+    from heuresis.harness.sandbox import EXTERNAL_REMEDY, resolve_isolation
 
-    if isolation == "none":
-        return "none"
-    ok, why = isolation_status()
-    if ok:
-        return "bwrap"
-    if isolation == "required":
-        raise IsolationUnavailable(f"the external agent's isolation is 'required' but bubblewrap does not work "
-                                   f"here: {why}; set the agent's isolation to 'best_effort' or 'none' only for "
-                                   "a trusted agent (docs/mcp.md)")
-    return "none"
+    return resolve_isolation(isolation, key, EXTERNAL_REMEDY)
 
 
 def command_argv(command: Sequence[str], workdir: str, isolation: str, expose: Sequence[str] = (),

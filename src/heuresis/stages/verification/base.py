@@ -23,6 +23,7 @@ __all__ = [
     "Examples",
     "Log",
     "check_rng",
+    "check_start",
     "dag_edges",
     "generated_instances",
     "instance_size",
@@ -117,6 +118,11 @@ def check_rng(settings: Mapping) -> np.random.Generator:
 
     return np.random.default_rng(np.random.SeedSequence(entropy=int(settings["seed"]),
                                                         spawn_key=(stable_key(settings["check"]),)))
+
+
+def check_start(settings: Mapping) -> tuple[Mapping, np.random.Generator, Examples]:
+    """What every check opens with: its sizes, its generator (:func:`check_rng`) and its examples."""
+    return settings["sizes"], check_rng(settings), Examples(settings["max_examples"])
 
 
 def random_dag(rng: np.random.Generator, d: int, p: float) -> np.ndarray:

@@ -12,9 +12,8 @@ from collections.abc import Mapping
 
 from heuresis.stages.verification.base import (
     CheckResult,
-    Examples,
     Log,
-    check_rng,
+    check_start,
     generated_instances,
     instance_size,
     make_result,
@@ -37,11 +36,9 @@ def check_kci_causallearn(settings: Mapping, workers: int = 1, log: Log | None =
 
     from heuresis.causal.ci import make_ci_test
 
-    sz = settings["sizes"]
-    rng = check_rng(settings)
+    sz, rng, ex = check_start(settings)
     alpha = float(settings["alpha"])
     tol = float(settings["tolerances"]["kci_pvalue"])
-    ex = Examples(settings["max_examples"])
     n = flips = 0
     worst = 0.0
     for inst in generated_instances(settings, sz["instances"]):

@@ -23,7 +23,16 @@ import numpy as np
 
 from heuresis.causal import graph as G
 from heuresis.causal.graph import Graph
-from heuresis.stages.verification.base import CheckResult, Examples, Log, check_rng, dag_edges, make_result, random_dags, register
+from heuresis.stages.verification.base import (
+    CheckResult,
+    Examples,
+    Log,
+    check_start,
+    dag_edges,
+    make_result,
+    random_dags,
+    register,
+)
 
 __all__ = ["A003024", "ESSENTIAL_GRAPHS", "MAX_EXHAUSTIVE_D", "check_cpdag_bruteforce", "check_cpdag_causallearn",
            "enumerate_dags"]
@@ -167,8 +176,8 @@ def check_cpdag_bruteforce(settings: Mapping, workers: int = 1, log: Log | None 
 
     See the module docstring for what counts as a disagreement.
     """
-    max_d = int(settings["sizes"]["max_d"])
-    ex = Examples(settings["max_examples"])
+    sz, _, ex = check_start(settings)
+    max_d = int(sz["max_d"])
     per_d = []
     for d in range(1, max_d + 1):
         per_d.append(_bruteforce_d(d, workers, ex))
@@ -203,9 +212,7 @@ def check_cpdag_causallearn(settings: Mapping, workers: int = 1, log: Log | None
     """
     from causallearn.utils.DAG2CPDAG import dag2cpdag
 
-    sz = settings["sizes"]
-    rng = check_rng(settings)
-    ex = Examples(settings["max_examples"])
+    sz, rng, ex = check_start(settings)
     n = 0
     for adj in random_dags(rng, sz["dags"], sz["d"]):
         ours = G.dag_to_cpdag(adj)

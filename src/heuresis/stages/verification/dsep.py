@@ -14,7 +14,15 @@ from collections.abc import Mapping
 import numpy as np
 
 from heuresis.causal import graph as G
-from heuresis.stages.verification.base import CheckResult, Examples, Log, check_rng, dag_edges, make_result, random_dags, register
+from heuresis.stages.verification.base import (
+    CheckResult,
+    Log,
+    check_start,
+    dag_edges,
+    make_result,
+    random_dags,
+    register,
+)
 
 __all__ = ["check_dsep"]
 
@@ -29,9 +37,7 @@ def check_dsep(settings: Mapping, workers: int = 1, log: Log | None = None) -> C
     """
     import networkx as nx
 
-    sz = settings["sizes"]
-    rng = check_rng(settings)
-    ex = Examples(settings["max_examples"])
+    sz, rng, ex = check_start(settings)
     n = 0
     for adj in random_dags(rng, sz["dags"], sz["d"]):
         d = adj.shape[0]

@@ -24,9 +24,8 @@ import numpy as np
 from heuresis.causal.graph import Graph
 from heuresis.stages.verification.base import (
     CheckResult,
-    Examples,
     Log,
-    check_rng,
+    check_start,
     generated_instances,
     instance_size,
     jsonable,
@@ -51,9 +50,8 @@ def check_invariance_no_repair(settings: Mapping, workers: int = 1, log: Log | N
     from heuresis.causal.ci import make_ci_test
     from heuresis.stages.headroom import restore_pairs
 
-    sz = settings["sizes"]
+    sz, _, ex = check_start(settings)
     alpha = float(settings["alpha"])
-    ex = Examples(settings["max_examples"])
     n = 0
     for inst in generated_instances(settings, sz["instances"]):
         X = inst.data
@@ -114,10 +112,8 @@ def check_invariance_relabel(settings: Mapping, workers: int = 1, log: Log | Non
     from heuresis.causal.algorithms.pc import DSeparationOracle, pc
     from heuresis.causal.ci import make_ci_test
 
-    sz = settings["sizes"]
-    rng = check_rng(settings)
+    sz, rng, ex = check_start(settings)
     alpha = float(settings["alpha"])
-    ex = Examples(settings["max_examples"])
     n = orient_diff = explained = 0
     runs = []
     for inst in generated_instances(settings, sz["instances"]):

@@ -11,7 +11,14 @@ from collections.abc import Mapping
 
 from heuresis.causal import graph as G
 from heuresis.causal.graph import Graph
-from heuresis.stages.verification.base import CheckResult, Examples, Log, check_rng, make_result, random_dag, register
+from heuresis.stages.verification.base import (
+    CheckResult,
+    Log,
+    check_start,
+    make_result,
+    random_dag,
+    register,
+)
 
 __all__ = ["check_shd_gadjid"]
 
@@ -27,9 +34,7 @@ def check_shd_gadjid(settings: Mapping, workers: int = 1, log: Log | None = None
 
     from heuresis.causal.metrics import nshd, shd
 
-    sz = settings["sizes"]
-    rng = check_rng(settings)
-    ex = Examples(settings["max_examples"])
+    sz, rng, ex = check_start(settings)
     n = 0
     lo, hi = (int(v) for v in sz["d"])
     for _ in range(int(sz["pairs"])):

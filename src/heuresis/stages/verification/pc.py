@@ -23,9 +23,8 @@ from heuresis.causal import graph as G
 from heuresis.causal.graph import Graph
 from heuresis.stages.verification.base import (
     CheckResult,
-    Examples,
     Log,
-    check_rng,
+    check_start,
     dag_edges,
     generated_instances,
     instance_size,
@@ -47,9 +46,7 @@ def check_oracle_pc(settings: Mapping, workers: int = 1, log: Log | None = None)
     """
     from heuresis.causal.algorithms.pc import DSeparationOracle, pc
 
-    sz = settings["sizes"]
-    rng = check_rng(settings)
-    ex = Examples(settings["max_examples"])
+    sz, rng, ex = check_start(settings)
     n = 0
     for adj in random_dags(rng, sz["dags"], sz["d"]):
         d = adj.shape[0]
@@ -90,9 +87,8 @@ def check_pc_vs_causallearn(settings: Mapping, workers: int = 1, log: Log | None
     from heuresis.causal.algorithms.pc import pc
     from heuresis.causal.ci import make_ci_test
 
-    sz = settings["sizes"]
+    sz, _, ex = check_start(settings)
     alpha = float(settings["alpha"])
-    ex = Examples(settings["max_examples"])
     n = structural = cpdag_same = 0
     per_test: dict[str, list[int]] = {}
     for test in ("fisherz", "kci"):
