@@ -162,7 +162,7 @@ def test_agentic_injections_the_per_turn_limit_and_the_guard():
     guard = next(c for c in out.calls if c["turn"] == 2)
     assert not guard["ok"] and "deploy at least once" in guard["error"]
     # the analysis prompt follows every deployment's result, as a user message after the turn's results
-    msgs = out.transcript["messages"]
+    msgs = out.transcript.messages
     deploys = [c for c in out.calls if c["tool"] == "deploy"]
     analyses = [k for k, m in enumerate(msgs) if m["meta"].get("injected") == "analysis"]
     assert len(deploys) == len(analyses) == 2
@@ -179,11 +179,11 @@ def test_agentic_injections_the_per_turn_limit_and_the_guard():
     after_text = bodies[4]["messages"]
     assert after_text[-2]["content"].startswith("No tool call in your reply.") and after_text[-1]["content"].startswith("Turn 5")
     # every prompt file of the mode is recorded, and its messages are marked where injected
-    assert {r: v["file"] for r, v in out.transcript["prompts"].items()} == {
+    assert {r: v["file"] for r, v in out.transcript.prompts.items()} == {
         "system": "game_agentic_system.txt", "task": "game_task.txt", "hints": "game_hints.txt",
         "tools": "game_agentic_tools.txt", "react": "game_react.txt", "analysis": "game_analysis.txt",
         "nudge": "game_nudge.txt"}
-    assert sum(m["meta"].get("injected") == "react" for m in out.transcript["messages"]) == len(script)
+    assert sum(m["meta"].get("injected") == "react" for m in out.transcript.messages) == len(script)
 
 
 def test_no_report_once_the_outcome_is_shown():
@@ -270,7 +270,7 @@ def test_a_causalgame_scenario_offers_its_environment_query_in_both_modes_and_no
                  "returned drones only"):
         assert word not in sent, word
     assert "Low-altitude zones are known to be extremely dangerous." in sent     # side information, as given
-    assert out.transcript["prompts"]["task"]["file"] == "game_task_causalgame.txt"
+    assert out.transcript.prompts["task"]["file"] == "game_task_causalgame.txt"
 
 
 DEBRIEF = "1. Yes. 2. A bare antenna keeps the drone stealthy. 3. Storm wind. 4. Trust interventions, not survivors."
@@ -313,7 +313,7 @@ def test_as_published_asks_causalgames_debrief_after_the_outcome(mode):
     assert last["messages"][:len(prev)] == prev and len(last["messages"]) > len(prev) + 1   # the same conversation
     assert bool(last.get("tools")) == (mode == "agentic")
     assert not any(c["tool"] == "get_status" for c in out.calls)            # the debrief's call is not executed
-    assert out.transcript["messages"][-2]["meta"]["injected"] == "debrief"
+    assert out.transcript.messages[-2]["meta"]["injected"] == "debrief"
     # committed only: no request after the outcome, no debrief
     with ScriptedLLMServer(script) as server:
         out = run_play("llm_local", _spec(server.url), scn, seed=3, threshold=scn.threshold, mode=mode)

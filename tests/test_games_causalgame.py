@@ -336,7 +336,7 @@ DISCLOSURES = ("hits_", "misleading", "returned drones only", "\"measure\"", "st
 
 def _seen(transcript) -> str:
     """Everything the agent was sent in a play: the tool definitions and every message (tool results included)."""
-    return json.dumps(transcript["tools"]) + json.dumps([m.get("content") for m in transcript["messages"]])
+    return json.dumps(transcript.tools) + json.dumps([m.get("content") for m in transcript.messages])
 
 
 def test_every_scenario_plays_through_the_game_tools_and_the_agent_sees_no_hidden_value(scenarios):
@@ -351,7 +351,7 @@ def test_every_scenario_plays_through_the_game_tools_and_the_agent_sees_no_hidde
             seen = _seen(out.transcript)
             assert not any(f'"{h}"' in seen or f"{h}," in seen for h in HIDDEN), (name, agent)
             assert not any(d in seen for d in DISCLOSURES), (name, agent, [d for d in DISCLOSURES if d in seen])
-            tools = {t["function"]["name"] for t in out.transcript["tools"]}
+            tools = {t["function"]["name"] for t in out.transcript.tools}
             assert "query_environment" in tools and "measure" not in tools
 
 

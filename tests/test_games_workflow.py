@@ -173,11 +173,11 @@ def test_prompting_mode_plays_through_the_local_server():
     assert f"{200 - 70} of 200 drones" in results[1]
     assert results[0].count("\n") > dep[0].returned                        # the per-drone rows came along
     # the prompts used are recorded, by role and file
-    assert {r: v["file"] for r, v in out.transcript["prompts"].items()} == {
+    assert {r: v["file"] for r, v in out.transcript.prompts.items()} == {
         "system": "game_prompting_system.txt", "task": "game_task.txt", "hints": "game_hints.txt",
         "format": "game_prompting_format.txt", "result": "game_prompting_result.txt",
         "retry": "game_prompting_retry.txt"}
-    assert [m["role"] for m in out.transcript["messages"]] == [m["role"] for m in bodies[2]["messages"]] + ["assistant"]
+    assert [m["role"] for m in out.transcript.messages] == [m["role"] for m in bodies[2]["messages"]] + ["assistant"]
 
 
 def test_prompting_mode_answers_an_unreadable_or_refused_answer_with_a_retry():

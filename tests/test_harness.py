@@ -249,9 +249,9 @@ def test_each_exhausted_budget_leads_to_the_last_turn(chain_data, kind, script, 
     r = out.row
     assert r["exhausted"] == kind and r["termination"] == "submitted_last_turn" and r["finished"]
     assert r["edges"] == "X1 -> X2; X2 -> X3"
-    last_user = [m for m in out.transcript["messages"] if m["role"] == "user"][-1]["content"]
+    last_user = [m for m in out.transcript.messages if m["role"] == "user"][-1]["content"]
     assert "last turn" in last_user
-    assert [t["function"]["name"] for t in out.transcript["tools"]] == [t.name for t in toolbox("full")]
+    assert [t["function"]["name"] for t in out.transcript.tools] == [t.name for t in toolbox("full")]
 
 
 def test_last_turn_none_scores_the_working_graph_unfinished(chain_data):
@@ -276,7 +276,7 @@ def test_last_turn_retry_accepts_the_second_try_and_only_submit_runs(chain_data)
     assert r["finished"] and r["termination"] == "submitted_retry" and r["edges"] == "X1 -> X2; X2 -> X3"
     rejected = [c for c in out.calls if c["last_turn"] and not c["ok"]]
     assert rejected and "only submit" in rejected[0]["error"]
-    assert any("one retry" in (m["content"] or "") for m in out.transcript["messages"] if m["role"] == "user")
+    assert any("one retry" in (m["content"] or "") for m in out.transcript.messages if m["role"] == "user")
     out2 = _run(chain_data, last=["garbage", "more garbage", SUBMIT()], cond=cond, turns=1)
     assert not out2.row["finished"]
 
@@ -284,7 +284,7 @@ def test_last_turn_retry_accepts_the_second_try_and_only_submit_runs(chain_data)
 def test_every_tool_call_answered_once_with_the_budget_line(chain_data):
     script = [[CI(), tool_call("ci_test", {"x": "X1"}), tool_call("nonsense", {})], SUBMIT()]
     out = _run(chain_data, script=script)
-    msgs = out.transcript["messages"]
+    msgs = out.transcript.messages
     ids = [tc["id"] for m in msgs if m["role"] == "assistant" for tc in (m.get("tool_calls") or [])]
     answered = [m["tool_call_id"] for m in msgs if m["role"] == "tool"]
     assert sorted(ids) == sorted(answered)
@@ -295,12 +295,12 @@ def test_every_tool_call_answered_once_with_the_budget_line(chain_data):
 
 def test_guided_prompt_has_log_without_truth_and_budgets(chain_data):
     out = _run(chain_data, script=[SUBMIT()])
-    prompt = out.transcript["messages"][1]["content"]
+    prompt = out.transcript.messages[1]["content"]
     assert "X2 -- X3 | given {X1} | kci | no evidence" in prompt and "wrong" not in prompt
     assert "test units 4/4" in prompt and "algorithm_A" in prompt
     for level in range(4):
         cond = Condition("scripted_test", prompt_level=level, target="dag")
-        p = _run(chain_data, script=[SUBMIT()], cond=cond).transcript["messages"][1]["content"]
+        p = _run(chain_data, script=[SUBMIT()], cond=cond).transcript.messages[1]["content"]
         assert ("Scoring" in p) == (level >= 1) and ("heteroscedastic" in p) == (level >= 2)
         assert ("level by level" in p) == (level >= 3) and "orient every edge" in p and "deletion log" not in p
 
@@ -310,7 +310,7 @@ def test_crashing_agent_is_a_failed_episode(chain_data):
     r = out.row
     assert r["status"] == "failed" and r["error"] == "RuntimeError: the model server went away"
     assert not r["finished"] and r["edges"] == "X1 -- X2" and r["turns"] == 2
-    assert "RuntimeError" in out.transcript["error"]["error"]
+    assert "RuntimeError" in out.transcript.error["error"]
 
 
 # --- hostile input -----------------------------------------------------------------------------------
@@ -378,11 +378,11 @@ def test_code_isolation_modes_are_recorded_and_required_fails_closed(chain_data,
     assert weak.row["code_isolation"] == "none"
     rc = next(c for c in weak.calls if c["tool"] == "run_code")
     assert rc["ok"] and "ran as" in rc["result"] and json.loads(rc["details"])["isolation"] == "none"
-    desc = {t["function"]["name"]: t["function"]["description"] for t in weak.transcript["tools"]}
+    desc = {t["function"]["name"]: t["function"]["description"] for t in weak.transcript.tools}
     assert "sandbox" not in desc["run_code"] and "No network" not in desc["run_code"]
     off = run("off")
     assert off.row["code_isolation"] == "off"
-    assert "run_code" not in {t["function"]["name"] for t in off.transcript["tools"]}
+    assert "run_code" not in {t["function"]["name"] for t in off.transcript.tools}
     rc = next(c for c in off.calls if c["tool"] == "run_code")
     assert not rc["ok"] and "unknown tool" in rc["error"]
     minimal = agent_episode("scripted", {"kind": "scripted_test", "script": [SUBMIT()], "last": ()},

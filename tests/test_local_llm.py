@@ -481,13 +481,13 @@ def test_real_model_game_play(server, mode):
         assert row["error"], row
     assert row["cost"] == 0.0 and row["tokens_in"] > 0 and row["tokens_out"] > 0
     if mode == "agentic":
-        _answered_once([{k: v for k, v in m.items() if k != "meta"} for m in t["messages"]])
-        usages = [m["meta"]["usage"] for m in t["messages"] if m["role"] == "assistant"]
+        _answered_once([{k: v for k, v in m.items() if k != "meta"} for m in t.messages])
+        usages = [m["meta"]["usage"] for m in t.messages if m["role"] == "assistant"]
         assert len(usages) == row["turns"] - (row["status"] == "failed")
-        sent = [tc["id"] for m in t["messages"] for tc in (m.get("tool_calls") or [])]
+        sent = [tc["id"] for m in t.messages for tc in (m.get("tool_calls") or [])]
         assert sorted(sent) == sorted(c["call_id"] for c in out.calls)
     else:
-        usages = [r["usage"] for r in t["requests"] if "usage" in r]
+        usages = [r["usage"] for r in t.requests if "usage" in r]
         assert 1 <= len(usages) <= 4                                          # the turn limit, retries included
         assert len(out.calls) == len(usages) or row["status"] == "failed"    # one action per answer
     for k, u in enumerate(usages):

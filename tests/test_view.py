@@ -29,9 +29,9 @@ import pytest
 
 from heuresis.artifacts.io import write_table
 from heuresis.artifacts.schemas import GAME_JUDGEMENTS
+from heuresis.artifacts.transcripts import TranscriptProblem, read_episode_transcript
 from heuresis.view import Site, export_site, make_server
 from heuresis.view.pages import INDEX_COLUMNS
-from heuresis.view.transcripts import TranscriptProblem, read_episode_transcript
 
 pytestmark = pytest.mark.slow
 
@@ -414,7 +414,7 @@ def test_every_transcript_of_the_run_reads(run):
     assert len(paths) == len(_episodes(run))
     for p in paths:
         tr = read_episode_transcript(p)
-        assert tr.data["transcript_version"] == 1 and tr.calls and tr.messages
+        assert tr.version == 1 and tr.calls and tr.messages
 
 
 # --- the working graph after every turn --------------------------------------------------------------

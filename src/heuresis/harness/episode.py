@@ -31,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
+from heuresis.artifacts.transcripts import EpisodeTranscript
 from heuresis.causal.graph import Graph
 from heuresis.config.loading import schema_default
 from heuresis.harness.budgets import Budgets, BudgetSettings
@@ -55,10 +56,6 @@ __all__ = [
     "run_episode",
     "task_data",
 ]
-
-#: Version of the transcript's JSON layout, recorded in every transcript (``transcript_version``); the
-#: reader of :mod:`heuresis.view.transcripts` names an older or other version instead of misreading it.
-TRANSCRIPT_VERSION = 1
 
 
 @dataclass
@@ -95,7 +92,7 @@ class EpisodeOutcome:
 
     row: dict
     calls: list[dict]
-    transcript: dict
+    transcript: EpisodeTranscript
     requests: list[dict] = field(default_factory=list)   # one row per model request (:data:`REQUESTS`)
 
 
@@ -288,23 +285,17 @@ def run_episode(agent: Agent, cond: Condition, inp: EpisodeInput, settings: Epis
     }
     keys = {"episode_id": episode_id, "agent": agent_name, "condition_id": cond.condition_id,
             "family": inp.family, "split": inp.split, "instance": inp.instance}
-    transcript = {
-        "transcript_version": TRANSCRIPT_VERSION,
-        "episode": row, "condition": cond.as_dict(), "budgets": {"limits": ep.budgets.limits(), "used": ep.budgets.used(),
-                                                                  "setting": ep.budgets.settings.name},
-        "agent_origin": agent_origin,   # a plugin's class and distribution (None: built-in)
-        "algorithm_map": amap, "algorithm_map_given_to_agent": bool(agent.privileged),
-        "start_graph": ("pc_kci" if cond.guided else "complete"),
-        "deletion_log_shown": _agent_visible_log(inp.pc_kci_deletions) if cond.guided else None,
-        "tools": ep.specs,
-        "messages": ep.transcript_messages(),
-        "calls": calls,
-    }
-    if ep.failure is not None:
-        transcript["error"] = ep.failure
-    if agent.record() is not None:   # an external agent's command: its exit status and output
-        transcript["agent_record"] = agent.record()
-    transcript["requests"] = requests
+    transcript = EpisodeTranscript(
+        episode=row, condition=cond.as_dict(),
+        budgets={"limits": ep.budgets.limits(), "used": ep.budgets.used(), "setting": ep.budgets.settings.name},
+        agent_origin=dict(agent_origin) if agent_origin is not None else None,   # a plugin: class, distribution
+        algorithm_map=amap, algorithm_map_given_to_agent=bool(agent.privileged),
+        start_graph=("pc_kci" if cond.guided else "complete"),
+        deletion_log_shown=_agent_visible_log(inp.pc_kci_deletions) if cond.guided else None,
+        tools=ep.specs, messages=ep.transcript_messages(), calls=calls,
+        error=ep.failure,
+        agent_record=agent.record(),   # an external agent's command: its exit status and output
+        requests=requests)
     return EpisodeOutcome(row, [{**keys, **c} for c in calls], transcript,
                           [{**keys, "index": k, **r} for k, r in enumerate(requests + abandoned)])
 

@@ -19,7 +19,6 @@ The agent's own failures (no submission, a budget reached) are results, status `
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -27,7 +26,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from heuresis.artifacts.failures import FIRST_ATTEMPT, failure_metadata, record_attempt
-from heuresis.artifacts.io import Checkpoint, atomic_write_text, write_table
+from heuresis.artifacts.io import Checkpoint, write_table
 from heuresis.artifacts.provenance import PROVENANCE_KEY, dumps, provenance_record, utc_now
 from heuresis.artifacts.schemas import CALLS, EPISODES, REQUESTS
 from heuresis.artifacts.sealing import PUBLIC_SALT, salt_digest
@@ -138,8 +137,8 @@ def run_episode_shard(agent: str, agent_spec: Mapping, condition_id: str, family
         res = run_episode(model, cond, inp, settings, ep_seed, agent_origin=origin,
                           request_log=RequestLog(tdir / f"{i:04d}.requests.jsonl"), spend_dir=spend_dir)
         res.row["transcript"] = str(tdir / f"{i:04d}.json")
-        res.transcript["secrets"] = salted
-        atomic_write_text(tdir / f"{i:04d}.json", json.dumps(res.transcript, indent=1, default=str))
+        res.transcript.secrets = salted
+        res.transcript.write(tdir / f"{i:04d}.json")
         record = {"row": res.row, "calls": res.calls, "requests": res.requests}
         if res.row["status"] == "failed":   # written, not saved: a rerun retries it
             ckpt.fail(i, record)

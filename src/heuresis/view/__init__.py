@@ -4,8 +4,8 @@
 ``heuresis view RESULTS_A RESULTS_B`` compares two runs; ``heuresis view --export DIR`` writes the
 same pages as files (:func:`export_site`). See docs/viewer.md.
 
-* :mod:`heuresis.view.run`: the run's tables, found by schema and read with :func:`heuresis.artifacts.io.read_table`;
-* :mod:`heuresis.view.transcripts`: the versioned transcript records and their readers;
+* :mod:`heuresis.view.run`: the run's tables, found by schema and read with :func:`heuresis.artifacts.io.read_table`,
+  and its transcripts, read with :mod:`heuresis.artifacts.transcripts`;
 * :mod:`heuresis.view.pages`: the pages (Jinja2 templates, JSON blobs and ``static/table.js`` for the index,
   ``static/page.js`` for the turn keys);
 * :mod:`heuresis.view.live`: the run's plan and the header a served index follows;

@@ -29,10 +29,10 @@ import jinja2
 import pyarrow as pa
 
 from heuresis.artifacts.schemas import GAME_JUDGEMENTS
+from heuresis.artifacts.transcripts import TranscriptProblem, read_episode_transcript, read_play_transcript
 from heuresis.causal.graph import Graph, Relation
 from heuresis.view.live import run_header, stamp
 from heuresis.view.run import Run, loads, number
-from heuresis.view.transcripts import TranscriptProblem, read_episode_transcript, read_play_transcript
 
 __all__ = ["INDEX_COLUMNS", "NotFound", "Page", "Site", "edge_table", "html_page", "url_name"]
 
@@ -559,7 +559,7 @@ class Site:
         turns = _conversation(tr.messages if tr else [], by_id, calls, amap)
         drawings, graph_note = {}, None
         if tr is not None:
-            start, graph_note = self._start_graph(tr.data.get("start_graph"), pc_row, final.d)
+            start, graph_note = self._start_graph(tr.start_graph, pc_row, final.d)
             if start is not None:
                 graphs, stop, graph_note = working_graphs(start, calls)
                 drawings = turn_drawings(graphs, [t["turn"] for t in turns if stop is None or t["turn"] < stop], truth)
@@ -572,11 +572,11 @@ class Site:
         return self.render(
             "episode.html", depth, row=row, eid=eid, problem=problem, transcript=self.run.artifact(tpath),
             condition={f: row.get(f) for f in ["condition_id", *FACTORS]},
-            budgets=(tr.data["budgets"] if tr else None), truth=truth is not None, edges=edges, counts=counts,
+            budgets=(tr.budgets if tr else None), truth=truth is not None, edges=edges, counts=counts,
             drawing=graph_svg(final.d, names, edges) if edges else None, amap=amap,
             deletions=deletions, turns=turns, requests=tr.requests if tr else [], failures=failures,
             scores=self.run.scores.get(eid), file=self.run.artifact(row["_file"]),
-            start_graph=tr.data.get("start_graph") if tr else None, drawings=drawings, graph_note=graph_note,
+            start_graph=tr.start_graph if tr else None, drawings=drawings, graph_note=graph_note,
             compare={"url": self.compare_path(key, same.index(eid) // COMPARE_COLUMNS + 1), "others": others}
             if others > 0 else None,
             prev={"id": prev, "url": f"episodes/{url_name(prev)}.html"} if prev else None,
@@ -719,7 +719,7 @@ class Site:
                 {**j, "criteria": c, "texts": x} for j in self.run.judgements.get(pid, [])
                 for c, x in [judge_criteria(j, GAME_JUDGEMENTS.schema, GAME_JUDGEMENTS.doc)]], turns=turns,
             calls=calls, design=loads(row.get("design"), None), file=self.run.artifact(row["_file"]),
-            error=(tr.data.get("error") if tr else None))
+            error=(tr.error if tr else None))
 
 
 def _compare_key(rel: str) -> tuple[tuple[str, str, int] | None, int]:
@@ -883,8 +883,8 @@ def _failures(row: Mapping, tr, calls: list[dict]) -> list[dict]:
     out = []
     if row.get("error"):
         out.append({"what": f"episode {row['status']}", "why": row["error"]})
-    if tr is not None and tr.data.get("error"):
-        out.append({"what": "agent failure (transcript)", "why": _pretty(tr.data["error"])})
+    if tr is not None and tr.error:
+        out.append({"what": "agent failure (transcript)", "why": _pretty(tr.error)})
     for c in calls:
         if not c["ok"]:
             out.append({"what": f"turn {c['turn']}, call {c['index']} ({c['tool']})", "why": c.get("error") or "error",

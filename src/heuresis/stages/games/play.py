@@ -52,6 +52,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from heuresis.agents.llm import repair_arguments
+from heuresis.artifacts.transcripts import PlayTranscript
 from heuresis.causal.games.game import Game, GameError
 from heuresis.causal.games.scenario import Scenario
 from heuresis.config.loading import schema_default
@@ -108,7 +109,7 @@ class PlayOutcome:
 
     row: dict
     calls: list[dict]
-    transcript: dict
+    transcript: PlayTranscript
     requests: list[dict] = field(default_factory=list)   # one row per model request (GAME_PLAY_REQUESTS)
 
 
@@ -339,11 +340,11 @@ def run_play(agent_name: str, agent_spec: Mapping, scn: Scenario, *, repeat: int
         "cost": spend.cost, "retries": spend.retries, "warnings": json.dumps(spend.warnings),
         "wall_s": round(time.monotonic() - t0, 3),
     }
-    transcript = {"play": row, "agent_origin": agent_origin(agent_name, agent_spec), "scenario": scn.spec,
-                  "prompts": _prompt_record(mode, game.causalgame), **transcript, "calls": calls}
+    record = PlayTranscript(row, agent_origin=agent_origin(agent_name, agent_spec), scenario=scn.spec,
+                            prompts=_prompt_record(mode, game.causalgame), **transcript, calls=calls)
     keys = {"play_id": play_id, "agent": agent_name, "mode": mode, "scenario": scn.name, "repeat": int(repeat)}
     requests = [{**keys, "index": k, **r.row()} for k, r in enumerate(spend.requests)]
-    return PlayOutcome(row, [{**keys, **c} for c in calls], transcript, requests)
+    return PlayOutcome(row, [{**keys, **c} for c in calls], record, requests)
 
 
 def _termination(game: Game, ended: str = "") -> str:

@@ -35,7 +35,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from heuresis.artifacts.failures import FIRST_ATTEMPT, failure_metadata, record_attempt
-from heuresis.artifacts.io import Checkpoint, atomic_write_text, read_table, write_table
+from heuresis.artifacts.io import Checkpoint, read_table, write_table
 from heuresis.artifacts.provenance import PROVENANCE_KEY, dumps, provenance_record, utc_now
 from heuresis.artifacts.report import format_interval
 from heuresis.artifacts.schemas import (
@@ -46,6 +46,7 @@ from heuresis.artifacts.schemas import (
     GAME_PLAYS,
     GAME_REFERENCES,
 )
+from heuresis.artifacts.transcripts import PlayTranscript
 from heuresis.causal.games.causalgame import CGScenario
 from heuresis.causal.games.references import scenario_references, seed_of, winnability_errors
 from heuresis.causal.games.scenario import Scenario, ScenarioError, load_scenario, scenario_schema
@@ -495,9 +496,9 @@ def run_plays(agent: str, spec: Mapping, mode: str, scenario: str, folder: str |
         except Exception as exc:  # the harness itself failed: a recorded failure, the other plays go on
             err = f"{type(exc).__name__}: {exc}"
             row = _failed_row(agent, spec, scn, mode, r, s, ref, err, task_variant)
-            calls, transcript, requests = [], {"play": row, "error": traceback.format_exc(limit=8)}, []
+            calls, transcript, requests = [], PlayTranscript.failed(row, traceback.format_exc(limit=8)), []
         row["transcript"] = str(tdir / f"r{r}.json")
-        atomic_write_text(tdir / f"r{r}.json", json.dumps(transcript, indent=1, default=str))
+        transcript.write(tdir / f"r{r}.json")
         if row["status"] == "failed":   # written, not saved: a rerun retries it
             ckpt.fail(r, {"row": row, "calls": calls, "requests": requests})
         else:
