@@ -287,6 +287,15 @@ def run_local_install(commands: list[Command]) -> int:
     return rc
 
 
+def _record_failure(cmd: str, output: str, lines: int = 40) -> None:
+    """Append a failed command and the end of its output to the file ``.ci/run`` prints last (HEURESIS_CI_FAILURES)."""
+    path = os.environ.get("HEURESIS_CI_FAILURES")
+    if path:
+        tail = "\n".join(output.rstrip().splitlines()[-lines:])
+        with open(path, "a") as f:
+            f.write(f"README command FAILED: {cmd}\n  (the last {lines} lines of its output)\n{tail}\n")
+
+
 def run_all(commands: list[Command]) -> int:
     """Run every command (but Quick start 1 and 2, the ``[local]`` install and :data:`NOT_RUN`); print each one's time."""
     failed, times = [], []
@@ -323,22 +332,27 @@ def run_all(commands: list[Command]) -> int:
             times.append((took, cmd, ok))
             if not ok:
                 failed.append(cmd)
+                _record_failure(cmd, "(its output is above, where it ran)")
             print(f"== {'ok' if ok else 'FAILED'} in {took:.0f} s: {cmd}", flush=True)
             continue
+        output = ""
         try:
             proc = subprocess.run(["bash", "-euo", "pipefail", "-c", cmd], cwd=ROOT, env=env, input=stdin,
-                                  text=True, capture_output=expect is not None, timeout=TIMEOUT_S)
-            ok = proc.returncode == 0
+                                  text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=TIMEOUT_S)
+            ok, output = proc.returncode == 0, proc.stdout
+            sys.stdout.write(output[-6000:] if expect is not None else output)
             if expect is not None:
-                sys.stdout.write(proc.stdout[-3000:] + proc.stderr[-3000:])
-                ok = ok and expect in proc.stdout
-        except subprocess.TimeoutExpired:
+                ok = ok and expect in output
+        except subprocess.TimeoutExpired as exc:
             ok = False
+            output = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+            sys.stdout.write(output)
             print(f"timed out after {TIMEOUT_S} s", flush=True)
         took = time.monotonic() - t0
         times.append((took, cmd, ok))
         if not ok:
             failed.append(cmd)
+            _record_failure(cmd, output)
         print(f"== {'ok' if ok else 'FAILED'} in {took:.0f} s: {cmd}", flush=True)
     for cmd, log, t0, proc in background:
         try:
@@ -352,6 +366,8 @@ def run_all(commands: list[Command]) -> int:
         times.append((took, cmd, ok))
         if not ok:
             failed.append(cmd)
+            log.seek(0)
+            _record_failure(cmd, log.read())
         print(f"== {'ok' if ok else 'FAILED'} in {took:.0f} s (beside the others): {cmd}", flush=True)
     print("README commands, wall time:")
     for took, cmd, ok in times:

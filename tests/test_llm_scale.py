@@ -18,10 +18,11 @@ import pytest
 from conftest import ROOT, small_lg_split
 from llm_server import CLOCK, Conversations, ScriptedLLMServer
 
-from heuresis.agents.llm import LLMAgent, ProviderFatalError, scrub, verify_keys
+from heuresis.agents.llm import LLMAgent, ProviderFatalError, verify_keys
 from heuresis.agents.spend import RunStopped, SpendLedger, SpendLimitReached, read_stop
 from heuresis.artifacts.io import read_table
 from heuresis.artifacts.schemas import EPISODES, REQUESTS
+from heuresis.harness.agent_spec import scrub
 from heuresis.stages.episodes import run_episode_shard
 
 COND = "full-unguided-p1-none-standard-once-r0"

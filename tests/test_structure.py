@@ -219,7 +219,36 @@ def test_the_harness_is_handed_its_agent():
     builds = [(a, b) for a, b in graph.edges if a.startswith("heuresis.harness")
               and "make_agent" in graph.edges[a, b]["names"]]
     assert not builds, builds
-    assert "make_agent" in graph.edges["heuresis.stages.episodes", "heuresis.harness.protocol"]["names"]
+    assert "make_agent" in graph.edges["heuresis.stages.episodes", "heuresis.agents"]["names"]
+
+
+#: What resolves an agent's kind: above the agents layer it comes from ``heuresis.agents``, whose import
+#: registers every built-in kind (the protocol's registry alone holds only the kinds imported so far).
+RESOLVERS = {"AGENTS", "make_agent", "agent_class", "check_agent", "agent_origin"}
+
+
+def test_code_above_the_agents_resolves_kinds_through_the_agents_package():
+    graph = import_graph()
+    direct = [(a, sorted(RESOLVERS & set(graph.edges[a, b]["names"]))) for a, b in graph.edges
+              if b == "heuresis.harness.protocol" and not a.startswith(("heuresis.harness", "heuresis.agents"))
+              and RESOLVERS & set(graph.edges[a, b]["names"])]
+    assert not direct, direct
+
+
+@pytest.mark.parametrize("module", ["heuresis.stages.leakage", "heuresis.stages.episodes",
+                                    "heuresis.stages.games.play", "heuresis.stages.games.workflow"])
+def test_a_stage_imported_alone_knows_every_built_in_kind(module):
+    """A rule's script imports one stage module in a fresh interpreter: every built-in kind is known there."""
+    import json
+    import subprocess
+    import sys
+
+    code = (f"import json, {module}\n"
+            "from heuresis.harness.protocol import AGENTS\n"
+            "print(json.dumps(sorted(AGENTS)))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    kinds = set(json.loads(out))
+    assert {"llm", "shortcut", "merge", "evidence", "external", "game_random", "game_mechanism"} <= kinds, kinds
 
 
 #: Modules of an optional extra that src/ may import, each with its distribution and extra. They are

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from heuresis.agents import AGENTS, agent_origin, make_agent
 from heuresis.artifacts.failures import FIRST_ATTEMPT, failure_metadata, record_attempt
 from heuresis.artifacts.io import Checkpoint, write_table
 from heuresis.artifacts.provenance import PROVENANCE_KEY, dumps, provenance_record, utc_now
@@ -41,7 +42,7 @@ from heuresis.harness.episode import (
     episode_seed,
     run_episode,
 )
-from heuresis.harness.protocol import AGENTS, agent_origin, make_agent, origin_packages
+from heuresis.harness.protocol import origin_packages
 from heuresis.harness.requestlog import RequestLog
 from heuresis.harness.sandbox import SandboxLimits
 from heuresis.stages.instances import load_data, load_truth
@@ -281,8 +282,9 @@ def config_errors(config: Mapping) -> list[str]:
     known agents (not game agents), budgets and families, and fit their split; ``episodes.run``
     names known grids; episodes need PC-KCI on the menu.
     """
+    from heuresis.agents import check_agent
     from heuresis.agents.players import GameAgent  # registers the offline game agents
-    from heuresis.harness.protocol import AgentSpecError, check_agent, is_plugin
+    from heuresis.harness.protocol import AgentSpecError, is_plugin
 
     msgs: list[str] = []
     agents = config["agents"]

@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from heuresis.agents import make_agent
 from heuresis.artifacts.failures import FIRST_ATTEMPT, failure_metadata, record_attempt
 from heuresis.artifacts.io import Checkpoint, write_table
 from heuresis.artifacts.provenance import PROVENANCE_KEY, dumps, provenance_record, utc_now
@@ -44,7 +45,6 @@ from heuresis.harness.agent_spec import result_spec
 from heuresis.harness.loop import single_request
 from heuresis.harness.parse import ParseError, parse_edge_list
 from heuresis.harness.prompts import render
-from heuresis.harness.protocol import make_agent
 from heuresis.stages.jobs import job_minutes, request_seconds
 
 __all__ = [

@@ -45,6 +45,7 @@ def build(target: Target, inputs: Mapping[str, list[str]], outputs: Mapping[str,
     for item in items:
         prov = provenance_record(stage=target.stage, config=item.config, seeds=item.seeds or None,
                                  inputs=list(item.inputs), started=started)
+        prov = {**prov, **item.provenance}
         if isinstance(item, Own):
             path = outputs[item.output] if item.output else next(iter(outputs.values()))
             message = item.write(path, caption, prov)

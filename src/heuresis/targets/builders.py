@@ -3,8 +3,8 @@
 Every builder takes the target's name, its inputs (name -> list of paths) and its params
 (name -> config slice) and returns what :func:`heuresis.targets.build.build` writes: a
 :class:`Table` or a :class:`Figure`, or a list of them (a figure and the table of its numbers).
-A builder computes; it writes only what is particular to it (Table 5's checks table, a games
-target); the caption, the provenance record and the files are :func:`~heuresis.targets.build.build`'s.
+A builder computes; it writes only what is particular to it (Table 5's checks table); the caption, the provenance
+record and the files are :func:`~heuresis.targets.build.build`'s.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ class Table:
     log: str = ""
     failure: str = ""
     log_table: bool = False
+    provenance: Mapping = field(default_factory=dict)   # more entries of its provenance record
 
 
 @dataclass
@@ -52,6 +53,7 @@ class Figure:
     seeds: Mapping = field(default_factory=dict)
     secrets: Mapping | None = None
     log: str = ""
+    provenance: Mapping = field(default_factory=dict)   # more entries of its provenance record
 
 
 @dataclass
@@ -66,6 +68,7 @@ class Own:
     config: Mapping = field(default_factory=dict)
     inputs: Sequence[str] = ()
     seeds: Mapping = field(default_factory=dict)
+    provenance: Mapping = field(default_factory=dict)   # more entries of its provenance record
 
 
 def _seeds(boot: Mapping) -> dict:
@@ -219,20 +222,21 @@ def figure8(name: str, inputs: Mapping, params: Mapping):
 
 
 def games_target(name: str, inputs: Mapping, params: Mapping):
-    """A games table or figure (:func:`heuresis.stages.games.analysis.build_target` computes and writes it)."""
-    from heuresis.stages.games.analysis import build_target
+    """A games table or figure (:func:`heuresis.stages.games.analysis.compute_target`)."""
+    from heuresis.stages.games.analysis import compute_target
 
+    boot = dict(params["game_bootstrap"])
+    res = compute_target(name, references=list(inputs["game_references"]), plays=list(inputs["game_plays"]),
+                         judgements=list(inputs["game_judgements"]), judges=list(params["judges"]), bootstrap=boot,
+                         secrets=dict(params["secrets"]))
+    config = {"target": name, "judges": list(params["judges"]), "bootstrap": res.bootstrap}
+    seeds = {"bootstrap": int(res.bootstrap["seed"])}
     paths = [p for key in ("game_references", "game_plays", "game_judgements") for p in inputs[key]]
-
-    def write(path, caption, provenance):
-        from pathlib import Path
-
-        return build_target(name, Path(path).with_suffix(""), references=list(inputs["game_references"]),
-                            plays=list(inputs["game_plays"]), judgements=list(inputs["game_judgements"]),
-                            judges=list(params["judges"]), bootstrap=dict(params["game_bootstrap"]),
-                            caption=caption, stage=provenance["stage"], secrets=dict(params["secrets"]))
-
-    return Own(write, "", inputs=paths)
+    if res.kind == "figure":
+        return Figure(res.fig, res.numbers, config, paths, seeds, log=res.log, provenance={"games_split": res.split})
+    assert res.display is not None
+    return Table(res.numbers, res.display, config, paths, seeds, note=res.note, log=res.log,
+                 provenance={"games_split": res.split})
 
 
 BUILDERS = {f.__name__: f for f in (headroom_target, analysis_target, table1, table2_paper, table5, figure1a,

@@ -542,7 +542,8 @@ def _settings(spec: Mapping) -> str:
 
 def _implementation(agent: str, spec: Mapping) -> str:
     """``built-in``, or a plugin's class and the installed distribution holding it (as installed now)."""
-    from heuresis.harness.protocol import AgentSpecError, agent_origin
+    from heuresis.agents import agent_origin
+    from heuresis.harness.protocol import AgentSpecError
 
     try:
         origin = agent_origin(agent, spec)

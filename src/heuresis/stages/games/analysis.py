@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -45,7 +46,9 @@ __all__ = [
     "NO_JUDGE",
     "SCORES",
     "TIERS",
+    "GamesResult",
     "bias_control_table",
+    "compute_target",
     "criteria_table",
     "criteria_tiers_figure",
     "failure_modes_table",
@@ -805,96 +808,93 @@ def load_inputs(references: Sequence, plays: Sequence, judgements: Sequence):
     return refs, p, j
 
 
-def build_target(target: str, stem, *, references: Sequence, plays: Sequence, judgements: Sequence,
-                 judges: Sequence[str], bootstrap: Bootstrap | Mapping, caption: str, stage: str,
-                 secrets: Mapping | None = None) -> str:
-    """Write one games table (``stem``.parquet/.md/.tex) or figure (``stem``.pdf/.png); returns a log line.
+@dataclass
+class GamesResult:
+    """One games target computed: a table (``numbers``, ``display``) or a figure (``fig``, ``numbers``).
 
-    A table's caption is ``caption`` (its caption file's text), then the run's facts: the family,
-    the interval level and resamples, whether a judge is configured, and whether its scenarios
-    include sealed test variants (:func:`split_caption`; ``secrets``: the run's secrets regime,
-    :func:`heuresis.artifacts.sealing.disclosure`), which its provenance records too.
+    ``note`` follows the target's caption (this run's facts, then :func:`split_caption`); ``split``
+    is that sentence alone, which the provenance records as ``games_split``; ``log`` is the job's line.
     """
-    from heuresis.artifacts.provenance import provenance_record
-    from heuresis.artifacts.report import save_figure, write_paper_table
 
+    kind: str
+    numbers: object
+    display: pd.DataFrame | None
+    fig: object
+    note: str
+    split: str
+    log: str
+    bootstrap: dict        # the bootstrap settings used (level, resamples, seed)
+
+
+def compute_target(target: str, *, references: Sequence, plays: Sequence, judgements: Sequence,
+                   judges: Sequence[str], bootstrap: Bootstrap | Mapping,
+                   secrets: Mapping | None = None) -> GamesResult:
+    """Compute one games table or figure from the games artifacts (written by :func:`heuresis.targets.build.build`).
+
+    The note after its caption holds the run's facts: the family, the interval level and
+    resamples, whether a judge is configured, and whether its scenarios include sealed test
+    variants (:func:`split_caption`; ``secrets``: the run's secrets regime,
+    :func:`heuresis.artifacts.sealing.disclosure`).
+    """
     bootstrap = Bootstrap.coerce(bootstrap, "games.bootstrap")
     refs, p, every_view = load_inputs(references, plays, judgements)
     j = every_view[every_view.protocol == "committed"]   # the default view; games_protocols shows every view
     label = split_caption(refs, secrets)
-    prov = provenance_record(stage=stage, config={"target": target, "judges": list(judges),
-                                                  "bootstrap": bootstrap.as_dict()},
-                             seeds={"bootstrap": int(bootstrap.seed)},
-                             inputs=[*references, *plays, *judgements])
-    prov = {**prov, "games_split": label}
+    facts = f"{float(bootstrap.level):.0%} intervals, {int(bootstrap.resamples)} resamples."
+    no_judge = "" if judges else f" {NO_JUDGE} (games.judges is empty)."
 
-    def write(num: pd.DataFrame, disp: pd.DataFrame, caption: str) -> None:
-        write_paper_table(num, disp, stem, caption=f"{caption} {label}", provenance=prov)
+    def table(num: pd.DataFrame, disp: pd.DataFrame, extra: str, log: str) -> GamesResult:
+        return GamesResult("table", num, disp, None, f"{extra.strip()} {label}".strip(), label, f"{target}: {log}",
+                           bootstrap.as_dict())
+
+    def figure(fig, numbers, log: str) -> GamesResult:
+        return GamesResult("figure", numbers, None, fig, label, label, f"{target}: {log}", bootstrap.as_dict())
 
     if target == "games_optima":
         num, disp = references_table(refs)
-        write(num, disp, caption)
-        return f"{target}: {len(num)} scenarios"
+        return table(num, disp, "", f"{len(num)} scenarios")
     if target == "games_expectations":
         num, disp = expectations_table(refs)
-        write(num, disp, caption)
-        return f"{target}: {len(num)} strategies, {int(num.inside.sum()) if len(num) else 0} inside"
+        return table(num, disp, "", f"{len(num)} strategies, {int(num.inside.sum()) if len(num) else 0} inside")
     if target == "games_leaderboard":
         num, disp = leaderboard_table(p, j, judges, bootstrap)
-        cap = (f"{caption} {float(bootstrap.level):.0%} intervals, {int(bootstrap.resamples)} resamples."
-               + ("" if judges else f" CR and rubric: {NO_JUDGE} (games.judges is empty)."))
-        write(num, disp, cap)
-        return f"{target}: {len(num) // 2} players"
+        extra = facts + ("" if judges else f" CR and rubric: {NO_JUDGE} (games.judges is empty).")
+        return table(num, disp, extra, f"{len(num) // 2} players")
     if target == "games_judges":
         num, disp = judges_table(j, judges)
-        cap = caption + ("" if judges else f" {NO_JUDGE} (games.judges is empty).")
-        write(num, disp, cap)
-        return f"{target}: " + (f"{len(judges)} judges, {len(j)} judgements" if judges else NO_JUDGE)
+        return table(num, disp, no_judge, f"{len(judges)} judges, {len(j)} judgements" if judges else NO_JUDGE)
     if target.startswith("games_") and target[len("games_"):] in set(p.family):
         family = target[len("games_"):]
         summ = summary(p[p.family == family], j, judges, bootstrap)
         num, disp = family_table(summ, family, judges)
-        cap = (f"{caption} Family: {family}; {float(bootstrap.level):.0%} intervals, "
-               f"{int(bootstrap.resamples)} resamples.")
-        if not judges:
-            cap += f" Rubric: {NO_JUDGE} (games.judges is empty)."
-        write(num, disp, cap)
-        return f"{target}: {len(num)} rows from {int((p.family == family).sum())} plays"
-    facts = f"{float(bootstrap.level):.0%} intervals, {int(bootstrap.resamples)} resamples."
+        extra = f"Family: {family}; {facts}" + ("" if judges else f" Rubric: {NO_JUDGE} (games.judges is empty).")
+        return table(num, disp, extra, f"{len(num)} rows from {int((p.family == family).sum())} plays")
     if target == "games_protocols":
         num, disp = protocols_table(p, every_view, judges, bootstrap)
-        cap = f"{caption} {facts}" + ("" if judges else f" {NO_JUDGE} (games.judges is empty).")
-        write(num, disp, cap)
-        return f"{target}: {len(num)} rows"
+        return table(num, disp, facts + no_judge, f"{len(num)} rows")
     if target in ("games_criteria", "games_failure_modes"):
         num, disp = (criteria_table(p, j, judges, bootstrap) if target == "games_criteria"
                      else failure_modes_table(p, j, judges))
-        cap = f"{caption} {facts}" + ("" if judges else f" {NO_JUDGE} (games.judges is empty).")
-        write(num, disp, cap)
-        return f"{target}: " + (f"{len(num)} rows from {len(j)} judgements" if judges else NO_JUDGE)
+        return table(num, disp, facts + no_judge,
+                     f"{len(num)} rows from {len(j)} judgements" if judges else NO_JUDGE)
     if target == "games_ablations":
         num, disp = ablations_table(p, refs, j, judges, bootstrap)
-        cap = f"{caption} {facts}" + ("" if judges else f" CR2: {NO_JUDGE} (games.judges is empty).")
-        write(num, disp, cap)
-        return f"{target}: {len(num)} rows"
+        extra = facts + ("" if judges else f" CR2: {NO_JUDGE} (games.judges is empty).")
+        return table(num, disp, extra, f"{len(num)} rows")
     if target in ("games_trap_fall", "games_bias_control"):
         num, disp = (trap_fall_table if target == "games_trap_fall" else bias_control_table)(p, refs, bootstrap)
-        write(num, disp, f"{caption} {facts}")
-        return f"{target}: {len(num)} rows from {len(p)} plays"
+        return table(num, disp, facts, f"{len(num)} rows from {len(p)} plays")
     if target in ("games_criteria_tiers", "games_survival_cr"):
         fig, numbers = (criteria_tiers_figure(p, j, judges, bootstrap) if target == "games_criteria_tiers"
                         else survival_cr_figure(p, j, judges))
-        save_figure(fig, stem, provenance={**prov, "numbers": numbers})
-        return f"{target}: {len(p)} plays" + ("" if judges else f"; criteria: {NO_JUDGE}")
+        return figure(fig, numbers, f"{len(p)} plays" + ("" if judges else f"; criteria: {NO_JUDGE}"))
     if target == "games_survival_rubric":
         summ = summary(p, j, judges, bootstrap)
-        fig = survival_rubric_figure(summ, judges)
-        save_figure(fig, stem, provenance={**prov, "numbers": summ[summ.scenario == "all"].to_dict("records")})
-        return f"{target}: {len(p)} plays" + ("" if judges else f"; rubric: {NO_JUDGE}")
+        return figure(survival_rubric_figure(summ, judges), summ[summ.scenario == "all"].to_dict("records"),
+                      f"{len(p)} plays" + ("" if judges else f"; rubric: {NO_JUDGE}"))
     if target == "games_paths":
         stats, per_step = path_summary(p, refs)
-        fig = paths_figure(stats, per_step)
-        save_figure(fig, stem, provenance={**prov, "numbers": {"agents": stats.to_dict("records"),
-                                                               "per_deployment": per_step.to_dict("records")}})
-        return f"{target}: {len(p)} plays of {len(stats)} agent x mode"
+        return figure(paths_figure(stats, per_step), {"agents": stats.to_dict("records"),
+                                                      "per_deployment": per_step.to_dict("records")},
+                      f"{len(p)} plays of {len(stats)} agent x mode")
     raise ValueError(f"unknown games target {target!r}")

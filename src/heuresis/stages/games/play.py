@@ -51,6 +51,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from heuresis.agents import agent_class, agent_origin, make_agent
 from heuresis.agents.llm import repair_arguments
 from heuresis.artifacts.transcripts import PlayTranscript
 from heuresis.causal.games.game import Game, GameError
@@ -60,7 +61,7 @@ from heuresis.config.settings import CodeTool
 from heuresis.harness.game_tools import REPORT_QUESTION, REPORT_QUESTION_CAUSALGAME, game_tools, rows_csv
 from heuresis.harness.loop import AgentLoop, TurnLimit, UsageTotals, single_request
 from heuresis.harness.prompts import render, template
-from heuresis.harness.protocol import FatalAgentError, agent_class, agent_origin, make_agent
+from heuresis.harness.protocol import FatalAgentError
 from heuresis.harness.requestlog import RequestLog
 from heuresis.harness.sandbox import SandboxLimits, isolation_for
 

@@ -263,7 +263,8 @@ def config_errors(config: Mapping) -> list[str]:
     g = config.get("games")
     if not g:
         return []
-    from heuresis.harness.protocol import AGENTS, is_plugin
+    from heuresis.agents import AGENTS
+    from heuresis.harness.protocol import is_plugin
 
     msgs: list[str] = search_errors(g["search"])
     # every agent plays but the privileged ones: the episodes' offline baselines, built on the unmasking map
@@ -455,7 +456,8 @@ def run_plays(agent: str, spec: Mapping, mode: str, scenario: str, folder: str |
     ``games.max_tool_calls_per_turn`` and ``episodes.code_tool`` (see :func:`heuresis.stages.games.play.run_play`;
     a mapping is read with :meth:`CodeTool.from_config <heuresis.config.settings.CodeTool.from_config>`).
     """
-    from heuresis.harness.protocol import agent_origin, origin_packages
+    from heuresis.agents import agent_origin
+    from heuresis.harness.protocol import origin_packages
     from heuresis.harness.requestlog import RequestLog
     from heuresis.stages.games.play import run_play
 
@@ -557,7 +559,7 @@ def run_judgements(judge: str, spec: Mapping, agent: str, mode: str, plays_paths
     if agent_spec is not None and not may_judge(spec, agent_spec, own_family):
         raise ValueError(f"judge {judge!r} ({spec.get('model')}) is of the model family {model_family(agent_spec)!r} "
                          f"of player {agent!r} ({agent_spec.get('model')}); a judge never grades its own model family")
-    from heuresis.harness.protocol import make_agent
+    from heuresis.agents import make_agent
     from heuresis.stages.games.judge import judge_play, judged_view
 
     started = utc_now()
