@@ -16,7 +16,8 @@ layer's folders and modules (tests/test_structure.py reads this list and checks 
   planning and its run (``stages.jobs``: what a model-calling job asks for; ``stages.games``: the
   interventional track's plays, judgements and tables);
 * ``targets``, ``view`` — the paper's tables and figures, each declared once; the results viewer;
-* ``preflight`` — validation of the whole config (each stage's checks) and what it may spend;
+* ``preflight`` — validation of the whole config (each stage's checks), what it may spend, and the
+  workflow's plan: what each rule asks of the config (``preflight.plan``);
 * ``cli``, ``local_server`` — the ``heuresis`` command; the local model server.
 """
 

@@ -8,6 +8,9 @@
   each job depends on: ``reference_batches`` in :mod:`heuresis.stages.references`,
   ``episode_jobs`` in :mod:`heuresis.stages.episodes`, ...).
 
+- :mod:`heuresis.preflight.plan`: :class:`~heuresis.preflight.plan.WorkflowPlan`, what every rule of
+  ``rules/`` asks of the config (job lists, input paths, config slices, resources).
+
 This layer sits above the stages, whose checks and plans it collects; reading config files is
 :mod:`heuresis.config`, below every stage.
 """

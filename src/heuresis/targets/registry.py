@@ -6,8 +6,8 @@ elsewhere does not), the function that builds it (in :mod:`heuresis.targets.buil
 stage its provenance records, and its caption file, ``workflow/report/<caption>.rst``, the only
 caption it has: the report shows it, and the table's Markdown, LaTeX and Parquet metadata carry
 it. ``rules/targets.smk`` turns each into one rule named after it, so that ``snakemake
-results/tables/table7.md`` builds Table 7; ``rules/common.smk`` says what each input and param
-name is (:data:`INPUT_NAMES`, :data:`PARAM_NAMES`).
+results/tables/table7.md`` builds Table 7; :class:`heuresis.preflight.plan.WorkflowPlan` says what each
+input and param name is (:data:`INPUT_NAMES`, :data:`PARAM_NAMES`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from heuresis.artifacts.paths import FIGURE8_NUMBERS, VERIFICATION_CHECKS, figur
 __all__ = ["INPUT_NAMES", "PARAM_NAMES", "TARGETS", "Target", "caption_file", "paper_targets", "target_files",
            "target_named"]
 
-# every input and param name a target may use (rules/common.smk maps each to paths and values)
+# every input and param name a target may use (heuresis.preflight.plan maps each to paths and values)
 INPUT_NAMES = ("headroom_scores", "headroom_selection", "episode_scores", "verification_records", "leakage",
                "saturation", "repair_features", "table2", "published_table2", "game_references", "game_plays",
                "game_judgements")
