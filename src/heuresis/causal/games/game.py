@@ -162,9 +162,18 @@ class Game:
         """Phase of the play: ``stage1`` until the submission (the report committed with or before it), then ``done``."""
         return "stage1" if self.stage2 is None else "done"
 
+    def _budgets_left(self) -> dict:
+        """The status's budgets (Stage 1 left, the Stage-2 fleet and threshold) and the designs flown so far."""
+        b = self.scn.budgets
+        return {"stage1": {"drones_left": self.drones_left, "drones_total": b["stage1_drones"],
+                           "deployments_left": self.deployments_left, "deployments_total": b["stage1_deployments"],
+                           "max_per_deployment": b["max_per_deployment"]},
+                "stage2": {"fleet": b["stage2_fleet"], "submitted": self.stage2 is not None,
+                           "threshold": self.threshold},
+                "deployed_designs": [d.summary() for d in self.deployments]}
+
     def status(self) -> dict:
         """Return the play's state as the agent may see it: design space, visible variables, budgets left, designs flown."""
-        b = self.scn.budgets
         if isinstance(self.scn, cg.CGScenario):
             return self._cg_status()
         return {
@@ -176,12 +185,7 @@ class Game:
             "per_drone_details": ("returned drones only" if self.scn.spec["selection_bias"]
                                   else "every drone, with its status"),
             "history_flights": sum(h.count for h in self.history),
-            "stage1": {"drones_left": self.drones_left, "drones_total": b["stage1_drones"],
-                       "deployments_left": self.deployments_left, "deployments_total": b["stage1_deployments"],
-                       "max_per_deployment": b["max_per_deployment"]},
-            "stage2": {"fleet": b["stage2_fleet"], "submitted": self.stage2 is not None,
-                       "threshold": self.threshold},
-            "deployed_designs": [d.summary() for d in self.deployments],
+            **self._budgets_left(),
         }
 
     # --- actions -------------------------------------------------------------------------------------
@@ -318,7 +322,7 @@ class Game:
 
     # --- CausalGame's scenarios ---------------------------------------------------------------------
     def _cg_status(self) -> dict:
-        scn, b = self.scn, self.scn.budgets
+        scn = self.scn
         assert isinstance(scn, cg.CGScenario) and self.env_query is not None
         comps = scn.spec["components"]
         return {
@@ -338,12 +342,7 @@ class Game:
             "report_committed": self.report is not None,
             "history_records": sum(len(h.rows) for h in self.history),
             "env_queries_left": self.env_query.budget - self.env_query.used,
-            "stage1": {"drones_left": self.drones_left, "drones_total": b["stage1_drones"],
-                       "deployments_left": self.deployments_left, "deployments_total": b["stage1_deployments"],
-                       "max_per_deployment": b["max_per_deployment"]},
-            "stage2": {"fleet": b["stage2_fleet"], "submitted": self.stage2 is not None,
-                       "threshold": self.threshold},
-            "deployed_designs": [d.summary() for d in self.deployments],
+            **self._budgets_left(),
         }
 
     def _cg_history(self) -> list[Deployment]:
