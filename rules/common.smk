@@ -113,10 +113,9 @@ onstart:
 # The run's plan (heuresis.preflight.plan): every list, path, config slice and resource the rules declare.
 try:
     PLAN = WorkflowPlan(config, SECRETS, workflow.basedir)
-    # the targets' inputs and config slices by name (heuresis.targets.registry.INPUT_NAMES, PARAM_NAMES); the
-    # published Table 2 and Table 1 data files are validated here, at workflow start
-    TARGET_INPUTS = PLAN.target_inputs_by_name()
-    TARGET_PARAMS = PLAN.target_params_by_name()
+    # the targets' inputs and config slices by name, computed here so that the published Table 2 and the
+    # Table 1 data files are validated at workflow start
+    PLAN.target_input_paths, PLAN.target_param_values
 except ValueError as exc:
     raise WorkflowError(str(exc))
 
@@ -217,15 +216,8 @@ game_max_turns = PLAN.game_max_turns
 PAPER_TARGETS = PLAN.paper_targets
 target_caption = PLAN.target_caption
 
-
-def target_inputs(target):
-    """A target's inputs by name."""
-    return {name: TARGET_INPUTS[name] for name in target.inputs}
-
-
-def target_params(target):
-    """A target's config slices by name."""
-    return {name: TARGET_PARAMS[name] for name in target.params}
+target_inputs = PLAN.target_inputs
+target_params = PLAN.target_params
 
 
 def target_outputs(target):

@@ -1,6 +1,6 @@
 # The paper's tables and figures: one rule per target of the registry (heuresis.targets.registry), named
-# after it, generated here in one loop; each reads its inputs and config slice by name (TARGET_INPUTS,
-# TARGET_PARAMS in common.smk) and is built by workflow/scripts/target.py. Its caption is its file under
+# after it, generated here in one loop; each reads its inputs and config slice by name (WorkflowPlan.target_inputs,
+# target_params: heuresis.preflight.plan) and is built by workflow/scripts/target.py. Its caption is its file under
 # workflow/report/, the only one it has: the report shows it and the table's files carry it.
 
 for _t in PAPER_TARGETS:

@@ -13,6 +13,7 @@ config reruns only the jobs whose slice changed (docs/configuration.md).
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -368,7 +369,8 @@ class WorkflowPlan:
         return {**self.config["bootstrap"], **self.games["bootstrap"]}
 
     # --- paper targets (rules/targets.smk; heuresis.targets.registry) ------------------------------
-    def target_inputs_by_name(self) -> dict[str, list[str]]:
+    @functools.cached_property
+    def target_input_paths(self) -> dict[str, list[str]]:
         """What each input name of a target is (:data:`heuresis.targets.registry.INPUT_NAMES`).
 
         Raises ValueError for a published Table 2 data file that does not validate.
@@ -390,7 +392,8 @@ class WorkflowPlan:
             "game_judgements": self.game_judgements(),
         }
 
-    def target_params_by_name(self) -> dict[str, Any]:
+    @functools.cached_property
+    def target_param_values(self) -> dict[str, Any]:
         """What each param name of a target is: the config slice it depends on (:data:`~heuresis.targets.registry.PARAM_NAMES`).
 
         Raises ValueError for a Table 1 data file that does not validate (its content is a param: a change reruns
@@ -419,6 +422,14 @@ class WorkflowPlan:
             "judges": self.games["judges"],
             "game_bootstrap": self.game_bootstrap(),
         }
+
+    def target_inputs(self, target: Target) -> dict[str, list[str]]:
+        """A target's inputs by name."""
+        return {name: self.target_input_paths[name] for name in target.inputs}
+
+    def target_params(self, target: Target) -> dict[str, Any]:
+        """A target's config slices by name."""
+        return {name: self.target_param_values[name] for name in target.params}
 
     def target_caption(self, target: Target) -> Callable:
         """A target's caption: its caption file's text (a change of the file reruns the target).
