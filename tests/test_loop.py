@@ -52,7 +52,7 @@ def test_offline_agents_read_the_data_not_the_text(inst, monkeypatch, agent, gui
     plain = agent_episode(agent, AGENT_SPECS[agent], cond, inp=inst, settings=_settings(), seed=7)
     _reword(monkeypatch)
     reworded = agent_episode(agent, AGENT_SPECS[agent], cond, inp=inst, settings=_settings(), seed=7)
-    assert reworded.transcript["messages"][1]["content"] == "(reworded prompt)"
+    assert reworded.transcript.messages[1]["content"] == "(reworded prompt)"
     assert all(c["result"] == "(reworded result)\n(reworded budgets)" for c in reworded.calls)
     assert [json.loads(c["arguments"]) for c in reworded.calls] == [json.loads(c["arguments"]) for c in plain.calls]
     assert plain.row["finished"] and reworded.row["edges"] == plain.row["edges"]
