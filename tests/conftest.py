@@ -157,8 +157,8 @@ def pytest_runtest_makereport(item, call):
 
 def agent_episode(name: str, spec, cond, inp, settings, seed: int, **records):
     """One episode of agent ``name`` (config entry ``spec``), built and run as the episodes stage does."""
+    from heuresis.agents import agent_origin, make_agent  # (importing it registers every built-in kind)
     from heuresis.harness.episode import episode_algorithm_map, run_episode
-    from heuresis.harness.protocol import agent_origin, make_agent
 
     agent = make_agent(name, spec, algorithm_map=episode_algorithm_map(settings, seed))
     return run_episode(agent, cond, inp, settings, seed, agent_origin=agent_origin(name, spec), **records)

@@ -714,7 +714,7 @@ def test_context_overflow_ends_a_play_with_its_reason(mode):
 
 def test_judge_context_overflow_is_a_judgement_it_cannot_make(refs, tmp_path):
     """A judge whose context cannot hold the prompt: ``unparsed`` (scores null) with the reason, not a failure."""
-    from heuresis.harness.protocol import make_agent
+    from heuresis.agents import make_agent
     from heuresis.stages.games.judge import judge_play
 
     run_plays("game_trap_follower", {"kind": "game_trap_follower"}, "agentic", "antenna_base", SCENARIOS,

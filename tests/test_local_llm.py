@@ -191,9 +191,9 @@ def test_missing_extra_is_named(tmp_path, monkeypatch):
 
 
 def test_overlay_agents_need_the_address(monkeypatch, quick_config):
+    from heuresis.agents import make_agent
     from heuresis.agents.llm import CredentialsError, check_credentials
     from heuresis.config import merge_configs
-    from heuresis.harness.protocol import make_agent
     from heuresis.preflight import validate_config
 
     cfg = validate_config(merge_configs(quick_config, LOCAL))
@@ -497,7 +497,7 @@ def test_real_model_game_play(server, mode):
 
 @needs_extra
 def test_real_model_judgement(server):
-    from heuresis.harness.protocol import make_agent
+    from heuresis.agents import make_agent
     from heuresis.stages.games.judge import CRITERIA, judge_play
     from heuresis.stages.games.play import run_play
 

@@ -99,7 +99,7 @@ def _errors(cfg: dict) -> str:
 def test_the_installed_example_registers_its_kinds(on_path):
     from importlib import metadata
 
-    from heuresis.harness.protocol import agent_origin, make_agent
+    from heuresis.agents import agent_origin, make_agent
 
     eps = {ep.name: ep for ep in metadata.entry_points(group="heuresis.agents")}
     assert {k: eps[k].value for k in ENTRY_POINTS} == ENTRY_POINTS
@@ -134,7 +134,7 @@ def test_the_example_overlay_validates_and_adds_the_agents(on_path):
 
 
 def test_a_plugin_is_never_given_the_unmasking_map(on_path):
-    from heuresis.harness.protocol import make_agent
+    from heuresis.agents import make_agent
 
     agent = make_agent("open", {"kind": "python", "class": "plugin_cases:Open", "depth": 1},
                        algorithm_map={"algorithm_A": "pc_kci"})
@@ -180,7 +180,7 @@ def test_a_bad_plugin_entry_stops_the_workflow_naming_it(on_path, case):
 def test_a_value_the_plugin_refuses_fails_when_built(on_path):
     """Validation builds no outside class (its constructor may have side effects): the parameters fit its
     signature, so the entry passes; the value is the constructor's to refuse, when a job builds it."""
-    from heuresis.harness.protocol import make_agent
+    from heuresis.agents import make_agent
 
     assert validate_config(_config(mine={"kind": "example_one_algorithm", "pick": -1}))["agents"]["mine"]["pick"] == -1
     with pytest.raises(ValueError, match="pick must be a whole number >= 0, got -1"):
