@@ -15,7 +15,7 @@ try:
     from heuresis.stages.games.workflow import MODES as GAME_MODES
     from heuresis.harness.conditions import CONDITION_ID_PATTERN
     from heuresis.harness.sandbox import IsolationUnavailable, check_isolation
-    from heuresis.artifacts.sealing import SALT_FILE, SecretUnavailable, disclosure as _disclosure, require_test_seed
+    from heuresis.artifacts.sealing import SecretUnavailable, disclosure as _disclosure, require_test_seed
     from heuresis.targets.registry import caption_file as _caption_file
     from heuresis.targets.registry import target_files
     from heuresis.view.live import write_plan as _write_plan
@@ -23,7 +23,6 @@ except ImportError as exc:  # the package must be installed (README: pip install
     raise WorkflowError(
         f"cannot import the heuresis package ({exc}); install it first: pip install -e ."
     )
-from pathlib import Path
 
 from snakemake.logging import logger as _logger
 
