@@ -217,6 +217,23 @@ def test_known_model_priced_from_litellm_map(small):
     assert req.price_source.iloc[0] == "litellm" and req.cost.iloc[0] == pytest.approx(expect, rel=1e-9)
 
 
+def test_price_map_read_without_litellm_serves_what_litellm_serves():
+    """The config's checks read litellm's bundled price map without importing litellm (seconds saved
+    whenever Snakemake reads the workflow): every name litellm serves, aliases included, has the
+    same entry, and no other name is served."""
+    import litellm
+
+    from heuresis.agents.llm.provider import price_map
+
+    ours, theirs = price_map(), litellm.model_cost
+    fields = ("input_cost_per_token", "output_cost_per_token", "cache_read_input_token_cost",
+              "cache_creation_input_token_cost", "tiered_pricing", "max_input_tokens", "max_output_tokens")
+    assert set(ours) == set(theirs)
+    differ = [m for m in theirs if any(ours[m].get(f) != theirs[m].get(f) for f in fields)]
+    assert not differ, differ[:10]
+    assert any(isinstance(v, litellm.litellm_core_utils.get_model_cost_map.AliasedCostEntry) for v in theirs.values())
+
+
 def test_timeout_is_retried(small):
     script = [{"sleep": 1.5, "tool_calls": [("submit", {"edges": []})]}, {"tool_calls": [("submit", {"edges": []})]}]
     with ScriptedLLMServer(script) as server:

@@ -14,6 +14,7 @@ import shutil
 import subprocess
 
 import pytest
+import yaml
 from conftest import ROOT
 from tinyflow import CONFIG, CORE_TARGETS, assert_same_artifacts, copy_workflow, run_snakemake
 
@@ -77,20 +78,29 @@ def test_job_killed_by_time_limit_is_reported_with_rule_wildcards_and_log(slurm,
     assert "logs/slow/sleepy.log" in log and ".snakemake/slurm_logs/rule_slow/sleepy/" in log
 
 
-# The reference runs of the tiny config (12 jobs of seconds each) go as one group job here: the plugin
-# waits 5 s before each submission and polls ever more slowly, so one job each would make this
-# test mostly waiting; every stage still runs under SLURM, each from its own job script.
-REFERENCES_GROUPED = ["--groups", "references_pc_fisherz=test_references", "--group-components", "test_references=12"]
+# Every submission costs the plugin's 5 s pause and a status poll that backs off while nothing
+# finishes, so the run goes to SLURM as three group jobs, one per stage: the instance jobs (the
+# profile's group), the reference runs of the tiny config together with headroom (12 jobs of
+# seconds each and the one that reads them all), and the paper targets (the profile's group). Each
+# stage still runs under SLURM from its own job script and reads the previous stage's files.
+# A --group-components on the command line replaces the profile's whole list, so the profile's
+# entries are repeated here from the profile itself.
+PROFILE_GROUP_COMPONENTS = [f"{g}={n}" for g, n in yaml.safe_load(
+    (ROOT / "workflow/profiles/slurm/config.yaml").read_text())["group-components"].items()]
+STAGES_GROUPED = ["--groups", "references_pc_fisherz=test_references", "headroom=test_references",
+                  "--group-components", *PROFILE_GROUP_COMPONENTS, "test_references=1"]
 
 
 def test_slurm_run_equals_local_run(slurm, tiny_run, tmp_path_factory):
     wd = copy_workflow(tmp_path_factory.mktemp("slurm"))
-    proc = run_snakemake(wd, *CORE_TARGETS, *SLURM_ARGS, *REFERENCES_GROUPED, *CONFIG, env={"SLURM_CONF": slurm},
+    proc = run_snakemake(wd, *CORE_TARGETS, *SLURM_ARGS, *STAGES_GROUPED, *CONFIG, env={"SLURM_CONF": slurm},
                          timeout=1500)
     log = proc.stdout + proc.stderr
-    assert "submitted with SLURM jobid" in log, log[-3000:]
-    # the instance jobs went to SLURM as one group job, not one job each
-    assert "group_instances" in log and log.count("rule_instances") == 0, log[-3000:]
+    submitted = [line for line in log.splitlines() if "submitted with SLURM jobid" in line]
+    # one group job per stage, not one job each
+    assert [sum(f"slurm_logs/group_{g}_" in line for line in submitted) for g in ("instances", "test_references",
+                                                                              "targets")] == [1, 1, 1], log[-3000:]
+    assert len(submitted) == 3 and log.count("rule_instances") == 0, log[-3000:]
     n = assert_same_artifacts(tiny_run / "results", wd / "results", subset=True)
     assert n > 20
 

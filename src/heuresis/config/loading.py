@@ -268,12 +268,8 @@ def merge_configs(base: Mapping, override: Mapping) -> dict:
     return out
 
 
-class _StrictLoader(yaml.SafeLoader):
-    """PyYAML's safe loader that also refuses a key given twice in one mapping.
-
-    Plain YAML types only, no ``!!python/...`` tags; PyYAML alone would keep the last of a
-    duplicated key silently.
-    """
+class _StrictConstructor:
+    """A key given twice in one mapping is an error (PyYAML alone would keep the last one silently)."""
 
     def construct_mapping(self, node, deep=False):
         """A mapping node as a dict; a key given twice is a ConstructorError naming both lines."""
@@ -288,6 +284,14 @@ class _StrictLoader(yaml.SafeLoader):
                 raise yaml.constructor.ConstructorError(
                     None, None, f"key {key!r} given twice (first on line {first.line + 1})", key_node.start_mark)
         return super().construct_mapping(node, deep=deep)
+
+
+class _StrictLoader(_StrictConstructor, yaml.SafeLoader):
+    """PyYAML's safe loader that also refuses a key given twice: plain YAML types only, no ``!!python/...`` tags."""
+
+
+class _FastStrictLoader(_StrictConstructor, getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """The same with libyaml's parser (several times faster); an error is reported by :class:`_StrictLoader`."""
 
 
 def _yaml_problem(exc: yaml.YAMLError) -> tuple[str, Any]:
@@ -333,6 +337,10 @@ def read_yaml(path: str | Path, what: str = "config file") -> Any:
     except OSError as exc:
         raise ConfigError(f"{what} {path}: cannot be read ({exc.strerror})") from None
     try:
+        return yaml.load(text, Loader=_FastStrictLoader)
+    except yaml.YAMLError:
+        pass
+    try:   # PyYAML's own parser again, for its messages (the same text, so the same error)
         return yaml.load(text, Loader=_StrictLoader)
     except yaml.YAMLError as exc:
         problem, mark = _yaml_problem(exc)

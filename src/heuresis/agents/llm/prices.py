@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from heuresis.agents.llm.provider import load_litellm
+from heuresis.agents.llm.provider import price_map
 
 
 def config_token_prices(prices: Mapping, n_prompt: int | None = None) -> dict[str, float]:
@@ -35,8 +35,8 @@ def config_token_prices(prices: Mapping, n_prompt: int | None = None) -> dict[st
 
 def _map_prices(model: str) -> dict | None:
     """litellm's bundled prices of ``model`` as a config ``prices`` entry (tiers kept); None: not priced."""
-    litellm = load_litellm()
-    info = litellm.model_cost.get(model) or litellm.model_cost.get(model.split("/", 1)[-1]) or {}
+    prices = price_map()
+    info = prices.get(model) or prices.get(model.split("/", 1)[-1]) or {}
 
     def level(entry: Mapping) -> dict | None:
         if entry.get("input_cost_per_token") is None or entry.get("output_cost_per_token") is None:
