@@ -329,8 +329,8 @@ def test_spend_bounds_of_the_paper_config_counted_by_hand(paper_config):
 
     rows = {(r.agent, r.part): r for r in spend_bounds(paper_config)}
     scenarios = scenario_names(paper_config)
-    n_scn = 14 + 4                 # CausalGame's 14 files and one test variant of each of four
-    assert len(scenarios) == n_scn and sum("@test" in s for s in scenarios) == 4
+    n_scn = 14 + 3                 # CausalGame's 14 files and one test variant of each of three (weather has no trap)
+    assert len(scenarios) == n_scn and sum("@test" in s for s in scenarios) == 3
     # episodes of one model: tight (10 turns), generous (60) in the budget sweep x last turn none/once/retry
     # on 4 families x 16 instances; every other LLM request is a standard one (30 turns)
     tight, generous = 4 * 16 * (10 + 11 + 12), 4 * 16 * (60 + 61 + 62)

@@ -317,7 +317,7 @@ def test_the_workflow_refuses_a_sealed_test_split_without_its_seed(tmp_path):
 
     wd = copy_workflow(tmp_path / "wf")
     (wd / "config" / "sealed.yaml").write_text("instances: {d: 5, n: 100, n_dev: 1, n_test: 1}\n"
-                                               "games: {test_variants: {count: 1, of: [weather_noise]},\n"
+                                               "games: {test_variants: {count: 1, of: [deployment_zone_trap_categorical]},\n"
                                                "        search: {drones: 500, starts: 1, verify_fleets: 3, sample: 0}}\n")
     conf = ["--cores", "1", "--configfile", "config/sealed.yaml"]     # over config.yaml: sealed, drawn
     env = {k: v for k, v in os.environ.items() if k != "HEURESIS_TEST_SEED"}
@@ -328,7 +328,7 @@ def test_the_workflow_refuses_a_sealed_test_split_without_its_seed(tmp_path):
     assert dry.returncode == 0 and named in dry.stdout + dry.stderr
     proc = run([sys.executable, "-m", "snakemake", test_truth, *conf], cwd=wd, env=env, capture_output=True, text=True)
     assert proc.returncode != 0 and named in proc.stdout + proc.stderr
-    variant = "results/games/references/weather_noise@test0.parquet"   # a games test variant, drawn from the seed
+    variant = "results/games/references/deployment_zone_trap_categorical@test0.parquet"   # a games test variant, from the seed
     proc = run([sys.executable, "-m", "snakemake", variant, *conf], cwd=wd, env=env, capture_output=True, text=True)
     assert proc.returncode != 0 and named in proc.stdout + proc.stderr
     assert not (wd / "results").exists()                               # nothing ran

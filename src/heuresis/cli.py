@@ -481,8 +481,9 @@ def cmd_game_references(args: argparse.Namespace) -> int:
         raise ValueError(f"no scenario file (*.yaml) in {args.scenarios or scenario_dir()}")
     out: dict = {"_about": {"command": "heuresis game-references", "code": code_version(),
                             "note": "optimum on search.drones CRN drones (enumerated or searched, see "
-                                    "optimum_method), verified on search.verify_fleets fresh 1,000-drone fleets; "
-                                    "trap and standard on the same fleets"}}
+                                    "optimum_method; a CausalGame scenario's is exact), verified on "
+                                    "search.verify_fleets fresh 1,000-drone fleets; trap and standard on the same "
+                                    "fleets"}}
     for name, scn in scns.items():
         ref = scenario_references(scn)
         out[name] = ref.as_dict()

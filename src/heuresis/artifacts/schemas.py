@@ -546,7 +546,7 @@ REPAIR_FEATURES = _schema("repair_features", 1, [
 
 
 # --- games track (docs/games.md; heuresis.stages.games.workflow) ------------------------------------
-GAME_REFERENCES = _schema("game_references", 4, [
+GAME_REFERENCES = _schema("game_references", 5, [
     ("scenario", pa.string(), "scenario name (config/games/NAME.yaml; NAME@testK: a test variant of NAME)"),
     ("split", pa.string(), "dev (a public scenario file) or test (a variant drawn from the test seed)"),
     ("variant_of", pa.string(), "the public scenario a test variant is drawn from (null: none)"),
@@ -556,16 +556,19 @@ GAME_REFERENCES = _schema("game_references", 4, [
     ("variant", pa.string(), "variant: base, high_def, local_optima, ..."),
     ("bias", pa.string(), "the distortion of the observations (selection, confounding, measurement)"),
     ("selection_bias", pa.bool_(), "only returned drones are shown per drone"),
-    ("optimum_design", pa.string(), "JSON design maximising Stage-2 survival on the CRN draws"),
-    ("optimum_search", pa.float64(), "its survival on the search's common-random-number draws"),
-    ("optimum_se", pa.float64(), "binomial standard error of optimum_search"),
-    ("optimum_method", pa.string(), "enumerated (the whole design lattice) or searched (multi-start local search)"),
-    ("lattice_size", pa.int64(), "valid designs in the lattice (caps, DEF budget, equipment)"),
+    ("optimum_design", pa.string(), "JSON design maximising Stage-2 survival on the CRN draws (exact: over the lattice)"),
+    ("optimum_search", pa.float64(), "its survival on the search's common-random-number draws (exact: its exact survival)"),
+    ("optimum_se", pa.float64(), "binomial standard error of optimum_search (0 when exact)"),
+    ("optimum_method", pa.string(), "enumerated (the whole design lattice), searched (multi-start local search) or "
+                                    "exact (CausalGame: the exact maximum over the lattice, heuresis.causal.games.exact)"),
+    ("lattice_size", pa.int64(), "valid designs in the lattice (caps, DEF budget, equipment; exact: DEF steps of "
+                                 "lattice_step, flight profiles too)"),
     ("runner_up", pa.float64(), "best competitor on the CRN draws: the enumeration's second best, or the best "
-                                "of sample_size uniform lattice designs"),
+                                "of sample_size uniform lattice designs; exact: the best lattice design with another "
+                                "DEF vector"),
     ("better_share_ub", pa.float64(), "95% upper bound on the lattice share beating the optimum on the CRN "
-                                      "draws (0 when enumerated)"),
-    ("sample_size", pa.int64(), "uniform lattice designs compared with a searched optimum (0 when enumerated)"),
+                                      "draws (0 when enumerated or exact)"),
+    ("sample_size", pa.int64(), "uniform lattice designs compared with a searched optimum (0 when enumerated or exact)"),
     ("optimum", pa.float64(), "its mean survival over fresh Stage-2 fleets"),
     ("optimum_lo", pa.float64(), "95% interval over fleets, low"),
     ("optimum_hi", pa.float64(), "95% interval over fleets, high"),
@@ -584,8 +587,9 @@ GAME_REFERENCES = _schema("game_references", 4, [
     ("threshold", pa.float64(), "win threshold under threshold_rule"),
     ("threshold_rule", pa.string(), "fixed (the scenario's threshold) or margin (optimum - threshold_margin)"),
     ("threshold_margin", pa.float64(), "the scenario's margin (used by the margin rule)"),
-    ("search_drones", pa.int64(), "drones of the CRN draws"),
-    ("designs_evaluated", pa.int64(), "designs evaluated on the CRN draws"),
+    ("search_drones", pa.int64(), "drones of the CRN draws (0 when exact)"),
+    ("designs_evaluated", pa.int64(), "designs evaluated on the CRN draws (exact: designs valued, the rest of the "
+                                      "lattice dominated by them)"),
     ("verify_fleets", pa.int64(), "fresh fleets of the verification"),
     ("fleet_size", pa.int64(), "drones per fleet (Stage-2 size)"),
     ("seed", pa.int64(), "scenario seed"),
@@ -593,7 +597,12 @@ GAME_REFERENCES = _schema("game_references", 4, [
     ("control", pa.string(), "the control scenario paired with this one in games_bias_control (null: none)"),
     ("ablation_of", pa.string(), "the scenario this one ablates (NAME of NAME~DISCLOSURE, games_ablations; null: none)"),
     ("strategies", pa.string(), "JSON list: each strategy a CausalGame scenario file names (design, published "
-                                "range, survival on the verification fleets, inside, divergence); [] otherwise"),
+                                "range, exact survival, survival on the verification fleets, inside, divergence); "
+                                "[] otherwise"),
+    ("optimum_exact", pa.float64(), "exact Stage-2 survival of the optimum (CausalGame; null otherwise)"),
+    ("trap_exact", pa.float64(), "exact Stage-2 survival of the trap design (CausalGame; null otherwise)"),
+    ("standard_exact", pa.float64(), "exact Stage-2 survival of the standard design (CausalGame; null otherwise)"),
+    ("lattice_step", pa.int64(), "DEF step of the lattice the exact optimum maximises over (CausalGame; null otherwise)"),
     ("runtime_s", pa.float64(), "wall time of the search and verification in seconds"),
 ])
 

@@ -713,7 +713,8 @@ def search_best(scn: CGScenario, start: Mapping[str, Any], seed: int, n: int = 3
     or adds or removes ``step`` points where the budget allows, or changes one equipment choice;
     the best improving move is taken until none improves. Every design is flown from ``seed``
     (common random numbers), so two designs differ only by what the design changes. This is a
-    search: its result is the best design found, a lower bound on the optimum, not a proof.
+    search: its result is the best design found, a lower bound on the optimum, not a proof (the
+    exact optimum: :func:`heuresis.causal.games.exact.exact_optimum`).
 
     Returns
     -------

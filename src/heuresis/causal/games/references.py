@@ -20,6 +20,9 @@
   trap is not clearly below its standard design (the paired interval excludes 0) is a
   :class:`~heuresis.causal.games.scenario.ScenarioError`.
 
+CausalGame's scenarios (:func:`compute_cg_references`) have no search: their optimum, trap and
+standard are exact (:mod:`heuresis.causal.games.exact`), then flown on fresh fleets as above.
+
 Every seed derives from the scenario's ``seed`` through :func:`seed_of`, so a reference is the
 same on every machine and adding a scenario changes no other.
 """
@@ -35,6 +38,7 @@ import numpy as np
 from scipy.stats import beta as beta_dist
 
 from heuresis.causal.games import causalgame as cg
+from heuresis.causal.games import exact
 from heuresis.causal.games.scenario import Scenario, ScenarioError
 from heuresis.causal.games.scm import draw, survival
 
@@ -231,7 +235,10 @@ class References:
     upper bound on the share of the lattice better than the optimum on those draws (0 when
     enumerated).  ``threshold`` is the win threshold under ``threshold_rule`` (``fixed`` or
     ``margin``); ``trap_pattern`` the scenario's trap predicate; ``seed`` the scenario seed every
-    draw derives from.
+    draw derives from. A CausalGame scenario also has its exact values
+    (:mod:`heuresis.causal.games.exact`): ``optimum_exact`` (the exact maximum over the lattice of
+    DEF steps of ``lattice_step``; then ``optimum_method`` is ``exact``), ``trap_exact`` and
+    ``standard_exact``; they are None for this track's own scenarios.
     """
 
     scenario: str
@@ -269,6 +276,10 @@ class References:
     fleet_size: int
     seed: int
     strategies: list = field(default_factory=list)
+    optimum_exact: float | None = None
+    trap_exact: float | None = None
+    standard_exact: float | None = None
+    lattice_step: int | None = None
 
     def as_dict(self) -> dict:
         """Return the references as a plain dict (designs still as mappings)."""
@@ -296,74 +307,44 @@ def compute_references(scn: Scenario, *, drones: int | None = None, starts: int 
                       found.evaluated, ver.shape[1], int(scn.budgets["stage2_fleet"]), int(scn.spec["seed"]))
 
 
-def compute_cg_references(scn: cg.CGScenario, *, drones: int | None = None, starts: int | None = None,
-                          fleets: int | None = None, sample: int | None = None) -> References:
-    """The references of a CausalGame scenario: the best design found, trap and standard, on the same fleets.
+def compute_cg_references(scn: cg.CGScenario, *, fleets: int | None = None, step: int = exact.LATTICE_STEP) -> References:
+    """The references of a CausalGame scenario: its exact optimum, trap and standard, verified on the same fleets.
 
-    The optimum is :func:`~heuresis.causal.games.causalgame.search_best` from the standard design and
-    from the published strategies' designs that fit the DEF budget (a test variant's ``search_starts``:
-    its public scenario's strategies; up to ``starts`` starts), on
-    ``drones`` common-random-number drones; ``sample`` uniform lattice designs (DEF within caps and
-    budget, equipment drawn uniformly) bound the share better than it. The three designs are then
-    flown on ``fleets`` fresh Stage-2 fleets of ``stage2_fleet`` drones (paired). The threshold is the
-    scenario's published ``victory_threshold``.
+    The optimum is :func:`~heuresis.causal.games.exact.exact_optimum` over the lattice of DEF
+    steps of ``step`` (caps and DEF budget enforced, every equipment choice and flight profile);
+    ``runner_up`` is the best lattice design with another DEF vector. The trap, the standard
+    design and every published strategy get their exact Stage-2 survival too. The optimum, trap,
+    standard and strategies are then flown on ``fleets`` fresh Stage-2 fleets of ``stage2_fleet``
+    drones (paired): the exact values fall inside those intervals up to sampling error. A
+    strategy is ``inside`` when its exact survival lies in the published range (or the range a
+    listed divergence gives). The threshold is the scenario's published ``victory_threshold``.
     """
-    drones, starts = int(drones or 2000), int(starts or 2)
-    fleets, sample = int(fleets or 10), int(sample if sample is not None else 200)
+    fleets = int(fleets or 10)
     seed = int(scn["seed"])
-    search_seed = int(seed_of(seed, scn.name, "search").generate_state(1)[0])
-    heads = [scn.spec["standard_design"]]
-    starts_of = [s["design"] for s in (scn.spec.get("strategies") or {}).values()] + list(scn.spec.get("search_starts") or [])
-    for design in starts_of:
-        try:
-            heads.append(scn.design(design))
-        except cg.CGDesignError:   # a published strategy over the DEF budget is no start here
-            continue
-    best, value, evaluated = None, -1.0, 0
-    for start in heads[:starts]:
-        design, val = cg.search_best(scn, start, search_seed, n=drones)
-        evaluated += 1
-        if val > value:
-            best, value = design, val
-    assert best is not None
-    space = scn.space
-    runner, share_ub = float("nan"), float("nan")
-    if sample > 0:
-        rng = np.random.default_rng(seed_of(seed, scn.name, "search-sample"))
-        pool = sample_lattice(space, rng, sample)
-        vals = []
-        for vec in pool:
-            d = {**space.design(vec), **{slot: list(cfg["options"])[int(rng.integers(len(cfg["options"])))]
-                                         for slot, cfg in scn.equipment.items()}}
-            vals.append(cg.fly(scn, d, drones, np.random.default_rng(search_seed), stage=2).survival)
-        runner = float(max(vals))
-        better = int((np.array(vals) > value + 1e-12).sum())
-        share_ub = float(beta_dist.ppf(0.95, better + 1, sample - better)) if better < sample else 1.0
+    opt = exact.exact_optimum(scn, step=step, stage=2)
     size = int(scn.budgets["stage2_fleet"])
     named = scn.spec.get("strategies") or {}
-    designs = [best, scn.design(scn.spec["trap_design"], False), scn.design(scn.spec["standard_design"]),
+    designs = [scn.design(opt.design), scn.design(scn.spec["trap_design"], False), scn.design(scn.spec["standard_design"]),
                *(scn.design(v["design"], False) for v in named.values())]
+    exact_values = [opt.value, *(exact.exact_survival(scn, d) for d in designs[1:])]
     ver = np.array([[cg.fly(scn, d, size, np.random.default_rng(seed_of(seed, scn.name, "verify", f)), stage=2,
                             enforce_budget=False).survival for f in range(fleets)] for d in designs])
     strategies = []
-    slack = 3 * np.sqrt(0.25 / (fleets * size))   # three binomial standard errors of the fleets' mean, at most
-    for (key, v), d, row in zip(named.items(), designs[3:], ver[3:]):
+    for (key, v), d, row, ex in zip(named.items(), designs[3:], ver[3:], exact_values[3:]):
         m, lo, hi = _interval(row)
         div = v.get("divergence") or {}
         rng_ok = div.get("ours", v["expected"])        # a listed divergence states the range our model gives
         strategies.append({"strategy": key, "design": d, "published": v.get("published", ""),
                            "expected": list(v["expected"]), "over_budget": bool(v.get("over_budget", False)),
-                           "survival": m, "survival_lo": lo, "survival_hi": hi,
-                           "inside": bool(rng_ok[0] - slack <= m <= rng_ok[1] + slack), "divergence": " ".join(
+                           "exact": ex, "survival": m, "survival_lo": lo, "survival_hi": hi,
+                           "inside": bool(rng_ok[0] <= ex <= rng_ok[1]), "divergence": " ".join(
                                str(div.get("reason", "")).split())})
     (om, olo, ohi), (tm, tlo, thi), (sm, slo, shi) = (_interval(r) for r in ver[:3])
     dm, dlo, dhi = _interval(ver[2] - ver[1])
-    n_modules = int(np.prod([len(cfg["options"]) for cfg in scn.equipment.values()])) if scn.equipment else 1
-    return References(scn.name, scn.family, scn.spec["variant"], best, value,
-                      float(np.sqrt(value * (1 - value) / drones)), "searched", lattice_size(space) * n_modules,
-                      runner, share_ub, sample, om, olo, ohi, designs[1], list(scn.spec.get("trap_pattern") or []),
-                      tm, tlo, thi, designs[2], sm, slo, shi, dm, dlo, dhi, scn.threshold, "fixed", 0.0, drones,
-                      evaluated, fleets, size, seed, strategies)
+    return References(scn.name, scn.family, scn.spec["variant"], designs[0], opt.value, 0.0, "exact", opt.lattice_size,
+                      opt.runner_up, 0.0, 0, om, olo, ohi, designs[1], list(scn.spec.get("trap_pattern") or []),
+                      tm, tlo, thi, designs[2], sm, slo, shi, dm, dlo, dhi, scn.threshold, "fixed", 0.0, 0,
+                      opt.evaluated, fleets, size, seed, strategies, opt.value, exact_values[1], exact_values[2], step)
 
 
 def scenario_references(scn: Scenario | cg.CGScenario, search: Mapping | None = None) -> References:
@@ -371,13 +352,13 @@ def scenario_references(scn: Scenario | cg.CGScenario, search: Mapping | None = 
 
     This track's scenarios: :func:`compute_references`, checked (:func:`check_references`: an
     unwinnable scenario or a trap that is no trap raises :class:`ScenarioError`). CausalGame's:
-    :func:`compute_cg_references`, its published threshold and trap kept as published (a
-    scenario that cannot be won is a documented fact, not an error).
+    :func:`compute_cg_references` (exact; of the search settings only ``verify_fleets`` applies),
+    its published threshold and trap kept as published (a scenario that cannot be won is a
+    documented fact, not an error).
     """
     search = search or {}
     if isinstance(scn, cg.CGScenario):
-        return compute_cg_references(scn, drones=search.get("drones"), starts=search.get("starts"),
-                                     fleets=search.get("verify_fleets"), sample=search.get("sample"))
+        return compute_cg_references(scn, fleets=search.get("verify_fleets"))
     ref = compute_references(scn, drones=search.get("drones"), starts=search.get("starts"),
                              fleets=search.get("verify_fleets"), enumerate_max=search.get("enumerate_max"),
                              sample=search.get("sample"))

@@ -177,10 +177,18 @@ def family_table(summ: pd.DataFrame, family: str, judges: Sequence[str]) -> tupl
 
 
 def references_table(refs: Mapping[str, Mapping]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Optimum [interval], trap and standard survival, threshold, and the designs, per scenario."""
+    """Optimum [interval], trap and standard survival, threshold, and the designs, per scenario.
+
+    A CausalGame scenario also shows its exact optimum, trap and standard survival and the DEF step
+    of the lattice its optimum is exact over (blank for this track's own scenarios); its fleet
+    columns are the same designs flown on fresh fleets.
+    """
     def short(d):
         return ", ".join(k if isinstance(v, bool) else f"{k} {v}" if isinstance(v, str) else f"{k} {int(v)}"
                      for k, v in d.items() if v)
+
+    def exact(v):
+        return "" if v is None or (isinstance(v, float) and np.isnan(v)) else f"{v:.4f}"
 
     rows = [dict(r) for _, r in sorted(refs.items())]
     num = pd.DataFrame(rows)
@@ -192,6 +200,10 @@ def references_table(refs: Mapping[str, Mapping]) -> tuple[pd.DataFrame, pd.Data
         "Optimum [95% CI]": [format_interval(r["optimum"], r["optimum_lo"], r["optimum_hi"]) for r in rows],
         "Threshold": [f"{r['threshold']:.3f}" for r in rows],
         "Trap": [f"{r['trap']:.3f}" for r in rows], "Standard": [f"{r['standard']:.3f}" for r in rows],
+        "Exact optimum": [exact(r.get("optimum_exact")) for r in rows],
+        "Exact trap": [exact(r.get("trap_exact")) for r in rows],
+        "Exact standard": [exact(r.get("standard_exact")) for r in rows],
+        "Lattice": [f"DEF step {int(r['lattice_step'])}" if r.get("lattice_step") else "" for r in rows],
         "Optimum design": [short(r["optimum_design"]) for r in rows],
         "Trap design": [short(r["trap_design"]) for r in rows],
     })
@@ -201,22 +213,24 @@ def references_table(refs: Mapping[str, Mapping]) -> tuple[pd.DataFrame, pd.Data
 def expectations_table(refs: Mapping[str, Mapping]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Each strategy a CausalGame scenario file names: its published Stage-2 survival beside ours.
 
-    Ours is the mean over the references' fresh Stage-2 fleets (95% interval over fleets);
-    ``inside`` is whether it lies in the published range (or the range a listed divergence gives),
-    within three binomial standard errors of the fleets' drones.
+    Ours is the strategy's exact Stage-2 survival (:mod:`heuresis.causal.games.exact`) and the mean
+    over the references' fresh Stage-2 fleets (95% interval over fleets); ``inside`` is whether
+    the exact survival lies in the published range (or the range a listed divergence gives).
     """
     rows = [{"scenario": scn, **{k: v for k, v in st.items() if k != "design"},
              "design": json.dumps(st["design"], sort_keys=True), "expected_lo": st["expected"][0],
              "expected_hi": st["expected"][1]}
             for scn, ref in sorted(refs.items()) for st in ref.get("strategies") or []]
     num = pd.DataFrame(rows, columns=["scenario", "strategy", "design", "published", "expected_lo", "expected_hi",
-                                      "over_budget", "survival", "survival_lo", "survival_hi", "inside", "divergence"])
+                                      "over_budget", "exact", "survival", "survival_lo", "survival_hi", "inside",
+                                      "divergence"])
     disp = pd.DataFrame({
         "Scenario": num.scenario, "Strategy": num.strategy,
         "Published": [f"{p} [{lo:.2f}, {hi:.2f}]" for p, lo, hi in zip(num.published, num.expected_lo,
                                                                          num.expected_hi)],
-        "Ours [95% CI]": [format_interval(m, lo, hi) for m, lo, hi in zip(num.survival, num.survival_lo,
-                                                                           num.survival_hi)],
+        "Ours, exact": [f"{x:.4f}" for x in num.exact],
+        "Ours, fleets [95% CI]": [format_interval(m, lo, hi) for m, lo, hi in zip(num.survival, num.survival_lo,
+                                                                                   num.survival_hi)],
         "Inside": [("yes, in the listed divergence's range" if div else "yes") if ok else "no"
                    for ok, div in zip(num.inside, num.divergence)],
         "Over budget": ["yes" if b else "" for b in num.over_budget],

@@ -11,9 +11,9 @@ range, and with its own scenario seed (so its Stage-1 history and every play's d
 ``[lo, hi)``; integers when both ends are integers, ``hi`` included) or ``[lo, hi, step]`` (a
 multiple of ``step`` from ``lo``).  A variant inherits the section through ``extends:``; a
 scenario may replace it whole.  Published expectations (``strategies``) belong to the public
-scenario: a variant keeps their designs only as the optimum search's starting points.
+scenario: a variant has none (its optimum is exact, :mod:`heuresis.causal.games.exact`).
 
-Each draw is checked after its references are computed (:func:`accepted`): the optimum found
+Each draw is checked after its references are computed (:func:`accepted`): the optimum
 must beat the trap design (their 95% intervals over the verification fleets disjoint, optimum
 above) and must not follow the trap pattern.  A draw that fails is drawn again (attempt ``a``
 derives from the same seed), up to :data:`MAX_ATTEMPTS`; the accepted attempt and its values are
@@ -195,10 +195,9 @@ def make_variant(base: CGScenario, k: int, values: Mapping[str, Any], seed: int,
     spec = copy.deepcopy(base.spec)
     for path, v in values.items():
         _set(spec, path, v)
-    starts = [s["design"] for s in (spec.get("strategies") or {}).values()]
     spec.update(name=variant_name(base.name, k), seed=int(seed), variant=f"{spec['variant']}{VARIANT_SEP}{int(k)}",
                 variant_of=base.name, split="test", perturbed=dict(values), variant_attempt=int(attempt),
-                strategies={}, search_starts=starts, control=None)
+                strategies={}, control=None)
     return CGScenario(spec, base.path)
 
 

@@ -395,7 +395,7 @@ def run_references(scenario: str, folder: str | Path, search: Mapping, out: str 
         f"runner-up {ref.runner_up:.3f}), trap {ref.trap:.3f}, standard {ref.standard:.3f}, "
         f"threshold {ref.threshold:.3f} ({ref.threshold_rule}) in {time.perf_counter() - t0:.1f} s")
     if ref.optimum < ref.threshold or ref.trap >= ref.threshold:   # CausalGame's, kept as published
-        log(f"{scenario}: as published, the best design found ({ref.optimum:.3f}) or the trap ({ref.trap:.3f}) "
+        log(f"{scenario}: as published, the optimum ({ref.optimum:.3f}) or the trap ({ref.trap:.3f}) "
             f"does not separate at the threshold {ref.threshold:.3f} (docs/games.md, 'Divergences')")
     row = ref.as_dict()
     for k in ("optimum_design", "trap_design", "standard_design", "trap_pattern", "strategies"):
