@@ -27,6 +27,8 @@ true outcome of every drone and what CausalGame's agent is shown of it (:func:`a
 
 from __future__ import annotations
 
+import copy
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -209,6 +211,17 @@ class CGScenario:
         return out
 
 
+def _read_spec(path: Path) -> dict:
+    """The parsed scenario file, a fresh copy each call (parsed once per file version: the workflow asks for it per job)."""
+    st = path.stat()
+    return copy.deepcopy(_parse_spec(str(path.resolve()), st.st_mtime_ns, st.st_size))
+
+
+@functools.lru_cache(maxsize=256)
+def _parse_spec(path: str, mtime_ns: int, size: int) -> dict:
+    return yaml.load(Path(path).read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
 def load_cg(name_or_path: str | Path, folder: str | Path | None = None) -> CGScenario:
     """Load one CausalGame scenario file (by name from ``config/games/causalgame``, or a path), resolving ``extends``."""
     folder = Path(folder) if folder is not None else CG_DIR
@@ -217,7 +230,7 @@ def load_cg(name_or_path: str | Path, folder: str | Path | None = None) -> CGSce
     if not path.exists():
         known = sorted(q.stem for q in folder.glob("*.yaml"))
         raise FileNotFoundError(f"CausalGame scenario {name_or_path!r}: no file {path}; known: {known}")
-    spec = yaml.safe_load(path.read_text())
+    spec = _read_spec(path)
     parent = spec.pop("extends", None)
     if parent:   # a variant inherits everything but its parent's control (the control of the parent only)
         base = {k: v for k, v in load_cg(parent, path.parent).spec.items() if k != "control"}
