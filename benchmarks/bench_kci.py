@@ -12,8 +12,15 @@ i is family ``families[i % 6]``, test index ``i // 6``; ``random`` is a denser r
 nonlinear mechanisms (edge probability 0.3, about 13.5 edges at d = 10, against about 10 in the
 families), kept to compare with earlier measurements.
 
+A third run per instance (column ``PC``) is the pipeline's own PC-stable
+(``heuresis.causal.algorithms.pc``, causal-learn's decision procedure re-implemented with a deletion
+log) with our KCI: it hands each level's tests, all known once the level's adjacencies are frozen,
+to ``KCI.prefetch``, which runs them in as many processes as the process allows BLAS threads
+(``KCI.worker_count``; one process under ``--blas-threads 1``). Its graph, its tests (in order) and
+their p-values are compared with causal-learn's run.
+
 Threads: our KCI limits BLAS to one thread inside every query (``kci.one_blas_thread``);
-``--blas-threads`` limits the whole process (causal-learn too) and ``--unpinned`` adds a third run
+``--blas-threads`` limits the whole process (causal-learn too) and ``--unpinned`` adds a run
 per instance, ours with that limit switched off, so that one run shows what the limit saves at the
 process's thread count.
 
@@ -131,6 +138,22 @@ cl_cit.register_ci_test("bench_cl_kci", LoggedCausalLearnKCI)
 cl_cit.register_ci_test("bench_heuresis_kci", HeuresisKCIAdapter)
 
 
+def run_heuresis_pc(data: np.ndarray):
+    """The pipeline's PC-stable with our KCI: (graph, [(causal-learn key, depth, p)], seconds, workers)."""
+    from heuresis.causal.algorithms.pc import pc as heuresis_pc
+
+    test = KCI(data)
+    t0 = time.perf_counter()
+    res = heuresis_pc(data, test, 0.05)
+    dt = time.perf_counter() - t0
+    log = []
+    for r in res.tests:
+        x, y = min(r.x, r.y), max(r.x, r.y)
+        key = f"{x};{y}|{'.'.join(map(str, r.sepset))}" if r.sepset else f"{x};{y}"
+        log.append((key, len(r.sepset), r.pvalue))
+    return res.graph, log, dt, test.worker_count()
+
+
 def run_pc(data: np.ndarray, method: str):
     LOG.clear()
     t0 = time.perf_counter()
@@ -166,6 +189,7 @@ def main(argv=None) -> int:
     warm = random_scm(5, min(args.n, 200), 12345)
     run_pc(warm, "bench_cl_kci")
     run_pc(warm, "bench_heuresis_kci")
+    run_heuresis_pc(warm)
 
     from threadpoolctl import threadpool_info
 
@@ -176,7 +200,12 @@ def main(argv=None) -> int:
           f"load average at start {os.getloadavg()[0]:.2f}")
     unp = f" {'unpinned':>8} {'unp/ours':>8}" if args.unpinned else ""
     print(f"{'inst':>4} {'family':>8} {'#tests':>6} {'cl [s]':>8} {'ours [s]':>8} {'ratio':>6}{unp} "
-          f"{'graph':>5} {'tests':>5} {'max|dp|':>9}")
+          f"{'graph':>5} {'tests':>5} {'max|dp|':>9} {'PC [s]':>7} {'ratio':>6} {'PC same':>7}")
+    from heuresis.causal.graph import Graph
+
+    t_pc_all: list[float] = []
+    all_pc_eq = True
+    pc_workers = 1
     t_unp_all: list[float] = []
     IMPLS.clear()
     t_cl_all, t_us_all, ratios = [], [], []
@@ -185,7 +214,7 @@ def main(argv=None) -> int:
     max_dp = 0.0
     for i in range(args.instances):
         fam, data = make_data(args, i)
-        g_cl, log_cl, t_cl, _ = run_pc(data, "bench_cl_kci")
+        g_cl, log_cl, t_cl, cg_cl = run_pc(data, "bench_cl_kci")
         g_us, log_us, t_us, _ = run_pc(data, "bench_heuresis_kci")
         IMPLS[-1]._mats.clear()  # keep the counters, free the matrices (peak RSS = one run's)
         unp = ""
@@ -219,8 +248,14 @@ def main(argv=None) -> int:
         t_cl_all.append(t_cl)
         t_us_all.append(t_us)
         ratios.append(t_cl / t_us)
+        g_pc, log_pc, t_pc, pc_workers = run_heuresis_pc(data)
+        t_pc_all.append(t_pc)
+        pc_eq = (g_pc == Graph.from_causallearn(cg_cl.G) and [k for k, *_ in log_pc] == keys_cl
+                 and max((abs(pcl[k] - p) for k, _, p in log_pc), default=0.0) <= 1e-9)
+        all_pc_eq &= pc_eq
         print(f"{i:>4} {fam:>8} {len(log_cl):>6} {t_cl:>8.2f} {t_us:>8.3f} {t_cl / t_us:>6.1f}{unp} "
-              f"{'same' if graph_eq else 'DIFF':>5} {'same' if tests_eq else 'DIFF':>5} {dp:>9.2e}", flush=True)
+              f"{'same' if graph_eq else 'DIFF':>5} {'same' if tests_eq else 'DIFF':>5} {dp:>9.2e} "
+              f"{t_pc:>7.3f} {t_cl / t_pc:>6.1f} {'yes' if pc_eq else 'NO':>7}", flush=True)
 
     print()
     print(f"total causal-learn {sum(t_cl_all):.2f} s, ours {sum(t_us_all):.2f} s "
@@ -230,6 +265,9 @@ def main(argv=None) -> int:
         print(f"ours unpinned      {sum(t_unp_all):.2f} s: {sum(t_unp_all) / sum(t_us_all):.2f}x ours, "
               f"causal-learn / unpinned {sum(t_cl_all) / sum(t_unp_all):.1f}x")
     print(f"median ratio       {statistics.median(ratios):.1f}x  (min {min(ratios):.1f}x, max {max(ratios):.1f}x)")
+    print(f"heuresis PC        {sum(t_pc_all):.2f} s with each level's tests in {pc_workers} process(es): "
+          f"{sum(t_cl_all) / sum(t_pc_all):.1f}x causal-learn, {sum(t_us_all) / sum(t_pc_all):.2f}x ours in "
+          f"causal-learn's PC; graphs, tests and p-values (within 1e-9) the same as causal-learn's: {all_pc_eq}")
     print("per depth (time in computed tests only):")
     for depth in sorted(depth_cl):
         print(f"  |S|={depth}: {depth_n[depth]:>5} tests, causal-learn {depth_cl[depth]:8.2f} s, "
@@ -256,7 +294,7 @@ def main(argv=None) -> int:
         tracemalloc.stop()
         print(f"tracemalloc peak over one PC run (instance 0): ours {peak / 2**20:.0f} MB, "
               f"causal-learn {peak_cl / 2**20:.0f} MB")
-    return 0 if (all_graph_eq and all_tests_eq) else 1
+    return 0 if (all_graph_eq and all_tests_eq and all_pc_eq) else 1
 
 
 if __name__ == "__main__":

@@ -260,3 +260,110 @@ def test_queries_run_on_one_blas_thread_and_restore_the_callers(monkeypatch):
         after = blas_threads()
     assert seen == [{1}] * 4
     assert after == before and len(before) >= 1
+
+
+# ---------------------------------------------------------------- a PC level side by side
+def _pc_run(data: np.ndarray, workers: int):
+    from heuresis.causal.algorithms.pc import pc
+
+    test = KCI(data, workers=workers)
+    res = pc(data, test, 0.05)
+    return res, test, [(t.x, t.y, t.sepset, t.pvalue) for t in res.tests]
+
+
+def test_prefetch_in_processes_gives_the_sequential_pvalues_bit_for_bit(monkeypatch):
+    """PC-stable hands each level's tests to ``KCI.prefetch``, which runs them in forked processes: the tests, their
+    p-values (bit for bit), the graph and the counters are those of one process asking one query at a time, and
+    the p-values are causal-learn's."""
+    import os
+
+    data, ref, _ = _pair("nonlinear", 300, 0)
+    res1, seq, tests1 = _pc_run(data, 1)
+    forks = []
+    real_fork = os.fork
+
+    def counting_fork():
+        forks.append(1)
+        return real_fork()
+
+    monkeypatch.setattr(os, "fork", counting_fork)
+    res2, par, tests2 = _pc_run(data, 2)
+    assert forks, "prefetch ran no process"
+    assert max(len(t[2]) for t in tests1) >= 2
+    assert tests2 == tests1
+    assert res2.graph == res1.graph and res2.sepsets == res1.sepsets
+    assert (par.n_tests, par.n_computed, par.n_cache_hits) == (seq.n_tests, seq.n_computed, seq.n_cache_hits)
+    assert par.stats == seq.stats and seq.stats["dense_x"] > 0  # the children's factors counted in the parent
+    for x, y, S, p in tests2[::4]:
+        assert abs(p - ref(x, y, list(S))) <= TOL
+
+
+def test_prefetch_computes_a_failed_processs_share_itself(monkeypatch):
+    """A worker process that fails leaves its queries to the caller: same p-values, nothing lost."""
+    import os
+
+    data, _, _ = _pair("mixed", 150, 0)
+    _, _, expected = _pc_run(data, 1)
+    parent = os.getpid()
+    real_p = KCI._p
+
+    def failing_in_children(self, x, y, S):
+        if os.getpid() != parent:
+            raise RuntimeError("worker died")
+        return real_p(self, x, y, S)
+
+    monkeypatch.setattr(KCI, "_p", failing_in_children)
+    _, _, got = _pc_run(data, 2)
+    assert got == expected
+
+
+def test_prefetch_follows_the_callers_thread_limit():
+    """Under a one-thread BLAS limit (the workflow's algorithm runs) prefetch computes nothing ahead: no process."""
+    from threadpoolctl import threadpool_limits
+
+    data, _, _ = _pair("linear", 150, 0)
+    t = KCI(data)
+    with threadpool_limits(limits=1):
+        assert t.worker_count() == 1
+        assert t.prefetch([(0, 1, [2]), (0, 3, [2])]) == 0
+    assert t.n_computed == 0
+    with pytest.raises(ValueError, match="workers"):
+        KCI(data, workers=0)
+
+
+def test_a_fresh_process_runs_levels_in_as_many_processes_as_it_allows_blas_threads():
+    """In a new process (no pools looked up yet) asking for the worker count changes no thread setting, and PC-stable
+    with a default KCI forks when two BLAS threads are allowed (what a user's first call meets)."""
+    import os
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent("""
+        import os
+        import numpy as np
+        from threadpoolctl import threadpool_info, threadpool_limits
+        from heuresis.causal.algorithms.pc import pc
+        from heuresis.causal.ci import KCI
+        with threadpool_limits(limits=2, user_api="blas"):
+            data = np.random.default_rng(0).standard_normal((150, 5))
+            data[:, 2] += data[:, 0] + data[:, 1]
+            data[:, 3] += np.sin(data[:, 2])
+            test = KCI(data)
+            blas = lambda: sorted({i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"})
+            before = blas()
+            workers = test.worker_count()
+            after = blas()
+            forks = []
+            real = os.fork
+            os.fork = lambda: (forks.append(1), real())[1]
+            pc(data, test, 0.05)
+            print(before, after, workers, len(forks) > 0)
+    """)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, ["src", os.environ.get("PYTHONPATH")]))}
+    cpus = len(os.sched_getaffinity(0))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True,
+                         cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__)))).stdout.split()
+    assert out[:2] == ["[2]", "[2]"]                  # unchanged by the lookup
+    assert int(out[2]) == min(2, cpus)
+    assert out[3] == ("True" if cpus >= 2 else "False")

@@ -129,6 +129,21 @@ class DSeparationOracle:
 
 
 # --- skeleton -----------------------------------------------------------------------------
+def _level_queries(nbrs: list[list[int]], level: int):
+    """The tests ``(x, y, S)`` of one level, in causal-learn's order, each pair and set once."""
+    tested: dict[Pair, set] = defaultdict(set)
+    for x in range(len(nbrs)):
+        if len(nbrs[x]) - 1 < level:
+            continue
+        for y in nbrs[x]:
+            seen = tested[(x, y) if x < y else (y, x)]
+            others = [v for v in nbrs[x] if v != y]
+            for S in combinations(others, level):  # sorted tuples, lexicographic
+                if S not in seen:
+                    seen.add(S)
+                    yield x, y, S
+
+
 def _skeleton(d: int, ci_test, alpha: float, table) -> tuple:
     """Level-wise PC-stable skeleton search; see the module docstring for the exact order."""
     name = str(getattr(ci_test, "name", type(ci_test).__name__))
@@ -139,26 +154,20 @@ def _skeleton(d: int, ci_test, alpha: float, table) -> tuple:
     level = 0
     while d > 0 and int(adj.sum(axis=1).max()) - 1 >= level:
         nbrs = [[int(v) for v in np.flatnonzero(adj[x])] for x in range(d)]  # frozen for the level
-        tested: dict[Pair, set] = defaultdict(set)
+        queries = list(_level_queries(nbrs, level))
+        prefetch = getattr(ci_test, "prefetch", None)
+        if callable(prefetch):  # every test of the level is known now: let the test run them side by side
+            prefetch(queries)
         found: dict[Pair, list[tuple[int, ...]]] = {}  # pairs to delete at the end of the level
-        for x in range(d):
-            if len(nbrs[x]) - 1 < level:
-                continue
-            for y in nbrs[x]:
-                pair = (x, y) if x < y else (y, x)
-                seen = tested[pair]
-                others = [v for v in nbrs[x] if v != y]
-                for S in combinations(others, level):  # sorted tuples, lexicographic
-                    if S in seen:
-                        continue
-                    seen.add(S)
-                    p = float(ci_test.pvalue(x, y, S))
-                    tests.append(CIRecord(x, y, S, p, level))
-                    if p > alpha:
-                        if pair not in found:
-                            found[pair] = []
-                            deletions.append(Deletion(pair[0], pair[1], S, name, p, level, grade_of(p, table)))
-                        found[pair].append(S)
+        for x, y, S in queries:
+            pair = (x, y) if x < y else (y, x)
+            p = float(ci_test.pvalue(x, y, S))
+            tests.append(CIRecord(x, y, S, p, level))
+            if p > alpha:
+                if pair not in found:
+                    found[pair] = []
+                    deletions.append(Deletion(pair[0], pair[1], S, name, p, level, grade_of(p, table)))
+                found[pair].append(S)
         for (a, b), sets in found.items():
             adj[a, b] = adj[b, a] = False
             separating[(a, b)] = sets

@@ -44,6 +44,7 @@ class CITest(ABC):
         self.n_tests: int = 0        # every call to pvalue()
         self.n_cache_hits: int = 0   # calls answered from the p-value cache
         self._pcache: dict[CacheKey, float] = {}
+        self._prefetched: set[CacheKey] = set()  # computed ahead by prefetch(), not yet asked for
 
     # ------------------------------------------------------------------ keys
     def cache_key(self, x: int, y: int, S: Sequence[int] = ()) -> CacheKey:
@@ -67,13 +68,36 @@ class CITest(ABC):
         self.n_tests += 1
         p = self._pcache.get(key)
         if p is not None:
-            self.n_cache_hits += 1
+            if key in self._prefetched:
+                self._prefetched.discard(key)
+            else:
+                self.n_cache_hits += 1
             return p
         p = float(self._compute(*key))
         self._pcache[key] = p
         return p
 
     __call__ = pvalue
+
+    def prefetch(self, queries: Sequence[tuple[int, int, Sequence[int]]]) -> int:
+        """Compute the p-values of ``queries`` ahead of the calls that will ask for them.
+
+        A caller that knows its next tests (PC-stable knows a whole level's from the adjacencies
+        frozen at the level's start) passes them here; a test that can run several at once
+        (:class:`~heuresis.causal.ci.kci.KCI`, in as many processes as the caller allows BLAS threads)
+        computes them side by side. The values are those :meth:`pvalue` would compute, and a
+        prefetched query is neither counted nor a cache hit until :meth:`pvalue` asks for it.
+        This default computes nothing; returns the number of queries computed.
+        """
+        return 0
+
+    def _store_prefetched(self, values: dict[CacheKey, float]) -> int:
+        """Record prefetched p-values (see :meth:`prefetch`)."""
+        for key, p in values.items():
+            if key not in self._pcache:
+                self._pcache[key] = float(p)
+                self._prefetched.add(key)
+        return len(values)
 
     def __deepcopy__(self, memo: dict) -> CITest:
         """A CI test is a memoised function of its (never modified) data: copies share it.
@@ -87,12 +111,13 @@ class CITest(ABC):
 
     @property
     def n_computed(self) -> int:
-        """Number of distinct tests actually computed (cache misses)."""
-        return len(self._pcache)
+        """Number of distinct tests computed and asked for (prefetched ones once asked)."""
+        return len(self._pcache) - len(self._prefetched)
 
     def clear_cache(self) -> None:
         """Drop cached p-values (counters are kept)."""
         self._pcache.clear()
+        self._prefetched.clear()
 
     @abstractmethod
     def _compute(self, x: int, y: int, S: tuple[int, ...]) -> float:

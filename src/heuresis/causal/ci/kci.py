@@ -69,11 +69,22 @@ threads only add synchronisation: at n = 600, two OpenBLAS threads made PC-KCI
 about 3x slower than one (docs/performance.md). The limit covers both pools a
 query uses, numpy's OpenBLAS and scipy's bundled one, whatever the caller or
 ``OPENBLAS_NUM_THREADS`` set, and costs about 25 us per computed query.
+
+The cores go to queries instead: a caller that knows its next queries (PC-stable
+knows a whole level's) passes them to :meth:`KCI.prefetch`, which runs them in as
+many processes as the caller allows BLAS threads (forked, one BLAS thread each;
+OpenBLAS serialises calls from threads of one process). Under a one-thread limit,
+as in the workflow's algorithm runs, it runs nothing ahead.
 """
 from __future__ import annotations
 
-from collections import OrderedDict
-from collections.abc import Hashable
+import contextlib
+import os
+import pickle
+import signal
+import warnings
+from collections import OrderedDict, defaultdict
+from collections.abc import Hashable, Sequence
 from typing import Any
 
 import numpy as np
@@ -277,17 +288,37 @@ class _Projector:
 
 
 class _XRole:
-    """Cached X-role quantities: factor Mx (KxR = Mx Mx^T) or dense KxR, plus Fx."""
+    """Cached X-role quantities: factor Mx (KxR = Mx Mx^T) or dense KxR, plus Fx.
 
-    __slots__ = ("F", "K", "M", "diagA")
+    ``A = Fx Fx^T`` is kept too when Fx has more than sqrt(n) columns: the variance of every test
+    of this X role then costs one n^2 ky product instead of n^2 (kx + ky).
+    """
+
+    __slots__ = ("A", "F", "K", "M", "diagA")
 
     def __init__(self, M, K, F):
         self.M, self.K, self.F = M, K, F
         self.diagA = np.einsum("ij,ij->i", F, F)
+        n, k = F.shape
+        self.A = F @ F.T if k * k > n else None
 
     @property
     def nbytes(self) -> int:
-        return _nb(self.M, self.K, self.F, self.diagA)
+        return _nb(self.M, self.K, self.F, self.diagA, self.A)
+
+
+class _YRole:
+    """Cached Y-role quantities per (y, S): My = P Ly (KyR = My My^T), Fy and diag(Fy Fy^T)."""
+
+    __slots__ = ("F", "M", "diagA")
+
+    def __init__(self, M, F):
+        self.M, self.F = M, F
+        self.diagA = np.einsum("ij,ij->i", F, F)
+
+    @property
+    def nbytes(self) -> int:
+        return _nb(self.M, self.F, self.diagA)
 
 
 def _truncated_from_gram(M: np.ndarray, thresh: float) -> np.ndarray:
@@ -305,18 +336,23 @@ def _truncated_from_dense(K: np.ndarray, thresh: float) -> np.ndarray:
 _THREADPOOLS: Any = None
 
 
-def one_blas_thread() -> Any:
-    """A context that limits every loaded BLAS and OpenMP pool to one thread, restoring them on exit.
-
-    The libraries are found once (``threadpoolctl.ThreadpoolController``, ~1 ms); numpy and scipy,
-    whose pools the queries use, are loaded when this module is imported.
-    """
+def _threadpools() -> Any:
+    """The process's BLAS and OpenMP pools (``threadpoolctl.ThreadpoolController``, found once, ~1 ms)."""
     global _THREADPOOLS
     if _THREADPOOLS is None:
         from threadpoolctl import ThreadpoolController
 
         _THREADPOOLS = ThreadpoolController()
-    return _THREADPOOLS.limit(limits=1)
+    return _THREADPOOLS
+
+
+def one_blas_thread() -> Any:
+    """A context that limits every loaded BLAS and OpenMP pool to one thread, restoring them on exit.
+
+    The limit applies when this is called (use it in a ``with`` statement); numpy and scipy, whose
+    pools the queries use, are loaded when this module is imported.
+    """
+    return _threadpools().limit(limits=1)
 
 
 # ----------------------------------------------------------------- the test
@@ -333,16 +369,21 @@ class KCI(CITest):
     rank_frac : use low-rank factors only while rank <= rank_frac * n,
         otherwise the dense (still exact) path.
     max_cache_mb : byte budget of the internal matrix caches (LRU).
+    workers : threads :meth:`prefetch` runs queries in (None: the number of BLAS threads the
+        process allows at the call, at most the CPUs it may run on; 1 runs them in the caller).
     """
 
     def __init__(self, data: np.ndarray, *, epsilon: float = 1e-3, eig_thresh: float = 1e-5,
                  chol_tol: float = 1e-15, rank_frac: float = 0.45,
-                 max_cache_mb: float = 256.0) -> None:
+                 max_cache_mb: float = 256.0, workers: int | None = None) -> None:
         super().__init__(data)
         self.epsilon = float(epsilon)
         self.eig_thresh = float(eig_thresh)
         self.chol_tol = float(chol_tol)
         self.rank_frac = float(rank_frac)
+        if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+            raise ValueError(f"workers must be a positive integer or None, got {workers!r}")
+        self.workers = workers
         n = self.n_samples
         self._max_rank = max(8, int(self.rank_frac * n))
         self._mats = _LRU(int(max_cache_mb * 2 ** 20))
@@ -354,16 +395,130 @@ class KCI(CITest):
             z[:, j] = zj[:, 0]
         self._z = np.asfortranarray(z)
         self.stats = {"dense_x": 0, "lowrank_x": 0, "dense_z": 0, "lowrank_z": 0}
-        # |S| for which a low-rank factor of the X-role / Kz kernel exceeded the
-        # rank cap: go straight to the dense path next time (saves wasted work;
-        # both paths give the same p-values).
-        self._factor_hist: dict = {}  # (role, |S|) -> [successes, failures]
+        # Per (role, |S|): whether a low-rank factor of the X-role / Kz kernel is tried. The first
+        # kernel of that size decides (a factor within the rank cap: try it for every kernel of
+        # the size, falling back to the dense path when one exceeds the cap; otherwise dense).
+        # Both paths are exact, but their p-values differ in the last digits, so the choice is a
+        # function of the queries' order alone, the same whether prefetch() runs them in threads.
+        self._policy: dict[tuple[str, int], bool] = {}
 
     # ------------------------------------------------------------ dispatch
     def _compute(self, x: int, y: int, S: tuple[int, ...]) -> float:
         with one_blas_thread():
-            stat, k, th = self._uncond(x, y) if not S else self._cond(x, y, S)
-        return 1.0 - special.gammainc(k, stat / th)
+            return self._p(x, y, S)
+
+    def _p(self, x: int, y: int, S: tuple[int, ...]) -> float:
+        """The p-value of a canonical query, in the calling thread's BLAS setting."""
+        stat, k, th = self._uncond(x, y) if not S else self._cond(x, y, S)
+        return float(1.0 - special.gammainc(k, stat / th))
+
+    def worker_count(self) -> int:
+        """Processes :meth:`prefetch` would use now (see ``workers``)."""
+        if self.workers is not None:
+            return self.workers if hasattr(os, "fork") else 1
+        if not hasattr(os, "fork"):
+            return 1
+        blas = [c.num_threads for c in _threadpools().lib_controllers if c.user_api == "blas"]
+        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        return max(1, min(min(blas, default=1), cpus))
+
+    def prefetch(self, queries: Sequence[tuple[int, int, Sequence[int]]]) -> int:
+        """Compute ``queries`` in :meth:`worker_count` processes, each with one BLAS thread.
+
+        OpenBLAS serialises calls made from several threads of one process, so the work is
+        shared by forked processes: queries sharing a conditioning set go to one process (they
+        share its projector and X-role factors), the groups spread over the processes by size,
+        largest first; the caller's process takes one share and reads the others' p-values
+        from pipes. The first query of each conditioning-set size whose factor policy is not set
+        yet runs before the fork, as it would in a sequential run, so the p-values are bit for
+        bit those of :meth:`pvalue` called in order; a share whose process fails is computed in
+        the caller. With one worker nothing is computed ahead. Returns the number of queries
+        computed.
+        """
+        keys = [k for k in dict.fromkeys(self.cache_key(*q) for q in queries) if k not in self._pcache]
+        workers = self.worker_count()
+        # unconditional tests cost a dot product each once the kernels exist: not worth a process
+        if workers < 2 or sum(1 for k in keys if k[2]) < 2:
+            return 0
+        values: dict = {}
+        groups: dict[Any, list] = defaultdict(list)
+        with one_blas_thread():
+            for key in keys:
+                dz = len(key[2])
+                if dz and (("x", dz) not in self._policy or ("z", dz) not in self._policy):
+                    values[key] = self._p(*key)
+                else:
+                    groups[key[2] or ("u", key[0])].append(key)
+            values.update(self._forked(sorted(groups.values(), key=len, reverse=True), workers))
+        return self._store_prefetched({k: values[k] for k in keys})
+
+    def _forked(self, groups: list[list], workers: int) -> dict:
+        """p-values of every group's queries, in this process and ``workers - 1`` forked children.
+
+        Each process takes the next group from a shared counter until none is left; a child sends
+        its p-values through a pipe and leaves without running the parent's exit handlers.
+        """
+        import multiprocessing
+
+        if len(groups) < 2:
+            return {k: self._p(*k) for g in groups for k in g}
+        nxt = multiprocessing.get_context("fork").Value("i", 0)
+
+        def work() -> dict:
+            out: dict = {}
+            while True:
+                with nxt.get_lock():
+                    i = nxt.value
+                    nxt.value += 1
+                if i >= len(groups):
+                    return out
+                out.update((k, self._p(*k)) for k in groups[i])
+
+        children: list[tuple[int, int]] = []
+        try:
+            for _ in range(min(workers, len(groups)) - 1):
+                r, w = os.pipe()
+                with warnings.catch_warnings():  # Python >= 3.12 warns of BLAS's idle threads
+                    warnings.simplefilter("ignore", DeprecationWarning)
+                    pid = os.fork()
+                if pid == 0:  # the child
+                    code = 1
+                    try:
+                        os.close(r)
+                        before = dict(self.stats)
+                        done = work()
+                        with os.fdopen(w, "wb") as out:
+                            out.write(pickle.dumps((done, {k: v - before[k] for k, v in self.stats.items()})))
+                        code = 0
+                    finally:
+                        os._exit(code)
+                os.close(w)
+                children.append((pid, r))
+            values = work()
+            while children:
+                pid, r = children[0]
+                with os.fdopen(r, "rb") as f:
+                    data = f.read()
+                _, status = os.waitpid(pid, 0)
+                children.pop(0)
+                if status == 0 and data:
+                    done, built = pickle.loads(data)
+                    values.update(done)
+                    for what, count in built.items():
+                        self.stats[what] += count
+        finally:  # interrupted: no child outlives the call
+            for pid, r in children:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+                    os.waitpid(pid, 0)
+                with contextlib.suppress(OSError):
+                    os.close(r)
+        # a group a failed child took: computed here
+        values.update((k, self._p(*k)) for g in groups for k in g if k not in values)
+        return values
+
+    def _count(self, what: str) -> None:
+        self.stats[what] += 1
 
     def statistic(self, x: int, y: int, S=()) -> tuple[float, float, float]:
         """(test statistic, gamma shape, gamma scale) for a query (uncached)."""
@@ -421,15 +576,14 @@ class KCI(CITest):
         return stat, mean ** 2 / var, var / mean
 
     # ------------------------------------------------------------ conditional
-    def _use_factor(self, role: str, dz: int) -> bool:
-        hist = self._factor_hist.setdefault((role, dz), [0, 0])
-        return not (hist[1] >= 2 and hist[1] > 2 * hist[0])  # keeps exceeding the cap: go dense
-
     def _try_factor(self, role: str, dz: int, K: np.ndarray) -> np.ndarray | None:
-        if not self._use_factor(role, dz):
+        """A low-rank factor of K within the rank cap, or None (the dense path); see ``_policy``."""
+        policy = self._policy.get((role, dz))
+        if policy is False:
             return None
         L = _pchol(K, self.chol_tol, self._max_rank)
-        self._factor_hist[(role, dz)][0 if L is not None else 1] += 1
+        if policy is None:
+            self._policy[(role, dz)] = L is not None
         return L
 
     def _projector(self, S: tuple[int, ...]) -> _Projector:
@@ -445,7 +599,7 @@ class KCI(CITest):
             C = Lz - Lz.mean(axis=0)
             s, V = np.linalg.eigh(C.T @ C)
             P = _Projector(B=C @ V, dinv=1.0 / (s + eps))
-            self.stats["lowrank_z"] += 1
+            self._count("lowrank_z")
         else:
             A = _center(Kz)
             A.flat[:: n + 1] += eps
@@ -460,7 +614,7 @@ class KCI(CITest):
                 lam, U = np.linalg.eigh(_center(Kz))
                 Rz = (U * (eps / (lam + eps))) @ U.T
             P = _Projector(Rz=Rz)
-            self.stats["dense_z"] += 1
+            self._count("dense_z")
         self._mats.put(key, P, P.nbytes)
         return P
 
@@ -484,35 +638,43 @@ class KCI(CITest):
         if Lx is not None:
             M = P.apply(Lx)
             ent = _XRole(M, None, _truncated_from_gram(M, self.eig_thresh))
-            self.stats["lowrank_x"] += 1
+            self._count("lowrank_x")
         else:
             KxR = P.sandwich(Kx)
             ent = _XRole(None, KxR, _truncated_from_dense(KxR, self.eig_thresh))
-            self.stats["dense_x"] += 1
+            self._count("dense_x")
         self._mats.put(key, ent, ent.nbytes)
+        return ent
+
+    def _yrole(self, y: int, S: tuple[int, ...], P: _Projector) -> _YRole:
+        key = ("Y", y, S)
+        ent = self._mats.get(key)
+        if ent is None:
+            My = P.apply(self._yfactor(y, len(S)))
+            ent = _YRole(My, _truncated_from_gram(My, self.eig_thresh))
+            self._mats.put(key, ent, ent.nbytes)
         return ent
 
     def _cond(self, x: int, y: int, S: tuple[int, ...]):
         P = self._projector(S)
         X = self._xrole(x, S, P)
-        My = P.apply(self._yfactor(y, len(S)))
-        Fy = _truncated_from_gram(My, self.eig_thresh)
+        Y = self._yrole(y, S, P)
+        My, Fy = Y.M, Y.F
         # statistic sum(KxR * KyR) with KyR = My My^T
         if X.M is not None:
             stat = float(np.sum((X.M.T @ My) ** 2))
         else:
             stat = float(np.sum(My * _blas.dsymm(1.0, X.K, My, lower=1)))  # X.K: lower triangle
         # gamma parameters from the truncated factors
-        diag_y = np.einsum("ij,ij->i", Fy, Fy)
-        mean = float(X.diagA @ diag_y)
+        mean = float(X.diagA @ Y.diagA)
         n = self.n_samples
         kx, ky = X.F.shape[1], Fy.shape[1]
-        if n * (kx * ky) ** 2 < n * n * (kx + ky + 2):
+        if n * (kx * ky) ** 2 < n * n * (ky + 2 + (kx if X.A is None else 0)):
             # ||Ax o Ay||_F^2 = ||U^T U||_F^2, U the row-wise Khatri-Rao product
             U = (X.F[:, :, None] * Fy[:, None, :]).reshape(n, kx * ky)
             var = 2.0 * float(np.sum((U.T @ U) ** 2))
         else:
-            A = X.F @ X.F.T
-            A *= Fy @ Fy.T
+            A = Fy @ Fy.T
+            A *= X.F @ X.F.T if X.A is None else X.A
             var = 2.0 * float(np.vdot(A, A))
         return stat, mean ** 2 / var, var / mean
