@@ -3,7 +3,9 @@
 The exact values are checked against the simulator (one seeded 20,000-drone fleet per design, within
 four standard errors), the combat's generating functions against a brute-force enumeration, the
 piecewise integration against a finer one, and each lattice optimum against lattice designs drawn
-at random and valued one by one.
+at random and valued one by one. The optima over the full integer lattice: the branch and bound
+against an exhaustive valuation of shrunken lattices, its bound against random integer designs, and
+the premises its bound rests on against the exact survival of random designs.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import pytest
 from heuresis.causal.games import exact
 from heuresis.causal.games.causalgame import CGScenario, fly, hit_chance, load_cg, weather_pre_survival
 from heuresis.causal.games.exact import LATTICE_STEP, exact_optimum, exact_survival
+from heuresis.causal.games.exact_integer import integer_optimum
 
 BASES = ["antenna_trap", "deployment_zone_trap_categorical", "deployment_zone_trap_env_shift", "weather_noise"]
 N = 20_000
@@ -212,11 +215,148 @@ def test_the_references_carry_the_exact_values_and_the_fleets_agree_with_them():
     for fleet, ex in ((ref.optimum, ref.optimum_exact), (ref.trap, ref.trap_exact), (ref.standard, ref.standard_exact)):
         assert abs(fleet - ex) < 4 * se
     assert all(st["inside"] and abs(st["survival"] - st["exact"]) < 4 * se for st in ref.strategies)
+    assert ref.integer_exact and ref.integer_bound == ref.integer_optimum >= ref.optimum_exact
+    assert ref.integer_optimum == pytest.approx(exact_survival(scn, ref.integer_design), abs=1e-12)
+    assert ref.integer_lattice_size == exact.lattice_designs(scn, 1) and ref.integer_design["shield"] == 23
     own = {**ref.as_dict(), "scenario": "zone_base", "optimum_exact": None, "trap_exact": None, "standard_exact": None,
-           "lattice_step": None, "strategies": [], "bias": "x"}
+           "lattice_step": None, "strategies": [], "bias": "x", "integer_optimum": None, "integer_design": None,
+           "integer_bound": None, "integer_exact": None, "integer_lattice_size": None}
     _, disp = references_table({scn.name: {**ref.as_dict(), "bias": "x"}, "zone_base": own})
     row = disp.set_index("Scenario")
     assert row.loc[scn.name, "Exact optimum"] == f"{ref.optimum_exact:.4f}" and row.loc[scn.name, "Lattice"] == "DEF step 5"
     assert row.loc["zone_base", "Exact optimum"] == "" and row.loc["zone_base", "Lattice"] == ""
+    assert row.loc[scn.name, "Integer optimum"] == f"{ref.integer_optimum:.4f} (exact)"
+    assert row.loc["zone_base", "Integer optimum"] == "" and row.loc["zone_base", "Integer design"] == ""
+    open_row = {**ref.as_dict(), "integer_exact": False, "integer_bound": 0.9, "bias": "x"}
+    _, disp = references_table({scn.name: open_row})
+    assert disp["Integer optimum"][0] == f"{ref.integer_optimum:.4f} (bound 0.9000)"
     num, disp = expectations_table({scn.name: ref.as_dict()})
     assert list(disp["Ours, exact"]) == [f"{st['exact']:.4f}" for st in ref.strategies] and num.inside.all()
+
+
+# --- the full integer lattice (heuresis.causal.games.exact_integer) -------------------------------------
+def _shrunk(name: str, cap: int, budget: int, no_filter: bool = False) -> CGScenario:
+    """A scenario with smaller caps and budget, whose whole integer lattice exact_optimum(step=1) values."""
+    base = load_cg(name)
+    spec = copy.deepcopy(base.spec)
+    spec["def_cap"], spec["def_budget"] = cap, budget
+    if no_filter:          # EMI above 0.5 left: bounds that are not exact, designs valued again
+        spec["equipment"]["enhancement_module"]["options"]["signal_filter"] = 0.0
+        spec["scm"]["max_shield_reduction"] = 0.3
+    return CGScenario(spec, base.path)
+
+
+@pytest.fixture(scope="module")
+def integer_optima(optima):
+    return {name: integer_optimum(load_cg(name), start=optima[name].design) for name in BASES}
+
+
+@pytest.mark.parametrize("name,cap,budget,no_filter", [("antenna_trap", 8, 20, False), ("weather_noise", 8, 20, False),
+                                                       ("deployment_zone_trap_categorical", 6, 14, True),
+                                                       ("deployment_zone_trap_env_shift", 8, 18, False)])
+def test_the_branch_and_bound_finds_the_optimum_of_an_exhaustively_valued_integer_lattice(name, cap, budget, no_filter):
+    """exact_optimum with step 1 values every design of the shrunken integer lattice (antenna, weather: all of
+    them; zone: every critical, camera and shield DEF and flight profile, as for its lattice of steps of 5)."""
+    scn = _shrunk(name, cap, budget, no_filter)
+    full = exact_optimum(scn, step=1)
+    got = integer_optimum(scn)
+    assert got.exact and got.bound == got.value
+    assert got.value == pytest.approx(full.value, abs=1e-12)
+    assert exact_survival(scn, got.design) == pytest.approx(got.value, abs=1e-12)
+    assert sum(scn.design(got.design)[c] for c in scn.components) <= budget
+    assert got.lattice_size == exact.lattice_designs(scn, 1)
+    if scn.model != "weather":                       # stopped early: the bound still holds, stated as open
+        early = integer_optimum(scn, max_bounds=20)
+        assert not early.exact and early.bound >= full.value - 1e-12 and early.value <= full.value + 1e-12
+
+
+def _integer_sample(scn, centre: dict, rng: np.random.Generator, m: int) -> list[dict]:
+    """``m`` integer designs within the caps and budget: half within 3 DEF of ``centre``, half anywhere."""
+    cap, budget, comps = int(scn.spec["def_cap"]), int(scn.spec["def_budget"]), scn.components
+    out: list[dict] = []
+    while len(out) < m:
+        near = len(out) % 2 == 0
+        d = {c: int(np.clip(centre[c] + rng.integers(-3, 4), 0, cap)) if near else int(rng.integers(0, cap + 1))
+             for c in comps}
+        if sum(d.values()) > budget:
+            continue
+        for slot, cfg in scn.equipment.items():
+            d[slot] = centre[slot] if near else list(cfg["options"])[int(rng.integers(len(cfg["options"])))]
+        profiles = [None, *(scn.spec.get("flight_profiles") or [])]
+        profile = centre.get("flight_profile") if near else profiles[int(rng.integers(len(profiles)))]
+        if profile:
+            d["flight_profile"] = profile
+        out.append(d)
+    return out
+
+
+@pytest.mark.parametrize("name,sample", [("antenna_trap", 40), ("deployment_zone_trap_categorical", 8),
+                                         ("deployment_zone_trap_env_shift", 8), ("weather_noise", 200)])
+def test_no_integer_design_beats_the_integer_bound(name, sample, integer_optima):
+    scn, io = load_cg(name), integer_optima[name]
+    assert io.exact and io.bound == io.value
+    assert exact_survival(scn, io.design) == pytest.approx(io.value, abs=1e-12)
+    designs = _integer_sample(scn, scn.design(io.design), np.random.default_rng(100 + BASES.index(name)), sample)
+    values = [exact_survival(scn, d) for d in designs]
+    assert max(values) <= io.bound + 1e-12, max(zip(values, map(str, designs)))
+
+
+def test_the_integer_optima_and_what_they_add(integer_optima, optima):
+    """The numbers docs/games.md's "Optima" states (four decimals) and the integer lattices' sizes."""
+    got = {name: round(o.value, 4) for name, o in integer_optima.items()}
+    assert got == {"antenna_trap": 0.9288, "deployment_zone_trap_categorical": 0.8023,
+                   "deployment_zone_trap_env_shift": 0.8128, "weather_noise": 0.4314}
+    assert {c: integer_optima["antenna_trap"].design[c] for c in ("engine", "cockpit", "wing", "body", "antenna",
+                                                                  "camera", "gun")} == \
+        {"engine": 18, "cockpit": 9, "wing": 30, "body": 10, "antenna": 0, "camera": 12, "gun": 11}
+    assert integer_optima["deployment_zone_trap_categorical"].design["shield"] == 23
+    assert integer_optima["deployment_zone_trap_env_shift"].design["shield"] == 11
+    for name in BASES:
+        assert integer_optima[name].value >= optima[name].value - 1e-12
+    assert integer_optima["antenna_trap"].lattice_size == exact.lattice_designs(load_cg("antenna_trap"), 1)
+
+
+# --- the bound's premises, against the exact survival of random designs ----------------------------------
+def test_survival_does_not_grow_with_the_total_def():
+    """Antenna model: the same critical tables under the context weights of every total (the hit chance
+    grows with it); and an antenna DEF above its saturation (17) only adds to the total."""
+    scn = load_cg("antenna_trap")
+    model = exact._Antenna(scn.spec)
+    rng = np.random.default_rng(3)
+    for _ in range(4):
+        crit = rng.integers(0, 51, 4)
+        rest = {c: np.array([int(rng.integers(0, 14))]) for c in ("antenna", "camera", "gun")}
+        P = exact._crit_products(model.crit_tables({c: np.array([v]) for c, v in zip(exact.cg.CRITICAL, crit)}),
+                                 np.zeros((1, 4), int), model.kmax)[0]
+        B = model.context_weights(rest, np.arange(0, 91, 10))[:, 0, 0, 0]
+        vals = np.einsum("tck,ck->t", B, P)
+        assert np.all(np.diff(vals) <= 1e-15), vals
+    for _ in range(5):
+        d = {c: int(rng.integers(0, 15)) for c in scn.components}
+        d["antenna"] = 17
+        lo = exact_survival(scn, d)
+        assert exact_survival(scn, {**d, "antenna": int(rng.integers(18, 51))}) <= lo + 1e-15
+
+
+def test_zone_survival_falls_with_the_total_and_rises_with_the_camera_def():
+    """Zone model (categorical, shield low so the EMI damages the camera): antenna and gun DEF only add to the
+    total; DEF moved from the antenna to the camera (the same total) never lowers survival."""
+    scn = load_cg("deployment_zone_trap_categorical")
+    rng = np.random.default_rng(4)
+    for _ in range(3):
+        d = {c: int(rng.integers(0, 12)) for c in scn.components}
+        d.update(antenna=10, shield=int(rng.integers(0, 10)))
+        base = exact_survival(scn, d)
+        assert exact_survival(scn, {**d, "gun": d["gun"] + 7}) <= base + 1e-15
+        moved = int(rng.integers(1, 11))
+        assert exact_survival(scn, {**d, "antenna": 10 - moved, "camera": d["camera"] + moved}) >= base - 1e-15
+
+
+def test_a_premise_that_fails_is_refused():
+    """Agility that grows with the total DEF (a short decay scale) breaks the bound's premise: an error, no bound."""
+    base = load_cg("antenna_trap")
+    spec = copy.deepcopy(base.spec)
+    spec["agility_system"].update(linear_coefficient=0.05, exponential_decay_scale=10.0)
+    scn = CGScenario(spec, base.path)
+    with pytest.raises(ValueError, match="agility grows"):
+        integer_optimum(scn, start={})

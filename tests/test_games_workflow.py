@@ -767,3 +767,24 @@ def test_llm_players_have_their_own_turn_limit(quick_config):
     bad["games"]["llm_max_turns"] = 0
     with pytest.raises(ConfigError, match="games.llm_max_turns"):
         validate_config(bad)
+
+
+def test_a_causalgame_plays_gap_is_to_the_integer_lattices_exact_optimum(tmp_path):
+    """In CausalGame's scenarios an agent's DEF is any integer: its gap is measured to the exact optimum over the
+    integer lattice (above the step-5 lattice's), so no design can score a negative expected gap."""
+    from heuresis.causal.games.causalgame import CG_DIR, load_cg
+    from heuresis.causal.games.exact import exact_survival
+
+    name = "deployment_zone_trap_categorical"
+    refs = tmp_path / "refs.parquet"
+    run_references(name, CG_DIR, {"verify_fleets": 2}, refs)
+    ref = read_table(refs, GAME_REFERENCES).to_pylist()[0]
+    assert ref["integer_exact"] and ref["integer_optimum"] > ref["optimum"]
+    best = json.loads(ref["integer_design"]) if isinstance(ref["integer_design"], str) else ref["integer_design"]
+    assert exact_survival(load_cg(name), best) == pytest.approx(ref["integer_optimum"], abs=1e-12)
+    out = tmp_path / "plays.parquet"
+    run_plays("game_random", {"kind": "game_random"}, "agentic", name, CG_DIR, plays=1, seed=3, max_turns=40,
+              references=refs, out=out, calls_out=tmp_path / "calls.parquet", transcripts_dir=tmp_path / "t")
+    row = read_table(out, GAME_PLAYS).to_pylist()[0]
+    assert row["optimum"] == ref["integer_optimum"]
+    assert row["gap"] == pytest.approx(ref["integer_optimum"] - row["survival"])

@@ -546,7 +546,7 @@ REPAIR_FEATURES = _schema("repair_features", 1, [
 
 
 # --- games track (docs/games.md; heuresis.stages.games.workflow) ------------------------------------
-GAME_REFERENCES = _schema("game_references", 5, [
+GAME_REFERENCES = _schema("game_references", 6, [
     ("scenario", pa.string(), "scenario name (config/games/NAME.yaml; NAME@testK: a test variant of NAME)"),
     ("split", pa.string(), "dev (a public scenario file) or test (a variant drawn from the test seed)"),
     ("variant_of", pa.string(), "the public scenario a test variant is drawn from (null: none)"),
@@ -599,10 +599,19 @@ GAME_REFERENCES = _schema("game_references", 5, [
     ("strategies", pa.string(), "JSON list: each strategy a CausalGame scenario file names (design, published "
                                 "range, exact survival, survival on the verification fleets, inside, divergence); "
                                 "[] otherwise"),
-    ("optimum_exact", pa.float64(), "exact Stage-2 survival of the optimum (CausalGame; null otherwise)"),
+    ("optimum_exact", pa.float64(), "exact Stage-2 survival of the optimum over the lattice of DEF steps of "
+                                    "lattice_step (CausalGame; null otherwise; integer_optimum: the integer lattice's)"),
     ("trap_exact", pa.float64(), "exact Stage-2 survival of the trap design (CausalGame; null otherwise)"),
     ("standard_exact", pa.float64(), "exact Stage-2 survival of the standard design (CausalGame; null otherwise)"),
     ("lattice_step", pa.int64(), "DEF step of the lattice the exact optimum maximises over (CausalGame; null otherwise)"),
+    ("integer_optimum", pa.float64(), "exact Stage-2 survival of the best design over the full integer lattice (every "
+                                      "integer DEF within the caps and budget; CausalGame; null otherwise)"),
+    ("integer_design", pa.string(), "JSON the best design over the full integer lattice (CausalGame; null otherwise)"),
+    ("integer_bound", pa.float64(), "rigorous upper bound on the Stage-2 survival of every design of the integer "
+                                    "lattice (equal to integer_optimum when integer_exact; CausalGame; null otherwise)"),
+    ("integer_exact", pa.bool_(), "integer_optimum is the exact optimum over the integer lattice (the branch and "
+                                  "bound closed; CausalGame; null otherwise)"),
+    ("integer_lattice_size", pa.int64(), "designs of the full integer lattice (CausalGame; null otherwise)"),
     ("runtime_s", pa.float64(), "wall time of the search and verification in seconds"),
 ])
 
@@ -633,7 +642,9 @@ GAME_PLAYS = _schema("game_plays", 3, [
     ("survival", pa.float64(), "Stage-2 survival rate (0 when unsubmitted)"),
     ("threshold", pa.float64(), "win threshold (references)"),
     ("won", pa.bool_(), "survival >= threshold"),
-    ("optimum", pa.float64(), "verified optimum (references)"),
+    ("optimum", pa.float64(), "the optimum over the agent's action space: CausalGame's scenarios the exact "
+                              "optimum over the integer lattice (references' integer_optimum), this track's own "
+                              "the verified optimum (references' optimum)"),
     ("gap", pa.float64(), "optimum - survival"),
     ("deployments", pa.int32(), "Stage-1 deployments flown"),
     ("drones_used", pa.int32(), "Stage-1 drones flown"),

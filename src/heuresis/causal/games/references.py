@@ -21,7 +21,9 @@
   :class:`~heuresis.causal.games.scenario.ScenarioError`.
 
 CausalGame's scenarios (:func:`compute_cg_references`) have no search: their optimum, trap and
-standard are exact (:mod:`heuresis.causal.games.exact`), then flown on fresh fleets as above.
+standard are exact (:mod:`heuresis.causal.games.exact`), then flown on fresh fleets as above; the
+optimum over the full integer lattice (every integer DEF, the agent's action space) is computed
+beside the lattice's, with an upper bound (:mod:`heuresis.causal.games.exact_integer`).
 
 Every seed derives from the scenario's ``seed`` through :func:`seed_of`, so a reference is the
 same on every machine and adding a scenario changes no other.
@@ -32,13 +34,13 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 from scipy.stats import beta as beta_dist
 
 from heuresis.causal.games import causalgame as cg
-from heuresis.causal.games import exact
+from heuresis.causal.games import exact, exact_integer
 from heuresis.causal.games.scenario import Scenario, ScenarioError
 from heuresis.causal.games.scm import draw, survival
 
@@ -56,6 +58,7 @@ __all__ = [
     "seed_of",
     "verify",
     "winnability_errors",
+    "with_integer",
 ]
 
 
@@ -238,7 +241,12 @@ class References:
     draw derives from. A CausalGame scenario also has its exact values
     (:mod:`heuresis.causal.games.exact`): ``optimum_exact`` (the exact maximum over the lattice of
     DEF steps of ``lattice_step``; then ``optimum_method`` is ``exact``), ``trap_exact`` and
-    ``standard_exact``; they are None for this track's own scenarios.
+    ``standard_exact``. Over the full integer lattice (every integer DEF within the caps and the
+    budget, every equipment choice and flight profile; ``integer_lattice_size`` designs):
+    ``integer_design`` and its exact survival ``integer_optimum``, and ``integer_bound``, a rigorous
+    upper bound on the survival of every integer design, equal to ``integer_optimum`` when
+    ``integer_exact`` (the optimum is then exact over the integer lattice). All of these are None
+    for this track's own scenarios.
     """
 
     scenario: str
@@ -280,6 +288,11 @@ class References:
     trap_exact: float | None = None
     standard_exact: float | None = None
     lattice_step: int | None = None
+    integer_optimum: float | None = None
+    integer_design: dict | None = None
+    integer_bound: float | None = None
+    integer_exact: bool | None = None
+    integer_lattice_size: int | None = None
 
     def as_dict(self) -> dict:
         """Return the references as a plain dict (designs still as mappings)."""
@@ -307,12 +320,46 @@ def compute_references(scn: Scenario, *, drones: int | None = None, starts: int 
                       found.evaluated, ver.shape[1], int(scn.budgets["stage2_fleet"]), int(scn.spec["seed"]))
 
 
-def compute_cg_references(scn: cg.CGScenario, *, fleets: int | None = None, step: int = exact.LATTICE_STEP) -> References:
+#: Stage-2 optima over the integer lattice already computed in this process, by Stage-2 model (:func:`_stage2_key`).
+_INTEGER: dict[str, exact_integer.IntegerOptimum] = {}
+
+#: The scenario keys the exact Stage-2 survival reads: scenarios equal on them share their optima.
+_STAGE2_KEYS = ("model", "components", "def_cap", "def_budget", "def_reduction_factor", "agility_system", "scm",
+                "zones", "equipment", "flight_profiles")
+
+
+def _stage2_key(scn: cg.CGScenario) -> str:
+    """The scenario's Stage-2 model as canonical JSON (the variants of a file share it)."""
+    return json.dumps({k: scn.spec.get(k) for k in _STAGE2_KEYS}, sort_keys=True, default=str)
+
+
+def integer_optimum(scn: cg.CGScenario, start: Mapping | None = None) -> exact_integer.IntegerOptimum:
+    """:func:`~heuresis.causal.games.exact_integer.integer_optimum` at Stage 2, once per Stage-2 model in a process.
+
+    ``start``: a design to start the search from (the lattice's optimum).
+    """
+    key = _stage2_key(scn)
+    if key not in _INTEGER:
+        _INTEGER[key] = exact_integer.integer_optimum(scn, start=start, stage=2)
+    return _INTEGER[key]
+
+
+def with_integer(scn: cg.CGScenario, ref: References) -> References:
+    """``ref`` (computed with ``integer=False``) with the optimum over the full integer lattice added."""
+    io = integer_optimum(scn, ref.optimum_design)
+    return replace(ref, integer_optimum=io.value, integer_design=scn.design(io.design), integer_bound=io.bound,
+                   integer_exact=io.exact, integer_lattice_size=io.lattice_size)
+
+
+def compute_cg_references(scn: cg.CGScenario, *, fleets: int | None = None, step: int = exact.LATTICE_STEP,
+                          integer: bool = True) -> References:
     """The references of a CausalGame scenario: its exact optimum, trap and standard, verified on the same fleets.
 
     The optimum is :func:`~heuresis.causal.games.exact.exact_optimum` over the lattice of DEF
     steps of ``step`` (caps and DEF budget enforced, every equipment choice and flight profile);
-    ``runner_up`` is the best lattice design with another DEF vector. The trap, the standard
+    ``runner_up`` is the best lattice design with another DEF vector. With ``integer`` (the
+    default) the optimum over the full integer lattice and its bound are computed too
+    (:func:`integer_optimum`; not flown: the fleets fly the lattice's optimum). The trap, the standard
     design and every published strategy get their exact Stage-2 survival too. The optimum, trap,
     standard and strategies are then flown on ``fleets`` fresh Stage-2 fleets of ``stage2_fleet``
     drones (paired): the exact values fall inside those intervals up to sampling error. A
@@ -341,24 +388,27 @@ def compute_cg_references(scn: cg.CGScenario, *, fleets: int | None = None, step
                                str(div.get("reason", "")).split())})
     (om, olo, ohi), (tm, tlo, thi), (sm, slo, shi) = (_interval(r) for r in ver[:3])
     dm, dlo, dhi = _interval(ver[2] - ver[1])
-    return References(scn.name, scn.family, scn.spec["variant"], designs[0], opt.value, 0.0, "exact", opt.lattice_size,
-                      opt.runner_up, 0.0, 0, om, olo, ohi, designs[1], list(scn.spec.get("trap_pattern") or []),
-                      tm, tlo, thi, designs[2], sm, slo, shi, dm, dlo, dhi, scn.threshold, "fixed", 0.0, 0,
-                      opt.evaluated, fleets, size, seed, strategies, opt.value, exact_values[1], exact_values[2], step)
+    ref = References(scn.name, scn.family, scn.spec["variant"], designs[0], opt.value, 0.0, "exact", opt.lattice_size,
+                     opt.runner_up, 0.0, 0, om, olo, ohi, designs[1], list(scn.spec.get("trap_pattern") or []),
+                     tm, tlo, thi, designs[2], sm, slo, shi, dm, dlo, dhi, scn.threshold, "fixed", 0.0, 0,
+                     opt.evaluated, fleets, size, seed, strategies, opt.value, exact_values[1], exact_values[2], step)
+    return with_integer(scn, ref) if integer else ref
 
 
-def scenario_references(scn: Scenario | cg.CGScenario, search: Mapping | None = None) -> References:
+def scenario_references(scn: Scenario | cg.CGScenario, search: Mapping | None = None, *,
+                        integer: bool = True) -> References:
     """The references of any scenario, with the config's ``games.search`` settings (empty: the scenario's own).
 
     This track's scenarios: :func:`compute_references`, checked (:func:`check_references`: an
     unwinnable scenario or a trap that is no trap raises :class:`ScenarioError`). CausalGame's:
     :func:`compute_cg_references` (exact; of the search settings only ``verify_fleets`` applies),
     its published threshold and trap kept as published (a scenario that cannot be won is a
-    documented fact, not an error).
+    documented fact, not an error). ``integer=False`` leaves out a CausalGame scenario's optimum over
+    the full integer lattice (:func:`with_integer` adds it).
     """
     search = search or {}
     if isinstance(scn, cg.CGScenario):
-        return compute_cg_references(scn, fleets=search.get("verify_fleets"))
+        return compute_cg_references(scn, fleets=search.get("verify_fleets"), integer=integer)
     ref = compute_references(scn, drones=search.get("drones"), starts=search.get("starts"),
                              fleets=search.get("verify_fleets"), enumerate_max=search.get("enumerate_max"),
                              sample=search.get("sample"))

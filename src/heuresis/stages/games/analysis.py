@@ -180,8 +180,11 @@ def references_table(refs: Mapping[str, Mapping]) -> tuple[pd.DataFrame, pd.Data
     """Optimum [interval], trap and standard survival, threshold, and the designs, per scenario.
 
     A CausalGame scenario also shows its exact optimum, trap and standard survival and the DEF step
-    of the lattice its optimum is exact over (blank for this track's own scenarios); its fleet
-    columns are the same designs flown on fresh fleets.
+    of the lattice its optimum is exact over, and the best design over the full integer lattice
+    (every integer DEF: the agent's action space) with its exact survival, marked ``exact`` when it
+    is the integer lattice's optimum, else followed by the upper bound on every integer design
+    (blank for this track's own scenarios); its fleet columns are the lattice optimum's design
+    flown on fresh fleets.
     """
     def short(d):
         return ", ".join(k if isinstance(v, bool) else f"{k} {v}" if isinstance(v, str) else f"{k} {int(v)}"
@@ -190,10 +193,18 @@ def references_table(refs: Mapping[str, Mapping]) -> tuple[pd.DataFrame, pd.Data
     def exact(v):
         return "" if v is None or (isinstance(v, float) and np.isnan(v)) else f"{v:.4f}"
 
+    def integer(r):
+        v = r.get("integer_optimum")
+        if v is None or (isinstance(v, float) and np.isnan(v)):
+            return ""
+        return f"{v:.4f} (exact)" if r.get("integer_exact") else f"{v:.4f} (bound {r['integer_bound']:.4f})"
+
     rows = [dict(r) for _, r in sorted(refs.items())]
     num = pd.DataFrame(rows)
     for k in ("optimum_design", "trap_design", "standard_design", "strategies"):
         num[k] = [json.dumps(d, sort_keys=True) for d in num[k]]
+    if "integer_design" in num:
+        num["integer_design"] = [None if d is None else json.dumps(d, sort_keys=True) for d in num["integer_design"]]
     disp = pd.DataFrame({
         "Scenario": [r["scenario"] for r in rows], "Split": [r.get("split", "dev") for r in rows],
         "Bias": [r["bias"] for r in rows],
@@ -205,6 +216,8 @@ def references_table(refs: Mapping[str, Mapping]) -> tuple[pd.DataFrame, pd.Data
         "Exact standard": [exact(r.get("standard_exact")) for r in rows],
         "Lattice": [f"DEF step {int(r['lattice_step'])}" if r.get("lattice_step") else "" for r in rows],
         "Optimum design": [short(r["optimum_design"]) for r in rows],
+        "Integer optimum": [integer(r) for r in rows],
+        "Integer design": [short(r["integer_design"]) if r.get("integer_design") else "" for r in rows],
         "Trap design": [short(r["trap_design"]) for r in rows],
     })
     return num, disp

@@ -39,7 +39,7 @@ import numpy as np
 
 from heuresis.causal.games.causalgame import CGScenario
 from heuresis.causal.games.design import VARIANT_SEP, follows_pattern
-from heuresis.causal.games.references import References, scenario_references, seed_of
+from heuresis.causal.games.references import References, scenario_references, seed_of, with_integer
 from heuresis.causal.games.scenario import ScenarioError
 
 __all__ = [
@@ -232,10 +232,10 @@ def build_variant(base: CGScenario, k: int, entropy: int, search: Mapping | None
     why = ""
     for attempt in range(MAX_ATTEMPTS):
         scn = draw_variant(base, k, entropy, attempt)
-        ref = scenario_references(scn, search)
+        ref = scenario_references(scn, search, integer=False)
         why = accepted(ref, scn)
         if not why:
-            return scn, ref
+            return scn, with_integer(scn, ref)      # the optimum over the integer lattice: the accepted draw's only
         log(f"{scn.name}: attempt {attempt} refused: {why}; drawing again")
     raise ScenarioError(f"scenario {variant_name(base.name, k)!r}: no draw of {MAX_ATTEMPTS} within {base.name}'s perturb "
                         f"ranges is a game with a trap: {why}")

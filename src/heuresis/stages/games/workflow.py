@@ -133,6 +133,16 @@ def plays_of(config: Mapping, agent: str) -> int:
     return int(g["baseline_plays"] if kind in game_agent_kinds() else g["plays"])
 
 
+def play_optimum(ref: Mapping) -> float:
+    """The optimum a play's gap is measured to: over the agent's whole action space where it is known.
+
+    CausalGame's scenarios: the exact optimum over the full integer lattice (``integer_optimum``);
+    this track's own: the references' verified optimum.
+    """
+    best = ref.get("integer_optimum")
+    return float(best) if best is not None and best == best else float(ref["optimum"])
+
+
 def scenario_folder(config: Mapping) -> Path:
     """``games.scenarios_dir``; a relative default that does not exist here falls back to the repository's."""
     folder = Path(config["games"]["scenarios_dir"])
@@ -394,12 +404,18 @@ def run_references(scenario: str, folder: str | Path, search: Mapping, out: str 
         f"{ref.optimum_search:.3f} ± {ref.optimum_se:.3f}, {ref.designs_evaluated} of {ref.lattice_size} designs, "
         f"runner-up {ref.runner_up:.3f}), trap {ref.trap:.3f}, standard {ref.standard:.3f}, "
         f"threshold {ref.threshold:.3f} ({ref.threshold_rule}) in {time.perf_counter() - t0:.1f} s")
+    if ref.integer_optimum is not None:
+        log(f"{scenario}: full integer lattice ({ref.integer_lattice_size} designs): the best design found survives "
+            f"{ref.integer_optimum:.4f}" + (", the exact optimum" if ref.integer_exact else
+                                            f"; every design at most {ref.integer_bound:.4f}"))
     if ref.optimum < ref.threshold or ref.trap >= ref.threshold:   # CausalGame's, kept as published
         log(f"{scenario}: as published, the optimum ({ref.optimum:.3f}) or the trap ({ref.trap:.3f}) "
             f"does not separate at the threshold {ref.threshold:.3f} (docs/games.md, 'Divergences')")
     row = ref.as_dict()
     for k in ("optimum_design", "trap_design", "standard_design", "trap_pattern", "strategies"):
         row[k] = json.dumps(row[k], sort_keys=True)
+    if row["integer_design"] is not None:
+        row["integer_design"] = json.dumps(row["integer_design"], sort_keys=True)
     row.update(split=split_of(scenario), variant_of=scn.spec.get("variant_of"),
                perturbed=json.dumps(scn.spec.get("perturbed") or {}, sort_keys=True),
                variant_attempt=int(scn.spec.get("variant_attempt", -1)),
@@ -420,6 +436,8 @@ def load_references(paths: Sequence[str | Path]) -> dict[str, dict]:
         for r in read_table(p, GAME_REFERENCES).to_pylist():
             for k in ("optimum_design", "trap_design", "standard_design", "trap_pattern", "strategies"):
                 r[k] = json.loads(r[k])
+            if r.get("integer_design") is not None:
+                r["integer_design"] = json.loads(r["integer_design"])
             out[r["scenario"]] = r
     return out
 
@@ -434,7 +452,7 @@ def _failed_row(agent: str, spec: Mapping, scn: Scenario, mode: str, repeat: int
                family=scn.family, variant=scn.spec["variant"],
                bias=scn.spec["bias"], repeat=repeat, seed=seed, status="failed", error=error, termination="failed",
                submitted=False, design="null", survival=0.0, threshold=ref["threshold"], won=False,
-               optimum=ref["optimum"], gap=ref["optimum"], deployments=0, drones_used=0, designs_deployed="[]",
+               optimum=play_optimum(ref), gap=play_optimum(ref), deployments=0, drones_used=0, designs_deployed="[]",
                deployment_counts="[]", distinct_designs=0, report="", turns=0, n_calls=0, n_errors=0, tokens_in=0,
                tokens_out=0, cost=0.0,
                retries=0, warnings="[]", wall_s=0.0)
@@ -468,7 +486,7 @@ def run_plays(agent: str, spec: Mapping, mode: str, scenario: str, folder: str |
     ref = refs[scenario]
     cfg_slice = {"agent": agent, "spec": result_spec(spec), "mode": mode, "scenario": scn.spec, "plays": int(plays),
                  "seed": int(seed), "max_turns": int(max_turns), "threshold": ref["threshold"],
-                 "optimum": ref["optimum"], "task_variant": task_variant,
+                 "optimum": play_optimum(ref), "task_variant": task_variant,
                  "max_tool_calls": None if max_tool_calls is None else int(max_tool_calls),
                  "code_tool": {} if code_tool is None else code_tool.as_dict()}
     if "as_published" in protocols:   # the debrief is part of the play (a committed-only play keeps its old key)
@@ -487,7 +505,7 @@ def run_plays(agent: str, spec: Mapping, mode: str, scenario: str, folder: str |
         s = play_seed(seed, scn.seed_name, r)     # an ablation meets its scenario's plays' draws
         t0 = time.perf_counter()
         try:
-            res = run_play(agent, spec, scn, repeat=r, seed=s, threshold=ref["threshold"], optimum=ref["optimum"],
+            res = run_play(agent, spec, scn, repeat=r, seed=s, threshold=ref["threshold"], optimum=play_optimum(ref),
                            max_turns=max_turns, mode=mode, task_variant=task_variant,
                            max_tool_calls=max_tool_calls, code_tool=code_tool,
                            request_log=RequestLog(tdir / f"r{r}.requests.jsonl"), spend_dir=spend_dir,
