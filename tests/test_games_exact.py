@@ -145,14 +145,18 @@ def _lattice_sample(scn, rng: np.random.Generator, m: int) -> list[dict]:
         units = rng.integers(0, cap + 1, len(comps))
         if units.sum() > budget:
             continue
-        d = {c: int(u) * LATTICE_STEP for c, u in zip(comps, units)}
-        d.update({slot: list(cfg["options"])[int(rng.integers(len(cfg["options"])))] for slot, cfg in scn.equipment.items()})
-        profiles = [None, *(scn.spec.get("flight_profiles") or [])]
-        profile = profiles[int(rng.integers(len(profiles)))]
-        if profile:
-            d["flight_profile"] = profile
-        out.append(d)
+        out.append({**{c: int(u) * LATTICE_STEP for c, u in zip(comps, units)}, **_random_choices(scn, rng)})
     return out
+
+
+def _random_choices(scn, rng: np.random.Generator) -> dict:
+    """A random choice for every equipment slot and a random flight profile (none: the default), if any."""
+    d = {slot: list(cfg["options"])[int(rng.integers(len(cfg["options"])))] for slot, cfg in scn.equipment.items()}
+    profiles = [None, *(scn.spec.get("flight_profiles") or [])]
+    profile = profiles[int(rng.integers(len(profiles)))]
+    if profile:
+        d["flight_profile"] = profile
+    return d
 
 
 @pytest.mark.parametrize("name,sample", [("antenna_trap", 30), ("deployment_zone_trap_categorical", 6),
@@ -280,12 +284,12 @@ def _integer_sample(scn, centre: dict, rng: np.random.Generator, m: int) -> list
              for c in comps}
         if sum(d.values()) > budget:
             continue
-        for slot, cfg in scn.equipment.items():
-            d[slot] = centre[slot] if near else list(cfg["options"])[int(rng.integers(len(cfg["options"])))]
-        profiles = [None, *(scn.spec.get("flight_profiles") or [])]
-        profile = centre.get("flight_profile") if near else profiles[int(rng.integers(len(profiles)))]
-        if profile:
-            d["flight_profile"] = profile
+        if near:
+            d.update({slot: centre[slot] for slot in scn.equipment})
+            if centre.get("flight_profile"):
+                d["flight_profile"] = centre["flight_profile"]
+        else:
+            d.update(_random_choices(scn, rng))
         out.append(d)
     return out
 
@@ -360,3 +364,14 @@ def test_a_premise_that_fails_is_refused():
     scn = CGScenario(spec, base.path)
     with pytest.raises(ValueError, match="agility grows"):
         integer_optimum(scn, start={})
+
+
+def test_the_exact_survival_reads_only_the_stage2_keys():
+    """A scenario holding only ``STAGE2_KEYS`` (and its name) values the trap and the standard design as the whole
+    file does: the key the references share integer optima by covers everything the exact models read."""
+    for name in BASES:
+        scn = load_cg(name)
+        bare = CGScenario({"name": scn.name, **{k: scn.spec[k] for k in exact.STAGE2_KEYS if k in scn.spec}}, scn.path)
+        for design in (scn.spec["trap_design"], scn.spec["standard_design"]):
+            assert exact_survival(bare, design) == exact_survival(scn, design)
+            assert exact_survival(bare, design, 1) == exact_survival(scn, design, 1)

@@ -779,8 +779,8 @@ def test_a_causalgame_plays_gap_is_to_the_integer_lattices_exact_optimum(tmp_pat
     refs = tmp_path / "refs.parquet"
     run_references(name, CG_DIR, {"verify_fleets": 2}, refs)
     ref = read_table(refs, GAME_REFERENCES).to_pylist()[0]
-    assert ref["integer_exact"] and ref["integer_optimum"] > ref["optimum"]
-    best = json.loads(ref["integer_design"]) if isinstance(ref["integer_design"], str) else ref["integer_design"]
+    assert ref["integer_exact"] and ref["integer_optimum"] > ref["optimum_exact"]
+    best = json.loads(ref["integer_design"])
     assert exact_survival(load_cg(name), best) == pytest.approx(ref["integer_optimum"], abs=1e-12)
     out = tmp_path / "plays.parquet"
     run_plays("game_random", {"kind": "game_random"}, "agentic", name, CG_DIR, plays=1, seed=3, max_turns=40,

@@ -369,8 +369,8 @@ class KCI(CITest):
     rank_frac : use low-rank factors only while rank <= rank_frac * n,
         otherwise the dense (still exact) path.
     max_cache_mb : byte budget of the internal matrix caches (LRU).
-    workers : threads :meth:`prefetch` runs queries in (None: the number of BLAS threads the
-        process allows at the call, at most the CPUs it may run on; 1 runs them in the caller).
+    workers : processes :meth:`prefetch` runs queries in (None: the number of BLAS threads the
+        process allows at the call, at most the CPUs it may run on; 1: nothing runs ahead).
     """
 
     def __init__(self, data: np.ndarray, *, epsilon: float = 1e-3, eig_thresh: float = 1e-5,
@@ -517,9 +517,6 @@ class KCI(CITest):
         values.update((k, self._p(*k)) for g in groups for k in g if k not in values)
         return values
 
-    def _count(self, what: str) -> None:
-        self.stats[what] += 1
-
     def statistic(self, x: int, y: int, S=()) -> tuple[float, float, float]:
         """(test statistic, gamma shape, gamma scale) for a query (uncached)."""
         x, y, S = self.cache_key(x, y, S)
@@ -599,7 +596,7 @@ class KCI(CITest):
             C = Lz - Lz.mean(axis=0)
             s, V = np.linalg.eigh(C.T @ C)
             P = _Projector(B=C @ V, dinv=1.0 / (s + eps))
-            self._count("lowrank_z")
+            self.stats["lowrank_z"] += 1
         else:
             A = _center(Kz)
             A.flat[:: n + 1] += eps
@@ -614,7 +611,7 @@ class KCI(CITest):
                 lam, U = np.linalg.eigh(_center(Kz))
                 Rz = (U * (eps / (lam + eps))) @ U.T
             P = _Projector(Rz=Rz)
-            self._count("dense_z")
+            self.stats["dense_z"] += 1
         self._mats.put(key, P, P.nbytes)
         return P
 
@@ -638,11 +635,11 @@ class KCI(CITest):
         if Lx is not None:
             M = P.apply(Lx)
             ent = _XRole(M, None, _truncated_from_gram(M, self.eig_thresh))
-            self._count("lowrank_x")
+            self.stats["lowrank_x"] += 1
         else:
             KxR = P.sandwich(Kx)
             ent = _XRole(None, KxR, _truncated_from_dense(KxR, self.eig_thresh))
-            self._count("dense_x")
+            self.stats["dense_x"] += 1
         self._mats.put(key, ent, ent.nbytes)
         return ent
 

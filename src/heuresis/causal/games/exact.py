@@ -45,6 +45,7 @@ from heuresis.causal.games import causalgame as cg
 
 __all__ = [
     "LATTICE_STEP",
+    "STAGE2_KEYS",
     "ExactOptimum",
     "exact_optimum",
     "exact_survival",
@@ -53,6 +54,11 @@ __all__ = [
 
 #: The DEF step of the lattice the optimum is taken over: every design CausalGame publishes uses multiples of 5.
 LATTICE_STEP = 5
+
+#: The scenario keys this module (and :mod:`~heuresis.causal.games.exact_integer`) reads: scenarios equal on
+#: them have the same exact survival of every design, at every stage (the variants of a file share them).
+STAGE2_KEYS = ("model", "components", "def_cap", "def_budget", "def_reduction_factor", "agility_system", "scm",
+               "zones", "equipment", "flight_profiles")
 
 #: Gauss-Legendre nodes and weights on [0, 1]: two nodes integrate a polynomial of degree 3 exactly.
 _GL_X = np.array([0.5 - 0.5 / math.sqrt(3.0), 0.5 + 0.5 / math.sqrt(3.0)])
@@ -455,25 +461,31 @@ def _weather_combat(spec: Mapping, values: np.ndarray) -> dict[str, np.ndarray]:
     return out
 
 
-def _weather_survival(spec: Mapping, designs: Mapping[str, np.ndarray], stage: int) -> np.ndarray:
-    """Exact survival of designs given as DEF arrays per component (the weather SCM: its roll, then one round).
+def _weather_factors(spec: Mapping, antenna, engine, total, stage: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(pre, c)`` with survival ``pre * (1 - c * k)``, ``k`` the critical components' summed kill shares.
 
-    A survivor of the SCM's roll keeps every component's HP, so it meets combat with every
-    component a target, detection 0.5 and ``max(1, int(10 * 0))`` = 1 round.
+    ``pre`` is the chance of surviving the SCM's roll (a function of the antenna and engine DEF),
+    ``c`` detection times the hit chance at the total DEF over the summed target weight. A survivor
+    of the roll keeps every component's HP, so it meets combat with every component a target,
+    detection 0.5 and ``max(1, int(10 * 0))`` = 1 round.
     """
-    comps = list(spec["components"])
-    total = sum(np.asarray(designs[c]) for c in comps)
-    w_all = sum(cg.TARGET_WEIGHTS.get(c, 1.0) for c in comps)
-    p = cg.hit_chance(spec, total, 1.0)
-    kill = sum(_weather_combat(spec, np.asarray(designs[c]))[c] for c in cg.CRITICAL)
+    w_all = sum(cg.TARGET_WEIGHTS.get(c, 1.0) for c in spec["components"])
     det = float(np.clip(0.5, *cg.DETECTION_CLAMP))
     storm = spec["scm"][f"storm_probability_stage{stage}"]
-    ant, eng = np.asarray(designs["antenna"], float), np.asarray(designs["engine"], float)
+    ant, eng = np.asarray(antenna, float), np.asarray(engine, float)
     bonus = 0.3 * np.clip((eng - 10) / 20.0, 0.0, 1.0)
     sig = lambda x: 1 / (1 + np.exp(-x))  # noqa: E731
     pre = storm * np.minimum(1.0, sig(ant / 30.0 * 2.5 - 4) + bonus) + (1 - storm) * np.minimum(
         1.0, sig(ant / 30.0 * -2.5 - 4) + bonus)
-    return pre * (1.0 - det * p / w_all * kill)
+    return pre, det * cg.hit_chance(spec, total, 1.0) / w_all
+
+
+def _weather_survival(spec: Mapping, designs: Mapping[str, np.ndarray], stage: int) -> np.ndarray:
+    """Exact survival of designs given as DEF arrays per component (the weather SCM: its roll, then one round)."""
+    total = sum(np.asarray(designs[c]) for c in spec["components"])
+    kill = sum(_weather_combat(spec, np.asarray(designs[c]))[c] for c in cg.CRITICAL)
+    pre, c = _weather_factors(spec, designs["antenna"], designs["engine"], total, stage)
+    return pre * (1.0 - c * kill)
 
 
 # --- the deployment-zone SCM -------------------------------------------------------------------------

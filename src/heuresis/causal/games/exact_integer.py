@@ -224,15 +224,8 @@ def _weather_integer(scn: cg.CGScenario, stage: int, best: _Best) -> tuple[int, 
     a, e, s = np.meshgrid(vals, vals, np.arange(len(g)), indexing="ij")
     ok = a + e + s <= budget
     a, e, s = a[ok], e[ok], s[ok]
-    det = float(np.clip(0.5, *cg.DETECTION_CLAMP))
-    w_all = sum(cg.TARGET_WEIGHTS.get(c, 1.0) for c in comps)
-    p = cg.hit_chance(spec, a + e + s, 1.0)
-    storm = spec["scm"][f"storm_probability_stage{stage}"]
-    bonus = 0.3 * np.clip((e - 10) / 20.0, 0.0, 1.0)
-    sig = lambda x: 1 / (1 + np.exp(-x))  # noqa: E731
-    pre = storm * np.minimum(1.0, sig(a / 30.0 * 2.5 - 4) + bonus) + (1 - storm) * np.minimum(
-        1.0, sig(a / 30.0 * -2.5 - 4) + bonus)
-    val = pre * (1.0 - det * p / w_all * (kill["engine"][e] + g[s]))
+    pre, coef = ex._weather_factors(spec, a, e, a + e + s, stage)
+    val = pre * (1.0 - coef * (kill["engine"][e] + g[s]))
 
     def make(j: int) -> dict[str, Any]:
         d = {"antenna": int(a[j]), "engine": int(e[j])}

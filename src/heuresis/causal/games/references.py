@@ -323,14 +323,9 @@ def compute_references(scn: Scenario, *, drones: int | None = None, starts: int 
 #: Stage-2 optima over the integer lattice already computed in this process, by Stage-2 model (:func:`_stage2_key`).
 _INTEGER: dict[str, exact_integer.IntegerOptimum] = {}
 
-#: The scenario keys the exact Stage-2 survival reads: scenarios equal on them share their optima.
-_STAGE2_KEYS = ("model", "components", "def_cap", "def_budget", "def_reduction_factor", "agility_system", "scm",
-                "zones", "equipment", "flight_profiles")
-
-
 def _stage2_key(scn: cg.CGScenario) -> str:
     """The scenario's Stage-2 model as canonical JSON (the variants of a file share it)."""
-    return json.dumps({k: scn.spec.get(k) for k in _STAGE2_KEYS}, sort_keys=True, default=str)
+    return json.dumps({k: scn.spec.get(k) for k in exact.STAGE2_KEYS}, sort_keys=True, default=str)
 
 
 def integer_optimum(scn: cg.CGScenario, start: Mapping | None = None) -> exact_integer.IntegerOptimum:

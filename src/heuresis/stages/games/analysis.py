@@ -201,10 +201,8 @@ def references_table(refs: Mapping[str, Mapping]) -> tuple[pd.DataFrame, pd.Data
 
     rows = [dict(r) for _, r in sorted(refs.items())]
     num = pd.DataFrame(rows)
-    for k in ("optimum_design", "trap_design", "standard_design", "strategies"):
-        num[k] = [json.dumps(d, sort_keys=True) for d in num[k]]
-    if "integer_design" in num:
-        num["integer_design"] = [None if d is None else json.dumps(d, sort_keys=True) for d in num["integer_design"]]
+    for k in ("optimum_design", "trap_design", "standard_design", "strategies", "integer_design"):
+        num[k] = [None if d is None else json.dumps(d, sort_keys=True) for d in num[k]]
     disp = pd.DataFrame({
         "Scenario": [r["scenario"] for r in rows], "Split": [r.get("split", "dev") for r in rows],
         "Bias": [r["bias"] for r in rows],

@@ -375,6 +375,10 @@ def play_seed(seed: int, scenario: str, repeat: int) -> int:
 
 
 # --- references ----------------------------------------------------------------------------------
+#: game_references columns that hold JSON (designs, lists; null stays null).
+_JSON_COLUMNS = ("optimum_design", "trap_design", "standard_design", "trap_pattern", "strategies", "integer_design")
+
+
 def run_references(scenario: str, folder: str | Path, search: Mapping, out: str | Path, *, log: _Log = _quiet,
                    variants: Mapping | None = None, test_seed: str | None = None) -> Path:
     """Optimum (CRN search, verified on fresh fleets), trap, standard and threshold of one scenario.
@@ -412,10 +416,8 @@ def run_references(scenario: str, folder: str | Path, search: Mapping, out: str 
         log(f"{scenario}: as published, the optimum ({ref.optimum:.3f}) or the trap ({ref.trap:.3f}) "
             f"does not separate at the threshold {ref.threshold:.3f} (docs/games.md, 'Divergences')")
     row = ref.as_dict()
-    for k in ("optimum_design", "trap_design", "standard_design", "trap_pattern", "strategies"):
-        row[k] = json.dumps(row[k], sort_keys=True)
-    if row["integer_design"] is not None:
-        row["integer_design"] = json.dumps(row["integer_design"], sort_keys=True)
+    for k in _JSON_COLUMNS:
+        row[k] = None if row[k] is None else json.dumps(row[k], sort_keys=True)
     row.update(split=split_of(scenario), variant_of=scn.spec.get("variant_of"),
                perturbed=json.dumps(scn.spec.get("perturbed") or {}, sort_keys=True),
                variant_attempt=int(scn.spec.get("variant_attempt", -1)),
@@ -434,10 +436,8 @@ def load_references(paths: Sequence[str | Path]) -> dict[str, dict]:
     out = {}
     for p in paths:
         for r in read_table(p, GAME_REFERENCES).to_pylist():
-            for k in ("optimum_design", "trap_design", "standard_design", "trap_pattern", "strategies"):
-                r[k] = json.loads(r[k])
-            if r.get("integer_design") is not None:
-                r["integer_design"] = json.loads(r["integer_design"])
+            for k in _JSON_COLUMNS:
+                r[k] = None if r[k] is None else json.loads(r[k])
             out[r["scenario"]] = r
     return out
 
