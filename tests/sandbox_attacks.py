@@ -28,7 +28,7 @@ from heuresis.harness.tools import TOOLS, ToolContext
 SECRET = "SECRET-DAG-7f3a9c"
 DATA = np.arange(12.0).reshape(4, 3)
 # 2 GB in all: where no cgroup can be created (an unprivileged harness) each of the 8 processes gets 256 MB
-SMALL = SandboxLimits(cpu_seconds=5, memory_mb=2048, wall_seconds=8, max_output_chars=2000, max_processes=8, disk_mb=8)
+SMALL = SandboxLimits(cpu_seconds=5, memory_mb=2048, wall_seconds=30, max_output_chars=2000, max_processes=8, disk_mb=8)
 
 
 def call(code: str, limits: SandboxLimits = SMALL):
@@ -199,11 +199,11 @@ while True:
     sys.stderr.write('y' * 65536)
 """
     text, det, secs = call(code, SandboxLimits(wall_seconds=5, max_output_chars=1000))
-    ok = secs < 15 and len(text) < 5000 and det["truncated"]
+    ok = secs < 5 + 20 and len(text) < 5000 and det["truncated"]   # the wall limit and a margin for a loaded machine
     # a child that closes its stdout and sleeps must not hold the harness past the wall limit
     _text2, det2, secs2 = call("import os, time\nos.close(1)\nos.close(2)\ntime.sleep(60)",
                               SandboxLimits(wall_seconds=3))
-    return ok and det2["timed_out"] and secs2 < 10, f"{secs:.1f} s, {len(text)} chars; {secs2:.1f} s"
+    return ok and det2["timed_out"] and secs2 < 3 + 20, f"{secs:.1f} s, {len(text)} chars; {secs2:.1f} s"
 
 
 def _running_descendants() -> int:
@@ -240,12 +240,12 @@ def attack_fork_bomb(wd: Path):
         before = _running_descendants()
         _text, det, secs = call("import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass",
                                SandboxLimits(cpu_seconds=3, wall_seconds=4, max_processes=8))
-        deadline = time.monotonic() + 3
+        deadline = time.monotonic() + 15      # reaped by then, also on a loaded machine
         while (after := _running_descendants()) > before and time.monotonic() < deadline:
             time.sleep(0.1)
     finally:
         libc.prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
-    return secs < 12 and after <= before, f"{secs:.1f} s, processes below the harness {before} -> {after}, {det['limit_hit']}"
+    return secs < 4 + 20 and after <= before, f"{secs:.1f} s, processes below the harness {before} -> {after}, {det['limit_hit']}"
 
 
 def attack_memory_bomb(wd: Path):

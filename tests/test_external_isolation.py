@@ -17,6 +17,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import threading
@@ -274,16 +275,14 @@ def test_a_results_folder_elsewhere_is_refused_too(tmp_path, monkeypatch):
 
 def test_a_stranger_cannot_submit_to_a_hand_served_episode(split, tmp_path, capfd):
     """Served by hand over HTTP: the fixed path and a guessed one are 404; the client told the URL plays."""
-    port = socket.create_server(("127.0.0.1", 0))
-    free = port.getsockname()[1]
-    port.close()
-    t, box = _serve_in_thread(split, {"kind": "external", "port": free, "idle_timeout_s": 60, "exit_grace_s": 1},
+    t, box = _serve_in_thread(split, {"kind": "external", "port": 0, "idle_timeout_s": 60, "exit_grace_s": 1},
                               tmp_path)
     url = _served_url(capfd)
     submit = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
                          "params": {"name": "submit", "arguments": {"edges": []}}}).encode()
 
     async def play():
+        free = int(re.match(r"http://127\.0\.0\.1:(\d+)/", url).group(1))
         strangers = [await _http_post(free, p, submit) for p in ("/mcp", "/", "/AAAAAAAAAAAAAAAAAAAAAA/mcp")]
         client = await _connect(url)
         try:
@@ -302,8 +301,8 @@ def test_a_stranger_cannot_submit_to_a_hand_served_episode(split, tmp_path, capf
 
 
 def _closed(s: socket.socket) -> bool:
-    """Whether the server closed (or reset) a connection."""
-    s.settimeout(5)
+    """Whether the server closed (or reset) a connection (waiting up to 30 s for it to)."""
+    s.settimeout(30)
     try:
         return s.recv(1) == b""
     except ConnectionResetError:
@@ -326,12 +325,10 @@ def _rss_mb() -> float:
 def test_a_flood_leaves_the_server_within_its_limits(split, tmp_path, capfd, monkeypatch):
     """300 idle connections, slow headers, 40 bodies of 3.5 MB, a 900 KB argument, calls at once: all bounded."""
     monkeypatch.setattr(external.transport, "REQUEST_TIMEOUT_S", 2.0)   # read when a request starts
-    free = socket.create_server(("127.0.0.1", 0))
-    port = free.getsockname()[1]
-    free.close()
-    t, box = _serve_in_thread(split, {"kind": "external", "port": port, "idle_timeout_s": 60, "exit_grace_s": 1},
+    t, box = _serve_in_thread(split, {"kind": "external", "port": 0, "idle_timeout_s": 60, "exit_grace_s": 1},
                               tmp_path, budget=BUDGET)
     url = _served_url(capfd)
+    port = int(re.match(r"http://127\.0\.0\.1:(\d+)/", url).group(1))    # the port the server took
     path = url.split(str(port), 1)[1]
     time.sleep(0.5)
     fds0, rss0 = _fds(), _rss_mb()
@@ -407,10 +404,7 @@ def test_a_flood_leaves_the_server_within_its_limits(split, tmp_path, capfd, mon
 def test_reported_tokens_count_and_a_missing_report_is_unknown(split, tmp_path, capfd):
     """Tokens a client reports in ``_meta`` are recorded and checked against the per-turn output limit; a
     missing report, or an implausible one (0, more than any context window, not a number), is unknown."""
-    free = socket.create_server(("127.0.0.1", 0))
-    port = free.getsockname()[1]
-    free.close()
-    t, box = _serve_in_thread(split, {"kind": "external", "port": port, "idle_timeout_s": 60, "exit_grace_s": 1},
+    t, box = _serve_in_thread(split, {"kind": "external", "port": 0, "idle_timeout_s": 60, "exit_grace_s": 1},
                               tmp_path, budget=BUDGET)
     url = _served_url(capfd)
     over = BUDGET["output_tokens_per_turn"] + 1
@@ -501,18 +495,20 @@ def test_another_uid_reads_no_key_and_no_token_in_proc(network, split, tmp_path,
                              *[n[::-1] for n in needles]], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             env={"PATH": "/usr/bin:/bin"}, cwd="/")
     # the controls: what the scanner must find where it is readable -- a root process's argv, nobody's own environ
-    ctl = [subprocess.Popen(["/usr/bin/python3", "-c", "import time; time.sleep(2)", control]),
+    # they live until the scan has ended (killed then), so that every scan can see them
+    ctl = [subprocess.Popen(["/usr/bin/python3", "-c", "import time; time.sleep(600)", control], start_new_session=True),
            subprocess.Popen([shutil.which("runuser") or "runuser", "-u", "nobody", "--", "/usr/bin/python3", "-c",
-                             "import time; time.sleep(2)"],
-                            env={"PATH": "/usr/bin:/bin", "CONTROL": control}, cwd="/")]
+                             "import time; time.sleep(600)"],
+                            env={"PATH": "/usr/bin:/bin", "CONTROL": control}, cwd="/", start_new_session=True)]
     try:
         spec = {"kind": "external", "command": ["python", str(agent / "waiting.py"), key[::-1]],
                 "expose": [str(agent)], "env": ["HEURESIS_TEST_KEY"], "network": network, "idle_timeout_s": 60}
         got = _run(split, "waiting", spec, tmp_path / "out")
     finally:
+        out, _ = scan.communicate(b"stop\n", timeout=60)
         for c in ctl:
+            os.killpg(c.pid, signal.SIGKILL)      # runuser and the control under it
             c.wait()
-        out, _ = scan.communicate(b"stop\n", timeout=30)
     found = json.loads(out)
     assert got["row"]["termination"] == "submitted", got["row"]["error"]
     assert json.loads(got["calls"][0]["arguments"])["has_key"] is True      # the command got its key

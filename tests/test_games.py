@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import time
 
 import numpy as np
 import pytest
@@ -100,10 +99,6 @@ def test_deterministic_vectorized_and_fast(scenarios):
     d = draw(scn, seed_of(2), 1000, 2)
     both = survival(scn, d, np.stack([vec, scn.space.vector(scn.spec["trap_design"])]))
     assert both[0] == survival(scn, d, vec[None])[0]
-    t0 = time.perf_counter()
-    for _ in range(5):
-        simulate(scn, draw(scn, seed_of(3), 1000, 2), vec)
-    assert (time.perf_counter() - t0) / 5 < 0.25   # milliseconds in practice; generous on a loaded machine
 
 
 def test_agility_makes_max_everything_worse(scenarios):

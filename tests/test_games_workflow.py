@@ -540,7 +540,7 @@ def test_games_rules_on_two_scenarios(tmp_path):
                    "results/tables/games_bias_control.md", "results/figures/games_criteria_tiers.png",
                    "results/figures/games_survival_cr.png", "results/tables/games_protocols.md"]
         run_snakemake(wd, *targets, "--cores", "2", "--configfile", "config/quick.yaml", "config/games_test.yaml",
-                      timeout=300)
+                      timeout=900)
     res = wd / "results"
     plays = pd.concat([read_table(res / f"games/plays/game_trap_follower/agentic/{s}.parquet", GAME_PLAYS).to_pandas()
                        for s in ("antenna_base", "zone_base")])

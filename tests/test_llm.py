@@ -235,10 +235,11 @@ def test_price_map_read_without_litellm_serves_what_litellm_serves():
 
 
 def test_timeout_is_retried(small):
-    script = [{"sleep": 1.5, "tool_calls": [("submit", {"edges": []})]}, {"tool_calls": [("submit", {"edges": []})]}]
+    # the first answer comes far past the timeout; the retry must be answered well inside it, also when loaded
+    script = [{"sleep": 30, "tool_calls": [("submit", {"edges": []})]}, {"tool_calls": [("submit", {"edges": []})]}]
     with ScriptedLLMServer(script) as server:
         ep, _, req = _sweep(small, "slow", _spec("openai/scripted-model", server.url + "/v1", prices=PRICES,
-                                                 timeout_s=0.5))
+                                                 timeout_s=4))
     assert ep.status.iloc[0] == "ok" and req.retries.iloc[0] == 1
     assert json.loads(req.retry_log.iloc[0])[0]["error"] in ("Timeout", "APIConnectionError")
 

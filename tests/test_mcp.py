@@ -119,9 +119,37 @@ def _assert_same_episode(got: dict, want: dict) -> None:
 
 
 def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A free port for a test that asks for one by number, below the kernel's ephemeral range (32768 and up), so
+    that no outgoing connection of another test takes it before the server binds it; most tests pass 0."""
+    import random
+
+    for _ in range(200):
+        port = random.randrange(20000, 32000)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise AssertionError("no free port in 20000-32000")
+
+
+def _patient_stdio_client(monkeypatch) -> None:
+    """The SDK's stdio client kills its server 2 s after closing its stdin: on a loaded machine, before the
+    server has written its tables. The tests give it a minute (the server exits by itself when done)."""
+    import mcp.client.stdio
+
+    monkeypatch.setattr(mcp.client.stdio, "PROCESS_TERMINATION_TIMEOUT", 60.0)
+
+
+def _wait_for_file(path: Path, timeout: float = 120.0) -> None:
+    """Wait until ``path`` exists (a server writes it after its client left), failing with its name."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path} not written within {timeout:g} s"
+        time.sleep(0.05)
 
 
 def _served_url(capfd, timeout: float = 60.0) -> str:
@@ -170,7 +198,7 @@ def _check_client_view(results, tools, instructions: str) -> None:
 def test_http_client_plays_the_scripted_episode(split, scripted, tmp_path, capfd):
     """Over loopback HTTP: tool calls, a budget refusal, a malformed call, an unknown tool, submit."""
     port = _free_port()
-    spec = {"kind": "external", "port": port, "exit_grace_s": 2, "idle_timeout_s": 60}
+    spec = {"kind": "external", "port": port, "exit_grace_s": 30, "idle_timeout_s": 60}   # the client's exit ends the grace
     box: dict = {}
 
     def job():
@@ -204,8 +232,9 @@ def test_http_client_plays_the_scripted_episode(split, scripted, tmp_path, capfd
     _assert_same_episode(got, scripted)
 
 
-def test_stdio_client_plays_the_scripted_episode(split, scripted, tmp_path):
+def test_stdio_client_plays_the_scripted_episode(split, scripted, tmp_path, monkeypatch):
     """Over stdio through ``heuresis serve-episode``: the same records, written to the episodes tables."""
+    _patient_stdio_client(monkeypatch)
     overlay = tmp_path / "mcp.yaml"
     overlay.write_text(f"instances: {{d: 5, n: 200}}\nepisodes:\n  budgets: {{mcp: {json.dumps(BUDGET)}}}\n"
                        "  code_tool: {isolation: best_effort}\n")
@@ -227,10 +256,7 @@ def test_stdio_client_plays_the_scripted_episode(split, scripted, tmp_path):
     tools, instructions, results = anyio.run(play)
     _check_client_view(results, tools, instructions)
     out = split["root"] / "episodes" / "client" / CONDITION / "lg" / "test" / "served-0000.parquet"
-    for _ in range(200):   # the server writes its tables once the client has left
-        if out.exists():
-            break
-        anyio.run(anyio.sleep, 0.05)
+    _wait_for_file(out)    # the server writes its tables once the client has left
     got = _tables(out)
     _assert_same_episode(got, scripted)
     assert got["row"]["transcript"].endswith("0000.json") and Path(got["row"]["transcript"]).exists()
@@ -261,13 +287,13 @@ def _client_session(url: str, body):
 
 def test_idle_client_ends_the_episode_scored(split, tmp_path, capfd):
     """A client that stops calling: the episode ends as client_idle, recorded ok and scored on the working graph."""
-    port = _free_port()
-    t, box = _serve_in_thread(split, {"kind": "external", "port": port, "idle_timeout_s": 1, "exit_grace_s": 3},
+    idle = 6.0
+    t, box = _serve_in_thread(split, {"kind": "external", "port": 0, "idle_timeout_s": idle, "exit_grace_s": 30},
                               tmp_path)
 
     async def body(client):
         first = await client.call_tool("set_edges", {"changes": [{"x": "X1", "y": "X2", "relation": "none"}]})
-        await anyio.sleep(2.0)
+        await anyio.sleep(idle + 4)      # the stimulus: idle past the limit (counted from the answer's delivery)
         return first, await client.call_tool("view_graph", {})
 
     first, late = _client_session(_served_url(capfd), body)
@@ -281,8 +307,7 @@ def test_idle_client_ends_the_episode_scored(split, tmp_path, capfd):
 
 def test_flooding_client_burns_its_turns_then_the_last_turn(split, tmp_path, capfd):
     """Calls past the turn budget: the last turn offers submit only, refuses the rest, then every call is refused."""
-    port = _free_port()
-    t, box = _serve_in_thread(split, {"kind": "external", "port": port, "idle_timeout_s": 30, "exit_grace_s": 2},
+    t, box = _serve_in_thread(split, {"kind": "external", "port": 0, "idle_timeout_s": 60, "exit_grace_s": 30},
                               tmp_path, budget=FLOOD)
 
     async def body(client):
@@ -621,8 +646,7 @@ def _run_shard(split, spec, out: Path, indices, **kw) -> Path:
 
 def test_handshake_client_that_leaves_over_http_is_client_left(split, tmp_path, capfd):
     """A client of the handshake protocol ends its HTTP session (DELETE) mid-episode: client_left, not idle."""
-    port = _free_port()
-    t, box = _serve_in_thread(split, {"kind": "external", "port": port, "idle_timeout_s": 60, "exit_grace_s": 1},
+    t, box = _serve_in_thread(split, {"kind": "external", "port": 0, "idle_timeout_s": 60, "exit_grace_s": 1},
                               tmp_path)
     url = _served_url(capfd)
 
@@ -688,8 +712,9 @@ def test_a_command_that_cannot_start_fails_the_episode(split, tmp_path):
     assert (row["status"], row["termination"]) == ("failed", "failed") and "no-such-agent-binary" in row["error"]
 
 
-def test_cli_serves_a_game_play_over_stdio(tmp_path):
+def test_cli_serves_a_game_play_over_stdio(tmp_path, monkeypatch):
     """``heuresis serve-play``: an SDK client plays a scenario's tool mode; the play is written to the plays tables."""
+    _patient_stdio_client(monkeypatch)
     from heuresis.artifacts.schemas import GAME_CALLS, GAME_PLAYS
     from heuresis.stages.games.workflow import run_references
 
@@ -717,10 +742,7 @@ def test_cli_serves_a_game_play_over_stdio(tmp_path):
     assert tools == {"get_status", "get_history", "deploy", "submit_final_design", "write_report", "run_code"}
     assert [r.is_error for r in results] == [False, True, False, True, False, False]
     out = tmp_path / "games" / "plays" / "player" / "agentic" / "served-weather_base.parquet"
-    for _ in range(200):
-        if out.exists():
-            break
-        anyio.run(anyio.sleep, 0.05)
+    _wait_for_file(out)
     row = read_table(out, GAME_PLAYS).to_pylist()[0]
     assert (row["agent_kind"], row["termination"], row["submitted"]) == ("external", "submitted", True)
     assert len(read_table(out.with_suffix(".calls.parquet"), GAME_CALLS)) == len(GAME_MOVES)

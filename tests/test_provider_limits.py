@@ -42,11 +42,11 @@ def capped_run(tiny_run, tmp_path_factory):
     shutil.copytree(tiny_run, wd, symlinks=True)        # instances and references are built already
     conversations = Conversations(_script, reply_latency=0.8)
 
-    def responder(request: dict) -> dict:   # each reply waits until two requests were in flight once (30 s at most)
-        return {**conversations(request), "overlap": (2, 30.0)}
+    def responder(request: dict) -> dict:   # each reply waits until two requests were in flight once (90 s at most)
+        return {**conversations(request), "overlap": (2, 90.0)}
 
     server = ScriptedLLMServer(responder).__enter__()
-    (wd / "config" / "llm.yaml").write_text(_llm_config(server.url, timeout_s=30))
+    (wd / "config" / "llm.yaml").write_text(_llm_config(server.url, timeout_s=180))   # longer than any wait above
     outs = [f"results/episodes/local/{c}/lg/test/shard-000.parquet" for c in CONDITIONS]
     proc = run_snakemake(wd, *outs, "--cores", "4", *CONFIG, "config/llm.yaml", "--resources", "llm_openai=2")
     yield wd, server, outs, proc

@@ -250,7 +250,9 @@ def test_an_unquoted_off_in_the_config_turns_the_code_tool_off(quick_config):
 
 
 CHILDREN = r'''
-import os, time
+import os, select, time
+go_r, go_w = os.pipe()          # closed by the parent when every child held its 200 MB or died: all hold at once
+rep_r, rep_w = os.pipe()        # each child's pid, once it holds
 kids, refused = [], 0
 for k in range(8):
     try:
@@ -259,18 +261,37 @@ for k in range(8):
         refused += 1
         continue
     if pid == 0:
+        os.close(go_w)
+        os.close(rep_r)
         try:
             b = bytearray(200 << 20)
             for i in range(0, len(b), 4096):
                 b[i] = 1
             print("held", flush=True)
-            time.sleep(1.5)          # all hold at once
+            os.write(rep_w, b"%d\n" % os.getpid())
+            os.read(go_r, 1)
             os._exit(0)
         except MemoryError:
             os._exit(3)
     kids.append(pid)
-codes = [os.waitstatus_to_exitcode(os.waitpid(p, 0)[1]) for p in kids]
-print("codes", codes, "nofork", refused, flush=True)
+os.close(rep_w)
+os.close(go_r)
+reported, codes, buf = set(), {}, b""
+deadline = time.monotonic() + 120
+while len(reported | set(codes)) < len(kids) and time.monotonic() < deadline:
+    if select.select([rep_r], [], [], 0.05)[0]:
+        buf += os.read(rep_r, 4096)
+        reported |= {int(x) for x in buf.split()}
+    for p in kids:
+        if p not in codes:
+            done, status = os.waitpid(p, os.WNOHANG)
+            if done:
+                codes[p] = os.waitstatus_to_exitcode(status)
+os.close(go_w)
+for p in kids:
+    if p not in codes:
+        codes[p] = os.waitstatus_to_exitcode(os.waitpid(p, 0)[1])
+print("codes", [codes[p] for p in kids], "nofork", refused, flush=True)
 '''
 
 MEMFD = r'''
@@ -313,7 +334,7 @@ def test_total_memory_is_bounded_children_and_memfd(cgroup, monkeypatch):
     assert memfd.bound["memory_bound"] == kind
     held = kids.stdout.count("held")
     codes = json.loads(kids.stdout.split("codes", 1)[1].split("nofork")[0])
-    # the children that held their 200 MB through the common sleep and exited: never more than the bound
+    # the children that held their 200 MB together (released at once) and exited: never more than the bound
     # at once (one that printed "held" may be killed after it, when another's allocation meets the bound)
     assert codes.count(0) * 200 <= 1024, kids.stdout
     written = max([int(ln.split()[1]) for ln in memfd.stdout.splitlines() if ln.startswith("written")], default=0)

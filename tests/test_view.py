@@ -14,9 +14,7 @@ import math
 import os
 import re
 import shutil
-import subprocess
 import threading
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -361,7 +359,9 @@ def test_cli_exports(run, tmp_path):
 
 # --- a real browser ---------------------------------------------------------------------------------
 def _chromium() -> str:
-    path = shutil.which("chromium") or shutil.which("chromium-browser")
+    from browser import chromium
+
+    path = chromium()
     if path is None:
         if os.environ.get("CI") == "true":
             pytest.fail("chromium is not installed (.ci/run installs it)")
@@ -369,26 +369,33 @@ def _chromium() -> str:
     return path
 
 
-def _dump_dom(url: str, tmp_path: Path) -> tuple[str, str]:
-    profile = tmp_path / f"profile-{len(list(tmp_path.glob('profile-*')))}"
-    cmd = [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-           "--disable-background-networking", "--disable-component-update", "--disable-sync",
-           f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0", "--virtual-time-budget=5000",
-           "--dump-dom", url]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    return proc.stdout, proc.stderr
+@pytest.fixture(scope="module")
+def browser():
+    """One chromium for the tests that read pages as drawn (:func:`_dump_dom`)."""
+    from browser import Browser
+
+    _chromium()
+    with Browser(size=(1100, 760)) as b:
+        yield b
+
+
+def _dump_dom(browser, url: str) -> tuple[str, str]:
+    """The document at ``url`` once loaded (its scripts have drawn it), and the console errors it logged."""
+    browser.open("about:blank")          # a new document every time, also for an address that differs by its hash
+    browser.errors.clear()
+    browser.open(url)
+    return browser.html(), "\n".join(browser.errors)
 
 
 @pytest.mark.parametrize("where", ["served", "exported"])
-def test_index_renders_in_a_browser(run, served, tmp_path, where):
+def test_index_renders_in_a_browser(run, served, tmp_path, where, browser):
     if where == "served":
         base = served
     else:
         export_site(run, tmp_path / "site", log=lambda m: None)
         base = (tmp_path / "site").as_uri() + "/"
     eps = _episodes(run)
-    dom, log = _dump_dom(base + "index.html", tmp_path)
+    dom, log = _dump_dom(browser, base + "index.html")
     assert dom.count('<tr class="episode">') == len(eps)
     assert f"({len(eps)} of {len(eps)})" in dom
     assert "Uncaught" not in log and "Refused to" not in log, log[-2000:]   # no script error, nothing blocked
@@ -396,16 +403,16 @@ def test_index_renders_in_a_browser(run, served, tmp_path, where):
     assert dom.count('<tr class="summary">') == len(groups) and f"({len(groups)} of {len(groups)})" in dom
     assert re.search(r'id="episodes-table" data-rows="\d+" data-drawn-ms="\d+" data-load-ms="\d+"', dom)
     merge = sum(e["agent"] == "merge" for e in eps)
-    dom, _ = _dump_dom(base + "index.html#agent=merge", tmp_path)
+    dom, _ = _dump_dom(browser, base + "index.html#agent=merge")
     assert dom.count('<tr class="episode">') == merge == 4
-    dom, _ = _dump_dom(base + "index.html#family=nosuchfamily", tmp_path)
+    dom, _ = _dump_dom(browser, base + "index.html#family=nosuchfamily")
     assert dom.count('<tr class="episode">') == 0 and f"(0 of {len(eps)})" in dom
     high = sum(e["f1"] > 0.7 for e in eps)
-    dom, _ = _dump_dom(base + "index.html#f1=%3E0.7", tmp_path)
+    dom, _ = _dump_dom(browser, base + "index.html#f1=%3E0.7")
     assert dom.count('<tr class="episode">') == high
     # a link of a row opens its episode page
     link = re.search(r'<tr class="episode"><td><a href="([^"]+)">open</a>', dom)[1]
-    page, _ = _dump_dom(link if "://" in link else base + link, tmp_path)
+    page, _ = _dump_dom(browser, link if "://" in link else base + link)
     assert "Final graph against the truth" in page
 
 
@@ -559,11 +566,11 @@ def test_a_working_graph_that_cannot_be_replayed_is_named(edited, tmp_path):
     assert "started from PC-KCI&#39;s output, which is not under results/references" in page and not _figures(page)
 
 
-def test_the_working_graph_drawings_render_in_a_browser(edited, tmp_path):
+def test_the_working_graph_drawings_render_in_a_browser(edited, tmp_path, browser):
     out = tmp_path / "site"
     export_site(edited, out, log=lambda m: None)
     e = _rows(edited, f"episodes/editor/{EDIT_CONDITIONS[0]}/lg/test/shard-000.parquet")[0]
-    dom, log = _dump_dom((out / f"episodes/{e['episode_id']}.html").as_uri(), tmp_path)
+    dom, log = _dump_dom(browser, (out / f"episodes/{e['episode_id']}.html").as_uri())
     assert "Uncaught" not in log and "Refused to" not in log, log[-2000:]
     figs = _figures(dom)
     assert sorted(figs) == list(range(len(EDITS) + 1))
@@ -804,7 +811,7 @@ def test_the_tables_keep_their_filters_in_the_address(run, served, tmp_path):
     index = (out / "index.html").as_uri()
     with Browser(size=(1100, 500)) as b:
         b.open(served + "index.html")
-        b.eval("new Promise(r => setTimeout(r, 300))")
+        b.page.wait_for_load_state("networkidle")      # every request the page made (the icon too) answered
         assert b.errors == [], b.errors
         b.open(index)
         # scrolled into the table: its head sticks at the top, the headings above the filters, not under them
@@ -838,11 +845,8 @@ def test_the_tables_keep_their_filters_in_the_address(run, served, tmp_path):
         assert b.eval("location.hash") == "#agent=merge&sort=f1"
         href = b.eval("document.querySelector('tr.episode a').href")
         b.open(href)
-        b.eval("history.back()")
-        deadline = time.monotonic() + 30
-        while b.eval("document.readyState + ' ' + location.href") != f"complete {index}#agent=merge&sort=f1":
-            assert time.monotonic() < deadline, b.eval("location.href")
-            time.sleep(0.05)
+        b.back()
+        b.wait_for(f"document.readyState === 'complete' && location.href === {json.dumps(index + '#agent=merge&sort=f1')}")
         assert b.eval("document.querySelectorAll('tr.episode').length") == merge
         assert b.eval("document.querySelector('#episodes select[data-key=agent]').value") == "merge"
         f1_col = 1 + [c[0] for c in INDEX_COLUMNS].index("f1")
@@ -872,14 +876,8 @@ def test_the_tables_keep_their_filters_in_the_address(run, served, tmp_path):
         b.open((out / f"episodes/{e['episode_id']}.html").as_uri())
         turns = b.eval("[...document.querySelectorAll('section.turn')].map(s => s.id)")
         assert len(turns) >= 2
-
-        def key(k):
-            for kind in ("keyDown", "keyUp"):
-                b.send("Input.dispatchKeyEvent", {"type": kind, "key": k, "text": k, "code": f"Key{k.upper()}"},
-                       session=True)
-
         for k, want in zip("jjk", [turns[0], turns[1], turns[0]]):
-            key(k)
+            b.press(k)
             assert b.eval("location.hash") == f"#{want}"
             top = b.eval(f"document.getElementById('{want}').getBoundingClientRect().top")
             nav = b.eval("document.getElementById('turn-nav').getBoundingClientRect().bottom")
@@ -1038,10 +1036,8 @@ def test_a_served_index_follows_the_run(run, tmp_path):
             held.rename(shard)                                   # the job finished
             ledger = SpendLedger(results / "spend", "shortcut", 5.0)
             ledger.settle(ledger.reserve(0.5, "a request"), 0.25)
-            deadline = time.monotonic() + 30
-            while b.eval("document.querySelectorAll('tr.episode').length") != shortcut:
-                assert time.monotonic() < deadline, b.eval("document.getElementById('run-header').textContent")
-                time.sleep(0.2)
+            b.wait_for(f"document.querySelectorAll('tr.episode').length === {shortcut}",
+                       state="document.getElementById('run-header').textContent")
             text = b.eval("document.getElementById('run-header').textContent")
             assert f"{len(outs) + 1} of {len(outs) + 1}" in text
             assert b.eval("location.hash") == "#agent=shortcut"                       # the filter kept
@@ -1120,25 +1116,25 @@ def test_two_runs_side_by_side_pair_their_episodes(run, tmp_path):
         assert (out / p["url"]).parent.joinpath(unquote(f)).resolve().is_file(), f
     assert (out / "a/index.html").is_file() and (out / "b/index.html").is_file()
 
-def test_the_comparison_and_the_two_run_pages_render_in_a_browser(run, tmp_path):
+def test_the_comparison_and_the_two_run_pages_render_in_a_browser(run, tmp_path, browser):
     """In chromium, from the export: an instance's comparison page shows one column per episode of that
     instance (as the episodes table lists them), the view of the run against a copy of itself one pair
     row per episode, and a pair's page both episodes; no script error, nothing blocked."""
     export_site(run, tmp_path / "one", log=lambda m: None)
     (family, split, instance), eps = max(_shared_instances(run).items(), key=lambda kv: len(kv[1]))
     assert len(eps) >= 3                                   # three or more columns side by side
-    dom, log = _dump_dom((tmp_path / "one" / f"compare/{family}/{split}/{instance:04d}.html").as_uri(), tmp_path)
+    dom, log = _dump_dom(browser, (tmp_path / "one" / f"compare/{family}/{split}/{instance:04d}.html").as_uri())
     head = re.search(r'<table class="data" id="compare-episodes"><thead>(.*?)</thead>', dom, re.S)[1]
     assert re.findall(r'data-episode="([^"]+)"', head) == sorted(e["episode_id"] for e in eps)
     assert "Uncaught" not in log and "Refused to" not in log, log[-2000:]
     b = tmp_path / "b" / "results"
     shutil.copytree(run, b)
     export_site([run, b], tmp_path / "two", log=lambda m: None)
-    dom, log = _dump_dom((tmp_path / "two" / "index.html").as_uri(), tmp_path)
+    dom, log = _dump_dom(browser, (tmp_path / "two" / "index.html").as_uri())
     assert dom.count('<tr class="pair">') == len(_episodes(run))
     assert "Uncaught" not in log and "Refused to" not in log, log[-2000:]
     link = re.search(r'<tr class="pair">.*?<a href="([^"]+)"', dom, re.S)[1]
-    page, log = _dump_dom((tmp_path / "two" / unquote(link)).as_uri(), tmp_path)
+    page, log = _dump_dom(browser, (tmp_path / "two" / unquote(link)).as_uri())
     shown = {side: re.findall(rf'href="[^"]*\b{side}/episodes/([^"#]+)\.html"', page) for side in "ab"}
     assert shown["a"] and set(shown["a"]) == set(shown["b"]), (link, shown)
     assert {unquote(x) for x in shown["a"]} <= {e["episode_id"] for e in _episodes(run)}

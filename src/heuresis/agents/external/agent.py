@@ -263,9 +263,10 @@ class ExternalAgent(Agent):
                                              if m.get("role") in ("system", "user"))
             self._start()
             notes = list(self.notes)
+        idle_from = time.monotonic()      # the client's idle time: our answer delivered and the server up
         while True:
             try:
-                call = self._calls.get(timeout=max(0.0, self.idle_timeout_s - (time.monotonic() - t0)))
+                call = self._calls.get(timeout=max(0.0, self.idle_timeout_s - (time.monotonic() - idle_from)))
             except queue.Empty:
                 raise ClientIdle(f"no tool call from the MCP client in {self.idle_timeout_s:g} s",
                                  self._usage(t0, notes)) from None
