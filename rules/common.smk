@@ -16,6 +16,7 @@ try:
     from heuresis.harness.conditions import CONDITION_ID_PATTERN
     from heuresis.harness.sandbox import IsolationUnavailable, check_isolation
     from heuresis.artifacts.sealing import SecretUnavailable, disclosure as _disclosure, require_test_seed
+    from heuresis.artifacts.privacy import PrivacyError, check_private_folders
     from heuresis.targets.registry import caption_file as _caption_file
     from heuresis.targets.registry import target_files
     from heuresis.view.live import write_plan as _write_plan
@@ -105,6 +106,12 @@ onstart:
             require_test_seed(config)
         except SecretUnavailable as exc:
             raise WorkflowError(str(exc))
+    # The folders of the truth, the secrets, the transcripts and the spend journals: created owner-only
+    # after every check above, before any job (Snakemake makes a job's output folders under them), and refused when open to others.
+    try:
+        check_private_folders()
+    except PrivacyError as exc:
+        raise WorkflowError(str(exc))
     # The run's plan (the jobs about to run, the agents' run caps): what `heuresis view` follows live.
     _write_plan(P.RUN_PLAN, [(_job.rule.name, _job.output) for _job in workflow.dag.needrun_jobs()],
                 {_name: _spec.get("max_run_usd") for _name, _spec in llm_agents_in_use(config).items()})

@@ -167,6 +167,42 @@ def test_the_repository_seed_does_not_reproduce_a_sealed_test_split(paper_config
         write_split(spec, "lg", "test", 1, tmp_path / "x", tmp_path / "y")
 
 
+def test_one_truth_file_unseals_no_other_instance_and_no_variant(paper_config, tmp_path):
+    """What another user (or a published truth file) learns from one sealed instance's truth row: its own
+    entropy, which rebuilds that instance, and from which neither a later instance nor the games' sealed
+    variants can be drawn (the attack: rebuild instance 3, not yet built, from instance 0's recorded seed)."""
+    import hmac
+
+    from heuresis.stages.games.variants import variant_entropy
+    from heuresis.stages.instances import instance_seed
+
+    cfg = _sealed_cfg(paper_config)
+    seed = draw_secret()
+    spec = instance_spec(cfg, "lg", "test", environ={"HEURESIS_TEST_SEED": seed})
+    write_split(spec, "lg", "test", 1, tmp_path / "data", tmp_path / "truth", test_seed=seed)
+    row = load_truth(tmp_path / "truth")[0].record
+    leaked = int(row["seed_entropy"])
+    # the derivation as documented (docs/provenance.md), computed here by hand
+    key = hashlib.sha256(("heuresis-test-entropy:" + seed).encode()).digest()
+    assert leaked == int.from_bytes(hmac.new(key, b"instance:lg/test/0000", hashlib.sha256).digest(), "little")
+    # the recorded seed rebuilds its own instance ...
+    own = np.random.SeedSequence(entropy=leaked, spawn_key=tuple(row["seed_spawn_key"]))
+    assert own.entropy == instance_seed(leaked, "lg", "test", 0).entropy
+    public = copy.deepcopy(instance_spec(cfg, "lg"))
+    rebuilt = generate_instance({**public, "seed": leaked}, "lg", "test", 0)
+    assert np.allclose(rebuilt.data, load_data(tmp_path / "data", 0))
+    # ... and no other: instance 3 drawn from it is not the sealed instance 3
+    sealed3 = generate_instance(spec, "lg", "test", 3, test_seed=seed)
+    guessed3 = generate_instance({**public, "seed": leaked}, "lg", "test", 3)
+    assert not np.allclose(guessed3.data, sealed3.data)
+    assert int(load_truth(tmp_path / "truth")[0].record["seed_entropy"]) != sealed3.entropy
+    # the games' sealed variants draw from a derivation of their own, neither the leaked entropy nor the old digest
+    variants = variant_entropy({"test_seed": "sealed", "commitment": commitment(seed)}, seed)
+    whole = int.from_bytes(hashlib.sha256(("heuresis-test-entropy:" + seed).encode()).digest(), "little")
+    assert variants not in (leaked, sealed3.entropy, whole)
+    assert variants == int.from_bytes(hmac.new(key, b"games-test-variants", hashlib.sha256).digest(), "little")
+
+
 def test_a_commitment_verifies_after_rotation(paper_config, tmp_path, capsys):
     """A period's seed is sealed, its commitment published with the results; after the period the
     seed is published, and anyone checks it against the commitment and regenerates the split."""

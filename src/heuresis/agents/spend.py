@@ -45,6 +45,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from heuresis.artifacts.paths import SPEND
+from heuresis.artifacts.privacy import make_folder
 from heuresis.harness.protocol import FatalAgentError
 
 __all__ = ["PROMPT_MARGIN", "RATES", "RATE_WINDOW_S", "RESERVE_TRIES", "SPEND_DIR", "STOPPED", "LedgerError",
@@ -114,7 +115,7 @@ class _Journals:
     def append(self, **event) -> None:
         try:
             if self._fd is None or self._fd_pid != os.getpid():
-                self.folder.mkdir(parents=True, exist_ok=True)
+                make_folder(self.folder)
                 name = f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(4)}.jsonl"
                 self._fd = os.open(self.folder / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
                 self._fd_pid = os.getpid()
@@ -336,7 +337,7 @@ def stop_run(folder: str | Path, agent: str, reason: str) -> None:
     """
     path = _stop_path(folder, agent)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_folder(path.parent)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         tmp.write_text(json.dumps({"agent": agent, "reason": reason, "t": time.time(),
                                    "host": socket.gethostname(), "pid": os.getpid()}), encoding="utf-8")

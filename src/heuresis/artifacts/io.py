@@ -30,6 +30,7 @@ from urllib.parse import quote
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from heuresis.artifacts.privacy import PRIVATE_FILE_MODE, make_private_folder, private_root
 from heuresis.artifacts.schemas import SCHEMA_KEY, VERSION_KEY, ArtifactSchema
 
 __all__ = [
@@ -60,7 +61,8 @@ class ArtifactError(RuntimeError):
 
 
 # --- atomic writes -----------------------------------------------------------------------------
-def atomic_write(path: str | Path, write: Callable[[Path], object], *, suffix: str = ".tmp") -> Path:
+def atomic_write(path: str | Path, write: Callable[[Path], object], *, suffix: str = ".tmp",
+                 private: bool | None = None) -> Path:
     """Create ``path`` by ``write(tmp)`` on a temporary file, then rename it onto ``path``.
 
     Parameters
@@ -72,6 +74,10 @@ def atomic_write(path: str | Path, write: Callable[[Path], object], *, suffix: s
         empty); it writes the complete content there.
     suffix : str
         Suffix of the temporary file, for writers that choose a format by it.
+    private : bool, optional
+        Whether only the owner may read the file (mode 0600, its folder 0700, whatever the umask).
+        Default: when ``path`` lies in a private folder (:func:`heuresis.artifacts.privacy.private_root`);
+        otherwise the file takes the umask's mode.
 
     Returns
     -------
@@ -85,12 +91,16 @@ def atomic_write(path: str | Path, write: Callable[[Path], object], *, suffix: s
     file; durability across a power loss (``fsync``) is not attempted.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    root = private_root(path) if private is None else (path.parent if private else None)
+    if root is not None:            # the truth, a secret, a transcript: the owner's only (heuresis.artifacts.privacy)
+        make_private_folder(path.parent, root=root)
+    else:
+        path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=path.parent)
     os.close(fd)
     try:
         write(Path(tmp))
-        os.chmod(tmp, _FILE_MODE)
+        os.chmod(tmp, _FILE_MODE if root is None else PRIVATE_FILE_MODE)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -98,9 +108,9 @@ def atomic_write(path: str | Path, write: Callable[[Path], object], *, suffix: s
     return path
 
 
-def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
+def atomic_write_bytes(path: str | Path, data: bytes, *, private: bool | None = None) -> Path:
     """Write ``data`` to ``path`` atomically (:func:`atomic_write`)."""
-    return atomic_write(path, lambda tmp: tmp.write_bytes(data))
+    return atomic_write(path, lambda tmp: tmp.write_bytes(data), private=private)
 
 
 def atomic_write_text(path: str | Path, text: str) -> Path:

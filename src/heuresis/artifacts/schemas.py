@@ -104,8 +104,8 @@ TRUTH_GRAPHS = _schema("truth_graphs", 2, [
     ("split", pa.string(), "dev or test"),
     ("instance", pa.int32(), "instance index within family and split"),
     ("instance_id", pa.string(), "family/split/index"),
-    ("seed_entropy", pa.string(), "numpy SeedSequence entropy, in decimal (the global seed; a sealed test split: the "
-                                  "256-bit digest of its sealed seed)"),
+    ("seed_entropy", pa.string(), "numpy SeedSequence entropy, in decimal (the global seed; a sealed test split: "
+                                  "this instance's own one-way derivation of the sealed seed, which rebuilds no other)"),
     ("seed_spawn_key", pa.list_(pa.uint64()), "SeedSequence spawn key (family key, split key, index)"),
     ("prior", pa.string(), "random-graph prior drawn (er or ba)"),
     ("d", pa.int32(), "nodes"),

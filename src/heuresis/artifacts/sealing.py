@@ -17,9 +17,11 @@ Two values no agent may know, because each would let it recompute what the harne
   config's ``seed``, like the dev split, and everything built from it is labelled unsealed.
 
 A sealed seed is at least 32 hexadecimal digits (128 bits; :func:`draw_secret` gives 64), so its
-commitment cannot be inverted by trying seeds, and all of it reaches the test split (the split's
-entropy is the 256-bit digest of the seed, :func:`sealed_entropy`).  Its commitment is
-``sha256("heuresis-test-seed:" + seed)`` in hex.
+commitment cannot be inverted by trying seeds, and all of it reaches every draw made from it.  Each
+use of the seed gets its own entropy, derived one-way (:func:`sealed_entropy`: HMAC-SHA256 keyed by
+the seed's digest, over the use's name: one test instance, the games' test variants): an artifact
+records at most the entropy of its own use, from which no other instance or variant can be derived.
+Its commitment is ``sha256("heuresis-test-seed:" + seed)`` in hex.
 
 Commit, run, reveal: ``heuresis seal commit`` writes the commitment record
 (``secrets.commitment_file``: the commitment, the config's digest, the date, the period), which is
@@ -73,7 +75,7 @@ PUBLIC_SALT = "heuresis-public-salt-v1"     # secrets.salt: public (documented, 
 SALT_FILE = SALT       # where the workflow keeps a drawn salt (beside the truth)
 SALT_MODE = 0o400      # the salt file: its owner (the harness's user) reads it, nobody else
 _COMMIT_PREFIX = "heuresis-test-seed:"      # commitment = sha256(prefix + seed)
-_ENTROPY_PREFIX = "heuresis-test-entropy:"  # the test split's SeedSequence entropy = sha256(prefix + seed), all 32 bytes
+_ENTROPY_PREFIX = "heuresis-test-entropy:"  # the key of every derivation = sha256(prefix + seed), all 32 bytes
 _SALT_PREFIX = "heuresis-salt:"             # recorded digest of a salt = sha256(prefix + salt)
 _SECRET = re.compile(r"[0-9a-f]{32,}")
 COMMITMENT_RECORD = "heuresis-seal-commitment"   # the record's "kind"
@@ -174,9 +176,17 @@ def verify_seed(seed: str, committed: str) -> bool:
                                                                                  committed.strip().lower())
 
 
-def sealed_entropy(seed: str) -> int:
-    """The test split's ``SeedSequence`` entropy from a sealed seed: all 256 bits of its digest."""
-    return int.from_bytes(hashlib.sha256((_ENTROPY_PREFIX + seed.strip().lower()).encode()).digest(), "little")
+def sealed_entropy(seed: str, use: str) -> int:
+    """The ``SeedSequence`` entropy of one use of a sealed seed (256 bits), derived one-way.
+
+    ``HMAC-SHA256(key=sha256("heuresis-test-entropy:" + seed), msg=use)``: the entropy of one use
+    (``"instance:lg/test/0003"``, ``"games-test-variants"``) reveals neither the seed nor any other
+    use's entropy, so a published truth row rebuilds its own instance and nothing else.
+    """
+    if not use:
+        raise ValueError("a sealed entropy needs the name of its use")
+    key = hashlib.sha256((_ENTROPY_PREFIX + seed.strip().lower()).encode()).digest()
+    return int.from_bytes(hmac.new(key, use.encode(), hashlib.sha256).digest(), "little")
 
 
 def check_seed(seed: str) -> str:

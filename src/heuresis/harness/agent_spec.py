@@ -24,8 +24,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["RESOURCE_PREFIX", "TRANSPORT_KEYS", "provider_of", "provider_resource", "result_spec", "scrub",
-           "secret_errors", "transport_of"]
+__all__ = ["RESOURCE_PREFIX", "TRANSPORT_KEYS", "env_errors", "provider_of", "provider_resource", "result_spec",
+           "scrub", "secret_errors", "transport_of"]
 
 #: Keys of an agent entry that change how a model is asked, not what: out of the params and resume keys.
 TRANSPORT_KEYS = frozenset({"timeout_s", "retries", "api_base_env", "api_key_env", "requires_key", "verify_key",
@@ -119,3 +119,43 @@ def secret_errors(config: Mapping) -> list[str]:
     if not isinstance(agents, Mapping):
         return []
     return [m for name, spec in agents.items() for m in _secrets(spec, f"agents.{name}")]
+
+
+def _key_variable(spec: Mapping) -> str | None:
+    """The variable an LLM agent's key comes from, as its config says (the agent's own rule: ``key_variable``)."""
+    if spec.get("api_key_env"):
+        return str(spec["api_key_env"])
+    if spec.get("requires_key") is False:
+        return None
+    provider = provider_of(spec)
+    return None if provider is None else f"{provider.upper()}_API_KEY"
+
+
+def env_errors(config: Mapping) -> list[str]:
+    """Secrets an agent's ``env`` would hand to its command, each naming the config key.
+
+    Refused in any agent's ``env``: the sealed test seed's variable (``secrets.test_seed_env``) and
+    every provider key the run holds for another agent (an LLM agent's or judge's key variable), so
+    that no config can pass the harness's secrets to the party under test.
+    """
+    agents = config.get("agents")
+    if not isinstance(agents, Mapping):
+        return []
+    secrets = config.get("secrets") if isinstance(config.get("secrets"), Mapping) else {}
+    seed_var = str(secrets.get("test_seed_env") or "HEURESIS_TEST_SEED")
+    keys = {name: _key_variable(spec) for name, spec in agents.items()
+            if isinstance(spec, Mapping) and spec.get("kind") == "llm"}
+    out = []
+    for name, spec in agents.items():
+        env = spec.get("env") if isinstance(spec, Mapping) else None
+        if not isinstance(env, (list, tuple)):
+            continue
+        for k, var in enumerate(env):
+            if var == seed_var:
+                out.append(f"config key agents.{name}.env[{k}]: {var} holds the sealed test seed "
+                           "(secrets.test_seed_env); no agent may be given it")
+            holders = sorted(other for other, v in keys.items() if v == var and other != name)
+            if holders:
+                out.append(f"config key agents.{name}.env[{k}]: {var} holds the provider key of "
+                           f"{', '.join(holders)}; an agent is given no key the run holds for another")
+    return out

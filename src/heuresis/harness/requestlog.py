@@ -32,6 +32,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from heuresis.artifacts.privacy import make_folder
 from heuresis.harness.budgets import normalize_clock
 
 __all__ = ["REQUEST_KEYS", "RequestLog", "request_key"]
@@ -86,7 +87,7 @@ class RequestLog:
         """Write one attempt (flushed and synced before returning)."""
         rec = {"v": VERSION, **entry}
         self.entries.append(rec)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        make_folder(self.path.parent)
         line = json.dumps(rec, default=str) + "\n"
         with open(self.path, "a+b") as fh:
             fh.seek(0, os.SEEK_END)

@@ -20,7 +20,7 @@ from typing import Any
 
 from heuresis.config.loading import ConfigError, read_config_files, schema_errors
 from heuresis.config.settings import ConfigSettings
-from heuresis.harness.agent_spec import secret_errors
+from heuresis.harness.agent_spec import env_errors, secret_errors
 from heuresis.stages import episodes, headroom, instances, leakage, references, repairs, saturation, verification
 from heuresis.stages.games import workflow as games
 
@@ -49,7 +49,7 @@ def validate_config(config: Mapping[str, Any]) -> dict:
     """
     cfg = copy.deepcopy(dict(config))
     schema = schema_errors(cfg)
-    msgs = secret_errors(cfg) + schema   # a credential is named whatever else is wrong
+    msgs = secret_errors(cfg) + env_errors(cfg) + schema   # a credential or a secret handed on is named whatever else is wrong
     if not schema:
         for check in STAGE_CHECKS:
             msgs.extend(check(cfg))

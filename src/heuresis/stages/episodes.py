@@ -28,6 +28,7 @@ import pyarrow as pa
 from heuresis.agents import AGENTS, agent_origin, make_agent
 from heuresis.artifacts.failures import FIRST_ATTEMPT, failure_metadata, record_attempt
 from heuresis.artifacts.io import Checkpoint, write_table
+from heuresis.artifacts.privacy import make_folder
 from heuresis.artifacts.provenance import PROVENANCE_KEY, dumps, provenance_record, utc_now
 from heuresis.artifacts.schemas import CALLS, EPISODES, REQUESTS
 from heuresis.artifacts.sealing import PUBLIC_SALT, salt_digest
@@ -127,7 +128,7 @@ def run_episode_shard(agent: str, agent_spec: Mapping, condition_id: str, family
     if len(ckpt):
         log(f"{agent} {condition_id} {family}/{split}: resuming, {len(ckpt)} of {len(indices)} episodes done")
     tdir = Path(transcripts_dir)
-    tdir.mkdir(parents=True, exist_ok=True)
+    make_folder(tdir)
     t0 = time.perf_counter()
     for done, i in enumerate(indices, 1):
         if i in ckpt:

@@ -5,9 +5,11 @@ Every random draw of an instance comes from one ``numpy.random.Generator`` seede
 are stable hashes of the family and split *names*.  So an instance depends only on the global
 seed, its family's config entry, the instance settings (d, n, graph prior) and its index:
 adding a family, reordering families or raising the instance count changes no existing byte.
-A sealed test split (config ``secrets.test_seed: sealed``) takes its entropy from the sealed seed
-instead of ``config.seed`` (:func:`heuresis.artifacts.sealing.sealed_entropy`), with the same spawn keys:
-the dev split is unchanged, and no public value reproduces the test split.
+A sealed test split (config ``secrets.test_seed: sealed``) takes each instance's entropy from the
+sealed seed instead of ``config.seed``, derived one-way for that instance alone
+(:func:`heuresis.artifacts.sealing.sealed_entropy` of ``"instance:<instance id>"``), with the same
+spawn keys: the dev split is unchanged, no public value reproduces the test split, and the entropy a
+truth row records rebuilds that instance only.
 
 The draw order within an instance (fixed; changing it changes every instance):
 prior, causal order, edges, then per node in causal order its kind, parameters and noise, and
@@ -48,6 +50,7 @@ __all__ = [
     "Instance",
     "config_errors",
     "generate_instance",
+    "instance_entropy",
     "instance_id",
     "instance_seed",
     "instance_spec",
@@ -244,11 +247,12 @@ def sample_scm(rng: np.random.Generator, adj: np.ndarray, order: Sequence[int], 
     return x, node_records
 
 
-def split_entropy(spec: Mapping, split: str, test_seed: str | None = None) -> int:
-    """The ``SeedSequence`` entropy of a split: ``spec["seed"]``, or for a sealed spec the sealed seed's.
+def split_entropy(spec: Mapping, split: str, test_seed: str | None = None) -> int | None:
+    """The ``SeedSequence`` entropy of a public split (``spec["seed"]``); None for a sealed one, once its seed is checked.
 
     A sealed spec (``{"sealed": commitment}``, :func:`instance_spec` of a sealed test split) needs
-    ``test_seed``, the seed whose commitment it records; another seed is refused.
+    ``test_seed``, the seed whose commitment it records; another seed is refused. Its instances each
+    have their own entropy (:func:`instance_entropy`), never one of the whole split.
     """
     seed = spec["seed"]
     if not isinstance(seed, Mapping):
@@ -260,14 +264,23 @@ def split_entropy(spec: Mapping, split: str, test_seed: str | None = None) -> in
     if seed["sealed"] is None or not verify_seed(test_seed, seed["sealed"]):
         raise SecretUnavailable(f"the given test seed does not match the commitment {seed['sealed']} the "
                                 "instance spec records (a rotated seed needs a fresh spec)")
-    return sealed_entropy(test_seed)
+    return None
+
+
+def instance_entropy(spec: Mapping, family: str, split: str, index: int, test_seed: str | None = None) -> int:
+    """The entropy of one instance: the public seed, or the sealed seed's derivation for this instance alone."""
+    entropy = split_entropy(spec, split, test_seed)
+    if entropy is not None:
+        return entropy
+    assert test_seed is not None                       # split_entropy refused a sealed split without it
+    return sealed_entropy(test_seed, f"instance:{instance_id(family, split, index)}")
 
 
 def generate_instance(spec: Mapping, family: str, split: str, index: int, test_seed: str | None = None) -> Instance:
     """Generate one instance from an instance spec (see :func:`instance_spec`; ``test_seed``: :func:`split_entropy`)."""
     fam = spec["family"]
     d, n = int(spec["instances"]["d"]), int(spec["instances"]["n"])
-    ss = instance_seed(split_entropy(spec, split, test_seed), family, split, index)
+    ss = instance_seed(instance_entropy(spec, family, split, index, test_seed), family, split, index)
     rng = np.random.default_rng(ss)
 
     priors = list(spec["graph"]["priors"])

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import hmac
 import http.server
+import os
 import secrets
+import shutil
 import threading
 import time
 from collections.abc import Sequence
@@ -28,7 +30,7 @@ from heuresis.view.diff import RunDiff
 from heuresis.view.pages import CSP, NotFound, Site
 from heuresis.view.sites import open_site
 
-__all__ = ["HOST", "make_server", "serve", "view_url"]
+__all__ = ["HOST", "make_server", "redirect_file", "serve", "view_url"]
 
 HOST = "127.0.0.1"
 #: Paths answered without the token: ``robots.txt`` (Disallow: /) and an empty ``favicon.ico``.
@@ -136,11 +138,33 @@ def serve(results: str | Path | Sequence[str | Path], port: int = 0, open_browse
     url = view_url(srv)
     what = results if isinstance(results, (str, Path)) else " against ".join(map(str, results))
     log(f"serving {what} at {url} (read-only; Ctrl-C stops)")
+    folder = None
     if open_browser:
         import webbrowser
 
-        threading.Thread(target=webbrowser.open, args=(url,), daemon=True).start()
+        folder, opener = redirect_file(url)
+        threading.Thread(target=webbrowser.open, args=(opener.as_uri(),), daemon=True).start()
     try:
         srv.serve_forever()
     finally:
         srv.server_close()
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def redirect_file(url: str) -> tuple[Path, Path]:
+    """A page that sends the browser on to ``url``, in a new folder only its owner can read: ``(folder, page)``.
+
+    A browser is started with the page's path as its argument, never the URL: another local user can
+    read every process's command line (``/proc/*/cmdline``), and the URL's path holds the token.
+    """
+    import html
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="heuresis-view-"))     # mode 0700
+    page = folder / "open.html"
+    fd = os.open(page, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(f'<!doctype html><meta charset="utf-8"><meta http-equiv="refresh" content="0;url={html.escape(url)}">'
+                 f'<title>heuresis view</title><a href="{html.escape(url)}">open the view</a>\n')
+    return folder, page

@@ -11,6 +11,7 @@ from pathlib import Path
 from urllib.parse import unquote
 
 from heuresis.artifacts.io import atomic_write_bytes
+from heuresis.artifacts.privacy import make_private_folder
 from heuresis.view.diff import RunDiff
 from heuresis.view.pages import Site
 
@@ -29,12 +30,19 @@ def open_site(results: str | Path | Sequence[str | Path], live: bool = False) ->
 
 
 def export_site(results: str | Path | Sequence[str | Path], out: str | Path, log=print) -> int:
-    """Write every page of the view of ``results`` (one folder or two) under ``out``, each file atomically."""
+    """Write every page of the view of ``results`` (one folder or two) under ``out``, each file atomically.
+
+    The pages show the hidden truth: ``out`` is made its owner's only (mode 0700), every page 0600.
+    """
     site = open_site(results)
     out = Path(out)
+    make_private_folder(out)
     n = 0
     for path in site.paths():
-        atomic_write_bytes(out / unquote(path), site.page(path).body)
+        page = out / unquote(path)
+        if page.parent != out:
+            make_private_folder(page.parent, root=out)
+        atomic_write_bytes(page, site.page(path).body, private=True)
         n += 1
     log(f"wrote {n} files to {out} (open {out / 'index.html'})")
     return n

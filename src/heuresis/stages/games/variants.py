@@ -114,7 +114,7 @@ def variant_spec(config: Mapping) -> dict:
 
 
 def variant_entropy(spec: Mapping, test_seed: str | None = None) -> int:
-    """The entropy of every variant's draws: the sealed seed's (all of it), or the public config seed's."""
+    """The entropy of every variant's draws: the sealed seed's own derivation for them, or the public config seed's."""
     from heuresis.artifacts.sealing import SecretUnavailable, sealed_entropy, verify_seed
 
     if spec["test_seed"] == "public":
@@ -125,7 +125,7 @@ def variant_entropy(spec: Mapping, test_seed: str | None = None) -> int:
     if spec.get("commitment") is None or not verify_seed(test_seed, spec["commitment"]):
         raise SecretUnavailable(f"the given test seed does not match the commitment {spec.get('commitment')} "
                                 "the variants' job records")
-    return sealed_entropy(test_seed)
+    return sealed_entropy(test_seed, "games-test-variants")
 
 
 # --- the perturbation ---------------------------------------------------------------------------

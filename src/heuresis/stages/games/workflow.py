@@ -36,6 +36,7 @@ import pyarrow as pa
 
 from heuresis.artifacts.failures import FIRST_ATTEMPT, failure_metadata, record_attempt
 from heuresis.artifacts.io import Checkpoint, read_table, write_table
+from heuresis.artifacts.privacy import make_folder
 from heuresis.artifacts.provenance import PROVENANCE_KEY, dumps, provenance_record, utc_now
 from heuresis.artifacts.report import format_interval
 from heuresis.artifacts.schemas import (
@@ -498,7 +499,7 @@ def run_plays(agent: str, spec: Mapping, mode: str, scenario: str, folder: str |
     if len(ckpt):
         log(f"{agent} {mode} {scenario}: resuming, {len(ckpt)} of {plays} plays done")
     tdir = Path(transcripts_dir)
-    tdir.mkdir(parents=True, exist_ok=True)
+    make_folder(tdir)
     for r in range(int(plays)):
         if r in ckpt:
             continue
