@@ -712,6 +712,86 @@ def test_the_proxy_reaches_only_allowed_pairs_on_public_or_listed_addresses(tmp_
     assert not _public(ipaddress.ip_address("2002:7f00:1::1")) and _public(ipaddress.ip_address("2002:808:808::1"))
 
 
+def test_the_proxy_ends_what_it_started(tmp_path, monkeypatch):
+    """The findings reproduced: a tunnel to an allowed upstream that stays silent outlived stop() (its threads
+    and both sockets), and a request head sent a byte at a time held a connection past the head timeout. Now
+    stop() ends every tunnel and its threads, the upstream sees its end, a slow head is cut at the head's
+    deadline, an idle tunnel at the idle limit, each counted in the proxy's record."""
+    from heuresis.agents.external import proxy as P
+
+    monkeypatch.setattr(P, "_HEAD_TIMEOUT_S", 2.0)
+    silent = socket.create_server(("127.0.0.1", 0))            # accepts, never says a word
+    port = silent.getsockname()[1]
+    accepted: list[socket.socket] = []
+    threading.Thread(target=lambda: [accepted.append(silent.accept()[0]) for _ in range(8)], daemon=True).start()
+    path = str(tmp_path / "proxy.sock")
+    proxy = P.AllowProxy(path, [f"127.0.0.1:{port}"], private_addresses=["127.0.0.1"])
+    proxy.start()
+    clients = []
+
+    def tunnel() -> socket.socket:
+        c = socket.socket(socket.AF_UNIX)
+        c.settimeout(30)
+        c.connect(path)
+        c.sendall(f"CONNECT 127.0.0.1:{port} HTTP/1.1\r\n\r\n".encode())
+        assert c.recv(100).startswith(b"HTTP/1.1 200")
+        clients.append(c)
+        return c
+
+    def handlers() -> int:
+        return sum(t.name == "heuresis-proxy-conn" and t.is_alive() for t in threading.enumerate())
+
+    def wait_until(cond, what: str, limit: float = 30.0) -> None:
+        deadline = time.monotonic() + limit
+        while not cond():
+            assert time.monotonic() < deadline, f"{what}: not within {limit:g} s"
+            time.sleep(0.05)
+
+    try:
+        for _ in range(4):
+            tunnel()
+        wait_until(lambda: len(accepted) == 4 and handlers() == 4, "four tunnels open")
+        # a slow head: one byte every 0.2 s, cut at the head's 2 s deadline whatever the pace
+        slow = socket.socket(socket.AF_UNIX)
+        slow.connect(path)
+        t0, cut = time.monotonic(), None
+        for ch in f"CONNECT 127.0.0.1:{port} HTTP/1.1\r\nX-Pad: {'a' * 200}".encode():
+            try:
+                slow.send(bytes([ch]))
+            except OSError:
+                cut = time.monotonic() - t0
+                break
+            time.sleep(0.2)
+        slow.settimeout(30)
+        if cut is None:                                       # all sent before the cut: the close comes now
+            assert slow.recv(10) == b""
+            cut = time.monotonic() - t0
+        assert 1.5 < cut < 15, cut
+        assert proxy.record()["ended"]["slow_head"] == 1
+        proxy.stop()
+        assert handlers() == 0                                # stop() joined them
+        for c in clients:                                     # the client's end closed ...
+            assert c.recv(10) == b""
+        for u in accepted:                                    # ... and the upstream's
+            u.settimeout(30)
+            assert u.recv(10) == b""
+        assert proxy.record()["ended"]["stopped"] == 4
+        # an idle tunnel ends by itself at the idle limit
+        monkeypatch.setattr(P, "TUNNEL_IDLE_S", 1.0)
+        path2 = str(tmp_path / "proxy2.sock")
+        idle = P.AllowProxy(path2, [f"127.0.0.1:{port}"], private_addresses=["127.0.0.1"])
+        idle.start()
+        path, clients[:] = path2, []
+        c = tunnel()
+        assert c.recv(10) == b""                              # ended by the proxy, within the client's 30 s
+        wait_until(lambda: idle.record()["ended"]["idle"] == 1, "the idle end recorded")
+        idle.stop()
+    finally:
+        for c in clients:
+            c.close()
+        silent.close()
+
+
 THROUGH = r'''
 import asyncio, os, socket, sys
 from mcp import Client

@@ -16,16 +16,20 @@ import ipaddress
 import os
 import socket
 import threading
+import time
 from collections.abc import Sequence
 from urllib.parse import urlsplit
 
-__all__ = ["MAX_PROXY_CONNECTIONS", "AllowProxy", "parse_allow"]
+__all__ = ["MAX_PROXY_CONNECTIONS", "TUNNEL_IDLE_S", "TUNNEL_TOTAL_S", "AllowProxy", "parse_allow"]
 
 #: Connections the proxy serves at once (one more is refused); a request head's largest size; timeouts.
 MAX_PROXY_CONNECTIONS = 32
 _HEAD_MAX = 16384
-_HEAD_TIMEOUT_S = 10.0
+_HEAD_TIMEOUT_S = 10.0       # the whole head, however slowly it comes
 _CONNECT_TIMEOUT_S = 10.0
+#: A tunnel (or relayed request) in which neither side sends for this long ends, and one that lasts this long in all.
+TUNNEL_IDLE_S = 300.0
+TUNNEL_TOTAL_S = 3600.0
 _RECORD_MAX = 200
 
 
@@ -65,8 +69,12 @@ class AllowProxy:
         self.sock.listen(64)
         self.attempts: list[dict] = []
         self.counts = {"allowed": 0, "refused": 0}
+        #: how the tunnels ended that the proxy ended itself: idle, over their total time, at stop()
+        self.ended = {"idle": 0, "total": 0, "stopped": 0, "slow_head": 0}
         self._slots = threading.BoundedSemaphore(MAX_PROXY_CONNECTIONS)
         self._lock = threading.Lock()
+        self._live: set[socket.socket] = set()          # every open socket of a connection (client and upstream)
+        self._handlers: set[threading.Thread] = set()
         self._stopped = False
         self.thread = threading.Thread(target=self._serve, daemon=True, name="heuresis-agent-proxy")
 
@@ -74,20 +82,35 @@ class AllowProxy:
         """Serve in a daemon thread."""
         self.thread.start()
 
-    def stop(self) -> None:
-        """Stop accepting (open tunnels end with the sandbox)."""
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop accepting, end every open connection and tunnel (both ends), and wait for their threads."""
         self._stopped = True
         try:
             self.sock.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
         self.sock.close()
+        with self._lock:
+            live, handlers = list(self._live), list(self._handlers)
+        for s in live:
+            try:
+                s.shutdown(socket.SHUT_RDWR)       # wakes a handler blocked on it
+            except OSError:
+                pass
+        for t in handlers:
+            t.join(timeout)
 
     def record(self) -> dict:
-        """What the command asked the proxy for: counts and the first attempts (target, verdict)."""
+        """What the command asked the proxy for: counts, the first attempts (target, verdict), the tunnels it ended."""
         with self._lock:
             return {"allow": sorted(f"{h}:{p}" for h, p in self.allow), **self.counts,
-                    "attempts": list(self.attempts)}
+                    "ended": dict(self.ended), "attempts": list(self.attempts)}
+
+    def _track(self, s: socket.socket | None, live: bool) -> None:
+        if s is None:
+            return
+        with self._lock:
+            (self._live.add if live else self._live.discard)(s)
 
     def _note(self, target: str, verdict: str) -> None:
         with self._lock:
@@ -101,10 +124,13 @@ class AllowProxy:
                 conn, _ = self.sock.accept()
             except OSError:
                 return
-            if not self._slots.acquire(blocking=False):
+            if self._stopped or not self._slots.acquire(blocking=False):
                 conn.close()
                 continue
-            threading.Thread(target=self._handle, args=(conn,), daemon=True, name="heuresis-proxy-conn").start()
+            t = threading.Thread(target=self._handle, args=(conn,), daemon=True, name="heuresis-proxy-conn")
+            with self._lock:
+                self._handlers = {h for h in self._handlers if h.is_alive()} | {t}
+            t.start()
 
     def check(self, host: str, port: int) -> tuple[str, str | None]:
         """(the address to connect to, or '' and why not) for ``host:port``."""
@@ -123,11 +149,19 @@ class AllowProxy:
 
     def _handle(self, conn: socket.socket) -> None:
         up = None
+        self._track(conn, True)
         try:
-            conn.settimeout(_HEAD_TIMEOUT_S)
-            head = b""
+            head, deadline = b"", time.monotonic() + _HEAD_TIMEOUT_S
             while b"\r\n\r\n" not in head:
-                chunk = conn.recv(4096)
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    self._end("slow_head", "request head", f"not complete in {_HEAD_TIMEOUT_S:g} s")
+                    return
+                conn.settimeout(left)
+                try:
+                    chunk = conn.recv(4096)
+                except TimeoutError:
+                    continue
                 if not chunk or len(head) > _HEAD_MAX:
                     return
                 head += chunk
@@ -169,8 +203,11 @@ class AllowProxy:
                 conn.sendall(b"HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nConnection: close\r\n"
                              b"Content-Length: " + str(len(msg)).encode() + b"\r\n\r\n" + msg)
                 return
+            if self._stopped:
+                return
             try:
                 up = socket.create_connection((addr, port), timeout=_CONNECT_TIMEOUT_S)
+                self._track(up, True)
             except OSError as exc:
                 self._note(shown, f"failed: {exc}")
                 conn.sendall(b"HTTP/1.1 502 Bad Gateway\r\nConnection: close\r\n\r\n")
@@ -180,31 +217,71 @@ class AllowProxy:
                 conn.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
             if forward:
                 up.sendall(forward)
-            conn.settimeout(None)
-            up.settimeout(None)
-            t = threading.Thread(target=_pump, args=(up, conn), daemon=True, name="heuresis-proxy-pump")
-            t.start()
-            _pump(conn, up)
-            t.join()
+            why = _relay(conn, up, lambda: self._stopped)
+            if why:
+                self._end(why, shown, {"idle": f"idle {TUNNEL_IDLE_S:g} s", "total": f"open {TUNNEL_TOTAL_S:g} s",
+                                       "stopped": "the episode ended"}[why])
         except Exception:
             pass
         finally:
-            for s in (conn, up):
-                if s is not None:
-                    s.close()
+            for sock in (conn, up):
+                if sock is not None:
+                    self._track(sock, False)
+                    sock.close()
             self._slots.release()
 
+    def _end(self, why: str, target: str, detail: str) -> None:
+        with self._lock:
+            self.ended[why] += 1
+            if len(self.attempts) < _RECORD_MAX:
+                self.attempts.append({"target": target[:300], "verdict": f"ended: {detail}"})
 
-def _pump(a: socket.socket, b: socket.socket) -> None:
-    try:
-        while True:
-            data = a.recv(65536)
-            if not data:
+
+def _relay(a: socket.socket, b: socket.socket, stopped) -> str:
+    """Copy both ways until both sides have ended (then '') or a limit ends the tunnel.
+
+    The limits: no byte either way for :data:`TUNNEL_IDLE_S` ('idle'), open for :data:`TUNNEL_TOTAL_S`
+    ('total'), the proxy stopped ('stopped'). A side that ends (EOF) has the other's writing shut, so an
+    upstream learns when its client has gone.
+    """
+    import select
+
+    start = last = time.monotonic()
+    open_from = {a: b, b: a}                    # a side still sending -> where its bytes go
+    for sock in (a, b):
+        sock.setblocking(False)
+    while open_from:
+        now = time.monotonic()
+        if stopped():
+            return "stopped"
+        if now - last >= TUNNEL_IDLE_S:
+            return "idle"
+        if now - start >= TUNNEL_TOTAL_S:
+            return "total"
+        wait = min(TUNNEL_IDLE_S - (now - last), TUNNEL_TOTAL_S - (now - start), 1.0)
+        ready, _, _ = select.select(list(open_from), [], [], max(wait, 0.0))
+        for src in ready:
+            dst = open_from[src]
+            try:
+                data = src.recv(65536)
+            except BlockingIOError:
+                continue
+            except OSError:
+                data = b""
+            if not data:                          # this side ended: the other stops receiving from it
+                del open_from[src]
+                try:
+                    dst.shutdown(socket.SHUT_WR)
+                except OSError:
+                    pass
+                continue
+            last = time.monotonic()
+            dst.setblocking(True)
+            dst.settimeout(TUNNEL_IDLE_S)
+            try:
+                dst.sendall(data)
+            except OSError:
                 break
-            b.sendall(data)
-    except OSError:
-        pass
-    try:
-        b.shutdown(socket.SHUT_WR)
-    except OSError:
-        pass
+            finally:
+                dst.setblocking(False)
+    return "stopped" if stopped() else ""       # stop() shuts both sides: the EOFs that end the loop are its
