@@ -374,3 +374,37 @@ def test_the_seccomp_program_is_well_formed():
         for k, (code, jt, jf, _) in enumerate(ins):
             if code & 0x07 == 0x05:
                 assert k + 1 + max(jt, jf) < len(ins)
+
+
+FILL_THEN_HOLD = CHILDREN.replace("import os, select, time\n", """import os, select, time
+with open('/sandbox/fill', 'wb') as fh:          # the tmpfs filled first, to its size
+    try:
+        while True:
+            fh.write(b'x' * (1 << 20))
+            fh.flush()
+    except OSError:
+        pass
+print('tmpfs', os.path.getsize('/sandbox/fill') >> 20, flush=True)
+""")
+
+
+@needs_bwrap
+def test_under_seccomp_the_tmpfs_is_inside_the_memory_bound(monkeypatch):
+    """The finding reproduced: under the seccomp fallback the processes' shares divided all of memory_mb while
+    the tmpfs added disk_mb on top. Now a full tmpfs and the children that hold 200 MB together stay within
+    memory_mb, the record says how (tmpfs + processes x share), and a bound the tmpfs leaves too little of is
+    refused naming the key."""
+    from heuresis.harness.bounds import BoundUnavailable, sandbox_bound
+
+    monkeypatch.setenv("HEURESIS_CGROUP", "off")
+    limits = SandboxLimits(cpu_seconds=20, memory_mb=1024, wall_seconds=60, max_processes=16, disk_mb=512)
+    r = run_code(FILL_THEN_HOLD, None, limits)
+    b = r.bound
+    assert b["memory_bound"] == "seccomp" and b["tmpfs_mb"] == 512
+    assert b["tmpfs_mb"] + b["max_processes"] * b["per_process_mb"] <= 1024, b
+    filled = int(r.stdout.split("tmpfs", 1)[1].split()[0])
+    codes = json.loads(r.stdout.split("codes", 1)[1].split("nofork")[0])
+    assert filled >= 500, r.stdout                                     # the tmpfs was full ...
+    assert filled + codes.count(0) * 200 <= 1024, r.stdout             # ... and what was held beside it fit
+    with pytest.raises(BoundUnavailable, match=r"agents.x.memory_bound: .* memory_mb 2048 MB less the tmpfs"):
+        sandbox_bound(2048, 8, key="agents.x.memory_bound", tmpfs_mb=2 * 1024)   # the finding's config

@@ -11,8 +11,9 @@ command) before it starts:
   (:meth:`Bound.preexec`); the kernel's OOM killer stops the sandbox at the bound.
 * ``seccomp`` -- where no cgroup can be created: a seccomp filter (bwrap ``--seccomp FD``)
   refuses ``memfd_create``, ``memfd_secret`` and ``shmget`` (memory no address space counts), and
-  the per-process address space is lowered so that the processes allowed times each one's share
-  fits ``memory_mb``; the writable tmpfs folders are bounded by their own size.
+  the per-process address space is lowered so that the writable tmpfs folders (``tmpfs_mb`` in
+  all, at their full size) plus the processes allowed times each one's share fit ``memory_mb``; a
+  bound that leaves less than :data:`MIN_SHARE_MB` for each of two processes is refused.
 
 ``required="cgroup"`` refuses the fallback (fail closed).  What was used is recorded with the
 result (:meth:`Bound.record`).
@@ -27,12 +28,14 @@ import struct
 import time
 from dataclasses import dataclass, field
 
-__all__ = ["BOUNDS", "MIN_SHARE_MB", "Bound", "BoundUnavailable", "sandbox_bound", "seccomp_program"]
+__all__ = ["BOUNDS", "MIN_PROCESS_MB", "MIN_SHARE_MB", "Bound", "BoundUnavailable", "sandbox_bound", "seccomp_program"]
 
 #: Values of a ``memory_bound`` config key: ``cgroup`` demands one; ``any`` falls back to seccomp (recorded).
 BOUNDS = ("any", "cgroup")
 #: Under seccomp, the least address space a process gets: below it, fewer processes are allowed instead.
 MIN_SHARE_MB = 256
+#: Under seccomp, the least share of two processes a bound may leave (refused below: no Python starts in less).
+MIN_PROCESS_MB = 128
 #: Tasks a sandbox's cgroup allows beyond its ``max_processes``: bwrap's own and the setup's (setpriv, prlimit).
 _PIDS_SLACK = 8
 #: Environment variable: ``off`` makes :func:`sandbox_bound` act as where no cgroup can be created (for tests).
@@ -138,7 +141,7 @@ class Bound:
 
     ``limit_mb`` is the address space each process gets (``RLIMIT_AS``), ``max_processes`` its
     ``RLIMIT_NPROC``; under a cgroup these are the configured values and the cgroup bounds the
-    total; under seccomp ``max_processes × limit_mb`` is at most ``memory_mb``.
+    total; under seccomp ``tmpfs_mb + max_processes × limit_mb`` is at most ``memory_mb``.
     """
 
     kind: str                      # "cgroup-v2", "cgroup-v1", "seccomp"
@@ -146,6 +149,7 @@ class Bound:
     limit_mb: int
     max_processes: int
     cpus: float | None = None
+    tmpfs_mb: int = 0              # the sandbox's writable tmpfs folders, at their full size
     dirs: list[str] = field(default_factory=list)   # the cgroup folders the sandbox joins (one per v1 hierarchy)
     seccomp: bytes | None = None
     _oom: int = 0
@@ -202,7 +206,7 @@ class Bound:
     def record(self) -> dict:
         """What was used, for the result's record."""
         out: dict = {"memory_bound": self.kind, "memory_mb": self.memory_mb, "per_process_mb": self.limit_mb,
-                     "max_processes": self.max_processes}
+                     "max_processes": self.max_processes, "tmpfs_mb": self.tmpfs_mb}
         if self.kind.startswith("cgroup"):
             out["cpus"] = self.cpus
             out["oom_kills"] = self._oom
@@ -215,7 +219,8 @@ class Bound:
         """One line for the notes."""
         if self.kind == "seccomp":
             return (f"memory bound seccomp (no cgroup here): memfd_create, memfd_secret and shmget refused, "
-                    f"{self.max_processes} processes × {self.limit_mb} MB ≤ {self.memory_mb} MB")
+                    f"{self.tmpfs_mb} MB of tmpfs + {self.max_processes} processes × {self.limit_mb} MB ≤ "
+                    f"{self.memory_mb} MB")
         cpu = f", {self.cpus:g} CPUs" if self.cpus else ""
         return f"memory bound {self.kind}: {self.memory_mb} MB in all, tmpfs and memfd included{cpu}"
 
@@ -302,12 +307,13 @@ def _joinable(dirs: list[str]) -> bool:
 
 
 def sandbox_bound(memory_mb: int, max_processes: int, *, cpus: float | None = None, required: str = "any",
-                  key: str = "memory_bound") -> Bound:
+                  key: str = "memory_bound", tmpfs_mb: int = 0) -> Bound:
     """The bound of one sandbox of ``memory_mb`` in all (see the module); the caller :meth:`Bound.close` s it.
 
     ``required`` ``cgroup`` raises :class:`BoundUnavailable` (naming ``key``) where no cgroup
     can be created.  ``cpus`` (a CPU quota) holds under a cgroup only; the caller sets
-    ``RLIMIT_CPU`` besides.
+    ``RLIMIT_CPU`` besides.  ``tmpfs_mb``: the sandbox's writable tmpfs folders in all, which a
+    cgroup charges as they fill and the seccomp fallback sets aside at their full size.
     """
     if required not in BOUNDS:
         raise ValueError(f"{key} must be one of {list(BOUNDS)}, got {required!r}")
@@ -316,16 +322,18 @@ def sandbox_bound(memory_mb: int, max_processes: int, *, cpus: float | None = No
         for kind, make in (("cgroup-v2", _v2), ("cgroup-v1", _v1)):
             dirs = make(memory, pids, cpus)
             if dirs and _joinable(dirs):
-                return Bound(kind, int(memory_mb), int(memory_mb), int(max_processes), cpus, dirs)
+                return Bound(kind, int(memory_mb), int(memory_mb), int(max_processes), cpus, int(tmpfs_mb), dirs)
             for d in dirs:
                 _rmdir(d)
     if required == "cgroup":
         raise BoundUnavailable(f"{key} is 'cgroup' but no memory cgroup can be created here (neither a cgroup v2 "
                                "subtree with the memory controller delegated to the harness nor a writable v1 memory "
                                "hierarchy); set it to 'any' for the seccomp fallback (docs/sandbox.md)")
-    nproc = int(max_processes)
-    share = int(memory_mb) // nproc
-    if share < MIN_SHARE_MB:
-        nproc = max(2, int(memory_mb) // MIN_SHARE_MB)
-        share = int(memory_mb) // nproc
-    return Bound("seccomp", int(memory_mb), share, nproc, None, [], seccomp_program())
+    left = int(memory_mb) - int(tmpfs_mb)          # what the processes may hold once the tmpfs folders are full
+    nproc = max(2, min(int(max_processes), left // MIN_SHARE_MB))
+    if left // nproc < MIN_PROCESS_MB:
+        raise BoundUnavailable(f"{key}: no cgroup here, and under the seccomp bound memory_mb {int(memory_mb)} MB less "
+                               f"the tmpfs folders' {int(tmpfs_mb)} MB (disk_mb each) leaves {left} MB, below the "
+                               f"{MIN_PROCESS_MB} MB each of two processes needs at least: raise memory_mb or lower "
+                               "disk_mb (docs/sandbox.md, 'Total memory')")
+    return Bound("seccomp", int(memory_mb), left // nproc, nproc, None, int(tmpfs_mb), [], seccomp_program())

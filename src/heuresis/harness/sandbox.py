@@ -428,7 +428,7 @@ def run_code(code: str, data: np.ndarray | None, limits: SandboxLimits = Sandbox
         if isolation == "bwrap":
             try:
                 bound = sandbox_bound(limits.memory_mb, limits.max_processes, required=limits.memory_bound,
-                                      key="episodes.code_tool.memory_bound")
+                                      key="episodes.code_tool.memory_bound", tmpfs_mb=limits.disk_mb)
             except BoundUnavailable as exc:
                 raise IsolationUnavailable(str(exc)) from None
             fd = bound.seccomp_fd()
@@ -569,8 +569,9 @@ def check_isolation(cfg) -> str:
     """
     code = CodeTool.from_config(cfg["episodes"]["code_tool"])
     used = isolation_for(code.isolation)
-    if used == "bwrap" and code.memory_bound == "cgroup":
-        _check_bound("episodes.code_tool.memory_bound")
+    if used == "bwrap":
+        _check_bound("episodes.code_tool.memory_bound", code.memory_mb, code.max_processes, code.disk_mb,
+                     code.memory_bound)
     eps, agents = cfg.get("episodes", {}), cfg.get("agents", {})
     in_use = {a for g in eps.get("run", []) for a in eps.get("grids", {}).get(g, {}).get("agents", [])}
     in_use |= set((cfg.get("games") or {}).get("agents", []))
@@ -579,13 +580,17 @@ def check_isolation(cfg) -> str:
         if spec.get("kind") == "external" and spec.get("command"):
             resolve_isolation(spec.get("isolation", "required"), f"agents.{name}.isolation", EXTERNAL_REMEDY)
         if spec.get("kind") == "external" and spec.get("command") and spec.get("memory_bound") == "cgroup":
-            _check_bound(f"agents.{name}.memory_bound")
+            _check_bound(f"agents.{name}.memory_bound", 64, 2, 0, "cgroup")
     return used
 
 
-def _check_bound(key: str) -> None:
-    """Raise :class:`IsolationUnavailable` (naming ``key``) where no sandbox's cgroup can be created."""
+def _check_bound(key: str, memory_mb: int, max_processes: int, tmpfs_mb: int, required: str) -> None:
+    """Raise :class:`IsolationUnavailable` (naming ``key``) where the sandbox's bound cannot be set up.
+
+    That is: no cgroup where one is ``required``, or under the seccomp fallback a ``memory_mb`` that the
+    tmpfs folders leave too little of.
+    """
     try:
-        sandbox_bound(64, 2, required="cgroup", key=f"config key {key}").close()
+        sandbox_bound(memory_mb, max_processes, required=required, key=f"config key {key}", tmpfs_mb=tmpfs_mb).close()
     except BoundUnavailable as exc:
         raise IsolationUnavailable(str(exc)) from None

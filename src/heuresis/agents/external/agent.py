@@ -29,6 +29,7 @@ from typing import Any
 
 from heuresis.agents.external.command import (
     INNER_PORT,
+    TMPFS_FOLDERS,
     WORK_DIR,
     CommandLimits,
     Drain,
@@ -471,7 +472,8 @@ class ExternalAgent(Agent):
             try:
                 self._bound = sandbox_bound(self.limits.memory_mb, self.limits.max_processes, cpus=self.limits.cpus,
                                             required=self.limits.memory_bound,
-                                            key=f"agents.{self.name}.memory_bound")
+                                            key=f"agents.{self.name}.memory_bound",
+                                            tmpfs_mb=TMPFS_FOLDERS * self.limits.disk_mb)
             except BoundUnavailable as exc:
                 raise IsolationUnavailable(str(exc)) from None
             fd = self._bound.seccomp_fd()

@@ -24,6 +24,7 @@ __all__ = [
     "OUTPUT_READ_MAX",
     "PROXY_ENV",
     "PROXY_PORT",
+    "TMPFS_FOLDERS",
     "WORK_DIR",
     "CommandLimits",
     "Drain",
@@ -43,6 +44,8 @@ PROXY_PORT = 40001
 _SOCKET_DIR = "/heuresis-mcp"
 #: The command's work folder inside the sandbox (a size-capped tmpfs).
 WORK_DIR = "/agent"
+#: Its writable tmpfs folders (the work folder and /tmp), each of ``disk_mb``: inside its memory bound.
+TMPFS_FOLDERS = 2
 
 
 #: The variables that send an allowlisted command's HTTP(S) through the harness's proxy (its relay inside).
