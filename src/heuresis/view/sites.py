@@ -36,13 +36,12 @@ def export_site(results: str | Path | Sequence[str | Path], out: str | Path, log
     """
     site = open_site(results)
     out = Path(out)
-    make_private_folder(out)
     n = 0
     for path in site.paths():
+        body = site.page(path).body         # drawn before its folder exists (the run header counts the folder)
         page = out / unquote(path)
-        if page.parent != out:
-            make_private_folder(page.parent, root=out)
-        atomic_write_bytes(page, site.page(path).body, private=True)
+        make_private_folder(page.parent, root=out)
+        atomic_write_bytes(page, body, private=True)
         n += 1
     log(f"wrote {n} files to {out} (open {out / 'index.html'})")
     return n
