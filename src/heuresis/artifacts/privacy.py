@@ -37,7 +37,7 @@ PRIVATE_FILE_MODE = 0o600
 PRIVATE_FOLDERS = ("results/truth", "results/transcripts", "results/spend", "results/games/transcripts",
                    "results/games/references")
 #: What marks a path as inside a private folder wherever the results tree lies: these folder names in a row.
-_MARKERS = tuple(tuple(Path(f).parts[1:]) for f in PRIVATE_FOLDERS)
+_MARKERS = tuple(tuple(Path(f).parts) for f in PRIVATE_FOLDERS)
 
 
 class PrivacyError(PermissionError):
@@ -45,11 +45,15 @@ class PrivacyError(PermissionError):
 
 
 def private_root(path: str | Path) -> Path | None:
-    """The private folder ``path`` lies in (or is), or None: the first run of marker names among its folders."""
+    """The private folder ``path`` lies in (or is), or None.
+
+    That is the last place where the names of a private folder (``results/truth``, ...) follow each other
+    among its folders: a results tree anywhere, and no folder above it that happens to share a name.
+    """
     parts = Path(path).parts
-    for k in range(len(parts)):
+    for k in range(len(parts) - 1, -1, -1):
         for marker in _MARKERS:
-            if tuple(parts[k:k + len(marker)]) == marker and k + len(marker) <= len(parts):
+            if tuple(parts[k:k + len(marker)]) == marker:
                 return Path(*parts[:k + len(marker)])
     return None
 

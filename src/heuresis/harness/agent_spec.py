@@ -144,7 +144,7 @@ def env_errors(config: Mapping) -> list[str]:
     secrets = config.get("secrets") if isinstance(config.get("secrets"), Mapping) else {}
     seed_var = str(secrets.get("test_seed_env") or "HEURESIS_TEST_SEED")
     keys = {name: _key_variable(spec) for name, spec in agents.items()
-            if isinstance(spec, Mapping) and spec.get("kind") == "llm"}
+            if isinstance(spec, Mapping) and spec.get("kind") == "llm" and isinstance(spec.get("model"), str)}
     out = []
     for name, spec in agents.items():
         env = spec.get("env") if isinstance(spec, Mapping) else None
