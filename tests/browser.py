@@ -26,19 +26,28 @@ def chromium() -> str | None:
 
 
 _driver = None
+_users = 0
 
 
 def _playwright():
-    """This process's one Playwright driver (the sync API allows one per thread), stopped at exit."""
-    global _driver
+    """This process's one Playwright driver, shared by the browsers open at once (the sync API allows one per
+    thread); :func:`_release` stops it when the last closes, since while it runs the thread counts as inside an
+    event loop (a later ``asyncio.run`` in the same worker would be refused)."""
+    global _driver, _users
     if _driver is None:
-        import atexit
-
         from playwright.sync_api import sync_playwright
 
         _driver = sync_playwright().start()
-        atexit.register(_driver.stop)
+    _users += 1
     return _driver
+
+
+def _release() -> None:
+    global _driver, _users
+    _users -= 1
+    if _users == 0 and _driver is not None:
+        driver, _driver = _driver, None
+        driver.stop()
 
 
 class ConditionNotMet(AssertionError):
@@ -57,11 +66,15 @@ class Browser:
             raise FileNotFoundError("chromium is not installed (apt-get install chromium)")
         self.timeout = timeout
         self.errors: list[str] = []
-        self._browser = _playwright().chromium.launch(executable_path=exe, headless=True, args=QUIET)
+        try:
+            self._browser = _playwright().chromium.launch(executable_path=exe, headless=True, args=QUIET)
+        except BaseException:
+            _release()
+            raise
         try:
             self.page = self._browser.new_page(viewport={"width": size[0], "height": size[1]}, device_scale_factor=1)
         except BaseException:
-            self._browser.close()
+            self.close()
             raise
         self.page.set_default_timeout(timeout * 1000)
         self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
@@ -123,8 +136,11 @@ class Browser:
         self.page.screenshot(path=str(path))
 
     def close(self) -> None:
-        """Close the browser."""
-        self._browser.close()
+        """Close the browser (and the driver, when no other browser uses it)."""
+        try:
+            self._browser.close()
+        finally:
+            _release()
 
     def __enter__(self) -> Browser:
         return self

@@ -1163,3 +1163,19 @@ def test_the_workflow_writes_its_plan_when_it_starts(tiny_run):
     assert planned == ran
     header = run_header(tiny_run / "results", [], [])
     assert header["jobs_done"] == header["jobs_planned"] == sum(ran.values())
+
+
+def test_no_event_loop_outlives_the_browsers():
+    """Playwright's sync driver makes its thread count as inside an event loop while it runs: once the last
+    browser closes it is stopped, so the tests that a worker runs after these (anyio, asyncio) can run theirs."""
+    import asyncio
+
+    from browser import Browser
+
+    _chromium()
+    with Browser() as outer:
+        with Browser() as inner:                       # one driver for both
+            inner.open("data:text/html,<p>inner</p>")
+        outer.open("data:text/html,<p>outer</p>")
+        assert outer.eval("document.body.textContent") == "outer"
+    assert asyncio.run(asyncio.sleep(0, result="ran")) == "ran"
