@@ -249,3 +249,16 @@ def test_unit_names_with_slashes_do_not_collide(tmp_path):
     again = Checkpoint(tmp_path / "j.parquet", key="k")
     assert [again.get(n) for n in names] == [0, 1, 2, 3]
     assert len(list((tmp_path / "j.parquet.parts").glob("*.json"))) == 4
+
+
+def test_a_killed_writers_temporary_is_removed_by_the_next_write(tmp_path):
+    """A writer killed between its temporary and the rename leaves ``.<name>.*.tmp``; the next write of the same
+    file (the rerun of its job) removes it, and no other file's temporary."""
+    target, other = tmp_path / "graphs.parquet", tmp_path / "nodes.parquet"
+    left = tmp_path / ".graphs.parquet.abc123.tmp"
+    left.write_bytes(b"half")
+    theirs = tmp_path / ".nodes.parquet.def456.tmp"
+    theirs.write_bytes(b"half")
+    atomic_write_bytes(target, b"whole")
+    assert target.read_bytes() == b"whole" and not left.exists() and theirs.exists() and not other.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".nodes.parquet.def456.tmp", "graphs.parquet"]

@@ -7,7 +7,7 @@ Every file the package writes goes through this module.
   the target (``os.replace``), so a reader sees the old file or the complete new one, never a
   partial one, even when the writer is killed.  A writer that raises leaves the target as it
   was and removes its temporary file; a writer killed outright leaves a hidden temporary
-  (``.<name>.*``) beside it, which no reader looks at.
+  (``.<name>.*``) beside it, which no reader looks at and the next write of that file removes.
 * :func:`write_table` writes an artifact under its :class:`~heuresis.artifacts.schemas.ArtifactSchema`
   (columns cast to the schema, the schema's name and version stamped into the Parquet key/value
   metadata, zstd compression); :func:`read_table` checks name, version and columns and refuses
@@ -23,6 +23,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Callable, Iterable, Mapping
+from glob import escape as glob_escape
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -87,8 +88,10 @@ def atomic_write(path: str | Path, write: Callable[[Path], object], *, suffix: s
     Notes
     -----
     If ``write`` raises, the temporary file is removed and ``path`` keeps its old content (or
-    stays absent).  The rename is atomic on POSIX file systems, so no reader ever sees a partial
-    file; durability across a power loss (``fsync``) is not attempted.
+    stays absent); a temporary that a killed writer of ``path`` left is removed by the next write
+    of ``path`` (a file has one writer at a time: the workflow's job that makes it).  The rename is
+    atomic on POSIX file systems, so no reader ever sees a partial file; durability across a power
+    loss (``fsync``) is not attempted.
     """
     path = Path(path)
     root = private_root(path) if private is None else (path.parent if private else None)
@@ -96,6 +99,8 @@ def atomic_write(path: str | Path, write: Callable[[Path], object], *, suffix: s
         make_private_folder(path.parent, root=root)
     else:
         path.parent.mkdir(parents=True, exist_ok=True)
+    for stale in path.parent.glob(f".{glob_escape(path.name)}.*{glob_escape(suffix)}"):
+        stale.unlink(missing_ok=True)       # left by a writer of this file that was killed (one writer at a time)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=path.parent)
     os.close(fd)
     try:
