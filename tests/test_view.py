@@ -14,6 +14,7 @@ import math
 import os
 import re
 import shutil
+import subprocess
 import threading
 import urllib.error
 import urllib.request
@@ -1167,15 +1168,15 @@ def test_the_workflow_writes_its_plan_when_it_starts(tiny_run):
 
 def test_no_event_loop_outlives_the_browsers():
     """Playwright's sync driver makes its thread count as inside an event loop while it runs: once the last
-    browser closes it is stopped, so the tests that a worker runs after these (anyio, asyncio) can run theirs."""
-    import asyncio
-
-    from browser import Browser
-
+    browser closes it is stopped, so the tests that a worker runs after these (anyio, asyncio) can run theirs.
+    Checked in a process of its own (this module's shared browser is open here)."""
     _chromium()
-    with Browser() as outer:
-        with Browser() as inner:                       # one driver for both
-            inner.open("data:text/html,<p>inner</p>")
-        outer.open("data:text/html,<p>outer</p>")
-        assert outer.eval("document.body.textContent") == "outer"
-    assert asyncio.run(asyncio.sleep(0, result="ran")) == "ran"
+    script = ("import asyncio, sys\nsys.path.insert(0, sys.argv[1])\nfrom browser import Browser\n"
+              "with Browser() as outer:\n    with Browser() as inner:\n        inner.open('data:text/html,<p>i</p>')\n"
+              "    outer.open('data:text/html,<p>outer</p>')\n    assert outer.eval('document.body.textContent') == 'outer'\n"
+              "print(asyncio.run(asyncio.sleep(0, result='ran')))\n")
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", script, str(Path(__file__).parent)], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ran", out.stderr[-2000:]
