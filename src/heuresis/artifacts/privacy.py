@@ -20,6 +20,8 @@ import stat
 from collections.abc import Iterable
 from pathlib import Path
 
+from heuresis.artifacts import paths as P
+
 __all__ = [
     "PRIVATE_DIR_MODE",
     "PRIVATE_FILE_MODE",
@@ -33,9 +35,10 @@ __all__ = [
 
 PRIVATE_DIR_MODE = 0o700
 PRIVATE_FILE_MODE = 0o600
-#: The private folders of a results tree, relative to the workflow's folder.
-PRIVATE_FOLDERS = ("results/truth", "results/transcripts", "results/spend", "results/games/transcripts",
-                   "results/games/references")
+#: The private folders of a results tree, relative to the workflow's folder: the fixed part of each
+#: private artifact's path template (:mod:`heuresis.artifacts.paths`).
+PRIVATE_FOLDERS = tuple(template.split("{", 1)[0].rstrip("/") for template in
+                        (P.TRUTH_GRAPHS, P.EPISODE_TRANSCRIPTS, P.SPEND, P.GAME_TRANSCRIPTS, P.GAME_REFERENCES))
 #: What marks a path as inside a private folder wherever the results tree lies: these folder names in a row.
 _MARKERS = tuple(tuple(Path(f).parts) for f in PRIVATE_FOLDERS)
 
