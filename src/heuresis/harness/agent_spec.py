@@ -141,7 +141,9 @@ def env_errors(config: Mapping) -> list[str]:
     agents = config.get("agents")
     if not isinstance(agents, Mapping):
         return []
-    secrets = config.get("secrets") if isinstance(config.get("secrets"), Mapping) else {}
+    secrets = config.get("secrets")
+    if not isinstance(secrets, Mapping):
+        secrets = {}
     seed_var = str(secrets.get("test_seed_env") or "HEURESIS_TEST_SEED")
     keys = {name: _key_variable(spec) for name, spec in agents.items()
             if isinstance(spec, Mapping) and spec.get("kind") == "llm" and isinstance(spec.get("model"), str)}
