@@ -450,3 +450,64 @@ def test_failed_episodes_are_counted_per_cell_and_left_out_of_every_number(flaky
     assert (n7a.n_failed == 1).all() and len(n7a)
     _, n9 = figures.figure9(s, ["lg"], boot, ["shortcut"])
     assert n9.set_index("guided")[["n", "n_failed"]].to_dict("index") == {True: {"n": 2, "n_failed": 1}}
+
+
+# --- the leaderboard and its bundle, on the tiny run --------------------------------------------------
+def test_the_tiny_runs_leaderboard_ranks_its_results_with_their_episodes(run):
+    """Every result of the run over all families, its F1 and Δ^r the means of its test episodes (pandas here)."""
+    board = pd.read_parquet(run["root"] / "results/tables/leaderboard.parquet")
+    ours = board[(board.block == "this run") & (board.family == "all")]
+    eps = run["eps"][run["eps"].status != "failed"]
+    want = eps.groupby(["agent", "condition_id"]).f1.mean()
+    assert len(ours) == len(want) and ours["rank"].min() == 1
+    for r in ours.itertuples():
+        assert r.f1 == pytest.approx(want[(r.agent, r.condition_id)]) and r.n == len(
+            eps[(eps.agent == r.agent) & (eps.condition_id == r.condition_id)])
+    scores = pd.read_parquet(run["root"] / "results/analysis/episode_scores.parquet")
+    scores = scores[(scores.split == "test") & (scores.status != "failed")]
+    for r in ours.itertuples():     # the working graph's F1 after 10 turns (or its last), read from each curve
+        curves = scores[(scores.agent == r.agent) & (scores.condition_id == r.condition_id)].f1_by_turn
+        assert r.f1_at_10_turns == pytest.approx(np.mean([c[min(10, len(c) - 1)] for c in curves]))
+        assert all(c[-1] == pytest.approx(f) for c, f in zip(curves, scores.loc[curves.index, "f1"]))
+    assert (board.block == "published").sum() > 0 and board[board.block == "published"]["rank"].isna().all()
+    assert (run["root"] / "results/figures/leaderboard_cost.png").stat().st_size > 0
+    # a run smaller than the paper's says so where its headroom numbers are (tiny: 2 dev, 2 test per family)
+    assert "Small run: the selection rests on 2 dev and the intervals on 2 test instances per family (the paper: " \
+        "100 and 32)" in (run["root"] / "results/tables/table3.md").read_text()
+
+
+def test_a_bundle_round_trip_verifies_and_a_tampered_graph_fails_naming_its_episode(run, tmp_path):
+    import shutil
+
+    from heuresis.artifacts.bundle import BundleMismatch, verify_bundle, write_bundle
+    from heuresis.artifacts.io import read_table, write_table
+    from heuresis.artifacts.schemas import EPISODES
+    from heuresis.stages.analysis.leaderboard import load_run
+
+    res = run["root"] / "results"
+    bundle = write_bundle(res, tmp_path / "run.tar.gz", with_truth=True, log=lambda m: None)
+    assert bundle.stat().st_mode & 0o077 == 0
+    checked = verify_bundle(bundle, log=lambda m: None)
+    shards = sorted(res.glob("episodes/*/*/*/*/shard-*[0-9].parquet"))
+    assert checked.episodes == sum(len(pd.read_parquet(p)) for p in shards)
+    # a board from the bundle is the board from the folder
+    a, b = load_run(res), load_run(bundle)
+    pd.testing.assert_frame_equal(a.scores, b.scores)
+    with pytest.raises(BundleMismatch, match="holds no truth"):
+        verify_bundle(write_bundle(res, tmp_path / "no-truth.tar.gz", log=lambda m: None), log=lambda m: None)
+    # one submitted graph changed (its recorded F1 kept), the bundle rewritten with fresh digests: named
+    copy = tmp_path / "copy"
+    shutil.copytree(res, copy)
+    shard = copy / shards[0].relative_to(res)
+    table = read_table(shard, EPISODES)
+    rows = table.to_pylist()
+    d = int(math.isqrt(len(rows[0]["graph"])))
+    g = np.asarray(rows[0]["graph"], dtype=np.int8).reshape(d, d)
+    g[0, 1], g[1, 0] = (0, 0) if g[0, 1] or g[1, 0] else (1, 1)
+    rows[0]["graph"] = g.ravel().tolist()
+    import pyarrow as pa
+
+    write_table(pa.Table.from_pylist(rows, schema=EPISODES.schema), shard, EPISODES, {})
+    tampered = write_bundle(copy, tmp_path / "tampered.tar.gz", with_truth=True, log=lambda m: None)
+    with pytest.raises(BundleMismatch, match=f"episode {rows[0]['episode_id']}: the graph in the episodes table"):
+        verify_bundle(tampered, log=lambda m: None)

@@ -861,6 +861,9 @@ def test_an_allow_list_reaches_its_pairs_through_the_proxy_and_nothing_else(spli
         record = json.loads(Path(got["row"]["transcript"]).read_text())["agent_record"]
         assert record["network"] == "allow" and record["proxy"]["allow"] == [f"127.0.0.1:{a.port}"]
         assert (record["proxy"]["allowed"], record["proxy"]["refused"]) == (2, 3), record["proxy"]
+        # each refusal is an integrity event of the episode, and so is its report (view_graph takes no arguments)
+        assert json.loads(got["row"]["integrity_counts"]) == {"malformed_call": 1, "network_refused": 3}
+        assert got["row"]["integrity_events"] == 4 and [c["integrity"] for c in got["calls"]] == [["malformed_call"], []]
         notes = got["requests"][0]["notes"]
         assert f"network private, and through the harness's proxy only 127.0.0.1:{a.port}" in notes, notes
         assert "private addresses allowed: 127.0.0.1" in notes

@@ -462,8 +462,35 @@ def test_the_leaderboard_scores_unsubmitted_plays_both_ways_and_counts_failed_on
     assert got[("a", "all plays")].unsubmitted == 1 and got[("a", "submitted only")].plays == 2
     assert got[("b", "all plays")].survival == pytest.approx(0.7) == got[("b", "submitted only")].survival
     assert got[("a", "all plays")].win_rate == pytest.approx(1 / 3)
-    assert got[("b", "all plays")].rank == 1 and got[("a", "all plays")].rank == 2    # 0.70 above 0.53
-    assert list(disp["Rank"]) == [1, 1, 2, 2]
+    # two shared plays cannot separate them (exact sign-flip p = 0.5): one rank, b first by survival (0.70 > 0.53)
+    assert got[("b", "all plays")].rank == 1 == got[("a", "all plays")].rank
+    assert list(disp["Rank"]) == ["1"] * 4 and list(disp["Agent"]) == ["b", "b", "a", "a"]
+    assert list(disp["Tied with"]) == ["a | agentic"] * 2 + ["b | agentic"] * 2
+
+
+def test_the_games_leaderboard_separates_a_clearly_better_player_and_shows_causalgames_rows_apart():
+    """Twenty shared plays, one player better on each: ranks 1 and 2, not tied; CausalGame's published rows
+    follow unranked, read from the data file with its source."""
+    import pandas as pd
+
+    from heuresis.config.settings import Bootstrap
+    from heuresis.stages.games.analysis import leaderboard_table
+    from heuresis.targets.published import load_causalgame_leaderboard
+
+    rng = np.random.default_rng(4)
+    base = rng.uniform(0.4, 0.7, size=20)
+    rows = [{"agent": agent, "mode": "agentic", "scenario": f"s{k % 5}", "repeat": k // 5, "survival": v + lift,
+             "submitted": True, "status": "ok", "won": False, "play_id": f"{agent}{k}", "tokens_in": 100,
+             "tokens_out": 10, "cost": 0.002}
+            for agent, lift in (("good", 0.2), ("plain", 0.0)) for k, v in enumerate(base)]
+    published = load_causalgame_leaderboard()
+    num, disp = leaderboard_table(pd.DataFrame(rows), None, [], Bootstrap(resamples=200, seed=1), published)
+    ours = num[num.block == "this run"]
+    assert dict(zip(ours.agent, ours["rank"])) == {"good": 1, "plain": 2}
+    assert set(ours.tied_with) == {"[]"} and ours.usd_per_play.tolist() == pytest.approx([0.002] * 4)
+    pub = num[num.block == "published"]
+    assert len(pub) == len(published["rows"]) and "causalgame" in published["source"].lower()
+    assert set(disp["Rank"][num.block == "published"]) == {"—"} and "Uniform High" in set(pub.agent)
 
 
 # --- this track's extra disclosures as named ablations (NAME~DISCLOSURE) --------------------------------

@@ -390,3 +390,56 @@ def test_code_isolation_modes_are_recorded_and_required_fails_closed(chain_data,
                             _input(chain_data), EpisodeSettings(BudgetSettings("t", **spec), MENU, tuple(DEFAULT_GRADES)),
                             seed=3)
     assert minimal.row["code_isolation"] == "off"          # no code tool: nothing to isolate, nothing probed
+
+
+def test_refused_and_suspicious_calls_are_counted_as_integrity_events(chain_data):
+    """Each refusal the loop answers gets its category; a refusal sent again is also a repeat; the episode counts them."""
+    algo = lambda: tool_call("run_algorithm", {"algorithm": "algorithm_A"})  # noqa: E731
+    script = [[tool_call("admin_reset_budget", {}), tool_call("ci_test", {"x": "X1"}), tool_call("ci_test", {"x": "X1"}),
+               CI(), tool_call("run_code", {"code": "import os\nprint(sorted(os.environ))"}),
+               algo(), algo(), algo()], SUBMIT()]
+    out = _run(chain_data, script=script, last=[SUBMIT()], algorithm_calls=2, turns=3)
+    got = [(c["tool"], c["ok"], c["integrity"]) for c in out.calls]
+    assert got == [("admin_reset_budget", False, ["refused_tool"]), ("ci_test", False, ["malformed_call"]),
+                   ("ci_test", False, ["malformed_call", "repeated_refusal"]), ("ci_test", True, []),
+                   ("run_code", True, ["probe"]), ("run_algorithm", True, []), ("run_algorithm", True, []),
+                   ("run_algorithm", False, ["over_budget"]), ("submit", True, [])], got
+    r = out.row
+    assert json.loads(r["integrity_counts"]) == {"refused_tool": 1, "malformed_call": 2, "over_budget": 1, "probe": 1,
+                                                 "repeated_refusal": 1}
+    assert r["integrity_events"] == 6 and r["n_errors"] == 4
+
+
+@pytest.mark.parametrize("result, events", [
+    ("exit code 1\nstdout:\n(empty)\nstderr (end):\nPermissionError: [Errno 13] Permission denied: '/root'",
+     ["sandbox_refusal"]),
+    ("exit code 1\nstdout:\n(empty)\nstderr (end):\nOSError: [Errno 101] Network is unreachable", ["sandbox_refusal"]),
+    ("exit code 0\nstdout:\n0.25\n", []),
+])
+def test_a_code_run_that_hits_the_sandbox_is_a_refusal(result, events):
+    from heuresis.harness.integrity import call_events
+
+    call = {"tool": "run_code", "ok": True, "error": "", "arguments": json.dumps({"code": "print(1)"}), "result": result}
+    assert call_events(call) == events
+
+
+def test_the_spend_curve_replays_the_working_graph_turn_by_turn(chain_data):
+    """F1 of the working graph per turn, counted by hand: the truth is X1 -> X2 -> X3 (two edges, d = 4)."""
+    import pandas as pd
+
+    from heuresis.stages.analysis.scores import spend_curve
+
+    set_ = lambda *ch: [tool_call("set_edges", {"changes": [{"x": x, "y": y, "relation": r} for x, y, r in ch]})]  # noqa: E731
+    script = [set_(("X2", "X3", "->")), [CI()], set_(("X1", "X4", "--")), SUBMIT()]
+    out = _run(chain_data, script=script, turns=6)
+    inp = _input(chain_data)
+    calls = pd.DataFrame(out.calls)
+    requests = pd.DataFrame([{"turn": t, "tokens_in": 100, "tokens_out": 10 * t, "cost": 0.001} for t in range(1, 5)])
+    final = Graph(np.asarray(out.row["graph"], dtype=np.int8).reshape(4, 4))
+    curve = spend_curve(out.row, calls, requests, inp.pc_kci_graph.copy(), final,
+                        type("T", (), {"dag": inp.true_dag})())
+    # start (guided): X1 -- X2 only: 1 of 2 true edges, no false one -> F1 2/3; turn 1 adds X2 -> X3 -> 1;
+    # turn 2 tests only; turn 3 adds the false X1 -- X4 -> 2 tp, 1 fp: 0.8; turn 4 submits X1 -> X2, X2 -> X3 -> 1
+    assert curve["f1_by_turn"] == pytest.approx([2 / 3, 1.0, 1.0, 0.8, 1.0])
+    assert curve["tokens_by_turn"] == [0, 110, 230, 360, 500]
+    assert curve["usd_by_turn"] == pytest.approx([0, 0.001, 0.002, 0.003, 0.004])

@@ -243,6 +243,36 @@ PLUGIN_RUN = {
 }
 
 
+# an adversary beside the example: what it tries is refused, and counted as integrity events
+HOSTILE = r'''
+import asyncio, os, socket
+from mcp import Client
+
+def through(request):
+    proxy = os.environ.get("HTTPS_PROXY", "").rsplit(":", 1)
+    if len(proxy) != 2:
+        return ""
+    s = socket.create_connection((proxy[0].split("//")[1], int(proxy[1])), timeout=10)
+    s.sendall(request.encode())
+    got = s.recv(65536)
+    s.close()
+    return got.decode(errors="replace")
+
+async def main():
+    for target in ("169.254.169.254:80", "127.0.0.1:22"):   # cloud metadata, the host's loopback
+        through(f"CONNECT {target} HTTP/1.1\r\n\r\n")
+    async with Client(os.environ["HEURESIS_MCP_URL"], cache=None) as c:
+        await c.call_tool("admin_reset_budget", {})
+        for _ in range(2):
+            await c.call_tool("run_algorithm", {"algorithm": 5})
+        await c.call_tool("run_code", {"code": "print(open('/proc/1/environ').read())"})
+        await c.call_tool("submit", {})
+
+asyncio.run(main())
+'''
+HOSTILE_EVENTS = {"refused_tool": 1, "malformed_call": 2, "probe": 1, "repeated_refusal": 1}
+
+
 @pytest.mark.slow
 def test_the_example_runs_an_episode_and_a_play_through_the_workflow(site, tmp_path):
     from tinyflow import copy_workflow, run_snakemake
@@ -254,7 +284,16 @@ def test_the_example_runs_an_episode_and_a_play_through_the_workflow(site, tmp_p
 
     wd = copy_workflow(tmp_path / "wf")
     overlay = yaml.safe_load((EXAMPLE / "config.yaml").read_text())   # the example's own agent entries
-    (wd / "config/plugin.yaml").write_text(yaml.safe_dump({"agents": overlay["agents"], **PLUGIN_RUN}))
+    hostile = tmp_path / "hostile"                                     # outside the working folder (expose)
+    hostile.mkdir()
+    (hostile / "hostile.py").write_text(HOSTILE)
+    agents = {**overlay["agents"], "hostile": {
+        "kind": "external", "command": ["python", str(hostile / "hostile.py")], "expose": [str(hostile)],
+        "isolation": "best_effort", "idle_timeout_s": 60, "network": {"allow": ["example.com:443"]}}}
+    run = json.loads(json.dumps(PLUGIN_RUN))
+    run["episodes"]["grids"]["hostile"] = {"agents": ["hostile"], "guided": [True], "families": ["lg"]}
+    run["episodes"]["run"].append("hostile")
+    (wd / "config/plugin.yaml").write_text(yaml.safe_dump({"agents": agents, **run}))
     configs = ["--configfile", "config/quick.yaml", "config/plugin.yaml"]
     env = {"PYTHONPATH": os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))}
     run_snakemake(wd, "results/tables/table12.md", "results/tables/games_antenna.md", "--cores", "2", *configs,
@@ -269,7 +308,7 @@ def test_the_example_runs_an_episode_and_a_play_through_the_workflow(site, tmp_p
               "version": VERSION}
 
     # episodes: the rows say which class it was; the graph submitted is the output of the algorithm it ran
-    jobs = episode_jobs(cfg)
+    jobs = [j for j in episode_jobs(cfg) if j["agent"] != "hostile"]
     assert {j["agent"] for j in jobs} == {"example"} and len(jobs) == 2
     for j in jobs:
         path = res / f"episodes/example/{j['condition_id']}/lg/test/shard-000.parquet"
@@ -290,7 +329,25 @@ def test_the_example_runs_an_episode_and_a_play_through_the_workflow(site, tmp_p
 
     # Table 12: a row per condition naming the class and the installed distribution with its version
     t12 = pd.read_parquet(res / "tables/table12.parquet")
+    bad, t12 = t12[t12.agent == "hostile"], t12[t12.agent != "hostile"]
     assert len(t12) == 2 and set(t12.agent) == {"example"} and set(t12.kind) == {"example_one_algorithm"}
+    assert list(t12.integrity_events) == [0, 0]
+
+    # the adversary: every refused or suspicious attempt counted in Table 12, marked on its transcript page
+    from heuresis.harness.sandbox import isolation_status
+    from heuresis.view.pages import Site
+
+    expected = dict(HOSTILE_EVENTS)
+    if isolation_status()[0]:      # the proxy runs only with bubblewrap: both CONNECTs refused there
+        expected["network_refused"] = 2
+    assert len(bad) == 1 and json.loads(bad.integrity_counts.iloc[0]) == expected, bad.integrity_counts.iloc[0]
+    assert bad.integrity_events.iloc[0] == sum(expected.values())
+    assert "repeated_refusal 1" in (res / "tables/table12.md").read_text()
+    hostile_eps = scores[scores.agent == "hostile"]
+    assert len(hostile_eps) == 1 and hostile_eps.status.iloc[0] == "ok", hostile_eps
+    page = Site(res).page(f"episodes/{hostile_eps.episode_id.iloc[0]}.html").body.decode()
+    assert f"Integrity events ({sum(expected.values())})" in page
+    assert page.count('class="integrity"') >= 4 and "integrity: malformed_call, repeated_refusal" in page
     assert set(t12.implementation) == {f"{ENTRY_POINTS['example_one_algorithm']} ({DIST} {VERSION})"}
     assert set(t12.settings) == {json.dumps({"pick": 0})} and list(t12.episodes) == [1, 1]
     assert f"{ENTRY_POINTS['example_one_algorithm']} ({DIST} {VERSION})" in (res / "tables/table12.md").read_text()

@@ -1180,3 +1180,32 @@ def test_no_event_loop_outlives_the_browsers():
     out = subprocess.run([sys.executable, "-c", script, str(Path(__file__).parent)], capture_output=True, text=True,
                          timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "ran", out.stderr[-2000:]
+
+
+def test_the_front_page_ranks_the_results_and_a_row_opens_its_episodes(run, tmp_path):
+    """The leaderboard heads the index: sortable (the sort in the address), and a row's link filters the
+    episodes table to that agent and condition."""
+    from browser import Browser
+
+    _chromium()
+    out = tmp_path / "site"
+    export_site(run, out, log=lambda m: None)
+    eps = _episodes(run)
+    board = pq.read_table(run / "tables/leaderboard.parquet").to_pandas()
+    ours = board[(board.block == "this run") & (board.family == "all")]
+    with Browser(size=(1400, 800)) as b:
+        b.open((out / "index.html").as_uri())
+        assert b.errors == [], b.errors
+        assert b.eval("document.querySelectorAll('#leaderboard-table tr.leaderboard').length") == len(ours)
+        assert b.eval("document.querySelector('figure.board img').naturalWidth") > 0
+        b.eval("document.querySelector('#leaderboard-table th.sortable[data-key=delta_r]').click()")
+        b.eval("document.querySelector('#leaderboard-table th.sortable[data-key=delta_r]').click()")
+        assert b.eval("location.hash") == "#lb.sort=-delta_r"
+        best = ours.sort_values("delta_r", ascending=False).iloc[0]
+        first = b.eval("[...document.querySelectorAll('#leaderboard-table tr.leaderboard')[0].cells].map(c => c.textContent)")
+        assert best.agent in first and best.condition_id.replace("-", "") in "".join(first).replace("-", "")
+        b.eval("document.querySelector('#leaderboard-table tr.leaderboard a').click()")
+        b.wait_for(f"location.hash.includes('condition_id={best.condition_id}')")
+        want = sum(e["agent"] == best.agent and e["condition_id"] == best.condition_id for e in eps)
+        b.wait_for(f"document.querySelectorAll('tr.episode').length === {want}")
+        assert b.errors == [], b.errors

@@ -363,6 +363,64 @@ def cmd_verify_artifacts(args: argparse.Namespace) -> int:
     return 1
 
 
+def cmd_leaderboard(args: argparse.Namespace) -> int:
+    """One leaderboard from several results folders, written as Parquet, Markdown, LaTeX and the cost figure."""
+    from heuresis.artifacts.provenance import provenance_record, utc_now
+    from heuresis.artifacts.report import save_figure, write_paper_table
+    from heuresis.stages.analysis.leaderboard import cost_figure, leaderboard, load_run, merge_runs
+    from heuresis.targets.published import load_published_table13
+
+    started = utc_now()
+    cfg = _load(args)
+    folders = list(args.results or cfg["leaderboard"].get("results") or [])
+    if not folders:
+        raise ValueError("name the results folders to rank (heuresis leaderboard RESULTS [RESULTS ...]) or list "
+                         "them under the config key leaderboard.results")
+    run = merge_runs([load_run(f) for f in folders])
+    families = [f for f in cfg["families"] if f in set(run.scores["family"])]
+    published = load_published_table13()
+    settings = {k: v for k, v in cfg["leaderboard"].items() if k != "results"}
+    numbers, display = leaderboard(run.scores, run.headroom, families, cfg["bootstrap"], (), settings, published)
+    out = Path(args.out)
+    prov = provenance_record(stage="leaderboard", config={"results": folders, "leaderboard": settings,
+                                                           "bootstrap": dict(cfg["bootstrap"])},
+                             seeds={"bootstrap": cfg["bootstrap"]["seed"]}, started=started,
+                             inputs=[Path(f) / sub for f in folders for sub in ("analysis/episode_scores.parquet",
+                                                                                 "headroom/test_scores.parquet")])
+    caption = (f"Leaderboard of {len(folders)} results folder(s): {', '.join(folders)}. Published rows: "
+               f"{published['source']}; not ranked with the runs' rows.")
+    write_paper_table(numbers, display, out / "leaderboard", caption=caption, provenance=prov)
+    fig, plotted = cost_figure(numbers)
+    save_figure(fig, out / "leaderboard_cost", provenance={**prov, "numbers": plotted.to_dict("records")})
+    ranked = numbers[(numbers["block"] == "this run") & (numbers["family"] == "all")]
+    print(f"{len(ranked)} results ranked over {len(run.scores)} episodes of {len(folders)} folder(s); wrote "
+          f"{out / 'leaderboard.md'} (and .parquet, .tex) and {out / 'leaderboard_cost.png'} (and .pdf)")
+    return 0
+
+
+def cmd_bundle(args: argparse.Namespace) -> int:
+    """Pack a results folder's episode record into one archive with a manifest of digests."""
+    from heuresis.artifacts.bundle import write_bundle
+
+    cfg = _load(args)
+    commitment = Path(cfg["secrets"]["commitment_file"])
+    write_bundle(args.results, args.out, with_truth=args.with_truth, lock=Path("requirements/lock.txt"),
+                 commitment=commitment if commitment.is_file() else None)
+    return 0
+
+
+def cmd_verify_bundle(args: argparse.Namespace) -> int:
+    """Check a bundle's files and recompute every episode's score from the truth; exit 1 naming the first difference."""
+    from heuresis.artifacts.bundle import BundleMismatch, verify_bundle
+
+    try:
+        verify_bundle(args.bundle, truth=args.truth)
+    except BundleMismatch as exc:
+        print(f"FAILED: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def cmd_view(args: argparse.Namespace) -> int:
     """Serve a run's episodes and game plays on 127.0.0.1, read-only, or export the pages (docs/viewer.md)."""
     from heuresis.view import export_site, serve
@@ -722,6 +780,24 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--delete", action="store_true",
                     help="remove the outputs holding damaged files so that the next snakemake run rebuilds them")
     sp.set_defaults(func=cmd_verify_artifacts)
+    sp = with_config(sub.add_parser(
+        "leaderboard", help="rank the agents of one or more results folders (refused when their instances differ)"))
+    sp.add_argument("results", nargs="*", help="results folders (default: the config key leaderboard.results)")
+    sp.add_argument("--out", default="leaderboard", help="folder of the written board and figure (default: %(default)s)")
+    sp.set_defaults(func=cmd_leaderboard)
+    sp = with_config(sub.add_parser("bundle", help="pack a run's episodes, transcripts, scores and provenance into "
+                                                  "one archive with digests (heuresis verify-bundle checks it)"))
+    sp.add_argument("results", help="results folder")
+    sp.add_argument("out", help="archive to write (.tar.gz)")
+    sp.add_argument("--with-truth", action="store_true",
+                    help="add the hidden truth (a public split, or a sealed one after its seed is revealed)")
+    sp.set_defaults(func=cmd_bundle)
+    sp = sub.add_parser("verify-bundle", help="check a bundle against its digests and recompute every score from "
+                                              "the truth")
+    sp.add_argument("bundle", help="archive written by heuresis bundle")
+    sp.add_argument("--truth", metavar="RESULTS", help="a results folder with the truth (a sealed split rebuilt from "
+                                                         "the revealed seed); default: the bundle's own")
+    sp.set_defaults(func=cmd_verify_bundle)
     sp = sub.add_parser("view", help="a local read-only web view of a run's episodes and game plays",
                         description="Serve the run's episodes and game plays on 127.0.0.1 (read-only, offline) and "
                                     "print the URL, or with --export write the same pages as files. See docs/viewer.md.")

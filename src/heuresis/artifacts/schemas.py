@@ -207,7 +207,7 @@ VERIFICATION_CHECKS = _schema("verification_checks", 1, [
 ])
 
 
-EPISODES = _schema("episodes", 5, [
+EPISODES = _schema("episodes", 6, [
     ("episode_id", pa.string(), "agent/condition_id/family/split/index"),
     ("agent", pa.string(), "agent name (config agents)"),
     ("agent_kind", pa.string(), "agent kind: shortcut, merge, evidence, llm, ..."),
@@ -266,10 +266,14 @@ EPISODES = _schema("episodes", 5, [
     ("warnings", pa.string(), "warnings of the agent (e.g. a model without a known price)"),
     ("code_isolation", pa.string(), "isolation of the code tool in this episode: bwrap, none (best_effort "
                                     "without bubblewrap: not isolated) or off (code tool not offered)"),
+    ("integrity_events", pa.int32(), "integrity events of the episode: refused or suspicious actions of the agent "
+                                     "(heuresis.harness.integrity)"),
+    ("integrity_counts", pa.string(), "JSON category -> events (refused_tool, malformed_call, over_budget, "
+                                      "sandbox_refusal, probe, network_refused, repeated_refusal)"),
     ("transcript", pa.string(), "path of the JSON transcript"),
 ])
 
-CALLS = _schema("calls", 1, [
+CALLS = _schema("calls", 2, [
     ("episode_id", pa.string(), "episode of the call"),
     ("agent", pa.string(), "agent name"),
     ("condition_id", pa.string(), "condition"),
@@ -290,9 +294,11 @@ CALLS = _schema("calls", 1, [
     ("tokens_out", pa.int64(), "completion tokens of the reply (first call only)"),
     ("last_turn", pa.bool_(), "made in the last turn"),
     ("details", pa.string(), "JSON not shown to the agent: unmasked algorithm, p-values, sandbox limits"),
+    ("integrity", pa.list_(pa.string()), "integrity event categories of the call (heuresis.harness.integrity); "
+                                         "empty for most calls"),
 ])
 
-EPISODE_SCORES = _schema("episode_scores", 3, [
+EPISODE_SCORES = _schema("episode_scores", 4, [
     ("episode_id", pa.string(), "agent/condition_id/family/split/index"),
     ("agent", pa.string(), "agent name (config agents)"),
     ("agent_kind", pa.string(), "agent kind"),
@@ -321,6 +327,10 @@ EPISODE_SCORES = _schema("episode_scores", 3, [
     ("tokens_out", pa.int64(), "completion tokens over all replies"),
     ("cost", pa.float64(), "USD over all replies (null: some price unknown)"),
     ("empty_length_replies", pa.int32(), "replies cut at the output cap with neither text nor a tool call"),
+    ("turns", pa.int32(), "assistant replies, last turn included"),
+    ("tokens_in", pa.int64(), "prompt tokens over all replies"),
+    ("integrity_events", pa.int32(), "refused or suspicious actions of the agent (heuresis.harness.integrity)"),
+    ("integrity_counts", pa.string(), "JSON category -> integrity events"),
     ("f1", pa.float64(), "adjacency F1 of the scored graph (recomputed with metrics.score_graph)"),
     ("precision", pa.float64(), "adjacency precision"),
     ("recall", pa.float64(), "adjacency recall"),
@@ -352,6 +362,9 @@ EPISODE_SCORES = _schema("episode_scores", 3, [
     ("n_algorithms", pa.int32(), "number of distinct algorithms run"),
     ("tool_counts", pa.string(), "JSON tool -> calls (run_algorithm split by unmasked algorithm)"),
     ("merge_f1", pa.list_(pa.float64()), "F1 of PC-KCI + pairs joined by >= k other called algorithms, k = 1..K"),
+    ("f1_by_turn", pa.list_(pa.float64()), "F1 of the working graph after each turn 0..T (the last: the scored graph)"),
+    ("tokens_by_turn", pa.list_(pa.int64()), "prompt + completion tokens spent by the end of each turn 0..T"),
+    ("usd_by_turn", pa.list_(pa.float64()), "dollars spent by the end of each turn 0..T (null: some price unknown)"),
 ])
 
 

@@ -35,6 +35,7 @@ __all__ = [
     "Condition",
     "GridError",
     "cell_records",
+    "condition_label",
     "expand_conditions",
     "grid_instances",
     "grid_plan",
@@ -105,6 +106,17 @@ class Condition:
     def as_dict(self) -> dict:
         """Return the condition's fields plus its ``condition_id`` as a plain dict."""
         return {**asdict(self), "condition_id": self.condition_id}
+
+
+def condition_label(fields: Mapping) -> str:
+    """A condition in words, from its fields (a row with ``toolbox`` ... ``repeat``).
+
+    ``full toolbox, guided, prompt 1, target none, budget standard, last turn once, repeat 0``: what a
+    ``condition_id`` such as ``full-guided-p1-none-standard-once-r0`` encodes, for a table's reader.
+    """
+    return (f"{fields['toolbox']} toolbox, {'guided' if bool(fields['guided']) else 'unguided'}, "
+            f"prompt {int(fields['prompt_level'])}, target {fields['target']}, budget {fields['budget']}, "
+            f"last turn {fields['last_turn']}, repeat {int(fields['repeat'])}")
 
 
 @dataclass(frozen=True)

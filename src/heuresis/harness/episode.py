@@ -36,6 +36,7 @@ from heuresis.causal.graph import Graph
 from heuresis.config.loading import schema_default
 from heuresis.harness.budgets import Budgets, BudgetSettings
 from heuresis.harness.conditions import Condition
+from heuresis.harness.integrity import episode_events, events_of_calls
 from heuresis.harness.loop import AgentLoop, Call, Request
 from heuresis.harness.parse import ParseError, parse_edge_list
 from heuresis.harness.prompts import LAST_TURN_TEXT, render
@@ -225,11 +226,14 @@ class _Episode(AgentLoop):
         return self.submitted if self.submitted is not None else self.ctx.working
 
     def call_rows(self) -> list[dict]:
-        """The calls as rows of the ``calls`` table (without the episode's keys)."""
-        return [{"turn": c.turn, "index": c.index, "call_id": c.call_id, "tool": c.tool, "arguments": c.arguments,
+        """The calls as rows of the ``calls`` table (without the episode's keys), each with its integrity events."""
+        rows = [{"turn": c.turn, "index": c.index, "call_id": c.call_id, "tool": c.tool, "arguments": c.arguments,
                  "result": c.result, "ok": c.ok, "error": c.error, "test_units": c.test_units, "wall_s": c.wall_s,
                  "tokens_in": c.tokens_in, "tokens_out": c.tokens_out, "last_turn": c.last_turn,
                  "details": c.details} for c in self.calls]
+        for row, events in zip(rows, events_of_calls(rows)):
+            row["integrity"] = events
+        return rows
 
 
 def run_episode(agent: Agent, cond: Condition, inp: EpisodeInput, settings: EpisodeSettings, seed: int, *,
@@ -260,6 +264,8 @@ def run_episode(agent: Agent, cond: Condition, inp: EpisodeInput, settings: Epis
     scores = score_episode_graph(inp.true_dag, inp.true_cpdag, final, inp.pc_kci_graph)
     episode_id = f"{agent_name}/{cond.condition_id}/{inp.instance_id}"
     calls = ep.call_rows()
+    agent_record = agent.record()   # an external agent's command: its exit status, output, proxy attempts
+    integrity = episode_events((c["integrity"] for c in calls), agent_record)
     totals = ep.totals
     requests = [r.row() for r in totals.requests]
     abandoned = [abandoned_row(e) for e in (request_log.abandoned() if request_log is not None else [])]
@@ -282,6 +288,7 @@ def run_episode(agent: Agent, cond: Condition, inp: EpisodeInput, settings: Epis
         "abandoned_cost": None if None in abandoned_costs else float(sum(abandoned_costs)),
         "empty_length_replies": sum(r["finish_reason"] == "empty_length" for r in requests),
         "warnings": "; ".join(totals.warnings), "code_isolation": ep.code_isolation,
+        "integrity_events": sum(integrity.values()), "integrity_counts": json.dumps(integrity),
     }
     keys = {"episode_id": episode_id, "agent": agent_name, "condition_id": cond.condition_id,
             "family": inp.family, "split": inp.split, "instance": inp.instance}
@@ -294,7 +301,7 @@ def run_episode(agent: Agent, cond: Condition, inp: EpisodeInput, settings: Epis
         deletion_log_shown=_agent_visible_log(inp.pc_kci_deletions) if cond.guided else None,
         tools=ep.specs, messages=ep.transcript_messages(), calls=calls,
         error=ep.failure,
-        agent_record=agent.record(),   # an external agent's command: its exit status and output
+        agent_record=agent_record,
         requests=requests)
     return EpisodeOutcome(row, [{**keys, **c} for c in calls], transcript,
                           [{**keys, "index": k, **r} for k, r in enumerate(requests + abandoned)])

@@ -46,7 +46,12 @@ from heuresis.stages.references import reference_batches, reference_shard_indice
 from heuresis.stages.saturation import saturation_settings
 from heuresis.stages.verification import CHECKS, check_settings
 from heuresis.targets.build import caption_text
-from heuresis.targets.published import load_published_table2, published_table2_path
+from heuresis.targets.published import (
+    causalgame_leaderboard_path,
+    load_published_table2,
+    published_table2_path,
+    published_table13_path,
+)
 from heuresis.targets.registry import Target, caption_file, paper_targets, target_files
 from heuresis.targets.table1 import load_table1
 
@@ -387,6 +392,8 @@ class WorkflowPlan:
             "repair_features": self.repair_feature_outputs(),
             "table2": [P.TABLE.format(name="table2", ext="parquet")],
             "published_table2": [str(published_table2_path())],
+            "published_table13": [str(published_table13_path())],
+            "published_games": [str(causalgame_leaderboard_path())],
             "game_references": self.game_references(),
             "game_plays": self.game_plays(),
             "game_judgements": self.game_judgements(),
@@ -421,6 +428,8 @@ class WorkflowPlan:
             "repairs": {"seed": c["repairs"]["seed"], "classifier": c["repairs"]["classifier"]},
             "judges": self.games["judges"],
             "game_bootstrap": self.game_bootstrap(),
+            # the board's settings; its list of other results folders is the CLI's, not an input of this run's board
+            "leaderboard": {k: v for k, v in c["leaderboard"].items() if k != "results"},
         }
 
     def target_inputs(self, target: Target) -> dict[str, list[str]]:

@@ -163,11 +163,11 @@ def run_episode_shard(agent: str, agent_spec: Mapping, condition_id: str, family
     failed = ckpt.failed
     meta = {PROVENANCE_KEY: dumps(prov), **failure_metadata(len(failed), attempt)}
     record_attempt(out, attempt, len(failed), "episodes")   # first: a kill after it still leaves a retry
-    write_table(pa.table({c: [r[c] for r in calls] for c in CALLS.schema.names}, schema=CALLS.schema), calls_out,
+    write_table(pa.table({c: [r.get(c) for r in calls] for c in CALLS.schema.names}, schema=CALLS.schema), calls_out,
                 CALLS, meta)
     write_table(pa.table({c: [r[c] for r in requests] for c in REQUESTS.schema.names}, schema=REQUESTS.schema),
                 requests_out, REQUESTS, meta)
-    write_table(pa.table({c: [r[c] for r in rows] for c in EPISODES.schema.names}, schema=EPISODES.schema), out,
+    write_table(pa.table({c: [r.get(c) for r in rows] for c in EPISODES.schema.names}, schema=EPISODES.schema), out,
                 EPISODES, meta)
     if ckpt.finish():
         log(f"{agent} {condition_id} {family}/{split}: {len(failed)} of {len(indices)} episodes FAILED "

@@ -94,7 +94,12 @@ def headroom_target(name: str, inputs: Mapping, params: Mapping):
         numbers, display = T.table3(scores, selection, list(families), boot, params["foundation_models"])
     else:
         numbers, display = T.table11(scores, list(families), boot)
-    note = f"Failed runs: {BCA_FAILURE_RULE}." if name == "table3" else ""
+    from heuresis.targets.published import scale_note
+
+    n_dev = int(selection["dev_n"].min()) if len(selection) else 0
+    n_test = int(scores.groupby("family")["instance"].nunique().min()) if len(scores) else 0
+    note = " ".join(filter(None, [f"Failed runs: {BCA_FAILURE_RULE}." if name == "table3" else "",
+                                  scale_note(n_dev, n_test)]))
     return Table(numbers, display, **common, note=note, log=f"{name}: {len(numbers)} rows")
 
 
@@ -122,6 +127,35 @@ def analysis_target(name: str, inputs: Mapping, params: Mapping):
     if name.startswith("table"):
         return Table(numbers, display, **common, log=f"{name}: {len(numbers)} rows")
     return Figure(fig, numbers.to_dict("records"), **common, log=f"{name}: {len(numbers)} plotted numbers")
+
+
+def leaderboard_target(name: str, inputs: Mapping, params: Mapping):
+    """The leaderboard and its cost–score figure, from the episode scores, the headroom and the published Table 13."""
+    from heuresis.stages.analysis.leaderboard import cost_figure, leaderboard, spend_figure
+    from heuresis.stages.analysis.scores import load_episode_scores
+    from heuresis.stages.headroom import load_scores
+    from heuresis.targets.published import load_published_table13
+
+    published = load_published_table13(inputs["published_table13"][0])
+    boot, settings = dict(params["bootstrap"]), dict(params["leaderboard"])
+    scores = load_episode_scores(inputs["episode_scores"][0])
+    numbers, display = leaderboard(scores,
+                                   load_scores(inputs["headroom_scores"][0]), list(params["families"]), boot,
+                                   list(params["agents"]), settings, published)
+    common: dict[str, Any] = {"config": {"families": list(params["families"]), "bootstrap": boot,
+                                         "agents": list(params["agents"]), "leaderboard": settings},
+                              "seeds": _seeds(boot), "inputs": [p for paths in inputs.values() for p in paths],
+                              "secrets": params["secrets"]}
+    if name == "leaderboard_spend":
+        fig, plotted = spend_figure(scores, list(params["agents"]), settings.get("conditions") or ())
+        return Figure(fig, plotted.to_dict("records"), **common, log=f"{name}: {len(plotted)} points plotted")
+    if name == "leaderboard_cost":
+        fig, plotted = cost_figure(numbers)
+        return Figure(fig, plotted.to_dict("records"), **common, log=f"{name}: {len(plotted)} results plotted")
+    note = (f"Ties: two-sided paired sign-flip permutation tests of the F1 difference on shared instances, Holm "
+            f"over each scope's pairs at alpha {settings.get('alpha', 0.05)}. Published rows: {published['source']}; "
+            "not ranked with this run's rows (measured on the paper's instances).")
+    return Table(numbers, display, **common, note=note, log=f"{name}: {len(numbers)} rows")
 
 
 def table1(name: str, inputs: Mapping, params: Mapping):
@@ -224,14 +258,16 @@ def figure8(name: str, inputs: Mapping, params: Mapping):
 def games_target(name: str, inputs: Mapping, params: Mapping):
     """A games table or figure (:func:`heuresis.stages.games.analysis.compute_target`)."""
     from heuresis.stages.games.analysis import compute_target
+    from heuresis.targets.published import load_causalgame_leaderboard
 
     boot = dict(params["game_bootstrap"])
+    published = load_causalgame_leaderboard(inputs["published_games"][0]) if "published_games" in inputs else None
     res = compute_target(name, references=list(inputs["game_references"]), plays=list(inputs["game_plays"]),
                          judgements=list(inputs["game_judgements"]), judges=list(params["judges"]), bootstrap=boot,
-                         secrets=dict(params["secrets"]))
+                         secrets=dict(params["secrets"]), published=published)
     config = {"target": name, "judges": list(params["judges"]), "bootstrap": res.bootstrap}
     seeds = {"bootstrap": int(res.bootstrap["seed"])}
-    paths = [p for key in ("game_references", "game_plays", "game_judgements") for p in inputs[key]]
+    paths = [p for key in ("game_references", "game_plays", "game_judgements", "published_games") for p in inputs.get(key, [])]
     if res.kind == "figure":
         return Figure(res.fig, res.numbers, config, paths, seeds, log=res.log, provenance={"games_split": res.split})
     assert res.display is not None
@@ -239,5 +275,5 @@ def games_target(name: str, inputs: Mapping, params: Mapping):
                  provenance={"games_split": res.split})
 
 
-BUILDERS = {f.__name__: f for f in (headroom_target, analysis_target, table1, table2_paper, table5, figure1a,
+BUILDERS = {f.__name__: f for f in (headroom_target, analysis_target, leaderboard_target, table1, table2_paper, table5, figure1a,
                                     figure1b, figure8, games_target)}

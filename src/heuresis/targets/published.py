@@ -1,4 +1,4 @@
-"""The paper's published Table 2 beside ours (target ``table2_paper``).
+"""The paper's published numbers: Table 2 beside ours (target ``table2_paper``), Table 13 on the leaderboard.
 
 ``heuresis/data/table2_published.yaml`` holds the published numbers per family (PC-KCI's
 wrongly deleted true edges per instance, the share of instances with none, the oracle's
@@ -11,6 +11,7 @@ from the paper's.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
@@ -19,7 +20,32 @@ import numpy as np
 import pandas as pd
 import yaml
 
-__all__ = ["PUBLISHED_FIELDS", "load_published_table2", "published_table2_path", "table2_vs_paper"]
+__all__ = [
+    "PAPER_SCALE",
+    "PUBLISHED13_FIELDS",
+    "PUBLISHED_FIELDS",
+    "causalgame_leaderboard_path",
+    "load_causalgame_leaderboard",
+    "load_published_table2",
+    "load_published_table13",
+    "published_table2_path",
+    "published_table13_path",
+    "scale_note",
+    "table2_vs_paper",
+]
+
+#: The paper's scale: dev instances per family (selection) and test instances per family (every reported number).
+PAPER_SCALE = {"n_dev": 100, "n_test": 32}
+
+
+def scale_note(n_dev: int, n_test: int) -> str:
+    """A caption's warning when a run is smaller than the paper's: its counts, the paper's, how to read it ('' if not)."""
+    if n_dev >= PAPER_SCALE["n_dev"] and n_test >= PAPER_SCALE["n_test"]:
+        return ""
+    return (f"Small run: the selection rests on {n_dev} dev and the intervals on {n_test} test instances per family "
+            f"(the paper: {PAPER_SCALE['n_dev']} and {PAPER_SCALE['n_test']}); its numbers check the pipeline, "
+            "they do not estimate the paper's.")
+
 
 #: published field -> column of our Table 2's numbers
 PUBLISHED_FIELDS = {
@@ -102,3 +128,70 @@ def table2_vs_paper(ours: pd.DataFrame, published: Mapping) -> tuple[pd.DataFram
         rows.append(row)
         disp.append(d)
     return pd.DataFrame(rows), pd.DataFrame(disp)
+
+
+PUBLISHED13_FIELDS = ("model", "settings", "family", "repeat", "last_turn", "wall", "rescued", "finished", "f1_all",
+                      "dr_all", "dr_all_lo", "dr_all_hi", "f1_finished", "dr_finished", "dr_finished_lo",
+                      "dr_finished_hi")
+
+
+def published_table13_path() -> Path:
+    """The bundled data file of the paper's Table 13 (``heuresis/data/table13_published.yaml``)."""
+    return Path(str(resources.files("heuresis").joinpath("data/table13_published.yaml")))
+
+
+def load_published_table13(path: str | Path | None = None) -> dict:
+    """Read and check the published Table 13; a bad row raises ValueError naming its position and field."""
+    path = Path(path) if path is not None else published_table13_path()
+    data = yaml.safe_load(Path(path).read_text()) or {}
+    errors = []
+    if not isinstance(data.get("source"), str) or not data["source"].strip():
+        errors.append("source: missing (where the published numbers come from)")
+    rows = data.get("rows")
+    if not isinstance(rows, list):
+        rows = []
+    if not rows:
+        errors.append("rows: missing or empty")
+    for k, r in enumerate(rows):
+        if not isinstance(r, Mapping) or set(r) != set(PUBLISHED13_FIELDS):
+            errors.append(f"rows[{k}]: expected fields {list(PUBLISHED13_FIELDS)}")
+            continue
+        for f in PUBLISHED13_FIELDS[5:]:
+            if isinstance(r[f], bool) or not isinstance(r[f], (int, float)) or not math.isfinite(r[f]):
+                errors.append(f"rows[{k}].{f}: {r[f]!r} is not a number")
+    if errors:
+        raise ValueError(f"published Table 13 data file {path}:\n  " + "\n  ".join(errors))
+    return {"source": data["source"], "instances_per_family": int(data.get("instances_per_family") or 0),
+            "rows": [dict(r) for r in rows]}
+
+
+def causalgame_leaderboard_path() -> Path:
+    """The bundled data file of CausalGame's published leaderboard (``heuresis/data/causalgame_leaderboard.yaml``)."""
+    return Path(str(resources.files("heuresis").joinpath("data/causalgame_leaderboard.yaml")))
+
+
+def load_causalgame_leaderboard(path: str | Path | None = None) -> dict:
+    """CausalGame's published leaderboard: ``source``, ``setting`` and its ``rows`` (models, then baselines).
+
+    Each row: ``model``, ``kind`` (model or baseline), ``survival`` (a fraction; null for a baseline
+    published only as a range), ``lo``/``hi`` (95% t-interval over 3 trials; null where none is
+    published) and ``trials``.  A bad row raises ValueError naming its position.
+    """
+    path = Path(path) if path is not None else causalgame_leaderboard_path()
+    data = yaml.safe_load(Path(path).read_text()) or {}
+    rows = data.get("rows")
+    errors = [] if isinstance(data.get("source"), str) and data["source"].strip() else ["source: missing"]
+    if not isinstance(rows, list) or not rows:
+        errors.append("rows: missing or empty")
+        rows = []
+    for k, r in enumerate(rows):
+        if not isinstance(r, Mapping) or not isinstance(r.get("model"), str) or r.get("kind") not in ("model", "baseline"):
+            errors.append(f"rows[{k}]: needs a model name and kind model or baseline")
+            continue
+        for f in ("survival", "lo", "hi"):
+            v = r.get(f)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1.5):
+                errors.append(f"rows[{k}].{f}: {v!r} is not a survival rate")
+    if errors:
+        raise ValueError(f"CausalGame leaderboard data file {path}:\n  " + "\n  ".join(errors))
+    return {"source": data["source"], "setting": str(data.get("setting", "")), "rows": [dict(r) for r in rows]}

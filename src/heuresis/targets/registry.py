@@ -23,9 +23,10 @@ __all__ = ["INPUT_NAMES", "PARAM_NAMES", "TARGETS", "Target", "caption_file", "p
 # every input and param name a target may use (heuresis.preflight.plan maps each to paths and values)
 INPUT_NAMES = ("headroom_scores", "headroom_selection", "episode_scores", "verification_records", "leakage",
                "saturation", "repair_features", "table2", "published_table2", "game_references", "game_plays",
-               "game_judgements")
+               "game_judgements", "published_table13", "published_games")
 PARAM_NAMES = ("family_specs", "families", "bootstrap", "foundation_models", "test_seed", "secrets", "agents",
-               "disclosure", "table1", "verification", "leakage", "saturation", "repairs", "judges", "game_bootstrap")
+               "disclosure", "table1", "verification", "leakage", "saturation", "repairs", "judges", "game_bootstrap",
+               "leaderboard")
 
 
 @dataclass(frozen=True)
@@ -92,8 +93,8 @@ def _analysis(name: str, kind: str, *inputs: str, params: tuple[str, ...] = ("fa
 _GAMES_INPUTS = ("game_references", "game_plays", "game_judgements")
 
 
-def _games(name: str, kind: str, caption: str = "") -> Target:
-    return Target(name, kind, "games", "games_target", _GAMES_INPUTS, ("judges", "game_bootstrap", "secrets"),
+def _games(name: str, kind: str, caption: str = "", extra: tuple[str, ...] = ()) -> Target:
+    return Target(name, kind, "games", "games_target", (*_GAMES_INPUTS, *extra), ("judges", "game_bootstrap", "secrets"),
                   category="Games", caption=caption, group="games_targets")
 
 
@@ -116,8 +117,12 @@ TARGETS: dict[str, Target] = {t.name: t for t in [
     *(_analysis(t, "table") for t in ("table4", "table6", "table7", "table8", "table9", "table10", "table13")),
     _analysis("table12", "table", params=("families", "agents", "secrets", "disclosure")),
     _analysis("figure6", "figure", "headroom_scores"),
+    *(Target(name, kind, "analysis", "leaderboard_target", ("episode_scores", "headroom_scores", "published_table13"),
+             ("families", "bootstrap", "agents", "secrets", "leaderboard"), group="analysis")
+      for name, kind in (("leaderboard", "table"), ("leaderboard_cost", "figure"), ("leaderboard_spend", "figure"))),
     *(_analysis(f, "figure") for f in ("figure7a", "figure7b", "figure9")),
-    *(_games(t, "table") for t in ("games_optima", "games_expectations", "games_leaderboard", "games_judges",
+    _games("games_leaderboard", "table", extra=("published_games",)),
+    *(_games(t, "table") for t in ("games_optima", "games_expectations", "games_judges",
                                    "games_criteria", "games_failure_modes", "games_trap_fall", "games_bias_control",
                                    "games_ablations", "games_protocols")),
     *(_games(f, "figure") for f in ("games_survival_rubric", "games_paths", "games_criteria_tiers",

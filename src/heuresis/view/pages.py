@@ -40,7 +40,7 @@ __all__ = ["INDEX_COLUMNS", "NotFound", "Page", "Site", "edge_table", "html_page
 FACTORS = ["toolbox", "guided", "prompt_level", "target", "budget", "last_turn", "repeat"]
 #: The index's columns: (key, heading, kind); kind ``cat`` filters by value, ``num`` by range.
 INDEX_COLUMNS = [
-    ("agent", "agent", "cat"), *((f, f.replace("_", " "), "cat") for f in FACTORS),
+    ("agent", "agent", "cat"), ("condition_id", "condition", "cat"), *((f, f.replace("_", " "), "cat") for f in FACTORS),
     ("family", "family", "cat"), ("split", "split", "cat"), ("instance", "instance", "num"),
     ("status", "status", "cat"), ("termination", "termination", "cat"), ("f1", "F1", "num"),
     ("gain_pc", "F1 − PC-KCI", "num"), ("delta_r", "F1 − BCA_f", "num"), ("turns", "turns", "num"),
@@ -457,6 +457,34 @@ class Site:
                             for k, lab, kind, d in cols],
                 "rows": [[_json_value(s[k]) for k, *_ in cols] for s in self.summary()]}
 
+    def leaderboard_data(self) -> dict | None:
+        """The run's leaderboard over all families (``tables/leaderboard.parquet``) as the front page's table.
+
+        Each row links to the episodes table filtered to that agent and condition; None without a board.
+        """
+        path = self.run.results / "tables" / "leaderboard.parquet"
+        if not path.is_file():
+            return None
+        import pyarrow.parquet as pq
+
+        board = pq.read_table(path).to_pandas()
+        board = board[(board["block"] == "this run") & (board["family"] == "all")] if "block" in board else board.iloc[:0]
+        cols = [("rank", "rank", "num", 0), ("agent", "agent", "cat", None), ("condition", "condition", "cat", None),
+                ("condition_id", "condition ID", "cat", None), ("f1", "F1", "num", 3), ("delta_r", "Δ^r", "num", 3),
+                ("delta_r_lo", "Δ^r low", "num", 3), ("delta_r_hi", "Δ^r high", "num", 3),
+                ("headroom_share", "headroom captured", "num", 2), ("n", "episodes", "num", 0),
+                ("n_failed", "failed", "num", 0), ("usd_per_episode", "$ / episode", "num", 4),
+                ("integrity_per_episode", "integrity events / episode", "num", 2),
+                ("tied_with", "tied with", "cat", None)]
+        rows = []
+        for r in board.to_dict("records"):
+            r = {**r, "tied_with": ", ".join(loads(r.get("tied_with"), []) or []) or "—"}
+            link = (f"index.html#agent={quote(str(r['agent']), safe='')}"
+                    f"&condition_id={quote(str(r['condition_id']), safe='')}")
+            rows.append([*(_json_value(r.get(k)) for k, *_ in cols), link])
+        return {"columns": [{"key": k, "label": lab, "kind": kind, **({"digits": d} if d is not None else {})}
+                            for k, lab, kind, d in cols], "rows": rows, "link": True}
+
     def trap_fall(self, play: Mapping) -> bool | None:
         """Whether a play's submitted design follows its scenario's trap pattern (None: nothing submitted, no references)."""
         from heuresis.causal.games.scenario import follows_pattern
@@ -519,6 +547,8 @@ class Site:
                  for pid, p in sorted(self.run.plays.items())]
         summary = self.summary_data()
         psum = self.plays_summary_data()
+        board = self.leaderboard_data()
+        figure = "figures/leaderboard_cost.png"
         return self.render("index.html", 0, blob=_script_json(self.index_data()), n=len(self.run.episodes),
                             summary=_script_json(summary), n_summary=len(summary["rows"]), plays=plays,
                             compare=[{"name": f"{k[0]}/{k[1]}/{k[2]:04d}", "url": self.compare_path(k), "n": len(v),
@@ -526,6 +556,9 @@ class Site:
                                      for k, v in self.instances().items()],
                             plays_blob=_script_json(self.plays_data()), plays_summary=_script_json(psum),
                             n_plays_summary=len(psum["rows"]),
+                            board=_script_json(board) if board is not None else None,
+                            n_board=len(board["rows"]) if board is not None else 0,
+                            board_figure=f"files/{url_name(figure)}" if figure in self.run.run_files else None,
                             files=[{"name": f, "url": f"files/{url_name(f)}"} for f in self.run.run_files],
                             problems=self.run.problems, results=str(self.run.results), header=self.header(),
                             live=self.live, stamp=self.stamp)
@@ -564,6 +597,7 @@ class Site:
                 graphs, stop, graph_note = working_graphs(start, calls)
                 drawings = turn_drawings(graphs, [t["turn"] for t in turns if stop is None or t["turn"] < stop], truth)
         failures = _failures(row, tr, calls)
+        integrity = _integrity(row, tr, calls)
         prev, next_ = _neighbours(sorted(self.run.episodes), eid)
         key = (row["family"], row["split"], int(row["instance"]))
         same = self.instances().get(key, [])
@@ -575,6 +609,7 @@ class Site:
             budgets=(tr.budgets if tr else None), truth=truth is not None, edges=edges, counts=counts,
             drawing=graph_svg(final.d, names, edges) if edges else None, amap=amap,
             deletions=deletions, turns=turns, requests=tr.requests if tr else [], failures=failures,
+            integrity=integrity,
             scores=self.run.scores.get(eid), file=self.run.artifact(row["_file"]),
             start_graph=tr.start_graph if tr else None, drawings=drawings, graph_note=graph_note,
             compare={"url": self.compare_path(key, same.index(eid) // COMPARE_COLUMNS + 1), "others": others}
@@ -896,6 +931,17 @@ def _failures(row: Mapping, tr, calls: list[dict]) -> list[dict]:
             out.append({"what": f"request {k} (turn {r.get('turn')}), retried attempt",
                         "why": a.get("error", a) if isinstance(a, dict) else a})
     return [{"anchor": None, **f} for f in out]
+
+
+def _integrity(row: Mapping, tr, calls: list[dict]) -> dict:
+    """The episode's integrity events: counts by category, the calls that made them, the proxy's refusals."""
+    counts = loads(row.get("integrity_counts"), {}) or {}
+    marked = [{"what": f"turn {c['turn']}, call {c['index']} ({c['tool']})", "categories": list(c["integrity"]),
+               "anchor": f"call-{c['turn']}-{c['index']}"} for c in calls if c.get("integrity")]
+    record = (tr.agent_record if tr is not None else None) or {}
+    proxy = record.get("proxy") if isinstance(record, Mapping) else None
+    network = [a for a in (proxy or {}).get("attempts", []) if a.get("verdict") != "allowed"]
+    return {"total": int(row.get("integrity_events") or 0), "counts": counts, "calls": marked, "network": network}
 
 
 #: The survival chart's ticks on its y-axis (survival runs from 0 to 1).

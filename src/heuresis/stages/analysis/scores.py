@@ -30,7 +30,7 @@ import pandas as pd
 import pyarrow as pa
 
 from heuresis.artifacts.io import read_table, write_table
-from heuresis.artifacts.schemas import CALLS, EPISODE_SCORES, EPISODES
+from heuresis.artifacts.schemas import CALLS, EPISODE_SCORES, EPISODES, REQUESTS
 from heuresis.causal.graph import Graph, Relation
 from heuresis.causal.metrics import adjacency_scores, score_graph, shd
 from heuresis.harness.parse import parse_edge_list
@@ -44,8 +44,10 @@ __all__ = [
     "drill_down",
     "load_episode_scores",
     "load_episodes",
+    "load_requests",
     "merge_by_k",
     "score_episodes",
+    "spend_curve",
     "unsupported",
     "write_episode_scores",
 ]
@@ -149,8 +151,58 @@ def _tool_counts(calls: pd.DataFrame) -> dict[str, int]:
     return dict(sorted(counts.items()))
 
 
+def spend_curve(ep: Mapping, calls: pd.DataFrame, requests: pd.DataFrame, start: Graph, final: Graph,
+                truth) -> dict[str, list | None]:
+    """How the score grew with spend: per turn 0..T, the working graph's F1 and the tokens and dollars spent so far.
+
+    The working graph after each turn is replayed from the calls (:func:`heuresis.harness.tools.replay_call`,
+    the tools' own edit code); after the last turn it is the scored graph (the submission, if any).
+    Tokens (prompt + completion) and dollars are cumulative over the episode's requests by turn
+    (its calls' tokens when it has no requests table); dollars are null from the first request
+    without a known price.  A call that cannot be replayed ends the curve at the turn before.
+    """
+    from heuresis.harness.tools import replay_call
+
+    last = int(ep.get("turns") or 0)
+    by_turn: dict[int, Graph] = {0: start}
+    g = start
+    for c in calls.sort_values(["turn", "index"]).to_dict("records"):
+        try:
+            after = replay_call(g, c)
+        except (KeyError, TypeError, ValueError):
+            last = min(last, int(c["turn"]) - 1)
+            break
+        g = after if after is not None else g
+        by_turn[int(c["turn"])] = g
+    f1, g = [], start
+    for t in range(last + 1):
+        g = final if t == last else by_turn.get(t, g)
+        f1.append(float(adjacency_scores(truth.dag, g).f1))
+    tok = np.zeros(last + 1)
+    usd: np.ndarray | None = np.zeros(last + 1)
+    rows = requests[requests["turn"] >= 1] if len(requests) else requests
+    if len(rows):
+        for r in rows.to_dict("records"):
+            t = min(int(r["turn"]), last)
+            tok[t:] += float(r.get("tokens_in") or 0) + float(r.get("tokens_out") or 0)
+            if usd is not None:
+                if r.get("cost") is None or pd.isna(r.get("cost")):
+                    usd = None
+                else:
+                    usd[t:] += float(r["cost"])
+    else:
+        for c in calls.to_dict("records"):
+            t = min(int(c["turn"]), last)
+            tok[t:] += float(c.get("tokens_in") or 0) + float(c.get("tokens_out") or 0)
+        cost = ep.get("cost")
+        if cost is None or pd.isna(cost) or cost:   # spent without requests by turn: not placed in time
+            usd = None
+    return {"f1_by_turn": f1, "tokens_by_turn": tok.astype(int).tolist(),
+            "usd_by_turn": None if usd is None else usd.tolist()}
+
+
 def score_episode(ep: Mapping, calls: pd.DataFrame, truth, pc_row: Mapping, heads: Mapping[str, float] | None,
-                  k_max: int) -> dict:
+                  k_max: int, requests: pd.DataFrame | None = None) -> dict:
     """The :data:`EPISODE_SCORES` row of one episode (see module docstring)."""
     d = truth.dag.d
     names = [f"X{k + 1}" for k in range(d)]
@@ -182,8 +234,10 @@ def score_episode(ep: Mapping, calls: pd.DataFrame, truth, pc_row: Mapping, head
         **{k: ep[k] for k in ("episode_id", "agent", "agent_kind", "model", "provider", "toolbox", "guided",
                               "prompt_level", "target", "budget", "last_turn", "repeat", "condition_id", "family",
                               "split", "instance", "code_isolation", "status", "finished", "termination",
-                              "tokens_out", "cost")},
+                              "tokens_out", "cost", "turns", "tokens_in")},
         "empty_length_replies": int(ep.get("empty_length_replies") or 0),
+        "integrity_events": int(ep.get("integrity_events") or 0),
+        "integrity_counts": ep.get("integrity_counts") or "{}",
         "wall_reached": bool(ep["exhausted"]),
         "rescued": bool(ep["exhausted"]) and termination in ("submitted_last_turn", "submitted_retry"),
         "unsubmitted": termination in ("unsubmitted", "context_overflow"),
@@ -200,6 +254,8 @@ def score_episode(ep: Mapping, calls: pd.DataFrame, truth, pc_row: Mapping, head
         "recovered_unsupported": unsupported(dd.recovered_pairs, [g for _, g in outputs]),
         "algorithms": ran, "n_algorithms": len(ran), "tool_counts": json.dumps(_tool_counts(calls)),
         "merge_f1": merge_by_k(truth.dag, pc_graph, others, k_max),
+        **spend_curve(ep, calls, requests if requests is not None else pd.DataFrame(columns=["turn"]),
+                      pc_graph.copy() if ep["guided"] else Graph.complete(d), graph, truth),
     }
 
 
@@ -212,8 +268,15 @@ def load_episodes(paths: Sequence) -> tuple[pd.DataFrame, pd.DataFrame]:
             pd.concat(calls, ignore_index=True) if calls else empty_c)
 
 
+def load_requests(paths: Sequence) -> pd.DataFrame:
+    """The requests tables beside the given episode shards (written by the same job), as one frame."""
+    frames = [read_table(str(p).replace(".parquet", ".requests.parquet"), REQUESTS).to_pandas() for p in paths]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=REQUESTS.schema.names)
+
+
 def score_episodes(episodes: pd.DataFrame, calls: pd.DataFrame, truths: Mapping[tuple[str, str], Mapping],
-                   pc_refs: pd.DataFrame, headroom: pd.DataFrame, menu: Sequence[str]) -> pd.DataFrame:
+                   pc_refs: pd.DataFrame, headroom: pd.DataFrame, menu: Sequence[str],
+                   requests: pd.DataFrame | None = None) -> pd.DataFrame:
     """Score every episode (one :data:`EPISODE_SCORES` row each).
 
     ``truths`` maps (family, split) to :func:`heuresis.stages.instances.load_truth` output; ``pc_refs``
@@ -225,6 +288,9 @@ def score_episodes(episodes: pd.DataFrame, calls: pd.DataFrame, truths: Mapping[
         heads.setdefault((r.family, int(r.instance)), {})[r.method] = float(r.f1)
     by_episode = {k: g for k, g in calls.groupby("episode_id")} if len(calls) else {}  # noqa: C416 (GroupBy has .keys)
     k_max = max(len([a for a in menu if a != "pc_kci"]), 1)
+    requests = requests if requests is not None else pd.DataFrame(columns=["episode_id", "turn"])
+    asked = {k: g for k, g in requests.groupby("episode_id")} if len(requests) else {}  # noqa: C416
+    no_requests = requests.iloc[:0]
     rows = []
     for ep in episodes.to_dict("records"):
         key = (ep["family"], ep["split"], int(ep["instance"]))
@@ -232,7 +298,8 @@ def score_episodes(episodes: pd.DataFrame, calls: pd.DataFrame, truths: Mapping[
             raise ValueError(f"no pc_kci references row for episode {ep['episode_id']}")
         truth = truths[(ep["family"], ep["split"])][int(ep["instance"])]
         h = heads.get((ep["family"], int(ep["instance"]))) if ep["split"] == "test" else None
-        rows.append(score_episode(ep, by_episode.get(ep["episode_id"], calls.iloc[:0]), truth, refs[key], h, k_max))
+        rows.append(score_episode(ep, by_episode.get(ep["episode_id"], calls.iloc[:0]), truth, refs[key], h, k_max,
+                                  asked.get(ep["episode_id"], no_requests)))
     if not rows:
         return pd.DataFrame({c: pd.Series(dtype=object) for c in EPISODE_SCORES.schema.names})
     return pd.DataFrame(rows)[EPISODE_SCORES.schema.names]

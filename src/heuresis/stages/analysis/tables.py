@@ -36,6 +36,7 @@ import pandas as pd
 from heuresis.artifacts.report import format_interval
 from heuresis.causal.bootstrap import Interval, bootstrap_mean, bootstrap_ratio, paired_bootstrap
 from heuresis.config.settings import Bootstrap
+from heuresis.harness.conditions import condition_label
 
 __all__ = [
     "CONDITION_FIELDS",
@@ -43,6 +44,8 @@ __all__ = [
     "FAILED_COLUMN",
     "GLOBAL",
     "counting_failures",
+    "integrity_summary",
+    "integrity_text",
     "merge_star",
     "mutual_information",
     "paired_with",
@@ -202,8 +205,8 @@ def _base(part: pd.DataFrame, agent: str, cond: str, scope: str) -> dict:
 
 
 def _base_disp(b: Mapping) -> dict:
-    return {"agent": b["agent"], "condition": b["condition_id"], "family": b["family"], "episodes": b["n"],
-            "truncated": _pct(b["truncation_rate"])}
+    return {"agent": b["agent"], "condition": b["condition_id"], "setting": condition_label(b), "family": b["family"],
+            "episodes": b["n"], "truncated": _pct(b["truncation_rate"])}
 
 
 def _no_episodes(what: str, columns: Sequence[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -275,7 +278,7 @@ def _merge_star_scope(part: pd.DataFrame) -> tuple[str, np.ndarray]:
 def table4(scores: pd.DataFrame, families: Sequence[str], boot: Bootstrap, agents: Sequence[str] = ()):
     """Trace attribution: agent F1, merge* (k per family in hindsight), agent - merge*, Unsupp."""
     scores = test_episodes(scores)
-    cols = ["agent", "condition", "family", "episodes", "truncated", "F1", "k", "merge*", "agent − merge*",
+    cols = ["agent", "condition", "setting", "family", "episodes", "truncated", "F1", "k", "merge*", "agent − merge*",
             "agent − merge* (finished)", "Unsupp"]
     if scores.empty:
         return _no_episodes("episodes", cols)
@@ -306,7 +309,7 @@ def table4(scores: pd.DataFrame, families: Sequence[str], boot: Bootstrap, agent
 def table6(scores: pd.DataFrame, families: Sequence[str], boot: Bootstrap, agents: Sequence[str] = ()):
     """Agent F1, paired Δ^s (vs BCA_g) and Δ^r (vs BCA_f) per family and over all; all vs finished."""
     scores = test_episodes(scores)
-    cols = ["agent", "condition", "family", "episodes", "truncated", "F1", "Δ^s", "Δ^r", "F1 (finished)",
+    cols = ["agent", "condition", "setting", "family", "episodes", "truncated", "F1", "Δ^s", "Δ^r", "F1 (finished)",
             "Δ^r (finished)"]
     if scores.empty:
         return _no_episodes("test episodes", cols)
@@ -349,7 +352,7 @@ def mutual_information(part: pd.DataFrame) -> float:
 def table7(scores: pd.DataFrame, families: Sequence[str], boot: Bootstrap, agents: Sequence[str] = ()):
     """Gain over the agent's in-episode PC-KCI output (F1, nSHD reduction) and behaviour."""
     scores = test_episodes(scores)
-    cols = ["agent", "condition", "family", "episodes", "truncated", "with PC-KCI output", "F1 − PC-KCI(episode)",
+    cols = ["agent", "condition", "setting", "family", "episodes", "truncated", "with PC-KCI output", "F1 − PC-KCI(episode)",
             "F1 − PC-KCI(episode), finished", "nSHD reduction", "shortcut rate", "distinct algorithms",
             "MI(family; tool) [bits]"]
     if scores.empty:
@@ -386,7 +389,7 @@ def table8(scores: pd.DataFrame, families: Sequence[str], boot: Bootstrap, agent
     """Guided condition: repair precision and recall, gain over PC-KCI, guided − unguided, full − minimal."""
     scores = test_episodes(scores)
     guided = scores[scores["guided"].astype(bool)]
-    cols = ["agent", "condition", "family", "episodes", "truncated", "repair precision", "repair recall",
+    cols = ["agent", "condition", "setting", "family", "episodes", "truncated", "repair precision", "repair recall",
             "F1 − PC-KCI", "F1 − PC-KCI (finished)", "guided − unguided", "full − minimal"]
     if guided.empty:
         return _no_episodes("guided episodes", cols)
@@ -531,6 +534,27 @@ def table13(scores: pd.DataFrame, families: Sequence[str], boot: Bootstrap, agen
 
 
 # --- Table 12: harness disclosure --------------------------------------------------------------
+def integrity_summary(eps: pd.DataFrame) -> tuple[int, dict[str, int]]:
+    """Integrity events of some episodes: the total and the count per category (heuresis.harness.integrity)."""
+    from heuresis.harness.integrity import CATEGORIES
+
+    per: dict[str, int] = {}
+    for counts in (eps["integrity_counts"] if "integrity_counts" in eps else ()):
+        for k, v in json.loads(counts or "{}").items():
+            per[k] = per.get(k, 0) + int(v)
+    per = {k: per[k] for k in (*CATEGORIES, *sorted(set(per) - set(CATEGORIES))) if per.get(k)}
+    return sum(per.values()), per
+
+
+def integrity_text(events: int, n: int, per: Mapping[str, int]) -> str:
+    """``0``, or ``1.50 / episode (probe 2, refused_tool 1)``."""
+    if not n:
+        return "—"
+    if not events:
+        return "0"
+    return f"{events / n:.2f} / episode ({', '.join(f'{k} {v}' for k, v in per.items())})"
+
+
 _SECRET = ("key", "secret", "token", "password")
 
 
@@ -575,7 +599,9 @@ def table12(scores: pd.DataFrame, cells: Sequence[Mapping], agent_specs: Mapping
     last-turn setting, and the code tool's isolation over its episodes (``code_isolation``:
     value (episodes), ...), the replies cut at the output cap with neither text nor a tool call
     (``empty_length_replies``: a reasoning model that spent the turn's whole cap thinking) and the
-    episodes' cost (``cost_usd``; null when some price is unknown).
+    episodes' cost (``cost_usd``; null when some price is unknown), and the agent's integrity events
+    (``integrity_events``, per episode and per category: refused or suspicious actions,
+    :mod:`heuresis.harness.integrity`) over the episodes that are results.
 
     ``cells`` are the configured conditions (``agent``, ``condition_id``, condition fields,
     ``families``, ``split``, optionally ``instances`` per family, shown after each family); offline
@@ -609,6 +635,7 @@ def table12(scores: pd.DataFrame, cells: Sequence[Mapping], agent_specs: Mapping
         iso = ", ".join(f"{k} ({v})" for k, v in eps["code_isolation"].value_counts().sort_index().items()) \
             if len(eps) and "code_isolation" in eps else "—"
         impl = _implementation(c["agent"], spec) if "kind" in spec else "—"
+        events, per_category = integrity_summary(eps)
         row = dict(agent=c["agent"], kind=kind, implementation=impl, model=model or "—", provider=provider or "—",
                    settings=_settings(spec),
                    condition_id=c["condition_id"], toolbox=c["toolbox"], guided=bool(c["guided"]),
@@ -616,7 +643,9 @@ def table12(scores: pd.DataFrame, cells: Sequence[Mapping], agent_specs: Mapping
                    budget_limits=json.dumps(dict(bud), sort_keys=True), last_turn=c["last_turn"],
                    repeat=int(c["repeat"]), families=fams, split=c["split"], episodes=len(eps),
                    finished=n_fin, n_failed=len(failed), code_isolation=iso, empty_length_replies=empty,
-                   cost_usd=cost, note=note)
+                   cost_usd=cost, integrity_events=events,
+                   integrity_per_episode=events / len(eps) if len(eps) else NA,
+                   integrity_counts=json.dumps(per_category), note=note)
         rows.append(row)
         disp.append({"agent": c["agent"], "kind": kind, "implementation": impl, "model": row["model"],
                      "provider": row["provider"],
@@ -625,7 +654,7 @@ def table12(scores: pd.DataFrame, cells: Sequence[Mapping], agent_specs: Mapping
                      "budget": f"{c['budget']}: {_limits(bud)}" if bud else c["budget"], "last turn": c["last_turn"],
                      "repeat": c["repeat"], "families": row["families"], "code tool isolation": iso,
                      "episodes": f"{len(eps)} ({n_fin} finished)" if len(eps) else "no episodes yet",
-                     "replies cut empty": empty,
+                     "replies cut empty": empty, "integrity events": integrity_text(events, len(eps), per_category),
                      "cost": "—" if cost is None else f"${cost:,.2f}",
                      FAILED_COLUMN: len(failed)})
     if not any(r["n_failed"] for r in rows):

@@ -251,27 +251,40 @@ def expectations_table(refs: Mapping[str, Mapping]) -> tuple[pd.DataFrame, pd.Da
 
 #: The leaderboard's two views of an unsubmitted play: this track's (scored 0) and CausalGame's (unscored, N/A).
 LEADERBOARD_VIEWS = ("all plays", "submitted only")
+NA = float("nan")
 
 
 def leaderboard_table(plays: pd.DataFrame, judgements: pd.DataFrame | None, judges: Sequence[str],
-                      boot: Bootstrap) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Per player (agent x mode) over every scenario: survival, win rate and the causal-reasoning score.
+                      boot: Bootstrap, published: Mapping | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per player (agent x mode) over every scenario: survival, win rate, the causal-reasoning score, cost; ranks with ties.
 
     Two views per player: ``all plays`` (an unsubmitted play scores survival 0, not won: this
     track's rule) and ``submitted only`` (an unsubmitted play is left out, as CausalGame records
     it N/A). A failed play (an API or harness error) is counted and scored in neither. Intervals
     are bootstrap intervals over plays; CR (CR1-CR3) and the rubric total are means over the panel
-    that judged each play. Rows are ranked by survival in the ``all plays`` view.
+    that judged each play; tokens and dollars are per play (recorded; unknown when a price is).
+    Ranks: in the ``all plays`` view, two players are compared on the plays they share (scenario and
+    repeat: the same seed for every agent) by a paired sign-flip permutation test of the survival
+    difference, Holm-corrected over the pairs at 0.05 (:func:`heuresis.causal.ties.significance_ranks`);
+    a player's rank is one plus the players significantly better, so players no test separates share
+    it.  ``published`` (CausalGame's leaderboard) adds its rows in a block of their own, not ranked:
+    they are CausalGame's scenarios and trials, not this run's plays.
     """
+    from heuresis.causal.ties import significance_ranks
+
     kw = boot.kwargs()
     rub = rubric_per_play(judgements).set_index("play_id") if judges and judgements is not None else None
     rows = []
+    paired: dict[str, pd.Series] = {}
     for (agent, mode), df in plays.groupby(["agent", "mode"], sort=True):
         failed = int((df.status == "failed").sum())
         ok = df[df.status != "failed"]
+        unit = ok["repeat"] if "repeat" in ok else ok.groupby("scenario").cumcount()   # the same seed for every agent
+        paired[f"{agent} | {mode}"] = pd.Series(ok["survival"].to_numpy(float),
+                                                index=pd.MultiIndex.from_arrays([ok["scenario"], unit]))
         for view in LEADERBOARD_VIEWS:
             d = ok if view == LEADERBOARD_VIEWS[0] else ok[ok.submitted.astype(bool)]
-            row = {"agent": agent, "mode": mode, "view": view, "plays": len(d), "failed": failed,
+            row = {"block": "this run", "agent": agent, "mode": mode, "view": view, "plays": len(d), "failed": failed,
                    "unsubmitted": int((~ok.submitted.astype(bool)).sum()), "scenarios": int(d.scenario.nunique())}
             for col, vals in (("survival", d.survival), ("win_rate", d.won.astype(float))):
                 iv = bootstrap_mean(vals.to_numpy(float), **kw)
@@ -281,28 +294,76 @@ def leaderboard_table(plays: pd.DataFrame, judgements: pd.DataFrame | None, judg
                      else np.array([]))
                 iv = bootstrap_mean(r, **kw)
                 row.update({col: iv.estimate, f"{col}_lo": iv.lo, f"{col}_hi": iv.hi, f"{col}_plays": len(r)})
+            cost = d["cost"].to_numpy(float) if "cost" in d else np.array([])
+            priced = len(cost) > 0 and not np.isnan(cost).any()
+            tokens = sum((d[c].fillna(0).to_numpy(float) for c in ("tokens_in", "tokens_out") if c in d),
+                         np.zeros(len(d)))
+            row.update({"tokens_per_play": float(tokens.mean()) if len(tokens) and tokens.any() else NA,
+                        "usd_per_play": float(cost.mean()) if priced else NA,
+                        "usd_total": float(cost.sum()) if priced else NA})
             rows.append(row)
     num = pd.DataFrame(rows)
     if num.empty:
         return num, pd.DataFrame({"Rank": [], "Agent": []})
-    order = num[num.view == LEADERBOARD_VIEWS[0]].sort_values("survival", ascending=False)
-    rank = {(a, m): k + 1 for k, (a, m) in enumerate(zip(order.agent, order["mode"]))}
-    num["rank"] = [rank[(a, m)] for a, m in zip(num.agent, num["mode"])]
-    num = num.sort_values(["rank", "view"]).reset_index(drop=True)
+    rank, tied, _ = significance_ranks(paired, 0.05, 10000, int(boot.seed))
+    keys = [f"{a} | {m}" for a, m in zip(num.agent, num["mode"])]
+    num["rank"] = [rank[k] for k in keys]
+    num["tied_with"] = [json.dumps(sorted(tied[k])) for k in keys]
+    num = _by_rank_then_survival(num)
 
-    def cells(col, digits=3):
+    def cells(frame, col, digits=3):
         return [format_interval(m, lo, hi, digits=digits) if not pd.isna(m) else "—"
-                for m, lo, hi in zip(num[col], num[f"{col}_lo"], num[f"{col}_hi"])]
+                for m, lo, hi in zip(frame[col], frame[f"{col}_lo"], frame[f"{col}_hi"])]
+
+    def money(v):
+        return "unknown" if pd.isna(v) else f"${v:,.4f}"
 
     disp = pd.DataFrame({
-        "Rank": num["rank"], "Agent": num.agent, "Mode": num["mode"], "View": num.view,
+        "Rank": num["rank"].astype(str), "Agent": num.agent, "Mode": num["mode"], "View": num.view,
         "Plays": [f"{p} ({u} unsubmitted, {f} failed)" if v == LEADERBOARD_VIEWS[0] else str(p)
                   for p, u, f, v in zip(num.plays, num.unsubmitted, num.failed, num.view)],
-        "Survival": cells("survival"), "Win rate": cells("win_rate", 2),
-        f"CR (0-{SCORES['cr']:g})": cells("cr", 1) if judges else [NO_JUDGE] * len(num),
-        f"Rubric (0-{RUBRIC_MAX})": cells("total", 1) if judges else [NO_JUDGE] * len(num),
+        "Survival": cells(num, "survival"), "Win rate": cells(num, "win_rate", 2),
+        f"CR (0-{SCORES['cr']:g})": cells(num, "cr", 1) if judges else [NO_JUDGE] * len(num),
+        f"Rubric (0-{RUBRIC_MAX})": cells(num, "total", 1) if judges else [NO_JUDGE] * len(num),
+        "Tokens / play": ["—" if pd.isna(t) else f"{t:,.0f}" for t in num.tokens_per_play],
+        "$ / play": [money(v) for v in num.usd_per_play],
+        "Tied with": [", ".join(json.loads(t)) or "—" for t in num.tied_with],
     })
+    if published:
+        pub = published_leaderboard_rows(published)
+        num = pd.concat([num, pub], ignore_index=True)
+        disp = pd.concat([disp, pd.DataFrame({
+            "Rank": "—", "Agent": pub.agent, "Mode": pub["mode"], "View": pub.view, "Plays": pub.plays_text,
+            "Survival": [format_interval(m, lo, hi) if not pd.isna(lo) else
+                         (f"{m:.3f}" if not pd.isna(m) else t) for m, lo, hi, t in
+                         zip(pub.survival, pub.survival_lo, pub.survival_hi, pub.plays_text)],
+            "Win rate": "—", f"CR (0-{SCORES['cr']:g})": "—", f"Rubric (0-{RUBRIC_MAX})": "—", "Tokens / play": "—",
+            "$ / play": "—", "Tied with": ""})], ignore_index=True)
     return num, disp
+
+
+def _by_rank_then_survival(num: pd.DataFrame) -> pd.DataFrame:
+    """Players by rank, then by survival in the ``all plays`` view; each player's two views together."""
+    first = num[num.view == LEADERBOARD_VIEWS[0]].sort_values(["rank", "survival"], ascending=[True, False])
+    order = {(a, m): k for k, (a, m) in enumerate(zip(first.agent, first["mode"]))}
+    key = [order[(a, m)] * 2 + (v != LEADERBOARD_VIEWS[0]) for a, m, v in zip(num.agent, num["mode"], num.view)]
+    return num.assign(_k=key).sort_values("_k").drop(columns="_k").reset_index(drop=True)
+
+
+def published_leaderboard_rows(published: Mapping) -> pd.DataFrame:
+    """CausalGame's published rows as leaderboard rows (block ``published``, never ranked)."""
+    rows = []
+    for r in published["rows"]:
+        baseline = r["kind"] == "baseline"
+        text = (f"{r['trials']} trials per scenario" if r.get("trials") else
+                f"published as a range {r['range_lo']:.2f}-{r['range_hi']:.2f}" if r.get("range_lo") is not None else
+                "published as an average only")
+        rows.append({"block": "published", "agent": r["model"], "mode": "baseline" if baseline else r.get("mode", ""),
+                     "view": "published (CausalGame)", "survival": NA if r.get("survival") is None else float(r["survival"]),
+                     "survival_lo": NA if r.get("lo") is None else float(r["lo"]),
+                     "survival_hi": NA if r.get("hi") is None else float(r["hi"]), "plays_text": text,
+                     "source": published["source"]})
+    return pd.DataFrame(rows)
 
 
 def _head(k: str, top: float) -> str:
@@ -853,7 +914,7 @@ class GamesResult:
 
 def compute_target(target: str, *, references: Sequence, plays: Sequence, judgements: Sequence,
                    judges: Sequence[str], bootstrap: Bootstrap | Mapping,
-                   secrets: Mapping | None = None) -> GamesResult:
+                   secrets: Mapping | None = None, published: Mapping | None = None) -> GamesResult:
     """Compute one games table or figure from the games artifacts (written by :func:`heuresis.targets.build.build`).
 
     The note after its caption holds the run's facts: the family, the interval level and
@@ -882,9 +943,11 @@ def compute_target(target: str, *, references: Sequence, plays: Sequence, judgem
         num, disp = expectations_table(refs)
         return table(num, disp, "", f"{len(num)} strategies, {int(num.inside.sum()) if len(num) else 0} inside")
     if target == "games_leaderboard":
-        num, disp = leaderboard_table(p, j, judges, bootstrap)
-        extra = facts + ("" if judges else f" CR and rubric: {NO_JUDGE} (games.judges is empty).")
-        return table(num, disp, extra, f"{len(num) // 2} players")
+        num, disp = leaderboard_table(p, j, judges, bootstrap, published)
+        extra = facts + ("" if judges else f" CR and rubric: {NO_JUDGE} (games.judges is empty).") + (
+            f" Published rows: {published['source']}; {published['setting']} Not ranked with this run's plays."
+            if published else "")
+        return table(num, disp, extra, f"{int((num.block == 'this run').sum()) // 2 if len(num) else 0} players")
     if target == "games_judges":
         num, disp = judges_table(j, judges)
         return table(num, disp, no_judge, f"{len(judges)} judges, {len(j)} judgements" if judges else NO_JUDGE)

@@ -186,8 +186,8 @@
 
     // one page of rows, built as one string (escaped) and parsed once: far cheaper than a node per cell
     function esc(s) { return s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;"); }
-    // a value may wrap after "_" and "/" (submitted_last_turn, a play id), so a narrow window squeezes it, not the numbers
-    function cell(v, c) { var t = esc(fmt(v, c)); return c.kind === "cat" ? t.replace(/[_\/]/g, "$&<wbr>") : t; }
+    // a value may wrap after "_", "/" and "-" (submitted_last_turn, a play id, a condition id), so a narrow window squeezes it, not the numbers
+    function cell(v, c) { var t = esc(fmt(v, c)); return c.kind === "cat" ? t.replace(/[_\/-]/g, "$&<wbr>") : t; }
     function draw() {
       var html = [], end = Math.min(shown.length, (page + 1) * size);
       for (var n = page * size; n < end; n++) {
@@ -262,16 +262,18 @@
 
   function blob(id) { var e = document.getElementById(id); return e ? JSON.parse(e.textContent) : null; }
   var host = document.getElementById("episodes-table");
-  var more = [["summary-table", "summary-data", "summary-count", "summary", 50, "s.", "agent × condition"],
-              ["plays-table", "plays-data", "play-count", "plays", 200, "p.", "play"],
+  var more = [["leaderboard-table", "leaderboard-data", "leaderboard-count", "leaderboard", 50, "lb.", "result",
+               "episodes"],
+              ["summary-table", "summary-data", "summary-count", "summary", 50, "s.", "agent × condition", "play"],
+              ["plays-table", "plays-data", "play-count", "plays", 200, "p.", "play", "play"],
               ["plays-summary-table", "plays-summary-data", "plays-summary-count", "plays-summary", 50, "ps.",
-               "agent × scenario"]];
+               "agent × scenario", "play"]];
   function renderMore() {
     more.forEach(function (m) {
       var where = document.getElementById(m[0]), data = blob(m[1]);
       if (where && data) table(data, where, document.getElementById(m[2]),
                                { id: m[3], page: m[4], rowClass: m[3] === "plays" ? "play" : m[3], prefix: m[5],
-                                 linkLabel: "play", noun: m[6], collapse: m[3] === "plays" });
+                                 linkLabel: m[7], noun: m[6], collapse: m[3] === "plays" });
     });
   }
   function renderAll() {
