@@ -471,7 +471,8 @@ from mcp import Client
 
 async def main():
     async with Client(os.environ["HEURESIS_MCP_URL"], cache=None) as client:
-        await client.call_tool("view_graph", {"has_key": os.environ.get("HEURESIS_TEST_KEY") == sys.argv[1][::-1]})
+        await client.call_tool("view_graph", {"has_key": os.environ.get("HEURESIS_TEST_KEY") == sys.argv[1][::-1],
+                                              "url": os.environ["HEURESIS_MCP_URL"]})
         time.sleep(3)        # the scanner's time
         await client.call_tool("submit", {})
 
@@ -512,7 +513,9 @@ def test_another_uid_reads_no_key_and_no_token_in_proc(network, split, tmp_path,
     found = json.loads(out)
     assert got["row"]["termination"] == "submitted", got["row"]["error"]
     assert json.loads(got["calls"][0]["arguments"])["has_key"] is True      # the command got its key
-    token = re.search(r"MCP at http://[^/]+/([^/]+)/mcp", got["requests"][0]["notes"]).group(1)
+    token = re.search(r"http://[^/]+/([^/]+)/mcp", json.loads(got["calls"][0]["arguments"])["url"]).group(1)
+    # the token is in no record either (the requests table is public): its path is redacted there
+    assert token not in got["requests"][0]["notes"] and "MCP at http://" in got["requests"][0]["notes"]
     assert found["uid"] == 65534 and found["scans"] > 3 and found["agent_seen"], found
     # the controls were found: the scanner reads argv everywhere and an environ it may read
     assert {(part, k) for _, part, k in found["hits"] if k == 2} == {("cmdline", 2), ("environ", 2)}, found

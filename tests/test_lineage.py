@@ -106,3 +106,29 @@ def test_artifact_without_provenance_is_an_error(tmp_path, capsys):
     assert "carries no 'heuresis.provenance' metadata" in capsys.readouterr().err
     with pytest.raises(Exception, match="does not exist"):
         read_provenance(tmp_path / "fig.png")
+
+
+def test_one_row_shows_only_its_inputs_and_shared_facts_print_once(chain, capsys):
+    """A table whose inputs are two families' shards: --row family=lg keeps lg's and leaves anm's out; the
+    packages every record shares are printed once; a rule's script is named as shipped."""
+    import pandas as pd
+
+    from heuresis.artifacts.provenance import stable_command
+    from heuresis.artifacts.report import write_paper_table
+
+    other = Path("results/references/pc_fisherz/anm/dev/shard-000.parquet")
+    other.parent.mkdir(parents=True)
+    other.write_bytes(Path("results/references/pc_fisherz/lg/dev/shard-000.parquet").read_bytes())
+    numbers = pd.DataFrame([{"family": "lg", "method": "pc_fisherz", "f1": 0.5},
+                            {"family": "anm", "method": "pc_fisherz", "f1": 0.6}])
+    prov = provenance_record(stage="targets", config={"demo": 1}, inputs=[
+        "results/references/pc_fisherz/lg/dev/shard-000.parquet", other])
+    write_paper_table(numbers, numbers.astype(str), Path("results/tables/demo"), caption="demo", provenance=prov)
+    assert main(["provenance", "results/tables/demo.md", "--row", "family=lg,method=pc_fisherz"]) == 0
+    out = capsys.readouterr().out
+    assert "  f1: 0.5" in out and "anm/dev" not in out and "(1 of 2 left out: they bear on other rows)" in out
+    assert out.count("packages:") == 1 and "(every artifact below)" in out
+    assert main(["provenance", "results/tables/demo.md", "--row", "family=wld"]) == 2
+    assert "0 rows of results/tables/demo.parquet match" in capsys.readouterr().err
+    assert stable_command(["/w/.snakemake/scripts/tmpab12cd.episodes.py", "x"]) == \
+        "snakemake script workflow/scripts/episodes.py x"

@@ -330,12 +330,44 @@ def cmd_provenance(args: argparse.Namespace) -> int:
     """Print an artifact's lineage back to config and seeds; exit 1 when it is stale."""
     from heuresis.artifacts.lineage import format_lineage, lineage, to_dict
 
+    row = _row_filter(args.row) if args.row else {}
+    if row:
+        print(_table_row(args.path, row))
     node = lineage(args.path, root=args.root, max_depth=args.depth)
     if args.json:
         print(json.dumps(to_dict(node), indent=2, sort_keys=True, default=str))
     else:
-        print(format_lineage(node, show_config=args.show_config))
+        print(format_lineage(node, show_config=args.show_config, row=row))
     return 1 if node.stale else 0
+
+
+def _row_filter(text: str) -> dict[str, str]:
+    """``family=wild,method=pc_kci`` as a mapping; a part without ``=`` is refused, named."""
+    out = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        key, eq, value = part.partition("=")
+        if not eq or not key or not value:
+            raise ValueError(f"--row {text!r}: {part!r} is not COLUMN=VALUE")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def _table_row(path: str, row: dict[str, str]) -> str:
+    """The one row of a table (its Parquet numbers) matching ``row``, as ``column: value`` lines."""
+    import pyarrow.parquet as pq
+
+    table = Path(path).with_suffix(".parquet")
+    if not table.is_file():
+        raise ValueError(f"--row needs a table: no {table} beside {path}")
+    frame = pq.read_table(table).to_pandas()
+    for key, value in row.items():
+        if key not in frame.columns:
+            raise ValueError(f"--row: {table} has no column {key!r}; its columns: {', '.join(frame.columns)}")
+        frame = frame[frame[key].astype(str) == value]
+    if len(frame) != 1:
+        raise ValueError(f"--row {row}: {len(frame)} rows of {table} match; name columns until one does")
+    rec = frame.iloc[0].to_dict()
+    return "row of " + str(table) + ":\n" + "\n".join(f"  {k}: {v}" for k, v in rec.items()) + "\n"
 
 
 def cmd_verify_artifacts(args: argparse.Namespace) -> int:
@@ -773,6 +805,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--depth", type=int, help="follow inputs at most this many levels (default: all)")
     sp.add_argument("--show-config", action="store_true", help="print each record's config slice")
     sp.add_argument("--json", action="store_true", help="the lineage tree as JSON")
+    sp.add_argument("--row", metavar="COL=VALUE,...", help="one row of a table (e.g. family=wild,method=pc_kci): "
+                                                          "print it, and only the inputs that bear on it")
     sp.set_defaults(func=cmd_provenance)
 
     sp = sub.add_parser("verify-artifacts", help="find truncated or corrupt artifacts (and remove them)")

@@ -33,6 +33,7 @@ __all__ = [
     "Lineage",
     "format_lineage",
     "lineage",
+    "narrowed",
     "read_provenance",
     "record_source",
     "to_dict",
@@ -218,10 +219,55 @@ def _fmt_mapping(m: Mapping | None) -> str:
     return ", ".join(f"{k}={json.dumps(v, default=str) if not isinstance(v, str) else v}" for k, v in m.items())
 
 
-def format_lineage(node: Lineage, *, show_config: bool = False) -> str:
-    """Human-readable lineage: one block per artifact, inputs indented under it."""
-    lines: list[str] = []
-    _format(node, lines, "", show_config)
+def _nodes(node: Lineage) -> list[Lineage]:
+    out = [node]
+    for i in node.inputs:
+        if i.lineage is not None and not i.lineage.repeated:
+            out.extend(_nodes(i.lineage))
+    return out
+
+
+def _code_text(rec: Mapping) -> str:
+    code = rec.get("code") or {}
+    dirty = code.get("dirty")
+    return f"{code.get('commit', '-')} ({'dirty' if dirty else 'clean' if dirty is False else 'dirty: unknown'})"
+
+
+def _common(nodes: list[Lineage]) -> dict[str, str]:
+    """The facts every record of the tree shares (code, packages, host, run by): printed once, at the top."""
+    facts = {"code": _code_text, "packages": lambda r: _fmt_mapping(r.get("packages")),
+             "host": lambda r: str(r.get("host", "-")), "run by": lambda r: str(r.get("launched_by") or "-")}
+    recs = [n.record or {} for n in nodes]
+    return {k: vals.pop() for k, f in facts.items() if len(vals := {f(r) for r in recs}) == 1}
+
+
+def narrowed(inputs: list[InputCheck], row: Mapping[str, str]) -> list[InputCheck]:
+    """The inputs that bear on one row.
+
+    For each of the row's values that names a path segment of some input (a family, an algorithm,
+    an agent), only the inputs whose path has it are kept; when no input names a value, all stay.
+    """
+    if not row:
+        return inputs
+    keep = list(inputs)
+    for value in row.values():
+        having = [i for i in keep if value in Path(i.recorded_path).parts]
+        if having:
+            keep = having
+    return keep
+
+
+def format_lineage(node: Lineage, *, show_config: bool = False, row: Mapping[str, str] | None = None) -> str:
+    """Human-readable lineage: the facts every record shares once, then one block per artifact, inputs indented.
+
+    ``row``: column -> value of one table row; each artifact shows only the inputs that bear on it
+    (:func:`narrowed`).
+    """
+    common = _common(_nodes(node))
+    lines = [f"{k + ':':9} {v}  (every artifact below)" for k, v in common.items()]
+    if lines:
+        lines.append("")
+    _format(node, lines, "", show_config, common, dict(row or {}), set())
     stale = node.stale_inputs()
     if stale:
         lines.append("")
@@ -234,40 +280,43 @@ def format_lineage(node: Lineage, *, show_config: bool = False) -> str:
     return "\n".join(lines)
 
 
-def _format(node: Lineage, lines: list[str], pad: str, show_config: bool) -> None:
+def _format(node: Lineage, lines: list[str], pad: str, show_config: bool, common: Mapping[str, str],
+            row: Mapping[str, str], printed: set) -> None:
     rec = node.record or {}
     src = f"  [{node.note}: {node.source}]" if node.note else ""
     lines.append(f"{pad}{node.path}{src}")
-    if node.repeated:
+    key = node.source.resolve()
+    if key in printed:             # expanded above (not merely reached before in a branch left out)
         lines.append(f"{pad}  (lineage shown above)")
         return
-    code = rec.get("code") or {}
-    dirty = code.get("dirty")
-    dirty_s = "dirty" if dirty else ("clean" if dirty is False else "dirty: unknown")
+    printed.add(key)
     lines.append(f"{pad}  stage:    {rec.get('stage', '-')}")
     lines.append(f"{pad}  config:   sha256 {_short(rec.get('config_digest'))}"
                  + (f" over {', '.join(sorted(rec['config']))}" if isinstance(rec.get("config"), Mapping) else ""))
     if show_config and rec.get("config") is not None:
         for cl in json.dumps(rec["config"], indent=2, sort_keys=True, default=str).splitlines():
             lines.append(f"{pad}    {cl}")
-    lines.append(f"{pad}  code:     {code.get('commit', '-')} ({dirty_s})")
-    lines.append(f"{pad}  packages: {_fmt_mapping(rec.get('packages'))}")
+    own = {"code": _code_text(rec), "packages": _fmt_mapping(rec.get("packages")), "host": str(rec.get("host", "-")),
+           "run by": str(rec.get("launched_by") or "-")}
+    for k, v in own.items():
+        if k not in common and v != "-":
+            lines.append(f"{pad}  {k + ':':9} {v}")
     lines.append(f"{pad}  seeds:    {_fmt_mapping(rec.get('seeds'))}")
     lines.append(f"{pad}  command:  {rec.get('command', '-')}")
-    if rec.get("launched_by"):
-        lines.append(f"{pad}  run by:   {rec['launched_by']}")
-    lines.append(f"{pad}  host:     {rec.get('host', '-')}")
     lines.append(f"{pad}  time:     {rec.get('started', '-')} .. {rec.get('finished', '-')}")
     if not node.inputs:
         lines.append(f"{pad}  inputs:   none (a root: config and seeds only)")
         return
-    lines.append(f"{pad}  inputs:")
-    for i in node.inputs:
+    shown = narrowed(node.inputs, row)
+    left = len(node.inputs) - len(shown)
+    lines.append(f"{pad}  inputs:" + (f"   ({left} of {len(node.inputs)} left out: they bear on other rows)"
+                                      if left else ""))
+    for i in shown:
         flag = {"ok": "ok", "changed": "STALE (changed)", "missing": "STALE (missing)"}[i.status]
         now = f" now {_short(i.current_sha256)}" if i.status == "changed" else ""
         lines.append(f"{pad}    {i.recorded_path}  sha256 {_short(i.recorded_sha256)}{now}  {flag}")
         if i.lineage is not None:
-            _format(i.lineage, lines, pad + "      ", show_config)
+            _format(i.lineage, lines, pad + "      ", show_config, common, row, printed)
 
 
 def to_dict(node: Lineage) -> dict:

@@ -13,6 +13,7 @@ import datetime as _dt
 import hashlib
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -23,7 +24,8 @@ from pathlib import Path
 
 from heuresis.config.loading import config_digest
 
-__all__ = ["PROVENANCE_KEY", "code_version", "file_sha256", "package_versions", "provenance_record", "utc_now"]
+__all__ = ["PROVENANCE_KEY", "code_version", "file_sha256", "package_versions", "provenance_record", "stable_command",
+           "utc_now"]
 
 PROVENANCE_KEY = "heuresis.provenance"
 _PACKAGES = ("heuresis", "numpy", "scipy", "pandas", "pyarrow", "scikit-learn", "causal-learn", "lingam",
@@ -68,6 +70,19 @@ def package_versions() -> dict[str, str]:
         except _md.PackageNotFoundError:
             out[name] = "not installed"
     return out
+
+
+def stable_command(argv: list[str]) -> str:
+    """The command line, with Snakemake's temporary copy of a rule's script named as the script shipped.
+
+    Under ``script:`` Snakemake runs ``.snakemake/scripts/tmp<random>.<name>.py``, a file it deletes
+    afterwards; the record names ``workflow/scripts/<name>.py`` instead, which a reader can open.
+    """
+    if argv:
+        m = re.search(r"(?:^|/)\.snakemake/scripts/tmp[^./]+\.(?P<name>[^/]+\.py)$", argv[0])
+        if m:
+            return " ".join([f"snakemake script workflow/scripts/{m.group('name')}", *argv[1:]])
+    return " ".join(argv)
 
 
 def _launcher() -> str | None:
@@ -121,7 +136,7 @@ def provenance_record(*, stage: str, config: Mapping | None, seeds: Mapping | No
         "packages": {**package_versions(), **dict(packages or {})},
         "seeds": dict(seeds or {}),
         "inputs": {str(p): file_sha256(p) for p in inputs},
-        "command": " ".join(sys.argv),
+        "command": stable_command(sys.argv),
         "launched_by": _launcher(),
         "host": socket.gethostname(),
         "started": started or utc_now(),

@@ -39,7 +39,14 @@ from heuresis.agents.external.command import (
     expose_problem,
 )
 from heuresis.agents.external.server import build_server
-from heuresis.agents.external.transport import HTTPTransport, StdioTransport, Transport, endpoint_url, is_loopback
+from heuresis.agents.external.transport import (
+    HTTPTransport,
+    StdioTransport,
+    Transport,
+    endpoint_url,
+    is_loopback,
+    redacted,
+)
 from heuresis.harness.parse import echo
 from heuresis.harness.protocol import Agent, AgentReply, EpisodeEnd, Observation, Usage, register_agent
 
@@ -497,7 +504,7 @@ class ExternalAgent(Agent):
                  f"memory bound rlimit: {self.limits.memory_mb} MB of address space per process, no total")
         self.notes.append(f"external agent: command {json.dumps(self.command)}; isolation {self.isolation_used}; "
                           f"network {net}; {bound}; CPU {self.limits.cpu_seconds} s per process; "
-                          f"environment passed: {', '.join(passed) or 'none'}; MCP at {self.url}")
+                          f"environment passed: {', '.join(passed) or 'none'}; MCP at {redacted(self.url)}")
         preexec = self._bound.preexec if self._bound is not None and self._bound.dirs else None
         if self.isolation_used == "none":
             limits = self.limits

@@ -16,7 +16,7 @@ import threading
 import time
 
 __all__ = ["KEEP_ALIVE_S", "MAX_BODY_BYTES", "MAX_CONNECTIONS", "MAX_HEADER_BYTES", "REQUEST_TIMEOUT_S",
-           "HTTPTransport", "StdioTransport", "Transport", "endpoint_url", "is_loopback"]
+           "HTTPTransport", "StdioTransport", "Transport", "endpoint_url", "is_loopback", "redacted"]
 
 #: What one MCP server lets a client cost the harness (docs/mcp.md, "Limits of the server").
 MAX_CONNECTIONS = 16          # open connections at once; one more is closed as it is accepted
@@ -39,6 +39,14 @@ def is_loopback(host: str) -> bool:
 def endpoint_url(host: str, port: int, path: str) -> str:
     """The URL of an HTTP endpoint (an IPv6 host in brackets)."""
     return f"http://{f'[{host}]' if ':' in host else host}:{port}{path}"
+
+
+def redacted(url: str) -> str:
+    """An endpoint's URL with its unguessable path segment replaced by ``<token>``: what a record may hold."""
+    scheme, _, rest = url.partition("://")
+    host, _, path = rest.partition("/")
+    parts = path.split("/")
+    return f"{scheme}://{host}/" + "/".join("<token>" if k == 0 and len(parts) > 1 else p for k, p in enumerate(parts))
 
 
 class Transport:
