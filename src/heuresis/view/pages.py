@@ -40,7 +40,7 @@ __all__ = ["INDEX_COLUMNS", "NotFound", "Page", "Site", "edge_table", "html_page
 FACTORS = ["toolbox", "guided", "prompt_level", "target", "budget", "last_turn", "repeat"]
 #: The index's columns: (key, heading, kind); kind ``cat`` filters by value, ``num`` by range.
 INDEX_COLUMNS = [
-    ("agent", "agent", "cat"), ("condition_id", "condition", "cat"), *((f, f.replace("_", " "), "cat") for f in FACTORS),
+    ("agent", "agent", "cat"), *((f, f.replace("_", " "), "cat") for f in FACTORS),
     ("family", "family", "cat"), ("split", "split", "cat"), ("instance", "instance", "num"),
     ("status", "status", "cat"), ("termination", "termination", "cat"), ("f1", "F1", "num"),
     ("gain_pc", "F1 − PC-KCI", "num"), ("delta_r", "F1 − BCA_f", "num"), ("turns", "turns", "num"),
@@ -460,7 +460,8 @@ class Site:
     def leaderboard_data(self) -> dict | None:
         """The run's leaderboard over all families (``tables/leaderboard.parquet``) as the front page's table.
 
-        Each row links to the episodes table filtered to that agent and condition; None without a board.
+        Each row links to the episodes table filtered to that agent and condition (the condition's
+        factors, the table's columns); None without a board.
         """
         path = self.run.results / "tables" / "leaderboard.parquet"
         if not path.is_file():
@@ -479,8 +480,8 @@ class Site:
         rows = []
         for r in board.to_dict("records"):
             r = {**r, "tied_with": ", ".join(loads(r.get("tied_with"), []) or []) or "—"}
-            link = (f"index.html#agent={quote(str(r['agent']), safe='')}"
-                    f"&condition_id={quote(str(r['condition_id']), safe='')}")
+            # the episode table's own columns: the agent and each factor of the condition
+            link = "index.html#" + "&".join(f"{k}={quote(_cell_text(r[k]), safe='')}" for k in ("agent", *FACTORS))
             rows.append([*(_json_value(r.get(k)) for k, *_ in cols), link])
         return {"columns": [{"key": k, "label": lab, "kind": kind, **({"digits": d} if d is not None else {})}
                             for k, lab, kind, d in cols], "rows": rows, "link": True}
@@ -817,6 +818,13 @@ def _script_json(data) -> str:
     """JSON for a ``<script type="application/json">`` element: compact, with <, > and & escaped."""
     blob = json.dumps(data, separators=(",", ":"), allow_nan=False)
     return blob.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def _cell_text(v) -> str:
+    """A value as the index's tables show it (``true``, ``0`` for a whole float), for a filter in an address."""
+    if isinstance(v, float) and v.is_integer():
+        v = int(v)
+    return str(_json_value(v)).lower()
 
 
 def _json_value(v):
