@@ -317,8 +317,10 @@ def write_episode_scores(scores: pd.DataFrame, path, meta) -> None:
     meta : Mapping
         Provenance metadata stored in the file.
     """
-    table = pa.Table.from_pylist(scores.to_dict("records"), schema=EPISODE_SCORES.schema) if len(scores) else \
-        EPISODE_SCORES.schema.empty_table()
+    ints = [f.name for f in EPISODE_SCORES.schema if pa.types.is_integer(f.type)]
+    rows = [{**r, **{k: None for k in ints if isinstance(r.get(k), float) and np.isnan(r[k])}}   # unknown, not NaN
+            for r in scores.to_dict("records")]
+    table = pa.Table.from_pylist(rows, schema=EPISODE_SCORES.schema) if rows else EPISODE_SCORES.schema.empty_table()
     write_table(table, path, EPISODE_SCORES, meta)
 
 
