@@ -16,6 +16,7 @@ import pyarrow as pa
 import pytest
 
 from heuresis.artifacts.io import write_table
+from heuresis.artifacts.provenance import PROVENANCE_KEY
 from heuresis.artifacts.schemas import EPISODE_SCORES, HEADROOM_SCORES, INSTANCE_INDEX
 from heuresis.causal.ties import holm, sign_flip_p
 from heuresis.stages.analysis.leaderboard import leaderboard, load_run, merge_runs, pareto_front
@@ -134,7 +135,7 @@ def test_pareto_front():
 
 
 # --- several runs -------------------------------------------------------------------------------
-def _write_run(root, scores: pd.DataFrame, headroom: pd.DataFrame, digests: dict):
+def _write_run(root, scores: pd.DataFrame, headroom: pd.DataFrame, digests: dict, generator: int = 1):
     write_table(pa.Table.from_pylist(scores.to_dict("records"), schema=EPISODE_SCORES.schema),
                 root / "analysis/episode_scores.parquet", EPISODE_SCORES, {})
     write_table(pa.Table.from_pylist(headroom.to_dict("records"), schema=HEADROOM_SCORES.schema),
@@ -144,7 +145,7 @@ def _write_run(root, scores: pd.DataFrame, headroom: pd.DataFrame, digests: dict
                  "n": 10, "d": 3, "data_sha256": digests.get((fam, i), f"sha-{fam}-{i}")}
                 for i in sorted(set(scores[scores.family == fam].instance))]
         write_table(pa.Table.from_pylist(rows, schema=INSTANCE_INDEX.schema), root / f"instances/{fam}/test/index.parquet",
-                    INSTANCE_INDEX, {})
+                    INSTANCE_INDEX, {PROVENANCE_KEY: json.dumps({"config": {"generator": generator}})})
     return root
 
 
@@ -165,6 +166,9 @@ def test_two_folders_make_the_board_of_one_merged_run(tmp_path):
     bad = load_run(_write_run(tmp_path / "r3", second, heads, {("wild", 2): "another"}))
     with pytest.raises(ValueError, match=r"instance wild/test/0002 differs between .*r1 and .*r3"):
         merge_runs([load_run(tmp_path / "r1"), bad])
+    # the same instances from another generator version: refused, naming the versions
+    with pytest.raises(ValueError, match=r"versions differ between the folders: version 1 in .*r1; version 2 in .*r5"):
+        merge_runs([load_run(tmp_path / "r1"), load_run(_write_run(tmp_path / "r5", second, heads, {}, generator=2))])
     # the same episode twice with another score: refused, named
     changed = first.copy()
     changed.loc[changed.index[0], "f1"] = 0.01

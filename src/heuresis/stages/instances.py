@@ -47,6 +47,7 @@ from heuresis.config.loading import (
 )
 
 __all__ = [
+    "GENERATOR_VERSION",
     "Instance",
     "config_errors",
     "generate_instance",
@@ -64,6 +65,13 @@ __all__ = [
     "var_sortability",
     "write_split",
 ]
+
+
+#: The instance generator's version: raised whenever a change of the generator's code changes any instance
+#: drawn from the same config and seed. It is part of every instance spec (the instance rule's params and
+#: its provenance record), so a new version reruns the instance stage and everything downstream, and the
+#: leaderboard refuses to rank results of different versions together.
+GENERATOR_VERSION = 1
 
 
 def stable_key(name: str) -> int:
@@ -330,6 +338,7 @@ def instance_spec(config: Mapping, family: str, split: str | None = None,
     if split == "test" and config["secrets"]["test_seed"] == "sealed":
         seed = {"sealed": test_seed_spec(config, environ)["commitment"]}
     return {
+        "generator": GENERATOR_VERSION,
         "seed": seed,
         "instances": {"d": config["instances"]["d"], "n": config["instances"]["n"]},
         "graph": dict(config["graph"]),

@@ -101,22 +101,40 @@ def load_run(results: str | Path) -> RunData:
     scores = read_table(root / "analysis" / "episode_scores.parquet", EPISODE_SCORES).to_pandas()
     headroom = read_table(root / "headroom" / "test_scores.parquet", HEADROOM_SCORES).to_pandas()
     frames = [read_table(p, INSTANCE_INDEX).to_pandas()[["family", "split", "instance", "data_sha256"]]
-              for p in sorted((root / "instances").glob("*/*/index.parquet"))]
+              .assign(generator=_generator_version(p)) for p in sorted((root / "instances").glob("*/*/index.parquet"))]
     instances = (pd.concat(frames, ignore_index=True) if frames else
-                 pd.DataFrame(columns=["family", "split", "instance", "data_sha256"]))
+                 pd.DataFrame(columns=["family", "split", "instance", "data_sha256", "generator"]))
     return RunData(scores, headroom, instances.assign(folder=str(root)), (str(root),))
+
+
+def _generator_version(index: Path) -> str:
+    """The generator version an instance index records in its provenance (``unrecorded`` before it was)."""
+    import pyarrow.parquet as pq
+
+    from heuresis.artifacts.provenance import PROVENANCE_KEY
+
+    raw = (pq.read_schema(index).metadata or {}).get(PROVENANCE_KEY.encode())
+    config = json.loads(raw).get("config") if raw else None
+    version = config.get("generator") if isinstance(config, Mapping) else None
+    return "unrecorded" if version is None else str(version)
 
 
 def merge_runs(runs: Sequence[RunData]) -> RunData:
     """One board's data from several runs; refuses, naming it, what would compare unlike with unlike.
 
-    Raises ValueError for an instance whose data digest differs between two folders, a headroom
+    Raises ValueError for instance generator versions that differ between folders, an instance
+    whose data digest differs between two folders, a headroom
     score (method, family, instance) that differs, or an agent × condition × instance recorded
     twice with different scores (the same row twice is kept once).
     """
     if not runs:
         raise ValueError("no results folder to build a leaderboard from")
     inst = pd.concat([r.instances for r in runs], ignore_index=True)
+    if "generator" in inst and inst["generator"].nunique() > 1:
+        versions = inst.groupby("generator")["folder"].agg(lambda f: sorted(set(f))).to_dict()
+        raise ValueError("the instance generator's versions differ between the folders: "
+                         + "; ".join(f"version {v} in {', '.join(f)}" for v, f in sorted(versions.items()))
+                         + " (results of different versions are never ranked together)")
     for (fam, split, i), g in inst.groupby(["family", "split", "instance"]):
         if g["data_sha256"].nunique() > 1:
             raise ValueError(f"instance {fam}/{split}/{int(i):04d} differs between {' and '.join(g['folder'])} "
