@@ -14,6 +14,7 @@ for the checks a schema cannot say.
 from __future__ import annotations
 
 import copy
+import difflib
 import functools
 import hashlib
 import json
@@ -171,6 +172,13 @@ def format_errors(errors, key_of) -> list[str]:
             msgs.append(f"{key_of([*err.absolute_path, missing])}: missing (required)")
         elif err.validator in _RANGE_VALIDATORS and isinstance(err.schema, Mapping):
             msgs.append(f"{key_of(err.absolute_path)}: {err.message} (allowed: {allowed(err.schema)})")
+        elif err.validator == "additionalProperties" and isinstance(err.instance, Mapping) and \
+                isinstance(err.schema, Mapping) and isinstance(err.schema.get("properties"), Mapping):
+            known = list(err.schema["properties"])
+            for extra in sorted(set(map(str, err.instance)) - set(known)):
+                close = difflib.get_close_matches(extra, known, n=1)
+                hint = f"; did you mean {close[0]!r}?" if close else f"; known keys: {', '.join(known)}"
+                msgs.append(f"{key_of([*err.absolute_path, extra])}: unknown key{hint}")
         else:
             msgs.append(f"{key_of(err.absolute_path)}: {err.message}")
     return msgs
