@@ -479,10 +479,10 @@ def test_the_tiny_runs_leaderboard_ranks_its_results_with_their_episodes(run):
 def test_a_bundle_round_trip_verifies_and_a_tampered_graph_fails_naming_its_episode(run, tmp_path):
     import shutil
 
-    from heuresis.artifacts.bundle import BundleMismatch, verify_bundle, write_bundle
     from heuresis.artifacts.io import read_table, write_table
     from heuresis.artifacts.schemas import EPISODES
     from heuresis.stages.analysis.leaderboard import load_run
+    from heuresis.stages.bundle import BundleMismatch, verify_bundle, write_bundle
 
     res = run["root"] / "results"
     bundle = write_bundle(res, tmp_path / "run.tar.gz", with_truth=True, log=lambda m: None)

@@ -432,7 +432,7 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
 
 def cmd_bundle(args: argparse.Namespace) -> int:
     """Pack a results folder's episode record into one archive with a manifest of digests."""
-    from heuresis.artifacts.bundle import write_bundle
+    from heuresis.stages.bundle import write_bundle
 
     cfg = _load(args)
     commitment = Path(cfg["secrets"]["commitment_file"])
@@ -443,7 +443,7 @@ def cmd_bundle(args: argparse.Namespace) -> int:
 
 def cmd_verify_bundle(args: argparse.Namespace) -> int:
     """Check a bundle's files and recompute every episode's score from the truth; exit 1 naming the first difference."""
-    from heuresis.artifacts.bundle import BundleMismatch, verify_bundle
+    from heuresis.stages.bundle import BundleMismatch, verify_bundle
 
     try:
         verify_bundle(args.bundle, truth=args.truth)

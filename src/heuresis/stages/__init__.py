@@ -9,7 +9,9 @@
 * :mod:`~heuresis.stages.leakage` — the leakage probe and Figure 1a;
 * :mod:`~heuresis.stages.saturation` — public network structures and Figure 1b;
 * :mod:`~heuresis.stages.repairs` — scripted repairs of PC-KCI and Figure 8;
-* :mod:`~heuresis.stages.analysis` — episode scores, the analysis tables and figures.
+* :mod:`~heuresis.stages.analysis` — episode scores, the analysis tables and figures, the leaderboard;
+* :mod:`~heuresis.stages.bundle` — a run's episode record packed with digests, and its check
+  (``heuresis bundle``, ``heuresis verify-bundle``; no rule of its own).
 
 Each stage module checks its own config section (``config_errors``). Stages may import the causal
 and artifact layers, the harness and the agents; never the targets registry, the config

@@ -3,7 +3,8 @@
 * :mod:`heuresis.stages.analysis.scores` — one row per episode (:data:`heuresis.artifacts.schemas.EPISODE_SCORES`):
   scores, gains, drill-down against PC-KCI's deletion log, behaviour, trace attribution;
 * :mod:`heuresis.stages.analysis.tables` — the tables, with paired bootstrap intervals over instances;
-* :mod:`heuresis.stages.analysis.figures` — the figures.
+* :mod:`heuresis.stages.analysis.figures` — the figures;
+* :mod:`heuresis.stages.analysis.leaderboard` — the leaderboard, its cost and spend figures, several runs merged.
 """
 
 from heuresis.stages.analysis.scores import (

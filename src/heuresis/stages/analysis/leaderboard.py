@@ -88,7 +88,7 @@ def load_run(results: str | Path) -> RunData:
 
     root = Path(results)
     if root.is_file():      # a bundle (heuresis bundle): its results folder, checked against its manifest
-        from heuresis.artifacts.bundle import extracted
+        from heuresis.stages.bundle import extracted
 
         with extracted(root) as folder:
             run = load_run(folder)
