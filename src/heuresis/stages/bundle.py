@@ -10,7 +10,7 @@ seed is revealed). ``manifest.json`` lists every member with its SHA-256 and the
 :func:`verify_bundle` checks every member against the manifest, then recomputes every episode's
 score from the truth: the graph in the episodes table must be the graph its transcript recorded,
 and its adjacency F1 and SHD against the true DAG and CPDAG (the harness's own scoring,
-:func:`heuresis.harness.scoring.score_episode_graph`) must equal the recorded ones, in the
+:func:`heuresis.causal.metrics.score_graph`) must equal the recorded ones, in the
 episodes table and in the episode scores.  The truth comes from the bundle or, for a sealed split,
 from a results folder rebuilt from the revealed seed (``heuresis verify-seed`` checks the seed
 against its commitment first); its data digests must be the bundle's.  The first difference fails
@@ -158,7 +158,7 @@ def verify_bundle(bundle: str | Path, truth: str | Path | None = None, log: Call
     from heuresis.artifacts.schemas import EPISODE_SCORES, EPISODES, INSTANCE_INDEX, TRUTH_GRAPHS
     from heuresis.artifacts.transcripts import read_episode_transcript
     from heuresis.causal.graph import Graph
-    from heuresis.harness.scoring import score_episode_graph
+    from heuresis.causal.metrics import score_graph
 
     bundle = Path(bundle)
     with tempfile.TemporaryDirectory(prefix="heuresis-bundle-") as tmp:
@@ -206,7 +206,7 @@ def verify_bundle(bundle: str | Path, truth: str | Path | None = None, log: Call
                                          "transcript recorded")
                 dag = Graph.from_dag(np.asarray(t["dag"], dtype=np.int8).reshape(d, d))
                 cpdag = Graph(np.asarray(t["cpdag"], dtype=np.int8).reshape(d, d))
-                s = score_episode_graph(dag, cpdag, graph, graph).graph
+                s = score_graph(dag, cpdag, graph)
                 for what, rec in (("episodes table", row), ("episode scores", scores.get(eid))):
                     if rec is None:
                         continue

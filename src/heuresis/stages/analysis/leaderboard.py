@@ -41,6 +41,7 @@ import pandas as pd
 from heuresis.artifacts.report import format_interval
 from heuresis.causal.bootstrap import Interval, bootstrap_mean, bootstrap_ratio
 from heuresis.causal.ties import significance_ranks
+from heuresis.config.loading import schema_default
 from heuresis.config.settings import Bootstrap
 from heuresis.harness.conditions import condition_label
 from heuresis.stages.analysis.tables import (
@@ -203,7 +204,8 @@ def leaderboard(scores: pd.DataFrame, headroom: pd.DataFrame, families: Sequence
     """Build the board: ``(numbers, display)`` (module docstring); ``published`` adds its block."""
     boot = Bootstrap.coerce(boot)
     settings = dict(settings or {})
-    alpha, permutations = float(settings.get("alpha", 0.05)), int(settings.get("permutations", 10000))
+    alpha = float(settings.get("alpha", schema_default("leaderboard", "alpha")))
+    permutations = int(settings.get("permutations", schema_default("leaderboard", "permutations")))
     chosen = list(settings.get("conditions") or [])
     test = test_episodes(scores)
     if chosen:

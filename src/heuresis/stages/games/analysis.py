@@ -271,6 +271,7 @@ def leaderboard_table(plays: pd.DataFrame, judgements: pd.DataFrame | None, judg
     they are CausalGame's scenarios and trials, not this run's plays.
     """
     from heuresis.causal.ties import significance_ranks
+    from heuresis.config.loading import schema_default
 
     kw = boot.kwargs()
     rub = rubric_per_play(judgements).set_index("play_id") if judges and judgements is not None else None
@@ -305,7 +306,8 @@ def leaderboard_table(plays: pd.DataFrame, judgements: pd.DataFrame | None, judg
     num = pd.DataFrame(rows)
     if num.empty:
         return num, pd.DataFrame({"Rank": [], "Agent": []})
-    rank, tied, _ = significance_ranks(paired, 0.05, 10000, int(boot.seed))
+    rank, tied, _ = significance_ranks(paired, schema_default("leaderboard", "alpha"),
+                                       schema_default("leaderboard", "permutations"), int(boot.seed))
     keys = [f"{a} | {m}" for a, m in zip(num.agent, num["mode"])]
     num["rank"] = [rank[k] for k in keys]
     num["tied_with"] = [json.dumps(sorted(tied[k])) for k in keys]
