@@ -42,9 +42,9 @@ def random_count():
 
     orig = inst.sample_dag
 
-    def sample_dag(rng, d, prior, expected_degree):
+    def sample_dag(rng, d, prior, expected_degree, ba_orientation):
         if prior != "ba":
-            return orig(rng, d, prior, expected_degree)
+            return orig(rng, d, prior, expected_degree, ba_orientation)
         k = float(expected_degree)
         if k != int(k):
             raise ValueError(f"ba_random_count needs an integer expected degree, got {k}")
@@ -78,8 +78,7 @@ def main(argv=None) -> None:
     ap.add_argument("--baseline", default=str(ROOT / "benchmarks/family_study.csv"))
     ap.add_argument("--alpha", type=float, default=0.05)
     args = ap.parse_args(argv)
-    cfg = fs.yaml.safe_load(open(args.config))
-    cfg["instances"].update(d=10, n=600)
+    cfg = fs.study_config(argparse.Namespace(config=args.config, d=10, n=600), "attachment")
     out = Path(args.out)
     rows = list(csv.DictReader(open(out))) if out.exists() else []
     done = {(r["family"], int(r["index"])) for r in rows}

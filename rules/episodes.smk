@@ -22,6 +22,7 @@ rule episodes:
         benchmark_of(P.EPISODES)
     params:
         agent_spec=agent_spec,
+        prompts=episode_prompts,
         indices=episode_indices,
         episodes=episode_config,
         menu=config["references"]["algorithms"],

@@ -47,6 +47,7 @@ rule games_plays:
         benchmark_of(P.GAME_PLAYS)
     params:
         spec=game_agent_spec,
+        prompts=game_prompts,
         folder=GAME_FOLDER,
         plays=game_play_count,
         seed=GAMES["seed"],
@@ -85,6 +86,7 @@ rule games_judgements:
         log_of(P.GAME_JUDGEMENTS),
     params:
         spec=game_judge_spec,
+        prompts=judge_prompts,
         folder=GAME_FOLDER,
         max_tokens=GAMES["judge_max_tokens"],
         protocols=GAMES["protocols"],

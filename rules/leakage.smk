@@ -14,6 +14,7 @@ rule leakage:
         log_of(P.LEAKAGE),
     params:
         spec=leakage_spec,
+        prompts=leakage_prompts,
         repeats=config["leakage"]["repeats"],
         seed=config["leakage"]["seed"],
         attempt=attempt_of(P.LEAKAGE),

@@ -31,7 +31,7 @@ def test_er_expected_edge_count(d, k):
     """ER: the edge count is Binomial(d(d-1)/2, k/(d-1)); its mean is k d / 2."""
     rng = np.random.default_rng(0)
     draws = 3000
-    counts = np.array([sample_dag(rng, d, "er", k)[0].sum() for _ in range(draws)])
+    counts = np.array([sample_dag(rng, d, "er", k, "random")[0].sum() for _ in range(draws)])
     pairs, p = d * (d - 1) / 2, k / (d - 1)
     mean, se = pairs * p, np.sqrt(pairs * p * (1 - p) / draws)
     assert abs(counts.mean() - mean) < 4 * se, (counts.mean(), mean, se)
@@ -43,7 +43,7 @@ def test_ba_edge_count(d, k):
     """BA: node t of the order attaches to min(m_t, t) nodes, m_t = floor(k/2) + Bernoulli(frac)."""
     rng = np.random.default_rng(1)
     draws = 2000
-    counts = np.array([sample_dag(rng, d, "ba", k)[0].sum() for _ in range(draws)])
+    counts = np.array([sample_dag(rng, d, "ba", k, "attachment")[0].sum() for _ in range(draws)])
     half = k / 2
     lo, frac = int(np.floor(half)), half - np.floor(half)
     expected = sum((1 - frac) * min(lo, t) + frac * min(lo + 1, t) for t in range(1, d))
@@ -59,18 +59,37 @@ def test_ba_prefers_high_degree_nodes():
     d = 12
     deg_first, deg_last_half = [], []
     for _ in range(1500):
-        adj, order = sample_dag(rng, d, "ba", 2.0)
+        adj, order = sample_dag(rng, d, "ba", 2.0, "attachment")
         deg = (adj + adj.T).sum(axis=0)
         deg_first.append(deg[order[1]])
         deg_last_half.append(deg[order[d // 2:]].mean())
     assert np.mean(deg_first) > 1.5 * np.mean(deg_last_half)
 
 
+def test_ba_random_orientation_keeps_the_skeleton_and_draws_the_causal_order_uniformly():
+    """``ba_orientation: random``: the attachment reading's skeleton (the same draws), oriented along a
+    second uniformly random order; ``attachment`` gives out-trees (no collider), ``random`` colliders."""
+    d, draws = 6, 3000
+    firsts, colliders = Counter(), {"attachment": 0, "random": 0}
+    for seed in range(draws):
+        tree, _ = sample_dag(np.random.default_rng(seed), d, "ba", 2.0, "attachment")
+        adj, order = sample_dag(np.random.default_rng(seed), d, "ba", 2.0, "random")
+        assert np.array_equal(adj | adj.T, tree | tree.T)
+        assert all(order.tolist().index(i) < order.tolist().index(j) for i, j in zip(*np.nonzero(adj)))
+        firsts[int(order[0])] += 1
+        colliders["attachment"] += int((tree.sum(axis=0) >= 2).any())
+        colliders["random"] += int((adj.sum(axis=0) >= 2).any())
+    assert stats.chisquare([firsts[k] for k in range(d)]).pvalue > 1e-3
+    assert colliders["attachment"] == 0 and colliders["random"] > draws / 2, colliders
+    with pytest.raises(ValueError, match="unknown BA orientation 'sideways'"):
+        sample_dag(np.random.default_rng(0), d, "ba", 2.0, "sideways")
+
+
 def test_dags_are_acyclic_over_a_uniform_order():
     rng = np.random.default_rng(3)
     firsts = Counter()
     for _ in range(1200):
-        adj, order = sample_dag(rng, 6, "er", 2.0)
+        adj, order = sample_dag(rng, 6, "er", 2.0, "random")
         assert topological_order(adj) is not None
         assert all(order.tolist().index(i) < order.tolist().index(j) for i, j in zip(*np.nonzero(adj)))
         firsts[int(order[0])] += 1
@@ -269,3 +288,38 @@ def test_data_files_carry_nothing_but_the_columns(paper_config, tmp_path):
     assert truth[1].cpdag == dag_to_cpdag(truth[1].dag.amat)
     prov = json.loads(pq.read_schema(tmp_path / "truth/gauntlet/test/graphs.parquet").metadata[b"heuresis.provenance"])
     assert prov["stage"] == "instances" and prov["seeds"]["entropy"] == cfg["seed"] and len(prov["config_digest"]) == 64
+
+
+# --- the real-data family ------------------------------------------------------------------
+def test_a_real_data_family_is_checked_at_start(paper_config, monkeypatch):
+    """A `source` family gets the default transform; mixing it with simulation keys, a row count above
+    the source's, or a missing package is refused naming the key."""
+    import importlib.metadata
+
+    from heuresis.causal import realdata
+    from heuresis.config.loading import ConfigError
+
+    cfg = copy.deepcopy(paper_config)
+    cfg["families"]["sachs"] = {"source": "sachs"}
+    assert validate_config(cfg)["families"]["sachs"] == {"source": "sachs", "transform": "log"}
+    assert "transform" not in validate_config(cfg)["families"]["lg"]
+    bad = copy.deepcopy(cfg)
+    bad["families"]["sachs"]["kinds"] = {"linear": {"weight": 1, "noise": [0.5, 1.0]}}
+    with pytest.raises(ConfigError, match=r"families\.sachs: a real-data family \(source 'sachs'\) takes no kinds"):
+        validate_config(bad)
+    bad = copy.deepcopy(cfg)
+    bad["instances"]["n"] = 7467
+    with pytest.raises(ConfigError, match=r"instances\.n: 7467 exceeds the 7466 rows of family 'sachs'"):
+        validate_config(bad)
+
+    def missing(name):
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    realdata._load.cache_clear()
+    monkeypatch.setattr(importlib.metadata, "distribution", missing)
+    try:
+        with pytest.raises(ConfigError, match=r"families\.sachs\.source: real-data source 'sachs' needs the "
+                                              r"package cdt \(pip install 'heuresis\[real\]'\)"):
+            validate_config(cfg)
+    finally:
+        realdata._load.cache_clear()

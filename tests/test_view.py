@@ -989,6 +989,18 @@ def test_a_comparison_of_more_episodes_than_a_page_holds_is_paged(run, tmp_path)
     for missing in (f"{base}-1.html", f"{base}-4.html", f"{base}-02.html"):
         with pytest.raises(NotFound):
             site.page(missing)
+    # a full page of columns fits a 1,400 px window: nothing scrolls sideways, every condition in words
+    from browser import Browser
+
+    _chromium()
+    export_site(results, tmp_path / "site", log=lambda m: None)
+    with Browser(size=(1400, 800)) as b:
+        b.open((tmp_path / "site" / rels[0]).as_uri())
+        assert b.errors == [], b.errors
+        widths = b.eval("[document.documentElement.scrollWidth, window.innerWidth]")
+        assert widths[0] <= widths[1] == 1400, widths
+        settings = b.eval("[...document.querySelectorAll('#compare-episodes td.condition .why')].map(e => e.textContent)")
+        assert len(settings) == COMPARE_COLUMNS and all("toolbox" in t and "budget" in t for t in settings), settings
 
 
 def _episode_shards(results: Path, agent: str = "*") -> list[Path]:

@@ -1,6 +1,7 @@
 """The workflow as a user runs it: lint, dry run, a small run, a seventh family, a bad config."""
 
 import hashlib
+import json
 import shutil
 import subprocess
 import sys
@@ -210,3 +211,103 @@ def test_a_config_edit_schedules_no_existing_paid_job(tiny_run, tmp_path, edit):
     assert expected_new <= new_paid, (edit, sorted(new_paid))
     if edit in ("an inactive grid", "an agent no grid uses"):
         assert not jobs or {j["rule"] for j in jobs} <= {"all", "table12"}, [j["rule"] for j in jobs]
+
+
+def test_a_new_generator_version_reruns_the_instances_and_what_is_built_on_them(tiny_run, tmp_path, monkeypatch):
+    """A raised generator version plans every job Snakemake's own ``--forcerun instances`` plans (the instance
+    stage and everything downstream of it) and besides them only the checks of Table 5 that generate instances
+    themselves (their settings hold instance specs) and Table 5: nothing of the games track."""
+    workdir = tmp_path / "wf"
+    shutil.copytree(tiny_run, workdir, symlinks=True)     # keeps file times: nothing is stale
+    small = ["--configfile", "config/quick.yaml", "config/tiny.yaml"]
+    forced = _planned_jobs(_snakemake(workdir, "-n", "all", "--forcerun", "instances", *small).stdout)
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text("import heuresis.stages.instances as m\nm.GENERATOR_VERSION += 1\n")
+    monkeypatch.setenv("PYTHONPATH", str(site))
+    bumped = _planned_jobs(_snakemake(workdir, "-n", "all", *small).stdout)
+
+    def outputs(jobs):
+        return {p: j for j in jobs for p in j["outputs"]}
+
+    assert set(outputs(forced)) <= set(outputs(bumped))
+    extra = {p: j for p, j in outputs(bumped).items() if p not in outputs(forced)}
+    assert {j["rule"] for j in extra.values()} <= {"verification_check", "table5"}, extra
+    checks = [j for j in extra.values() if j["rule"] == "verification_check"]
+    assert checks and all("Params have changed" in j["reason"] for j in checks), checks
+    instances = [j for j in bumped if j["rule"] == "instances"]
+    assert len(instances) == 6 * 2 and all("Params have changed" in j["reason"] for j in instances), instances[:1]
+    assert not [j["rule"] for j in bumped if j["rule"].startswith("games")]
+    assert {"headroom", "episodes", "table2"} <= {j["rule"] for j in bumped}
+
+
+def test_the_real_data_family_runs_through_every_stage_and_is_anonymised(tiny_run, tmp_path):
+    """config/sachs.yaml over the tiny run: only the new family's instances and references are new; its
+    instances are the seeded subsamples the recorded seed gives, anonymised and standardized, with the
+    consensus DAG of the package as their truth; Table 2 shows it with its caveat."""
+    import numpy as np
+    import pandas as pd
+
+    from heuresis.causal.networks import load_network
+    from heuresis.causal.realdata import load_source
+
+    workdir = tmp_path / "wf"
+    shutil.copytree(tiny_run, workdir, symlinks=True)     # keeps file times: nothing is stale
+    args = ["--configfile", "config/quick.yaml", "config/tiny.yaml", "config/sachs.yaml"]
+    jobs = _planned_jobs(_snakemake(workdir, "-n", "all", *args).stdout)
+    redone = [(j["rule"], p) for j in jobs if j["rule"].startswith(_PAID_RULES) for p in j["outputs"]
+              if (workdir / p).exists() and j["rule"] != "verification_check"]
+    assert not redone, redone
+    assert {p for j in jobs if j["rule"] == "instances" for p in j["outputs"]} >= {
+        "results/instances/sachs/dev", "results/instances/sachs/test"}
+    _snakemake(workdir, "all", *args)
+
+    src, net = load_source("sachs"), load_network("sachs")
+    for split in ("dev", "test"):
+        graphs = pd.read_parquet(workdir / f"results/truth/sachs/{split}/graphs.parquet")
+        nodes = pd.read_parquet(workdir / f"results/truth/sachs/{split}/nodes.parquet")
+        index = pd.read_parquet(workdir / f"results/instances/sachs/{split}/index.parquet")
+        for g in graphs.itertuples():
+            data = pd.read_parquet(workdir / f"results/instances/sachs/{split}/{g.instance:04d}/data.parquet")
+            assert list(data.columns) == [f"X{k + 1}" for k in range(11)] and g.prior == "real"
+            assert np.allclose(data.mean(), 0) and np.allclose(data.std(ddof=0), 1)
+            proteins = [json.loads(p)["variable"] for p in nodes[nodes.instance == g.instance]
+                        .set_index("node").loc[data.columns, "params"]]
+            assert sorted(proteins) == sorted(net.variables)
+            # the truth is the package's consensus DAG, under the anonymised names
+            dag = np.array(g.dag).reshape(11, 11)
+            arcs = {(proteins[i], proteins[j]) for i, j in zip(*np.nonzero(dag))}
+            assert arcs == set(net.arcs())
+            # the rows: the first draw of the recorded seed's stream, log-transformed, standardized
+            rng = np.random.default_rng(np.random.SeedSequence(int(g.seed_entropy), spawn_key=tuple(g.seed_spawn_key)))
+            rows = np.sort(rng.choice(src.data.shape[0], size=len(data), replace=False))
+            raw = np.log(src.data[rows][:, [src.variables.index(p) for p in proteins]])
+            assert np.allclose(data.to_numpy(), (raw - raw.mean(0)) / raw.std(0))
+        assert len(index) == len(graphs) > 0
+    table2 = (workdir / "results/tables/table2.md").read_text()
+    assert "| sachs | real data: sachs |" in table2 and "consensus graph, itself uncertain" in table2
+    assert "| sachs |" in (workdir / "results/tables/table3.md").read_text()
+
+
+@pytest.mark.parametrize("prompt, rules", [("level1", {"episodes"}), ("game_agentic_system", {"games_plays"})])
+def test_an_edited_prompt_reruns_the_jobs_whose_messages_it_builds(tiny_run, tmp_path, monkeypatch, prompt, rules):
+    """A prompt template is an input of the jobs that build messages from it: after an edit the dry run plans
+    every one of those jobs again (params changed), no other paid job."""
+    workdir = tmp_path / "wf"
+    shutil.copytree(tiny_run, workdir, symlinks=True)     # keeps file times: nothing is stale
+    small = ["--configfile", "config/quick.yaml", "config/tiny.yaml"]
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(
+        "from string import Template\nimport heuresis.harness.prompts as m\nbase = m.template\n"
+        f"m.template = lambda name: Template(base(name).template + ' (edited)') if name == {prompt!r} else base(name)\n")
+    monkeypatch.setenv("PYTHONPATH", str(site))
+    jobs = _planned_jobs(_snakemake(workdir, "-n", "all", *small).stdout)
+    paid = {j["rule"] for j in jobs if j["rule"].startswith(_PAID_RULES)}
+    assert paid == rules, paid
+    kind = {"episodes": "episodes", "games_plays": "games/plays"}[next(iter(rules))]
+    existing = {str(p.relative_to(workdir)) for p in (workdir / "results" / kind).rglob("*.parquet")
+                if not p.name.endswith((".calls.parquet", ".requests.parquet", "index.parquet"))}
+    planned = {p for j in jobs if j["rule"] in rules for p in j["outputs"]}
+    assert existing and existing <= planned, sorted(existing - planned)[:3]
+    assert all("Params have changed" in j["reason"] for j in jobs if j["rule"] in rules)

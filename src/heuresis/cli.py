@@ -174,10 +174,12 @@ def cmd_check_config(args: argparse.Namespace) -> int:
 
     Returns 1 when a credential is missing or the required isolation is unavailable, else 0.
     """
+    from heuresis.stages.instances import family_kinds
+
     files = _config_files(args)
     cfg = _load(args)
     print(f"config files merged, in order: {', '.join(files)}")
-    fams = ", ".join(f"{name} ({', '.join(f['kinds'])})" for name, f in cfg["families"].items())
+    fams = ", ".join(f"{name} ({family_kinds(f)})" for name, f in cfg["families"].items())
     print(f"config OK: d={cfg['instances']['d']}, n={cfg['instances']['n']}, "
           f"{cfg['instances']['n_dev']} dev + {cfg['instances']['n_test']} test instances per family")
     print(f"families: {fams}")

@@ -9,11 +9,39 @@ algorithms can fail under nonlinear or heteroscedastic mechanisms, 3 PC's deleti
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Iterable
 from functools import cache
 from importlib import resources
 from string import Template
 
-__all__ = ["LAST_TURN_TEXT", "render", "template"]
+from heuresis.harness.conditions import TARGETS
+
+__all__ = ["EPISODE_PROMPTS", "JUDGE_PROMPTS", "LAST_TURN_TEXT", "LEAKAGE_PROMPTS", "MODE_PROMPTS", "play_prompts",
+           "prompt_digests", "render", "template"]
+
+#: The templates an episode's messages are built from (:mod:`heuresis.harness.episode`, :mod:`heuresis.harness.loop`).
+EPISODE_PROMPTS = ("system", "level0", "level1", "level2", "level3", "start_guided", "start_unguided", "guided_log",
+                   *(f"target_{t}" for t in TARGETS), "last_turn", "retry", "nudge")
+#: The prompt files of each games mode, by role (:mod:`heuresis.stages.games.play`); recorded in every transcript.
+MODE_PROMPTS = {
+    "agentic": {"system": "game_agentic_system", "task": "game_task", "hints": "game_hints",
+                "tools": "game_agentic_tools", "react": "game_react", "analysis": "game_analysis",
+                "nudge": "game_nudge"},
+    "prompting": {"system": "game_prompting_system", "task": "game_task", "hints": "game_hints",
+                  "format": "game_prompting_format", "result": "game_prompting_result",
+                  "retry": "game_prompting_retry"},
+}
+#: The games judge's templates (:mod:`heuresis.stages.games.judge`).
+JUDGE_PROMPTS = ("game_judge_system", "game_judge")
+#: The leakage probe's templates (:mod:`heuresis.stages.leakage`).
+LEAKAGE_PROMPTS = ("leakage_system", "leakage")
+
+
+def play_prompts(mode: str) -> list[str]:
+    """Every template a play of ``mode`` may be built from (either scenario set, the debrief included)."""
+    return [*MODE_PROMPTS[mode].values(), "game_task_causalgame", "game_debrief",
+            *(["game_prompting_query"] if mode == "prompting" else [])]
 
 LAST_TURN_TEXT = {
     "none": "the episode ends at once and your working graph is scored as unfinished.",
@@ -37,3 +65,11 @@ def render(name: str, **fields) -> str:
         return template(name).substitute(**fields).strip()
     except KeyError as exc:
         raise ValueError(f"prompt template {name!r} needs field {exc.args[0]!r}") from None
+
+
+def prompt_digests(names: Iterable[str]) -> dict[str, str]:
+    """Each template's SHA-256 (16 hex digits) by name.
+
+    A job's params: editing a prompt reruns the jobs whose messages it builds, and only them.
+    """
+    return {name: hashlib.sha256(template(name).template.encode()).hexdigest()[:16] for name in sorted(set(names))}

@@ -26,6 +26,7 @@ from heuresis.causal.games.scenario import load_scenario, scenario_files
 from heuresis.config import SPLITS
 from heuresis.harness.agent_spec import result_spec
 from heuresis.harness.conditions import cell_records, grid_plan
+from heuresis.harness.prompts import EPISODE_PROMPTS, JUDGE_PROMPTS, LEAKAGE_PROMPTS, play_prompts, prompt_digests
 from heuresis.stages.episodes import episode_job_config, episode_job_indices, episode_job_runtime, episode_jobs
 from heuresis.stages.games.variants import base_of, is_variant, variant_spec
 from heuresis.stages.games.workflow import (
@@ -227,6 +228,27 @@ class WorkflowPlan:
     def agent_spec(self, wildcards) -> dict:
         """The config entry of the job's agent (kind and parameters) without its transport settings."""
         return self.result_agent_spec(wildcards.agent)
+
+    # --- prompts: a job's params hold the digests of the templates its messages are built from ----------------
+    @staticmethod
+    def episode_prompts(wildcards=None) -> dict[str, str]:
+        """The digests of an episode's prompt templates (an edit of one reruns every episode, nothing else)."""
+        return prompt_digests(EPISODE_PROMPTS)
+
+    @staticmethod
+    def game_prompts(wildcards) -> dict[str, str]:
+        """The digests of the prompt templates of a play's mode."""
+        return prompt_digests(play_prompts(wildcards.mode))
+
+    @staticmethod
+    def judge_prompts(wildcards=None) -> dict[str, str]:
+        """The digests of the games judge's prompt templates."""
+        return prompt_digests(JUDGE_PROMPTS)
+
+    @staticmethod
+    def leakage_prompts(wildcards=None) -> dict[str, str]:
+        """The digests of the leakage probe's prompt templates."""
+        return prompt_digests(LEAKAGE_PROMPTS)
 
     def episode_runtime(self, wildcards) -> int:
         """Minutes of an episode job: its conditions' wall budget times its episodes, plus a margin."""

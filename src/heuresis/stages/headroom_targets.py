@@ -22,6 +22,7 @@ from heuresis.causal.bootstrap import Interval, bootstrap_mean, paired_bootstrap
 from heuresis.causal.foundation import foundation_model
 from heuresis.config.settings import Bootstrap
 from heuresis.stages.headroom import BCA_FAILURE_RULE, GLOBAL
+from heuresis.stages.instances import family_kinds
 
 __all__ = ["FLOORS", "figure1c", "method_f1", "method_failed", "table2", "table3", "table11"]
 
@@ -71,7 +72,7 @@ def table2(scores: pd.DataFrame, families: Mapping[str, Mapping], boot: Bootstra
         n_failed = int(pc["failed"].sum())
         wrong = pc.loc[~pc["failed"].astype(bool), "n_wrong_deletions"].to_numpy(dtype=float)  # no log if failed
         gain = paired_bootstrap(method_f1(scores, fam, "oracle"), method_f1(scores, fam, "pc_kci"), **boot.kwargs())
-        kinds = ", ".join(families[fam]["kinds"]) if fam != GLOBAL else ""
+        kinds = family_kinds(families[fam]) if fam != GLOBAL else ""
         mean = float(wrong.mean()) if len(wrong) else np.nan
         share = float(np.mean(wrong == 0)) if len(wrong) else np.nan
         rows.append(dict(family=fam, kinds=kinds, n_instances=len(pc), n_failed=n_failed, wrong_deletions_mean=mean,

@@ -33,8 +33,9 @@ from heuresis.artifacts.io import read_table, write_table
 from heuresis.artifacts.provenance import PROVENANCE_KEY, dumps, provenance_record, utc_now
 from heuresis.artifacts.schemas import INSTANCE_INDEX, TRUTH_GRAPHS, TRUTH_NODES, data_schema
 from heuresis.artifacts.sealing import SecretUnavailable, sealed_entropy, test_seed_spec, verify_seed
-from heuresis.causal.graph import Graph, dag_to_cpdag
+from heuresis.causal.graph import Graph, dag_to_cpdag, topological_order
 from heuresis.causal.mechanisms import MECHANISMS, standardize
+from heuresis.causal.realdata import CAVEAT, SOURCES, RealDataUnavailable, load_source, source_digest
 from heuresis.config.loading import (
     SPLITS,
     StrictValidator,
@@ -50,6 +51,8 @@ __all__ = [
     "GENERATOR_VERSION",
     "Instance",
     "config_errors",
+    "family_caveat",
+    "family_kinds",
     "generate_instance",
     "instance_entropy",
     "instance_id",
@@ -59,6 +62,7 @@ __all__ = [
     "load_truth",
     "r2_sortability",
     "sample_dag",
+    "sample_rows",
     "sample_scm",
     "split_entropy",
     "stable_key",
@@ -71,7 +75,7 @@ __all__ = [
 #: drawn from the same config and seed. It is part of every instance spec (the instance rule's params and
 #: its provenance record), so a new version reruns the instance stage and everything downstream, and the
 #: leaderboard refuses to rank results of different versions together.
-GENERATOR_VERSION = 1
+GENERATOR_VERSION = 2
 
 
 def stable_key(name: str) -> int:
@@ -94,7 +98,8 @@ def instance_seed(seed: int, family: str, split: str, index: int) -> np.random.S
 
 
 # --- graphs ------------------------------------------------------------------------------
-def sample_dag(rng: np.random.Generator, d: int, prior: str, expected_degree: float) -> tuple[np.ndarray, np.ndarray]:
+def sample_dag(rng: np.random.Generator, d: int, prior: str, expected_degree: float,
+               ba_orientation: str) -> tuple[np.ndarray, np.ndarray]:
     """Draw a DAG from a random-graph prior over a uniformly random causal order.
 
     Returns ``(adj, order)`` with ``adj[i, j] = 1`` for ``i -> j`` in node space and ``order``
@@ -104,7 +109,11 @@ def sample_dag(rng: np.random.Generator, d: int, prior: str, expected_degree: fl
       expected number of edges is k d / 2.
     * ``ba``: the t-th node of the order attaches to min(m_t, t) distinct earlier nodes chosen
       with probability proportional to (degree + 1); m_t = floor(k/2) plus one with probability
-      frac(k/2), so each new node attaches to about k/2 earlier nodes.
+      frac(k/2), so each new node attaches to about k/2 earlier nodes.  ``ba_orientation`` says
+      which order orients the skeleton: ``attachment`` keeps the attachment order as the causal
+      order (at k = 2 every instance is then an out-tree, without a collider); ``random`` orients the
+      same skeleton by a second, independent uniformly random causal order (hubs become colliders).
+      docs/families.md, "Calibration", shows how the default was chosen.
     """
     order = rng.permutation(d)
     adj = np.zeros((d, d), dtype=np.int8)
@@ -129,6 +138,14 @@ def sample_dag(rng: np.random.Generator, d: int, prior: str, expected_degree: fl
             adj[chosen, node] = 1
             degree[chosen] += 1
             degree[node] += m
+        if ba_orientation == "random":
+            skeleton = (adj | adj.T).astype(bool)
+            order = rng.permutation(d)
+            rank = np.empty(d, dtype=int)
+            rank[order] = np.arange(d)
+            adj[:] = skeleton & (rank[:, None] < rank[None, :])
+        elif ba_orientation != "attachment":
+            raise ValueError(f"unknown BA orientation {ba_orientation!r}; known: ['random', 'attachment']")
     else:
         raise ValueError(f"unknown graph prior {prior!r}; known: ['er', 'ba']")
     return adj, order
@@ -284,6 +301,39 @@ def instance_entropy(spec: Mapping, family: str, split: str, index: int, test_se
     return sealed_entropy(test_seed, f"instance:{instance_id(family, split, index)}")
 
 
+def sample_rows(rng: np.random.Generator, fam: Mapping, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
+    """Draw ``n`` distinct rows of a real-data family's source, uniformly without replacement.
+
+    Returns the rows (log-transformed when ``transform: log``, in the source's row order), the
+    source's DAG, a causal order of it (the first topological order by column) and a record per node
+    (``kind: measured``, the source's variable name in ``params``), as :func:`sample_scm` does.
+    """
+    src = load_source(fam["source"])
+    rows = np.sort(rng.choice(src.data.shape[0], size=n, replace=False))
+    x = src.data[rows]
+    if fam["transform"] == "log":
+        x = np.log(x)
+    topo = topological_order(src.adjacency)
+    assert topo is not None                           # the source's graph is checked acyclic on load
+    order = np.array(topo)
+    rank = {int(j): r for r, j in enumerate(order)}
+    records = {j: dict(kind="measured", noise_scale=None, standardize_output=False, rank=rank[j],
+                       params={"variable": src.variables[j], "column": src.columns[j]},
+                       parents=np.flatnonzero(src.adjacency[:, j])) for j in range(len(src.variables))}
+    return x, src.adjacency, order, records
+
+
+def family_kinds(fam: Mapping) -> str:
+    """A family's make-up in a table cell: its mechanism kinds, or its real-data source."""
+    return f"real data: {fam['source']}" if "source" in fam else ", ".join(fam["kinds"])
+
+
+def family_caveat(families: Mapping, shown: Sequence[str]) -> str:
+    """The caveat a table's caption states when any of the ``shown`` families is real data ('' when none is)."""
+    real = [f for f in shown if "source" in families.get(f, {})]
+    return f"{', '.join(real)}: {CAVEAT}." if real else ""
+
+
 def generate_instance(spec: Mapping, family: str, split: str, index: int, test_seed: str | None = None) -> Instance:
     """Generate one instance from an instance spec (see :func:`instance_spec`; ``test_seed``: :func:`split_entropy`)."""
     fam = spec["family"]
@@ -291,11 +341,14 @@ def generate_instance(spec: Mapping, family: str, split: str, index: int, test_s
     ss = instance_seed(instance_entropy(spec, family, split, index, test_seed), family, split, index)
     rng = np.random.default_rng(ss)
 
-    priors = list(spec["graph"]["priors"])
-    prior = priors[int(rng.integers(len(priors)))]
-    adj, order = sample_dag(rng, d, prior, spec["graph"]["expected_degree"])
-
-    x, node_records = sample_scm(rng, adj, order, fam, spec["mechanisms"], n)  # type: ignore[arg-type]
+    if "source" in fam:
+        x, adj, order, node_records = sample_rows(rng, fam, n)
+        prior = "real"
+    else:
+        priors = list(spec["graph"]["priors"])
+        prior = priors[int(rng.integers(len(priors)))]
+        adj, order = sample_dag(rng, d, prior, spec["graph"]["expected_degree"], spec["graph"]["ba_orientation"])
+        x, node_records = sample_scm(rng, adj, order, fam, spec["mechanisms"], n)  # type: ignore[arg-type]
 
     if not np.all(np.isfinite(x)):
         raise FloatingPointError(f"instance {instance_id(family, split, index)}: non-finite values generated")
@@ -337,6 +390,10 @@ def instance_spec(config: Mapping, family: str, split: str | None = None,
     seed = config["seed"]
     if split == "test" and config["secrets"]["test_seed"] == "sealed":
         seed = {"sealed": test_seed_spec(config, environ)["commitment"]}
+    if "source" in fam:        # real data: the source's file (by digest) and the row count, no generator settings
+        return {"generator": GENERATOR_VERSION, "seed": seed,
+                "instances": {"d": len(load_source(fam["source"]).variables), "n": config["instances"]["n"]},
+                "family": fam, "data_sha256": source_digest(fam["source"])}
     return {
         "generator": GENERATOR_VERSION,
         "seed": seed,
@@ -463,9 +520,32 @@ def config_errors(config: Mapping) -> list[str]:
     return msgs
 
 
+def _source_errors(config: Mapping, name: str, fam: Mapping) -> list[str]:
+    """Problems of a real-data family (``families.<name>.source``): no simulation keys, data installed, enough rows."""
+    base = f"families.{name}"
+    extra = [k for k in ("root_noise", "kinds") if k in fam]
+    if extra:
+        return [f"config key {base}: a real-data family (source {fam['source']!r}) takes no {' or '.join(extra)}"]
+    try:
+        rows = load_source(fam["source"]).data.shape[0]
+    except RealDataUnavailable as exc:
+        return [f"config key {base}.source: {exc}"]
+    n = int(config["instances"]["n"])
+    if n > rows:
+        return [f"config key instances.n: {n} exceeds the {rows} rows of family {name!r}'s source "
+                f"{fam['source']!r} (its instances are subsamples without replacement)"]
+    return []
+
+
 def _family_errors(config: Mapping, name: str, fam: Mapping) -> list[str]:
     """Problems of one family's mixture (``families.<name>``)."""
     base = f"families.{name}"
+    if "source" in fam:
+        return _source_errors(config, name, fam)
+    missing = [k for k in ("root_noise", "kinds") if k not in fam]
+    if missing:
+        return [f"config key {base}: family {name!r} needs {' and '.join(missing)} (a simulated family), or a "
+                f"`source` (a real-data family; known: {sorted(SOURCES)})"]
     msgs = scale_errors(f"{base}.root_noise", fam["root_noise"])
     kinds = fam["kinds"]
     if not kinds:

@@ -98,11 +98,11 @@ def headroom_target(name: str, inputs: Mapping, params: Mapping):
 
     n_dev = int(selection["dev_n"].min()) if len(selection) else 0
     n_test = int(scores.groupby("family")["instance"].nunique().min()) if len(scores) else 0
-    from heuresis.stages.instances import GENERATOR_VERSION
+    from heuresis.stages.instances import GENERATOR_VERSION, family_caveat
 
     note = " ".join(filter(None, [f"Failed runs: {BCA_FAILURE_RULE}." if name == "table3" else "",
                                   f"Instances: generator version {GENERATOR_VERSION}." if name == "table2" else "",
-                                  scale_note(n_dev, n_test)]))
+                                  scale_note(n_dev, n_test), family_caveat(families, list(families))]))
     return Table(numbers, display, **common, note=note, log=f"{name}: {len(numbers)} rows")
 
 

@@ -31,6 +31,7 @@ import pyarrow as pa
 from heuresis.artifacts.schemas import GAME_JUDGEMENTS
 from heuresis.artifacts.transcripts import TranscriptProblem, read_episode_transcript, read_play_transcript
 from heuresis.causal.graph import Graph, Relation
+from heuresis.harness.conditions import condition_label
 from heuresis.view.live import run_header, stamp
 from heuresis.view.run import Run, loads, number
 
@@ -436,7 +437,7 @@ class Site:
         out = []
         for (agent, cond), rs in sorted(groups.items()):
             costs = [number(r.get("cost")) for r in rs]
-            out.append({"agent": agent, "condition_id": cond, "n": len(rs),
+            out.append({"agent": agent, "condition_id": cond, "setting": _setting(rs[0]), "n": len(rs),
                         "failed": sum(r["status"] != "ok" for r in rs),
                         "unsubmitted": sum(not r.get("finished") for r in rs),
                         "f1": mean([number(r.get("f1")) for r in rs]),
@@ -449,7 +450,8 @@ class Site:
 
     def summary_data(self) -> dict:
         """The agent × condition summary as a JSON blob for the index's second table."""
-        cols = [("agent", "agent", "cat", None), ("condition_id", "condition", "cat", None), ("n", "episodes", "num", 0),
+        cols = [("agent", "agent", "cat", None), ("condition_id", "condition", "cat", None),
+                ("setting", "setting", "cat", None), ("n", "episodes", "num", 0),
                 ("failed", "failed", "num", 0), ("unsubmitted", "unsubmitted", "num", 0), ("f1", "mean F1", "num", 3),
                 ("gain_pc", "mean F1 − PC-KCI", "num", 3), ("turns", "mean turns", "num", 1),
                 ("tokens", "tokens", "num", 0), ("cost", "cost $", "num", 4)]
@@ -690,6 +692,7 @@ class Site:
                     {"tool": c["tool"], "ok": c["ok"], "anchor": f"call-{c['turn']}-{c['index']}"})
             by_turn.append(turns)
             cols.append({"eid": eid, "url": f"{prefix}episodes/{url_name(eid)}.html", "row": row, "problem": problem,
+                         "setting": _setting(row),
                          "n_edges": final.n_edges(), "label": label})
         names = list(finals[0].names)
         d = finals[0].d
@@ -756,6 +759,14 @@ class Site:
                 for c, x in [judge_criteria(j, GAME_JUDGEMENTS.schema, GAME_JUDGEMENTS.doc)]], turns=turns,
             calls=calls, design=loads(row.get("design"), None), file=self.run.artifact(row["_file"]),
             error=(tr.error if tr else None))
+
+
+def _setting(row: Mapping) -> str | None:
+    """An episode's condition in words (:func:`heuresis.harness.conditions.condition_label`).
+
+    None for a row without the condition's factors (an episode file of an older layout).
+    """
+    return condition_label(row) if all(row.get(f) is not None for f in FACTORS) else None
 
 
 def _compare_key(rel: str) -> tuple[tuple[str, str, int] | None, int]:

@@ -480,7 +480,8 @@ def table9(scores: pd.DataFrame, families: Sequence[str], boot: Bootstrap, agent
 def table10(scores: pd.DataFrame, families: Sequence[str], boot: Bootstrap, agents: Sequence[str] = ()):
     """Budget sweep: Δ^r, wall reached and rescued, unsubmitted, completion tokens, per budget and last turn."""
     scores = test_episodes(scores)
-    cols = ["agent", "condition", "budget", "last turn", "families", "episodes", "truncated", "Δ^r", "Δ^r (finished)",
+    cols = ["agent", "condition", "setting", "budget", "last turn", "families", "episodes", "truncated", "Δ^r",
+            "Δ^r (finished)",
             "reached the wall", "rescued", "unsubmitted", "completion tokens / episode"]
     if scores.empty:
         return _no_episodes("test episodes", cols)
@@ -495,7 +496,8 @@ def table10(scores: pd.DataFrame, families: Sequence[str], boot: Bootstrap, agen
                      "unsubmitted": unsub, "tokens_out_mean": tokens,
                      "note": "; ".join(n for n, c in (("offline agent: no tokens", offline),
                                                       ("no episode reached the wall", not wall)) if c)})
-        disp.append({"agent": agent, "condition": cond, "budget": b["budget"], "last turn": b["last_turn"],
+        disp.append({"agent": agent, "condition": cond, "setting": condition_label(b), "budget": b["budget"],
+                     "last turn": b["last_turn"],
                      "families": fams, "episodes": b["n"], "truncated": _pct(b["truncation_rate"]),
                      "Δ^r": format_interval(dr, signed=True),
                      "Δ^r (finished)": format_interval(dr_fin, signed=True, missing="n/a: no finished episode"),
@@ -510,7 +512,7 @@ def table10(scores: pd.DataFrame, families: Sequence[str], boot: Bootstrap, agen
 def table13(scores: pd.DataFrame, families: Sequence[str], boot: Bootstrap, agents: Sequence[str] = ()):
     """Per-repeat results: F1 over all episodes and over finished ones, wall/rescued/unsubmitted counts."""
     scores = test_episodes(scores)
-    cols = ["agent", "condition", "repeat", "families", "episodes", "finished", "truncated", "F1 (all)",
+    cols = ["agent", "condition", "setting", "repeat", "families", "episodes", "finished", "truncated", "F1 (all)",
             "F1 (finished)", "reached the wall", "rescued", "unsubmitted"]
     if scores.empty:
         return _no_episodes("test episodes", cols)
@@ -522,7 +524,8 @@ def table13(scores: pd.DataFrame, families: Sequence[str], boot: Bootstrap, agen
         rows.append({**b, "condition": base_cond, "families": fams, **_iv_cols(f1, "f1_all"),
                      **_iv_cols(f1_fin, "f1_finished"), "wall_reached": wall, "rescued": resc, "unsubmitted": unsub,
                      "note": "" if len(fin) else "no finished episode"})
-        disp.append({"agent": agent, "condition": base_cond, "repeat": b["repeat"], "families": fams,
+        disp.append({"agent": agent, "condition": base_cond, "setting": condition_label(b), "repeat": b["repeat"],
+                     "families": fams,
                      "episodes": b["n"], "finished": b["n_finished"], "truncated": _pct(b["truncation_rate"]),
                      "F1 (all)": format_interval(f1),
                      "F1 (finished)": format_interval(f1_fin, missing="n/a: no finished episode"),

@@ -60,7 +60,7 @@ from heuresis.config.loading import schema_default
 from heuresis.config.settings import CodeTool
 from heuresis.harness.game_tools import REPORT_QUESTION, REPORT_QUESTION_CAUSALGAME, game_tools, rows_csv
 from heuresis.harness.loop import AgentLoop, TurnLimit, UsageTotals, single_request
-from heuresis.harness.prompts import render, template
+from heuresis.harness.prompts import MODE_PROMPTS, render, template
 from heuresis.harness.protocol import FatalAgentError
 from heuresis.harness.requestlog import RequestLog
 from heuresis.harness.sandbox import SandboxLimits, isolation_for
@@ -93,15 +93,6 @@ TASK_VARIANTS = ("standard", "hints")
 #: outcome (this track's), and ``as_published``: CausalGame's debrief after the outcome (its mission report and
 #: four questions, ``game_debrief.txt``), asked once per submitted play of an LLM agent, in either mode.
 PROTOCOLS = ("committed", "as_published")
-#: The prompt files (``data/prompts/<name>.txt``) of each mode, by role; recorded in every transcript.
-MODE_PROMPTS = {
-    "agentic": {"system": "game_agentic_system", "task": "game_task", "hints": "game_hints",
-                "tools": "game_agentic_tools", "react": "game_react", "analysis": "game_analysis",
-                "nudge": "game_nudge"},
-    "prompting": {"system": "game_prompting_system", "task": "game_task", "hints": "game_hints",
-                  "format": "game_prompting_format", "result": "game_prompting_result",
-                  "retry": "game_prompting_retry"},
-}
 
 
 @dataclass
