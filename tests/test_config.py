@@ -319,12 +319,64 @@ def test_a_refused_credential_is_never_echoed(paper_config):
     assert "DO-NOT-PRINT" not in msg
 
 
+_MODELS = {"gpt": ("gpt-5", 128000), "claude": ("claude-sonnet-4-5", 64000),   # the map's keys, output limits
+           "qwen": ("dashscope/qwen3-max", 65536)}
+
+
+def _rates(config, agent: str) -> tuple[int, float, float]:
+    """The model's context window and the dollars per input and output token of a request of a full window."""
+    import litellm
+
+    entry = litellm.model_cost[_MODELS[agent][0]]
+    prices = config["agents"][agent].get("prices")
+    if prices:   # the config's prices (qwen: DashScope's tiers, cache hits and writes), per million tokens
+        top = {**prices, **(prices.get("tiers") or [{}])[-1]}   # the top tier: a request of a full window
+        rate_in = max(top["input_per_mtok"], top.get("cache_write_input_per_mtok", 0)) / 1e6
+        rate_out = top["output_per_mtok"] / 1e6
+    else:        # the map's; input at the dearer of plain input and a cache write (prompt caching is on)
+        rate_in = max(entry["input_cost_per_token"], entry.get("cache_creation_input_token_cost") or 0)
+        rate_out = entry["output_cost_per_token"]
+    return entry["max_input_tokens"], rate_in, rate_out
+
+
+def test_the_bill_under_the_caps_and_the_recommended_pilot(paper_config):
+    """check-config's bound under each agent's max_run_usd (the paper config's caps: $5,050 in all), a warning
+    naming a paid agent without a cap, and the recommended pilot's cost at most: its episodes (8 per agent and
+    budget setting) at their ceilings, each (turns + last-turn requests) x (window in, turn budget out)."""
+    import copy
+
+    from heuresis.cli import spend_lines
+    from heuresis.preflight.spend import pilot_bound, spend_bounds
+    from heuresis.stages.pilot import RECOMMENDED_PILOT, pilot_plan
+
+    lines = spend_lines(paper_config)
+    at = lines.index("LLM spend under the run caps (each agent stops at its max_run_usd, docs/agents.md):")
+    assert lines[-1] == "  all LLM agents: at most $5,050.00" and "WARNING" not in "".join(lines)
+    assert lines[at + 1].split()[:2] == ["claude", "$3,000.00"]
+    uncapped = copy.deepcopy(paper_config)
+    del uncapped["agents"]["gpt"]["max_run_usd"]
+    lines = spend_lines(uncapped)
+    assert any(line.startswith("  WARNING: agent 'gpt' has no max_run_usd") for line in lines)
+    gpt = next(r.dollars for r in spend_bounds(uncapped) if (r.agent, r.part) == ("gpt", "total"))
+    assert lines[-1] == f"  all LLM agents: at most ${3000 + 800 + 3 * 150 + gpt:,.2f}"   # claude, qwen, judges, gpt
+    budgets = paper_config["episodes"]["budgets"]
+    extra = {"none": 0, "once": 1, "retry": 2}
+    want: dict[str, float] = {}
+    for ep in pilot_plan(paper_config, RECOMMENDED_PILOT):
+        window, rate_in, rate_out = _rates(paper_config, ep["agent"])
+        b = budgets[ep["budget"]]
+        last = ep["condition_id"].split("-")[-2]
+        want[ep["agent"]] = want.get(ep["agent"], 0.0) + (b["turns"] + extra[last]) * (
+            window * rate_in + b["output_tokens_per_turn"] * rate_out)
+    got = pilot_bound(paper_config, RECOMMENDED_PILOT)
+    assert got.keys() == want.keys() == set(_MODELS)
+    assert all(got[a] == pytest.approx(want[a]) for a in want), (got, want)
+
+
 def test_spend_bounds_of_the_paper_config_counted_by_hand(paper_config):
     """Every LLM request the paper config plans, counted by hand, and its dollars in closed form from
     the rates of litellm's price map or the config's prices (each request: the model's context window
     in, its cap out)."""
-    import litellm
-
     from heuresis.preflight.spend import spend_bounds
     from heuresis.stages.games.workflow import scenario_names
 
@@ -344,20 +396,9 @@ def test_spend_bounds_of_the_paper_config_counted_by_hand(paper_config):
     assert paper_config["games"]["protocols"] == ["committed", "as_published"]
     judged = 2 * (5 * n_scn * 20 + 2 * 2 * n_scn * 3)
     leak = 7 * 2 * 3                                                     # networks x conditions x repeats
-    models = {"gpt": ("gpt-5", 128000), "claude": ("claude-sonnet-4-5", 64000),   # the map's keys, output limits
-              "qwen": ("dashscope/qwen3-max", 65536)}
     total_requests = total_dollars = 0
-    for agent, (model, max_out) in models.items():
-        entry = litellm.model_cost[model]
-        window = entry["max_input_tokens"]
-        prices = paper_config["agents"][agent].get("prices")
-        if prices:   # the config's prices (qwen: DashScope's tiers, cache hits and writes), per million tokens
-            top = {**prices, **(prices.get("tiers") or [{}])[-1]}   # the top tier: a request of a full window
-            rate_in = max(top["input_per_mtok"], top.get("cache_write_input_per_mtok", 0)) / 1e6
-            rate_out = top["output_per_mtok"] / 1e6
-        else:        # the map's; input at the dearer of plain input and a cache write (prompt caching is on)
-            rate_in = max(entry["input_cost_per_token"], entry.get("cache_creation_input_token_cost") or 0)
-            rate_out = entry["output_cost_per_token"]
+    for agent, (_model, max_out) in _MODELS.items():
+        window, rate_in, rate_out = _rates(paper_config, agent)
         for part, (n, out) in {**parts, "leakage": (leak, leak * max_out)}.items():
             r = rows[(agent, part)]
             assert (r.requests, r.input_tokens, r.output_tokens) == (n, n * window, out), (agent, part)
@@ -369,7 +410,7 @@ def test_spend_bounds_of_the_paper_config_counted_by_hand(paper_config):
             total_requests += rows[(a, "total")].requests
             total_dollars += rows[(a, "total")].dollars
     assert total_requests == 151_584 + 3 * (2 * n_scn * 3 * 41 + judged + leak)
-    assert {a for a, _ in rows} == {*models, *(f"judge_{m}" for m in models)}
+    assert {a for a, _ in rows} == {*_MODELS, *(f"judge_{m}" for m in _MODELS)}
 
 
 def test_an_unknown_price_or_window_is_unknown_never_zero(paper_config):

@@ -84,7 +84,31 @@ def spend_lines(cfg: dict) -> list[str]:
     dollars = None if any(r.dollars is None for r in totals) else sum(r.dollars for r in totals)  # type: ignore[misc]
     out.append(f"  all LLM agents: at most {sum(r.requests for r in totals):,} model requests and "
                f"{_amount(dollars, True)}")
-    return out
+    return out + cap_lines(cfg, totals)
+
+
+def cap_lines(cfg: dict, totals) -> list[str]:
+    """The bound under each agent's ``max_run_usd`` (the run stops an agent there).
+
+    And a warning per paid agent without one.
+    """
+    llm = {name: spec for name, spec in cfg["agents"].items() if spec.get("kind") == "llm"}
+    bounds: list[float | None] = []
+    out: list[str] = []
+    for r in totals:
+        cap = llm.get(r.agent, {}).get("max_run_usd")
+        bound = (None if r.dollars is None else r.dollars) if cap is None else (
+            float(cap) if r.dollars is None else min(float(cap), r.dollars))
+        bounds.append(bound)
+        out.append(f"  {r.agent:<14} {_amount(bound, True):>12}  " + (f"(max_run_usd ${float(cap):,.2f})" if cap is not None
+                                                                 else "(no max_run_usd: the ceiling above)"))
+        if cap is None and (r.dollars is None or r.dollars > 0):
+            out.append(f"  WARNING: agent {r.agent!r} has no max_run_usd: nothing but the ceiling above "
+                       f"({_amount(r.dollars, True)}) bounds what it spends (set agents.{r.agent}.max_run_usd)")
+    known = [b for b in bounds if b is not None]
+    total = sum(known) if len(known) == len(bounds) else None
+    return ["LLM spend under the run caps (each agent stops at its max_run_usd, docs/agents.md):", *out,
+            f"  all LLM agents: at most {_amount(total, True)}"]
 
 
 def pilot_forecast(cfg: dict, results: str | Path = "results") -> tuple[int, list[dict]] | None:
@@ -106,12 +130,18 @@ def pilot_forecast(cfg: dict, results: str | Path = "results") -> tuple[int, lis
 
 def forecast_text(cfg: dict, results: str | Path = "results") -> list[str]:
     """The forecast lines of ``check-config`` and ``heuresis forecast`` (or how to get a forecast)."""
+    from heuresis.preflight.spend import pilot_bound
     from heuresis.stages.pilot import LEVEL, forecast_lines
+    from heuresis.stages.pilot import RECOMMENDED_PILOT as k
 
     found = pilot_forecast(cfg, results)
     if found is None:
-        return ["LLM spend forecast: no pilot yet (heuresis forecast --pilot 8 runs 8 of the run's own episodes per "
-                "LLM agent and budget setting, which the full run then replays, and forecasts the rest)"]
+        bound = pilot_bound(cfg, k)
+        total = None if any(v is None for v in bound.values()) else sum(bound.values())  # type: ignore[arg-type]
+        each = ", ".join(f"{a} {_amount(v, True)}" for a, v in sorted(bound.items()))
+        return [f"LLM spend forecast: no pilot yet (heuresis forecast --pilot {k} runs {k} of the run's own episodes "
+                "per LLM agent and budget setting, which the full run then replays, and forecasts the rest; it costs "
+                f"at most {_amount(total, True)}: {each}; each agent's pilot also stops at its max_run_usd)"]
     k, rows = found
     return [f"LLM spend forecast from the pilot under {results}/pilot/k{k} ({k} episodes per agent and budget "
             f"setting; interval {int(LEVEL * 100)} %, bootstrap over pilot episodes; per episode, forecast, interval, "

@@ -15,12 +15,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from heuresis.agents.llm import llm_agents_in_use
-from heuresis.harness.conditions import LAST_TURN_REQUESTS, expand_conditions
+from heuresis.harness.conditions import LAST_TURN_REQUESTS, Condition, expand_conditions
 from heuresis.stages.games.play import OUTPUT_TOKENS
 from heuresis.stages.games.workflow import judges_for, play_jobs, plays_of, requests_per_play
 from heuresis.stages.leakage import CONDITIONS
+from heuresis.stages.pilot import pilot_plan
 
-__all__ = ["SPEND_PARTS", "SpendBound", "ceilings", "spend_bounds"]
+__all__ = ["SPEND_PARTS", "SpendBound", "ceilings", "pilot_bound", "spend_bounds"]
 
 #: The parts of a run that call models, in the order :func:`spend_bounds` lists them.
 SPEND_PARTS = ("episodes", "games_agentic", "games_prompting", "judgements", "leakage")
@@ -72,6 +73,32 @@ def _request_dollars(spec: Mapping, n_in: int | None, n_out: int | None) -> floa
     return (n_in or 0) * p_in + (n_out or 0) * p["output_per_token"]
 
 
+def _episode_requests(config: Mapping, spec: Mapping, budget: str, last_turn: str) -> tuple[int, int]:
+    """(output cap of a request, requests at most) of one episode of an LLM agent under a budget and last turn."""
+    b = config["episodes"]["budgets"][budget]
+    own = spec.get("max_tokens")   # a request's output cap: the turn's output budget
+    cap = min(int(b["output_tokens_per_turn"]), int(own)) if own else int(b["output_tokens_per_turn"])
+    return cap, int(b["turns"]) + LAST_TURN_REQUESTS[last_turn]
+
+
+def pilot_bound(config: Mapping, k: int) -> dict[str, float | None]:
+    """Dollars at most of ``heuresis forecast --pilot k`` per LLM agent: its pilot episodes at their ceilings.
+
+    None for an agent whose price is unknown.
+    """
+    llm = llm_agents_in_use(config)
+    out: dict[str, float | None] = {}
+    for ep in pilot_plan(config, k):
+        spec = llm[ep["agent"]]
+        window = _model_info(str(spec["model"])).get("max_input_tokens")
+        c = Condition.from_id(ep["agent"], ep["condition_id"])
+        cap, requests = _episode_requests(config, spec, c.budget, c.last_turn)
+        d = _request_dollars(spec, int(window) if window else None, cap)
+        prev = out.get(ep["agent"], 0.0)
+        out[ep["agent"]] = None if d is None or prev is None else prev + requests * d
+    return out
+
+
 def _unit_groups(config: Mapping) -> dict[tuple[str, str, int | None], int]:
     """Requests planned per (agent, part, output cap of a request), for every LLM agent in use."""
     llm = llm_agents_in_use(config)
@@ -81,17 +108,14 @@ def _unit_groups(config: Mapping) -> dict[tuple[str, str, int | None], int]:
         if n:
             groups[(agent, part, cap)] = groups.get((agent, part, cap), 0) + n
 
-    budgets = config["episodes"]["budgets"]
     for cell in expand_conditions(config):   # each planned episode once (a cell shared by grids runs once)
         c = cell.condition
         if c.agent not in llm:
             continue
         n = int(config["instances"][f"n_{cell.split}"])
         k = sum(len(cell.indices(f, n)) for f in cell.families)
-        b = budgets[c.budget]
-        own = llm[c.agent].get("max_tokens")   # a request's output cap: the turn's output budget
-        cap = min(int(b["output_tokens_per_turn"]), int(own)) if own else int(b["output_tokens_per_turn"])
-        add(c.agent, "episodes", cap, k * (int(b["turns"]) + LAST_TURN_REQUESTS[c.last_turn]))
+        cap, requests = _episode_requests(config, llm[c.agent], c.budget, c.last_turn)
+        add(c.agent, "episodes", cap, k * requests)
     g = config["games"]
     for job in play_jobs(config):
         if job["agent"] in llm:

@@ -45,10 +45,13 @@ from heuresis.harness.conditions import expand_conditions
 from heuresis.stages.episodes import episode_job_config, run_episode_shard
 from heuresis.stages.references import reference_shards
 
-__all__ = ["PILOT_SEED", "forecast", "forecast_lines", "pc_kci_paths", "pilot_plan", "run_pilot", "write_forecast"]
+__all__ = ["PILOT_SEED", "RECOMMENDED_PILOT", "forecast", "forecast_lines", "pc_kci_paths", "pilot_plan", "run_pilot",
+           "write_forecast"]
 
 #: Seed of the pilot's choice of instances (recorded in the pilot's provenance).
 PILOT_SEED = 20261203
+#: The pilot size the docs and ``check-config`` recommend: episodes per LLM agent and budget setting.
+RECOMMENDED_PILOT = 8
 #: The forecast interval's level and bootstrap draws.
 LEVEL, RESAMPLES = 0.9, 2000
 
