@@ -11,6 +11,17 @@ import pytest
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 ROOT = Path(__file__).resolve().parents[1]
+
+#: tests/test_inspect.py needs the inspect extra, which lives in its own environment
+#: (requirements/inspect-lock.txt).  Where ``HEURESIS_INSPECT_TESTS=separate`` says that environment
+#: runs it (.ci/run), an environment without inspect_ai does not collect it; elsewhere it is skipped,
+#: saying why.
+collect_ignore = []
+if os.environ.get("HEURESIS_INSPECT_TESTS") == "separate":
+    import importlib.util
+
+    if importlib.util.find_spec("inspect_ai") is None:
+        collect_ignore.append("test_inspect.py")
 #: this track's own scenario set (the default folder, ``games.scenarios_dir``, is CausalGame's)
 OWN_SCENARIOS = ROOT / "config" / "games"
 #: the ``games`` keys that play the own set, in a copy of the workflow (its folder relative to the copy)

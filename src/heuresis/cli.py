@@ -14,6 +14,7 @@ from pathlib import Path
 from heuresis import __version__
 from heuresis.artifacts import paths as P
 from heuresis.artifacts.io import ArtifactError
+from heuresis.registry import MODEL_KINDS
 
 
 def _config_files(args: argparse.Namespace) -> list[str]:
@@ -92,7 +93,7 @@ def cap_lines(cfg: dict, totals) -> list[str]:
 
     And a warning per paid agent without one.
     """
-    llm = {name: spec for name, spec in cfg["agents"].items() if spec.get("kind") == "llm"}
+    llm = {name: spec for name, spec in cfg["agents"].items() if spec.get("kind") in MODEL_KINDS}
     bounds: list[float | None] = []
     out: list[str] = []
     for r in totals:
@@ -720,39 +721,12 @@ def cmd_serve_play(args: argparse.Namespace) -> int:
 def cmd_serve_episode(args: argparse.Namespace) -> int:
     """Serve one episode over MCP (stdio or loopback HTTP) and write it to the episodes tables (docs/mcp.md)."""
     from heuresis.artifacts.logs import stage_logger
-    from heuresis.harness.conditions import Condition
-    from heuresis.stages.episodes import run_episode_shard
+    from heuresis.stages.episodes import run_one_episode
 
     cfg = _load(args)
-    parts = args.instance.split("/")
-    if len(parts) != 3 or not parts[2].isdigit():
-        raise ValueError(f"instance {args.instance!r}: expected family/split/index, e.g. wild/dev/0003")
-    fam, split, idx = parts[0], parts[1], int(parts[2])
-    if fam not in cfg["families"]:
-        raise ValueError(f"instance {args.instance!r}: unknown family {fam!r}; known: {sorted(cfg['families'])}")
     spec = _served_spec(cfg, args)
     _keep_writing_over_stdio(args)
-    cond = Condition.from_id(args.agent, args.condition)
-    if cond.budget not in cfg["episodes"]["budgets"]:
-        raise ValueError(f"condition {args.condition!r}: unknown budget {cond.budget!r}; known: "
-                         f"{sorted(cfg['episodes']['budgets'])}")
-    res = Path(args.results)
-    shards = P.located(P.REFERENCES, res, algorithm="pc_kci", family=fam, split=split, shard="*")
-    refs = sorted(shards.parent.glob(shards.name))
-    if not refs:
-        raise FileNotFoundError(f"no PC-KCI references under {shards.parent} "
-                                "(run the workflow's references stage first)")
-    from heuresis.artifacts.sealing import PUBLIC_SALT, SALT_FILE, write_salt
-
-    # the run's salt: drawn once into the results tree (as the workflow does when it plans episodes) unless public
-    salt = PUBLIC_SALT if cfg["secrets"]["salt"] == "public" else write_salt(P.located(SALT_FILE, res))
-    where = {"agent": args.agent, "condition_id": args.condition, "family": fam, "split": split}
-    out = P.located(P.SERVED_EPISODE, res, **where, index=f"{idx:04d}")
-    run_episode_shard(args.agent, spec, args.condition, fam, split, [idx], data_dir=P.located(P.INSTANCES, res, **where),
-                      truth_dir=P.located(P.TRUTH_GRAPHS, res, **where).parent, pc_kci_paths=refs, episodes_cfg=cfg["episodes"],
-                      menu=cfg["references"]["algorithms"], grades=cfg["grades"], seed=cfg["seed"], out=out,
-                      calls_out=out.with_suffix(".calls.parquet"), requests_out=out.with_suffix(".requests.parquet"),
-                      transcripts_dir=P.located(P.EPISODE_TRANSCRIPTS, res, **where), log=stage_logger(None), salt=salt)
+    out = run_one_episode(cfg, args.results, args.agent, spec, args.condition, args.instance, log=stage_logger(None))
     print(f"episode written to {out}", file=sys.stderr)
     from heuresis.agents.external import wait_for_clients
 

@@ -9,7 +9,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-__all__ = ["Registry"]
+__all__ = ["MODEL_KINDS", "Registry"]
+
+#: Agent kinds that send requests to a model: paid, capped, logged and replayed as LLM agents are
+#: (``llm``: through litellm; ``inspect``: through an inspect_ai model).
+MODEL_KINDS = frozenset({"llm", "inspect"})
 
 T = TypeVar("T")
 

@@ -21,7 +21,7 @@ from heuresis.harness.protocol import (
     tool_call,
 )
 
-from . import external, llm, offline, players  # noqa: F401  (registration; litellm and the MCP SDK are imported on first use)
+from . import external, inspect_model, llm, offline, players  # noqa: F401  (registration; litellm, the MCP SDK and inspect_ai are imported on first use)
 
 __all__ = ["AGENTS", "Agent", "AgentReply", "Usage", "agent_class", "agent_origin", "check_agent", "make_agent",
            "register_agent", "tool_call"]

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from heuresis.config.loading import ConfigError, StrictValidator, config_key, format_errors, schema, schema_default
+from heuresis.registry import MODEL_KINDS
 
 __all__ = ["Bootstrap", "BudgetSettings", "CodeTool", "ConfigSettings", "Retries"]
 
@@ -202,4 +203,4 @@ class ConfigSettings:
                             for name, spec in (episodes.get("budgets") or {}).items()},
                    code_tool=CodeTool.from_config(episodes.get("code_tool") or {}),
                    retries={name: Retries.from_config(spec.get("retries") or {}, f"agents.{name}.retries")
-                            for name, spec in agents.items() if spec.get("kind") == "llm"})
+                            for name, spec in agents.items() if spec.get("kind") in MODEL_KINDS})

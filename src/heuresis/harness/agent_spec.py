@@ -24,6 +24,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from heuresis.registry import MODEL_KINDS
+
 __all__ = ["RESOURCE_PREFIX", "TRANSPORT_KEYS", "env_errors", "provider_of", "provider_resource", "result_spec",
            "scrub", "secret_errors", "transport_of"]
 
@@ -82,7 +84,7 @@ def _provider(model: str, api_base: str | None) -> str:
 
 def provider_of(spec: Mapping) -> str | None:
     """The litellm provider of an ``llm`` agent entry (``openai``, ``anthropic``, ...); None for other kinds."""
-    if spec.get("kind") != "llm":
+    if spec.get("kind") not in MODEL_KINDS:
         return None
     return _provider(str(spec["model"]), spec.get("api_base"))
 
@@ -146,7 +148,7 @@ def env_errors(config: Mapping) -> list[str]:
         secrets = {}
     seed_var = str(secrets.get("test_seed_env") or "HEURESIS_TEST_SEED")
     keys = {name: _key_variable(spec) for name, spec in agents.items()
-            if isinstance(spec, Mapping) and spec.get("kind") == "llm" and isinstance(spec.get("model"), str)}
+            if isinstance(spec, Mapping) and spec.get("kind") in MODEL_KINDS and isinstance(spec.get("model"), str)}
     out = []
     for name, spec in agents.items():
         env = spec.get("env") if isinstance(spec, Mapping) else None

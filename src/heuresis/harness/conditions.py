@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 
 from heuresis.config.loading import schema_default
+from heuresis.registry import MODEL_KINDS
 
 __all__ = [
     "CONDITION_ID_PATTERN",
@@ -284,7 +285,7 @@ def cell_records(config: Mapping) -> list[dict]:
 
 
 def _is_llm(config: Mapping, agent: str) -> bool:
-    return config.get("agents", {}).get(agent, {}).get("kind") == "llm"
+    return config.get("agents", {}).get(agent, {}).get("kind") in MODEL_KINDS
 
 
 def grid_plan(config: Mapping) -> list[dict]:

@@ -27,6 +27,7 @@ from heuresis.config import SPLITS
 from heuresis.harness.agent_spec import result_spec
 from heuresis.harness.conditions import cell_records, grid_plan
 from heuresis.harness.prompts import EPISODE_PROMPTS, JUDGE_PROMPTS, LEAKAGE_PROMPTS, play_prompts, prompt_digests
+from heuresis.registry import MODEL_KINDS
 from heuresis.stages.episodes import episode_job_config, episode_job_indices, episode_job_runtime, episode_jobs
 from heuresis.stages.games.variants import base_of, is_variant, variant_spec
 from heuresis.stages.games.workflow import (
@@ -500,4 +501,4 @@ class WorkflowPlan:
     def forecast_params(self, wildcards=None) -> dict:
         """What the forecast reads from the config besides the pilot: the planned episodes and each agent's cap."""
         return {"plan": [(r["grid"], r["llm_episodes"]) for r in grid_plan(self.config)],
-                "caps": {a: s.get("max_run_usd") for a, s in self.config["agents"].items() if s.get("kind") == "llm"}}
+                "caps": {a: s.get("max_run_usd") for a, s in self.config["agents"].items() if s.get("kind") in MODEL_KINDS}}

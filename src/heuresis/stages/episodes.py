@@ -26,12 +26,13 @@ from pathlib import Path
 import pyarrow as pa
 
 from heuresis.agents import AGENTS, agent_origin, make_agent
+from heuresis.artifacts import paths as P
 from heuresis.artifacts.failures import FIRST_ATTEMPT, failure_metadata, record_attempt
 from heuresis.artifacts.io import Checkpoint, write_table
 from heuresis.artifacts.privacy import make_folder
 from heuresis.artifacts.provenance import PROVENANCE_KEY, dumps, provenance_record, utc_now
 from heuresis.artifacts.schemas import CALLS, EPISODES, REQUESTS
-from heuresis.artifacts.sealing import PUBLIC_SALT, salt_digest
+from heuresis.artifacts.sealing import PUBLIC_SALT, SALT_FILE, salt_digest, write_salt
 from heuresis.config.loading import ConfigError, config_digest
 from heuresis.config.settings import BudgetSettings, CodeTool
 from heuresis.harness.agent_spec import result_spec
@@ -46,6 +47,7 @@ from heuresis.harness.episode import (
 from heuresis.harness.protocol import origin_packages
 from heuresis.harness.requestlog import RequestLog
 from heuresis.harness.sandbox import SandboxLimits
+from heuresis.registry import MODEL_KINDS
 from heuresis.stages.instances import load_data, load_truth
 from heuresis.stages.jobs import OFFLINE_RUNTIME_MIN, job_minutes, request_seconds
 from heuresis.stages.references import grade_table, graph_of, load_references
@@ -59,6 +61,7 @@ __all__ = [
     "episode_settings",
     "load_episode_inputs",
     "run_episode_shard",
+    "run_one_episode",
 ]
 
 
@@ -174,6 +177,43 @@ def run_episode_shard(agent: str, agent_spec: Mapping, condition_id: str, family
             f"({', '.join(inputs[i].instance_id for i in failed)}); not counted as run: rerun the target to retry "  # type: ignore[index]
             "them (the finished ones are kept)")
     return Path(out)
+
+
+def run_one_episode(cfg: Mapping, results: str | Path, agent: str, spec: Mapping, condition_id: str, instance: str,
+                    *, log: Callable[[str], None] = lambda m: None) -> Path:
+    """Run one episode of a built results folder outside the workflow and write its tables beside the run's.
+
+    ``instance`` is ``family/split/index`` (e.g. ``wild/dev/0003``); the instance, its PC-KCI
+    reference and the run's salt come from ``results`` (the salt is drawn into it once, as the
+    workflow does, unless the config's salt is public).  What ``heuresis serve-episode`` and the
+    inspect task (:mod:`heuresis.stages.inspect_tasks`) run; returns the episodes table's path
+    (:data:`heuresis.artifacts.paths.SERVED_EPISODE`: its calls, requests and transcript beside it).
+    """
+    parts = instance.split("/")
+    if len(parts) != 3 or not parts[2].isdigit():
+        raise ValueError(f"instance {instance!r}: expected family/split/index, e.g. wild/dev/0003")
+    fam, split, idx = parts[0], parts[1], int(parts[2])
+    if fam not in cfg["families"]:
+        raise ValueError(f"instance {instance!r}: unknown family {fam!r}; known: {sorted(cfg['families'])}")
+    cond = Condition.from_id(agent, condition_id)
+    if cond.budget not in cfg["episodes"]["budgets"]:
+        raise ValueError(f"condition {condition_id!r}: unknown budget {cond.budget!r}; known: "
+                         f"{sorted(cfg['episodes']['budgets'])}")
+    res = Path(results)
+    shards = P.located(P.REFERENCES, res, algorithm="pc_kci", family=fam, split=split, shard="*")
+    refs = sorted(shards.parent.glob(shards.name))
+    if not refs:
+        raise FileNotFoundError(f"no PC-KCI references under {shards.parent} "
+                                "(run the workflow's references stage first)")
+    salt = PUBLIC_SALT if cfg["secrets"]["salt"] == "public" else write_salt(P.located(SALT_FILE, res))
+    where = {"agent": agent, "condition_id": condition_id, "family": fam, "split": split}
+    out = P.located(P.SERVED_EPISODE, res, **where, index=f"{idx:04d}")
+    return run_episode_shard(agent, spec, condition_id, fam, split, [idx], data_dir=P.located(P.INSTANCES, res, **where),
+                             truth_dir=P.located(P.TRUTH_GRAPHS, res, **where).parent, pc_kci_paths=refs,
+                             episodes_cfg=cfg["episodes"], menu=cfg["references"]["algorithms"], grades=cfg["grades"],
+                             seed=cfg["seed"], out=out, calls_out=out.with_suffix(".calls.parquet"),
+                             requests_out=out.with_suffix(".requests.parquet"),
+                             transcripts_dir=P.located(P.EPISODE_TRANSCRIPTS, res, **where), log=log, salt=salt)
 
 
 # --- job planning -----------------------------------------------------------------------------------
@@ -298,7 +338,7 @@ def config_errors(config: Mapping) -> list[str]:
         except AgentSpecError as exc:
             msgs.append(f"config key agents.{name}{'.' + exc.key if exc.key else ''}: {exc}")
             continue
-        if not is_plugin(spec) and kind != "llm":   # offline agents check their parameters when built
+        if not is_plugin(spec) and kind not in MODEL_KINDS:   # offline agents check their parameters when built
             try:
                 make_agent(name, spec)
             except (ValueError, TypeError) as exc:
@@ -306,7 +346,7 @@ def config_errors(config: Mapping) -> list[str]:
         if kind == "merge" and "k" in spec and spec["k"] > len(menu) - 1:
             msgs.append(f"config key agents.{name}.k: {spec['k']} other menu algorithms can never join a pair "
                         f"(the menu has {len(menu) - 1} besides pc_kci; allowed: 1 <= k <= {len(menu) - 1})")
-        if kind == "llm":
+        if kind in MODEL_KINDS:
             from heuresis.agents.llm import token_prices
 
             capped = [k for k in ("max_run_usd", "max_episode_usd") if spec.get(k) is not None]
@@ -387,7 +427,7 @@ def _output_cap_errors(config: Mapping) -> list[str]:
         budgets = grid.get("budget", [])
         for a in grid.get("agents", []):
             spec = agents.get(a, {})
-            if spec.get("kind") != "llm":
+            if spec.get("kind") not in MODEL_KINDS:
                 continue
             for b in budgets if isinstance(budgets, list) else [budgets]:
                 if (a, b) in seen or b not in eps["budgets"]:

@@ -544,8 +544,8 @@ def _family_errors(config: Mapping, name: str, fam: Mapping) -> list[str]:
         return _source_errors(config, name, fam)
     missing = [k for k in ("root_noise", "kinds") if k not in fam]
     if missing:
-        return [f"config key {base}: family {name!r} needs {' and '.join(missing)} (a simulated family), or a "
-                f"`source` (a real-data family; known: {sorted(SOURCES)})"]
+        return [f"config key {base}.{k}: missing: a simulated family needs it (or give family {name!r} a `source`: "
+                f"a real-data family; known: {sorted(SOURCES)})" for k in missing]
     msgs = scale_errors(f"{base}.root_noise", fam["root_noise"])
     kinds = fam["kinds"]
     if not kinds:

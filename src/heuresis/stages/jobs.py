@@ -15,6 +15,7 @@ import math
 from collections.abc import Mapping
 
 from heuresis.harness.agent_spec import provider_resource
+from heuresis.registry import MODEL_KINDS
 
 __all__ = [
     "OFFLINE_RUNTIME_MIN",
@@ -49,7 +50,7 @@ def llm_resources(config: Mapping) -> list[str]:
 
 def request_seconds(spec: Mapping) -> float | None:
     """The longest one request of an ``llm`` agent may take (its ``timeout_s``), None for other kinds."""
-    if spec.get("kind") != "llm":
+    if spec.get("kind") not in MODEL_KINDS:
         return None
     if spec.get("timeout_s") is not None:
         return float(spec["timeout_s"])

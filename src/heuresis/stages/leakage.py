@@ -45,6 +45,7 @@ from heuresis.harness.agent_spec import result_spec
 from heuresis.harness.loop import single_request
 from heuresis.harness.parse import ParseError, parse_edge_list
 from heuresis.harness.prompts import render
+from heuresis.registry import MODEL_KINDS
 from heuresis.stages.jobs import job_minutes, request_seconds
 
 __all__ = [
@@ -236,7 +237,7 @@ def config_errors(config: Mapping) -> list[str]:
 
     msgs: list[str] = []
     leak = config["leakage"]
-    msgs += agent_errors(config, "leakage.agents", leak["agents"], {"llm"}, "the leakage probe asks an LLM (kind llm)")
+    msgs += agent_errors(config, "leakage.agents", leak["agents"], MODEL_KINDS, "the leakage probe asks an LLM (kind llm)")
     for n in leak["networks"]:
         if n not in NETWORKS:
             msgs.append(f"config key leakage.networks: unknown network {n!r}; known: {list(NETWORKS)}")

@@ -115,7 +115,11 @@ class LLMAgent(Agent):
         self._rate: RateWindow | None = None   # made on first use: it needs the provider's name
         self._spent_usd = 0.0
         self._spent_tokens = 0
-        warm_up(self._model)   # before the episode's clock starts: the job's start-up is not the agent's time
+        self._warm_up()   # before the episode's clock starts: the job's start-up is not the agent's time
+
+    def _warm_up(self) -> None:
+        """Load the provider's client code once per process (:func:`~heuresis.agents.llm.provider.warm_up`)."""
+        warm_up(self._model)
 
     # --- identity ---------------------------------------------------------------------------------
     @property
@@ -314,7 +318,7 @@ class LLMAgent(Agent):
             slot = rate.acquire(bound[0]) if rate is not None else None   # waits, before the clock starts
             t0, at = time.monotonic(), _utc()
             try:
-                resp = litellm.completion(**kwargs)
+                resp = self._complete(kwargs)
                 break
             except Exception as exc:
                 timeout = isinstance(exc, getattr(litellm, "Timeout", ()))
@@ -374,6 +378,14 @@ class LLMAgent(Agent):
             self._log.append({"key": key, "status": "ok", "attempt": len(log), "message": reply.message,
                               "usage": u.as_dict(), "response": raw})
         return reply
+
+    def _complete(self, kwargs: dict):
+        """Send one request (``litellm.completion``'s keywords) and return litellm's response.
+
+        The one place a request leaves the process; :class:`~heuresis.agents.inspect_model.InspectAgent`
+        sends it through an inspect_ai model instead.
+        """
+        return load_litellm().completion(**kwargs)
 
     def _replayed(self, hit: dict) -> AgentReply:
         """The reply of an earlier, paid attempt: charged its original working time, nothing sent."""

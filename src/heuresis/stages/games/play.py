@@ -64,6 +64,7 @@ from heuresis.harness.prompts import MODE_PROMPTS, render, template
 from heuresis.harness.protocol import FatalAgentError
 from heuresis.harness.requestlog import RequestLog
 from heuresis.harness.sandbox import SandboxLimits, isolation_for
+from heuresis.registry import MODEL_KINDS
 
 __all__ = [
     "DEFAULT_MAX_TURNS",
@@ -309,7 +310,7 @@ def run_play(agent_name: str, agent_spec: Mapping, scn: Scenario, *, repeat: int
         result = _play_prompting(agent, game, max_turns, task_variant)
     calls, transcript, turn, status, error, termination, spend = result
     debrief, debrief_status = "", ""
-    if "as_published" in protocols and game.stage2 is not None and status == "ok" and agent.kind == "llm":
+    if "as_published" in protocols and game.stage2 is not None and status == "ok" and agent.kind in MODEL_KINDS:
         debrief, debrief_status, why = _debrief(agent, game, transcript, turn, spend)
         if debrief_status == "failed":
             status, error, termination = "failed", why, "failed"

@@ -55,6 +55,7 @@ from heuresis.config.loading import CHECKOUT, StrictValidator, agent_errors, con
 from heuresis.config.settings import CodeTool
 from heuresis.harness.agent_spec import result_spec
 from heuresis.harness.protocol import FatalAgentError
+from heuresis.registry import MODEL_KINDS
 from heuresis.stages.games.play import MODES
 from heuresis.stages.games.variants import (
     base_of,
@@ -114,7 +115,7 @@ def game_agent_kinds() -> set[str]:
 
 def is_llm(config: Mapping, agent: str) -> bool:
     """Whether ``agent`` is configured with kind ``llm`` (LLM agents get more plays and the prompting mode)."""
-    return config.get("agents", {}).get(agent, {}).get("kind") == "llm"
+    return config.get("agents", {}).get(agent, {}).get("kind") in MODEL_KINDS
 
 
 def max_turns_of(config: Mapping, agent: str) -> int:
@@ -285,7 +286,7 @@ def config_errors(config: Mapping) -> list[str]:
     msgs += agent_errors(config, "games.agents", g["agents"], players | plugins,
                          f"it cannot play games (an episode baseline: {sorted(baselines)}); players: "
                          f"{sorted(players)} or an agent from outside the package (docs/agents.md)")
-    msgs += agent_errors(config, "games.judges", g["judges"], {"llm"}, "a judge is an LLM agent (kind llm)")
+    msgs += agent_errors(config, "games.judges", g["judges"], MODEL_KINDS, "a judge is an LLM agent (kind llm)")
     if not msgs:
         msgs += judge_panel_errors(config)
     msgs += output_cap_errors(config)
@@ -352,7 +353,7 @@ def output_cap_errors(config: Mapping) -> list[str]:
     for name, role, default_key, default in roles:
         spec = agents.get(name, {})
         thinking = (spec.get("thinking") or {}).get("budget_tokens")
-        if spec.get("kind") != "llm" or not isinstance(thinking, (int, float)):
+        if spec.get("kind") not in MODEL_KINDS or not isinstance(thinking, (int, float)):
             continue
         cap, key = (spec["max_tokens"], f"agents.{name}.max_tokens") if spec.get("max_tokens") else (default, default_key)
         if thinking >= cap:

@@ -1,0 +1,130 @@
+"""inspect_ai (the ``inspect`` extra, its own environment: requirements/inspect-lock.txt).
+
+The same scripted moves played through an inspect model (agent kind ``inspect``) and through the
+built-in LLM agent against the scripted OpenAI server give the same calls, outcome and usage; the
+task ``heuresis/episodes`` keeps the truth out of its samples, writes our tables, scores from them,
+and a rerun after a failed request pays no answered request again.  CI runs this module in the
+inspect environment (.ci/run); without inspect_ai it is skipped, or not collected where
+``HEURESIS_INSPECT_TESTS=separate`` says it runs elsewhere (tests/conftest.py).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow.parquet as pq
+import pytest
+
+inspect_ai = pytest.importorskip("inspect_ai", reason="needs the inspect extra (requirements/inspect-lock.txt)")
+
+from conftest import ROOT, small_lg_split  # noqa: E402
+from llm_server import ScriptedLLMServer  # noqa: E402
+
+from heuresis.artifacts.io import read_table  # noqa: E402
+from heuresis.artifacts.schemas import CALLS, EPISODES, REQUESTS  # noqa: E402
+from heuresis.harness.budgets import normalize_clock  # noqa: E402
+from heuresis.stages.episodes import run_episode_shard  # noqa: E402
+
+COND = "full-unguided-p1-none-standard-once-r0"
+PRICES = {"input_per_mtok": 3.0, "output_per_mtok": 15.0}
+
+# two calls in one reply, a call written as text, a schema violation, an unknown tool, a submission
+MOVES = [
+    {"tool_calls": [["data_summary", {}], ["run_algorithm", {"algorithm": "algorithm_A"}]], "usage": [900, 40]},
+    {"tool_calls": [["ci_test", {"x": "X1", "y": "X2", "given": [], "test": "fisherz"}]], "usage": [1500, 30]},
+    {"content": 'Let me look.\n<tool_call>\n{"name": "view_graph", "arguments": {}}\n</tool_call>', "usage": [2500, 20]},
+    {"tool_calls": [["ci_test", {"x": "X1"}]], "usage": [2600, 30]},
+    {"tool_calls": [["no_such_tool", {}]], "usage": [2650, 10]},
+    {"tool_calls": [["set_edges", {"changes": [{"x": "X1", "y": "X2", "relation": "->"}]}]], "usage": [2800, 50]},
+    {"tool_calls": [["submit", {"edges": ["X1 -> X2", "X2 -- X3"]}]], "usage": [3000, 30]},
+]
+
+
+@pytest.fixture(scope="module")
+def small(quick_config, tmp_path_factory):
+    """2 lg test instances (d = 5, n = 200) with their pc_kci references, in a results folder."""
+    return small_lg_split(quick_config, tmp_path_factory.mktemp("inspect") / "results", 2)
+
+
+def _sweep(small, folder, spec, name="scripted"):
+    """One episode of agent ``name`` (its name seeds the episode: the same for both routes) into ``folder``."""
+    cfg, root = small["cfg"], small["root"]
+    out = root / "episodes" / folder / "shard-000.parquet"
+    run_episode_shard(name, spec, COND, "lg", "test", [0], data_dir=small["data"], truth_dir=small["truth"],
+                      pc_kci_paths=[small["ref"]], episodes_cfg=cfg["episodes"], menu=cfg["references"]["algorithms"],
+                      grades=cfg["grades"], seed=cfg["seed"], out=out, calls_out=out.with_name("calls.parquet"),
+                      requests_out=out.with_name("requests.parquet"), transcripts_dir=root / "transcripts" / folder)
+    return (read_table(out, EPISODES).to_pylist()[0], read_table(out.with_name("calls.parquet"), CALLS).to_pylist(),
+            read_table(out.with_name("requests.parquet"), REQUESTS).to_pylist())
+
+
+def _script(tmp_path, moves, name="moves.json"):
+    path = tmp_path / name
+    path.write_text(json.dumps(moves))
+    return str(path)
+
+
+def test_an_inspect_model_plays_as_the_llm_agent_does(small, tmp_path):
+    with ScriptedLLMServer([{**m, "tool_calls": [tuple(c) for c in m.get("tool_calls", [])],
+                             "usage": tuple(m["usage"])} for m in MOVES]) as server:
+        llm = _sweep(small, "via_litellm", {"kind": "llm", "model": "openai/scripted-model",
+                                            "api_base": server.url + "/v1", "requires_key": False, "prices": PRICES})
+    insp = _sweep(small, "via_inspect", {"kind": "inspect", "model": "heuresis-script/moves", "prices": PRICES,
+                                         "model_args": {"script": _script(tmp_path, MOVES)}})
+    (ep_l, calls_l, req_l), (ep_i, calls_i, req_i) = llm, insp
+    assert ep_i["status"] == "ok" and ep_i["termination"] == "submitted", ep_i["error"]
+    assert ep_i["agent_kind"] == "inspect" and ep_i["model"] == "heuresis-script/moves"
+    same = ("status", "termination", "turns", "edges", "f1", "n_calls", "n_errors", "tokens_in", "tokens_out",
+            "test_units_used", "algorithm_calls_used")
+    assert {k: ep_i[k] for k in same} == {k: ep_l[k] for k in same}
+    assert ep_i["cost"] == pytest.approx(ep_l["cost"], rel=1e-12) and ep_i["cost"] > 0
+    # every call the same, answered the same (the budgets line's clock aside); the refused ones charged
+    def view(calls):
+        return [(c["turn"], c["tool"], c["ok"], c["error"], normalize_clock(c["result"] or "")) for c in calls]
+    assert view(calls_i) == view(calls_l)
+    assert [c["tool"] for c in calls_i if not c["ok"]] == ["ci_test", "no_such_tool"]
+    usage = [(r["tokens_in"], r["tokens_out"], r["cost"], r["price_source"]) for r in req_i]
+    assert usage == [(r["tokens_in"], r["tokens_out"], r["cost"], r["price_source"]) for r in req_l]
+    assert [u[:2] for u in usage] == [tuple(m["usage"]) for m in MOVES]
+
+
+def test_the_task_keeps_the_truth_out_writes_our_tables_and_a_rerun_pays_nothing_twice(small, tmp_path,
+                                                                                      monkeypatch):
+    from inspect_ai import eval as inspect_eval
+    from inspect_ai.log import read_eval_log
+
+    monkeypatch.chdir(ROOT)   # the workflow's folder: the base config is read there
+    failing = [*MOVES[:3], {"error": "the provider fell over"}]
+    args = {"results": str(small["root"]), "config": "config/quick.yaml", "families": "lg", "split": "test",
+            "instances": "0,1", "agent": "insp"}
+    model = "heuresis-script/moves"
+
+    def run(moves, log_dir):
+        log = inspect_eval("heuresis/episodes", model=model, model_args={"script": _script(tmp_path, moves, f"{log_dir}.json")},
+                           task_args=args, log_dir=str(tmp_path / log_dir), display="none")[0]
+        return read_eval_log(log.location)
+
+    first = run(failing, "first")
+    second = run(MOVES, "second")
+    truth = pq.read_table(small["truth"] / "graphs.parquet").to_pylist()
+    for log in (first, second):
+        text = json.dumps([s.model_dump(mode="json", include={"input", "target", "metadata"}) for s in log.samples])
+        for t in truth:   # no field of the truth in any sample, its target or its metadata
+            for key in ("dag", "cpdag", "causal_order", "seed_entropy", "seed_spawn_key"):
+                assert str(t[key]) not in text
+        for s in log.samples:
+            assert s.target in ("", []) and set(s.metadata) == {"condition", "instance"}
+    where = small["root"] / "episodes" / "insp" / COND / "lg" / "test"
+    for i, sample in enumerate(second.samples):
+        row = read_table(where / f"served-{i:04d}.parquet", EPISODES).to_pylist()[0]
+        score = sample.scores["heuresis_score"]
+        assert row["status"] == "ok" and score.value["f1"] == pytest.approx(row["f1"])
+        assert score.value["pc_kci_f1"] == pytest.approx(row["pc_kci_f1"])
+        req = read_table(where / f"served-{i:04d}.requests.parquet", REQUESTS).to_pylist()
+        # the three requests answered before the failure were replayed, not sent again
+        assert [r["replayed"] for r in req] == [True] * 3 + [False] * (len(MOVES) - 3)
+        sent = [e for e in sample.events if type(e).__name__ == "ModelEvent"]
+        assert len(sent) == len(MOVES) - 3
+    fails = [read_table(where / f"served-{i:04d}.parquet", EPISODES).to_pylist()[0] for i in range(2)]
+    assert all(f["status"] == "ok" for f in fails)
+    assert [s.scores["heuresis_score"].metadata["status"] for s in first.samples] == ["failed", "failed"]
