@@ -127,3 +127,40 @@ def test_trap_fall_and_bias_control_against_hand_counts():
     fb = np.array([json.loads(x)["antenna"] >= 4 for x, s in zip(b.design, b.submitted) if s], float)
     assert row.trap_fall == pytest.approx(fa.mean()) and row.trap_fall_diff == pytest.approx(fa.mean() - fb.mean())
     assert "Trap-fall difference" in disp.columns
+
+
+def test_the_rubric_is_declared_once_and_every_statement_of_it_agrees():
+    """The judge's prompt, its parser, the judgements table, the viewer's labels and docs/games.md all
+    state the rubric of heuresis.causal.games.rubric: a filled-in answer in the prompt's own format
+    parses to the scores given; the viewer labels each column as the docs name it."""
+    import re
+
+    from conftest import ROOT
+
+    from heuresis.artifacts.schemas import GAME_JUDGEMENTS
+    from heuresis.causal.games.rubric import RUBRIC, RUBRIC_MAX, label
+    from heuresis.harness.prompts import template
+    from heuresis.stages.games.judge import FAILURE_MODES, parse_scores
+    from heuresis.view.pages import judge_criteria
+
+    prompt = template("game_judge").template
+    assert f"Rubric ({RUBRIC_MAX} points)" in prompt and RUBRIC_MAX == 16
+    raw = (ROOT / "src/heuresis/data/prompts/game_judge.txt").read_text()
+    assert not any(c.instruction in raw for c in RUBRIC)     # the file states no criterion itself
+    fmt = prompt.split("Answer with one JSON object and nothing else:\n", 1)[1].strip()
+    given = {c.column: c.max - 1 for c in RUBRIC}
+    answer = fmt.replace('"<label>"', json.dumps(sorted(FAILURE_MODES)[0]))
+    for c in RUBRIC:
+        answer = answer.replace(f'"score": <0-{c.max}>, "reason": "<one line>"', f'"score": {given[c.column]}, '
+                                f'"reason": "because {c.code}"', 1)
+    parsed = parse_scores(answer)
+    assert {c.column: parsed[c.column] for c in RUBRIC} == given
+    assert all(parsed[f"{c.column}_reason"] == f"because {c.code}" for c in RUBRIC)
+    row = {**given, **{f"{c.column}_reason": "r" for c in RUBRIC}}
+    shown, _ = judge_criteria(row, GAME_JUDGEMENTS.schema, GAME_JUDGEMENTS.doc)
+    labels = {s["column"]: s["label"] for s in shown}
+    assert [labels[c.column] for c in RUBRIC] == [label(c) for c in RUBRIC]
+    docs = " ".join((ROOT / "docs/games.md").read_text().split())
+    rubric_line = re.search(r"causal reasoning (CR1 .*?data usage \(0–1\))", docs)
+    assert rubric_line, "docs/games.md states the rubric as 'causal reasoning CR1 ... data usage (0–1)'"
+    assert [m.group(0) for m in re.finditer(r"[A-Z]{2}\d? [a-z ]+ \(0–\d\)", rubric_line[1])] == [label(c) for c in RUBRIC]

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
+from heuresis.causal.games.rubric import CAUSAL, RUBRIC, RUBRIC_MAX, column_description
+
 __all__ = [
     "CALLS",
     "DELETION",
@@ -707,6 +709,8 @@ GAME_CALLS = _schema("game_calls", 2, [
     ("details", pa.string(), "JSON not shown to the agent (per-drone survival of a deployment)"),
 ])
 
+_WORDS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
+
 GAME_JUDGEMENTS = _schema("game_judgements", 3, [
     ("judge", pa.string(), "judge name (config agents, kind llm)"),
     ("protocol", pa.string(), "the view judged: committed (the report before the outcome) or as_published "
@@ -722,20 +726,11 @@ GAME_JUDGEMENTS = _schema("game_judgements", 3, [
                             "range, or an unknown failure mode: scores null), failed, or play_failed (the play "
                             "itself failed: not judged; scores null)"),
     ("error", pa.string(), "parse or request error"),
-    ("cr1", pa.float64(), "CR1 true mechanism, 0-4: names the causes of the losses"),
-    ("cr2", pa.float64(), "CR2 trap avoidance, 0-4: avoids the trap and says why it is one"),
-    ("cr3", pa.float64(), "CR3 mechanistic depth, 0-3: causal chains rather than correlations"),
-    ("ed", pa.float64(), "ED experimental design, 0-2: informative, budget-aware deployments"),
-    ("rq", pa.float64(), "RQ reflection, 0-2: says which observed patterns misled and why"),
-    ("du", pa.float64(), "DU data usage, 0-1: conclusions supported by the observations"),
-    ("cr1_reason", pa.string(), "the judge's one-line reason for CR1"),
-    ("cr2_reason", pa.string(), "the judge's one-line reason for CR2"),
-    ("cr3_reason", pa.string(), "the judge's one-line reason for CR3"),
-    ("ed_reason", pa.string(), "the judge's one-line reason for ED"),
-    ("rq_reason", pa.string(), "the judge's one-line reason for RQ"),
-    ("du_reason", pa.string(), "the judge's one-line reason for DU"),
-    ("cr", pa.float64(), "causal reasoning CR1 + CR2 + CR3, 0-11"),
-    ("total", pa.float64(), "sum of the six criteria, 0-16"),
+    *((c.column, pa.float64(), column_description(c)) for c in RUBRIC),
+    *((f"{c.column}_reason", pa.string(), f"the judge's one-line reason for {c.code}") for c in RUBRIC),
+    ("cr", pa.float64(), f"causal reasoning {' + '.join(c.code for c in RUBRIC if c.column in CAUSAL)}, "
+                         f"0-{sum(c.max for c in RUBRIC if c.column in CAUSAL)}"),
+    ("total", pa.float64(), f"sum of the {_WORDS[len(RUBRIC)]} criteria, 0-{RUBRIC_MAX}"),
     ("failure_mode", pa.string(), "the judge's failure-mode label (heuresis.stages.games.judge.FAILURE_MODES), "
                                   "no_report without a report"),
     ("answer", pa.string(), "the judge's raw answer"),

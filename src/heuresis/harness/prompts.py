@@ -10,11 +10,12 @@ algorithms can fail under nonlinear or heteroscedastic mechanisms, 3 PC's deleti
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import cache
 from importlib import resources
 from string import Template
 
+from heuresis.causal.games.rubric import judge_fields
 from heuresis.harness.conditions import TARGETS
 
 __all__ = ["EPISODE_PROMPTS", "JUDGE_PROMPTS", "LAST_TURN_TEXT", "LEAKAGE_PROMPTS", "MODE_PROMPTS", "play_prompts",
@@ -50,13 +51,21 @@ LAST_TURN_TEXT = {
 }
 
 
+#: Fields a template's file leaves to a fact declared elsewhere, filled in when it is read (so the
+#: template's digest is that of the text its readers get): the judge's rubric (:mod:`heuresis.causal.games.rubric`).
+DECLARED_FIELDS: dict[str, Callable[[], dict[str, str]]] = {"game_judge": judge_fields}
+
+
 @cache
 def template(name: str) -> Template:
-    """The template ``data/prompts/<name>.txt``."""
+    """The template ``data/prompts/<name>.txt``, with its :data:`DECLARED_FIELDS` filled in."""
     path = resources.files("heuresis").joinpath(f"data/prompts/{name}.txt")
     if not path.is_file():
         raise ValueError(f"no prompt template {name!r} (expected {path})")
-    return Template(path.read_text())
+    text = path.read_text()
+    if name in DECLARED_FIELDS:
+        text = Template(text).safe_substitute(**DECLARED_FIELDS[name]())
+    return Template(text)
 
 
 def render(name: str, **fields) -> str:

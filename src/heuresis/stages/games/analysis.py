@@ -37,9 +37,10 @@ import pandas as pd
 from heuresis.artifacts.report import format_interval, pyplot
 from heuresis.causal.bootstrap import bootstrap_mean, unpaired_bootstrap
 from heuresis.causal.games.design import ABLATION_SEP
+from heuresis.causal.games.rubric import CAUSAL, RUBRIC_MAX
 from heuresis.causal.games.scenario import follows_pattern, pattern_text
 from heuresis.config.settings import Bootstrap
-from heuresis.stages.games.judge import CAUSAL, CRITERIA, CRITERION_NAMES, FAILURE_MODES, RUBRIC_MAX, icc
+from heuresis.stages.games.judge import CRITERIA, CRITERION_NAMES, FAILURE_MODES, icc
 
 __all__ = [
     "LEADERBOARD_VIEWS",

@@ -5,9 +5,9 @@ A judge is an LLM agent (kind ``llm``) asked once per play, with the prompt temp
 trap and optimum designs, what the agent deployed and submitted, and its report.  The judge is
 not shown the Stage-2 survival, so the rubric does not echo the outcome.
 
-The rubric (:data:`CRITERIA`, 16 points): causal reasoning — CR1 true mechanism (0-4), CR2
-trap avoidance (0-4), CR3 mechanistic depth (0-3) — then ED experimental design (0-2), RQ
-reflection (0-2), DU data usage (0-1); each criterion with a one-line reason, and one
+The rubric (:mod:`heuresis.causal.games.rubric`, 16 points): causal reasoning — CR1 true mechanism
+(0-4), CR2 trap avoidance (0-4), CR3 mechanistic depth (0-3) — then ED experimental design (0-2),
+RQ reflection (0-2), DU data usage (0-1); each criterion with a one-line reason, and one
 failure-mode label from :data:`FAILURE_MODES`.  The answer is read by :func:`parse_scores`
 (one JSON object, or failing that ``CR1: 3 - reason`` lines); a criterion missing, not a number
 or out of its range, or a label outside the list, makes the judgement ``unparsed`` (scores
@@ -29,6 +29,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from heuresis.agents.llm import repair_arguments
+from heuresis.causal.games.rubric import CAUSAL, RUBRIC
 from heuresis.harness.loop import Request, single_request
 from heuresis.harness.prompts import render
 
@@ -36,7 +37,6 @@ __all__ = [
     "CRITERIA",
     "CRITERION_NAMES",
     "FAILURE_MODES",
-    "RUBRIC_MAX",
     "ScoreError",
     "icc",
     "judge_play",
@@ -45,14 +45,10 @@ __all__ = [
     "parse_scores",
 ]
 
-#: Rubric criteria (their score columns) and maxima (docs/games.md §5); CR1-CR3 are causal reasoning.
-CRITERIA = {"cr1": 4, "cr2": 4, "cr3": 3, "ed": 2, "rq": 2, "du": 1}
+#: Rubric criteria (their score columns) and maxima (:data:`heuresis.causal.games.rubric.RUBRIC`).
+CRITERIA = {c.column: c.max for c in RUBRIC}
 #: What each criterion scores (also the words a judge's answer may use for it).
-CRITERION_NAMES = {"cr1": "true mechanism", "cr2": "trap avoidance", "cr3": "mechanistic depth",
-                   "ed": "experimental design", "rq": "reflection", "du": "data usage"}
-#: Causal reasoning: the first three criteria, 0-11.
-CAUSAL = ("cr1", "cr2", "cr3")
-RUBRIC_MAX = sum(CRITERIA.values())
+CRITERION_NAMES = {c.column: c.name for c in RUBRIC}
 #: Failure-mode labels a judge chooses one of (``no_report`` is given without asking).
 FAILURE_MODES = {
     "none": "no major failure: the true mechanism named and the trap avoided",
