@@ -8,7 +8,7 @@ name               method                                                       
 ``fci``            FCI (causal-learn), Fisher-z; PAG marks -> undirected         CI tests
 ``ges``            GES (causal-learn), linear-Gaussian BIC                      0
 ``direct_lingam``  DirectLiNGAM (lingam)                                        0
-``resit``          RESIT additive-noise method (lingam), random-forest/HSIC     0
+``resit``          RESIT additive-noise method (lingam), spline fit/HSIC        0
 ``notears``        linear NOTEARS (own scipy implementation)                    0
 ``router``         baseline (docs/design.md §4.4): screen, route to KCI, Holm re-test     CI tests
 =================  ===========================================================  ===========
