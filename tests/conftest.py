@@ -25,7 +25,7 @@ if os.environ.get("HEURESIS_INSPECT_TESTS") == "separate":
 #: this track's own scenario set (the default folder, ``games.scenarios_dir``, is CausalGame's)
 OWN_SCENARIOS = ROOT / "config" / "games"
 #: the ``games`` keys that play the own set, in a copy of the workflow (its folder relative to the copy)
-OWN_SET_GAMES = {"scenarios_dir": "config/games", "ablations": [], "test_variants": {"count": 0}}
+OWN_SET_GAMES = {"scenarios_dir": "config/games", "scenarios": [], "ablations": [], "test_variants": {"count": 0}}
 
 
 @pytest.fixture(scope="session")

@@ -73,12 +73,17 @@ def test_same_episodes_with_and_without_faults_and_slow_failed_attempts(small, t
     wall = 6      # seconds: the clean run's few short requests stay far inside it, even on a loaded machine
     with ScriptedLLMServer(Conversations(_conversation)) as server:
         clean, _ = _sweep(small, "clean", _spec(server.url), indices=(0, 1), wall_seconds=wall, root=tmp_path / "a")
-    responder = Conversations(_conversation, faults={429: 0.4, 500: 0.2}, seed=3, retry_after=1.5,
+    # the faults are drawn from the seed in the order of the requests: two 429s in each episode, whose
+    # Retry-After floors alone (2 x 3.5 s) pass the wall budget on any machine, however fast
+    responder = Conversations(_conversation, faults={429: 0.4, 500: 0.2}, seed=3, retry_after=3.5,
                               latency=(0.15, 0.9))
     with ScriptedLLMServer(responder) as server:
         faulty, req = _sweep(small, "clean", _spec(server.url), indices=(0, 1), wall_seconds=wall, root=tmp_path / "b")
     assert responder.faulted >= 4                                  # faults did happen
-    assert (faulty.wall_s > wall).any()                            # the waits alone pass the wall budget
+    floors = req.groupby("episode_id").retry_log.agg(lambda logs: sum(e["retry_after_s"] or 0.0 for log in logs
+                                                                for e in json.loads(log)))
+    assert (floors > wall).all(), floors                           # the waits alone pass the wall budget
+    assert (faulty.wall_s > wall).all()
     assert (faulty.working_s < wall).all() and (faulty.working_s < faulty.wall_s).all()
     assert clean[OUTCOME].to_dict("records") == faulty[OUTCOME].to_dict("records")
     assert list(clean.termination) == ["submitted", "submitted"]
