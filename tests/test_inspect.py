@@ -128,3 +128,37 @@ def test_the_task_keeps_the_truth_out_writes_our_tables_and_a_rerun_pays_nothing
     fails = [read_table(where / f"served-{i:04d}.parquet", EPISODES).to_pylist()[0] for i in range(2)]
     assert all(f["status"] == "ok" for f in fails)
     assert [s.scores["heuresis_score"].metadata["status"] for s in first.samples] == ["failed", "failed"]
+
+
+def test_the_games_task_plays_a_scenario_and_scores_from_the_plays_table(tmp_path, monkeypatch):
+    import yaml
+    from conftest import OWN_SCENARIOS, OWN_SET_GAMES
+    from inspect_ai import eval as inspect_eval
+
+    from heuresis.artifacts import paths as P
+    from heuresis.artifacts.schemas import GAME_CALLS, GAME_PLAYS
+    from heuresis.stages.games.workflow import run_references
+
+    monkeypatch.chdir(ROOT)
+    results = tmp_path / "results"
+    run_references("weather_base", OWN_SCENARIOS, {"drones": 300, "starts": 1, "verify_fleets": 2},
+                   P.located(P.GAME_REFERENCES, results, scenario="weather_base"))
+    own_set = tmp_path / "own_set.yaml"
+    own_set.write_text(yaml.safe_dump({"games": {**OWN_SET_GAMES, "scenarios_dir": str(OWN_SCENARIOS)}}))
+    moves = [{"tool_calls": [[name, args]], "usage": [500, 20]} for name, args in
+             [("deploy", {"design": {"engine": 1}, "count": 5}), ("fly", {}),
+              ("write_report", {"text": "engines matter"}), ("submit_final_design", {"design": {"engine": 2}})]]
+    log = inspect_eval("heuresis/games", model="heuresis-script/player", display="none", log_dir=str(tmp_path / "logs"),
+                       model_args={"script": _script(tmp_path, moves)},
+                       task_args={"results": str(results), "config": ["config/quick.yaml", str(own_set)],
+                                  "scenarios": "weather_base", "agent": "insp"})[0]
+    assert log.status == "success", log.error
+    (sample,) = log.samples
+    assert sample.metadata == {"scenario": "weather_base"} and sample.target in ("", [])
+    out = P.located(P.SERVED_PLAY, results, agent="insp", scenario="weather_base")
+    row = read_table(out, GAME_PLAYS).to_pylist()[0]
+    calls = read_table(out.with_suffix(".calls.parquet"), GAME_CALLS).to_pylist()
+    assert row["status"] == "ok" and row["agent_kind"] == "inspect" and row["tokens_in"] == 2000
+    assert [c["tool"] for c in calls] == ["deploy", "fly", "write_report", "submit_final_design"]
+    score = sample.scores["heuresis_play_score"].value
+    assert score == {"survival": pytest.approx(row["survival"]), "won": float(row["won"]), "gap": pytest.approx(row["gap"])}

@@ -694,25 +694,12 @@ def cmd_serve_play(args: argparse.Namespace) -> int:
     """Serve one game play (the agentic mode) over MCP and write it to the games' plays tables (docs/mcp.md)."""
     from heuresis.agents.external import wait_for_clients
     from heuresis.artifacts.logs import stage_logger
-    from heuresis.config.settings import CodeTool
-    from heuresis.stages.games.workflow import run_plays, scenario_folder
+    from heuresis.stages.games.workflow import run_one_play
 
     cfg = _load(args)
     spec = _served_spec(cfg, args)
     _keep_writing_over_stdio(args)
-    res = Path(args.results)
-    refs = P.located(P.GAME_REFERENCES, res, scenario=args.scenario)
-    if not refs.exists():
-        raise FileNotFoundError(f"no references of scenario {args.scenario!r} at {refs} (run the workflow's games "
-                                "references stage first)")
-    g = cfg["games"]
-    out = P.located(P.SERVED_PLAY, res, agent=args.agent, scenario=args.scenario)
-    run_plays(args.agent, spec, "agentic", args.scenario, scenario_folder(cfg), plays=1, seed=g["seed"],
-              max_turns=g["max_turns"], references=refs, out=out, calls_out=out.with_suffix(".calls.parquet"),
-              transcripts_dir=P.located(P.GAME_TRANSCRIPTS, res, agent=args.agent, mode="agentic",
-                                        scenario=args.scenario),
-              log=stage_logger(None), task_variant=g["task_variant"], max_tool_calls=g["max_tool_calls_per_turn"],
-              code_tool=CodeTool.from_config(cfg["episodes"]["code_tool"]))
+    out = run_one_play(cfg, args.results, args.agent, spec, args.scenario, log=stage_logger(None))
     print(f"play written to {out}", file=sys.stderr)
     wait_for_clients()
     return 0

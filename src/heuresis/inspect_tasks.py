@@ -1,4 +1,4 @@
-"""Heuresis episodes as an inspect_ai task (the ``inspect`` extra; docs/agents.md, "From inspect_ai").
+"""Heuresis episodes and game plays as inspect_ai tasks (the ``inspect`` extra; docs/agents.md, "From inspect_ai").
 
 ``inspect eval heuresis/episodes --model M -T results=results -T config=config/quick.yaml`` plays
 episodes of a built results folder with inspect's model ``M``.  A sample is one condition ×
@@ -11,6 +11,11 @@ and the spend caps are those of every other episode; each request goes through i
 request log are written where ``heuresis serve-episode`` writes them (beside the run's own), and
 the scorer reports the episode's scores from that table once the agent has finished.  A rerun of the
 task on the same results folder replays every request already answered (nothing is paid twice).
+
+``inspect eval heuresis/games --model M -T results=results -T config=config/quick.yaml`` plays the
+games track's scenarios the same way (:func:`heuresis.stages.games.workflow.run_one_play`: one
+agentic play per sample, a sample is a scenario name); the scorer reports the play's Stage-2
+survival, whether it won and its gap to the scenario's optimum.
 
 This module is loaded by inspect through the ``inspect_ai`` entry point; it imports inspect_ai.
 """
@@ -39,20 +44,31 @@ from inspect_ai.solver import Generate, TaskState, solver
 from inspect_ai.tool import ToolCall
 
 from heuresis.artifacts.io import read_table
-from heuresis.artifacts.schemas import EPISODES
+from heuresis.artifacts.schemas import EPISODES, GAME_PLAYS
 from heuresis.config import BASE_CONFIG, config_files
 from heuresis.preflight import load_config
 from heuresis.stages.episodes import run_one_episode
+from heuresis.stages.games.workflow import run_one_play, scenario_names
 
-__all__ = ["SCORES", "ScriptedModel", "episodes"]
+__all__ = ["GAME_SCORES", "SCORES", "ScriptedModel", "episodes", "games"]
 
 #: The scores of an episode the scorer reports: its F1, PC-KCI's on the same instance, and the difference.
 #: Δ^s and Δ^r need the run's best chosen algorithms (the headroom stage): run the agent as
 #: ``kind: inspect`` in the workflow to get them in every table.
 SCORES = ("f1", "pc_kci_f1", "gain_over_pc_kci")
 
+#: The scores of a game play the scorer reports (columns of the plays table).
+GAME_SCORES = ("survival", "won", "gap")
+
 #: The agent name an inspect task's episodes are recorded under, unless ``agent`` is given.
 DEFAULT_AGENT = "inspect"
+
+
+def _config(config: str | list[str] | None, no_base: bool) -> dict:
+    """The config as the workflow reads it: the base config, then the given files (run from its folder)."""
+    files = config_files([config] if isinstance(config, str) else list(config or []),
+                         base=None if no_base else BASE_CONFIG)
+    return load_config(*files)
 
 
 def _instances(cfg: dict, families: list[str], split: str, indices: list[int] | None) -> list[str]:
@@ -84,9 +100,7 @@ def episodes(results: str = "results", config: str | list[str] | None = None, co
     ``test``; ``instances``: indices (default: all of the split); ``agent``: the name the episodes
     are recorded under; ``no_base``: read only ``config``, without the base config under it.
     """
-    files = config_files([config] if isinstance(config, str) else list(config or []),
-                         base=None if no_base else BASE_CONFIG)
-    cfg = load_config(*files)
+    cfg = _config(config, no_base)
     fams = [families] if isinstance(families, str) else list(families or cfg["families"])
     unknown = sorted(set(fams) - set(cfg["families"]))
     if unknown:
@@ -125,6 +139,51 @@ def heuresis_score():
         f1, pc = (float("nan") if row[c] is None else float(row[c]) for c in ("f1", "pc_kci_f1"))
         values = {"f1": f1, "pc_kci_f1": pc, "gain_over_pc_kci": f1 - pc}
         return Score(value=values, answer=row["edges"],
+                     explanation=f"{row['status']} ({row['termination']}), {row['turns']} turns",
+                     metadata={"status": row["status"], "termination": row["termination"], "table": str(path),
+                               "cost": row["cost"], "tokens_in": row["tokens_in"], "tokens_out": row["tokens_out"]})
+
+    return score
+
+
+@task
+def games(results: str = "results", config: str | list[str] | None = None, scenarios: str | list[str] | None = None,
+          agent: str = DEFAULT_AGENT, no_base: bool = False) -> Task:
+    """One agentic play of each scenario (default: the config's) of the results folder ``results``."""
+    cfg = _config(config, no_base)
+    known = scenario_names(cfg)
+    chosen = [scenarios] if isinstance(scenarios, str) else list(scenarios or known)
+    unknown = sorted(set(chosen) - set(known))
+    if unknown:
+        raise ValueError(f"scenarios {unknown}: not played by the config (known: {known})")
+    samples = [Sample(id=name, input=f"Heuresis game {name}", metadata={"scenario": name}) for name in chosen]
+    return Task(dataset=MemoryDataset(samples, name="heuresis-games"), solver=heuresis_play(cfg, results, agent),
+                scorer=heuresis_play_score())
+
+
+@solver
+def heuresis_play(cfg: dict, results: str, agent: str):
+    """Play the sample's scenario through the harness's loop with the evaluation's model."""
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        run = partial(run_one_play, cfg, results, agent, {"kind": "inspect"}, state.metadata["scenario"])
+        out = await anyio.to_thread.run_sync(run)
+        state.store.set("heuresis_plays_table", str(out))
+        state.completed = True
+        return state
+
+    return solve
+
+
+@scorer(metrics={s: [mean()] for s in GAME_SCORES})
+def heuresis_play_score():
+    """The play's Stage-2 survival, win and gap to the optimum, from its table after the agent finished."""
+
+    async def score(state: TaskState, target: Target) -> Score:
+        path = Path(state.store.get("heuresis_plays_table"))
+        row = read_table(path, GAME_PLAYS).to_pylist()[0]
+        values = {"survival": float(row["survival"]), "won": float(bool(row["won"])), "gap": float(row["gap"])}
+        return Score(value=values, answer=row["design"],
                      explanation=f"{row['status']} ({row['termination']}), {row['turns']} turns",
                      metadata={"status": row["status"], "termination": row["termination"], "table": str(path),
                                "cost": row["cost"], "tokens_in": row["tokens_in"], "tokens_out": row["tokens_out"]})

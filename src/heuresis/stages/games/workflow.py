@@ -90,6 +90,7 @@ __all__ = [
     "plays_of",
     "requests_per_play",
     "run_judgements",
+    "run_one_play",
     "run_plays",
     "run_references",
     "scenario_folder",
@@ -550,6 +551,32 @@ def run_plays(agent: str, spec: Mapping, mode: str, scenario: str, folder: str |
 
 
 # --- judgements ---------------------------------------------------------------------------------------
+
+def run_one_play(cfg: Mapping, results: str | Path, agent: str, spec: Mapping, scenario: str, *,
+                 log: _Log = _quiet) -> Path:
+    """Play ``scenario`` once in the agentic mode outside the workflow, into a built results folder.
+
+    The scenario's references come from ``results`` (the workflow's games references stage).  What
+    ``heuresis serve-play`` and the inspect task ``heuresis/games`` run; returns the plays table's
+    path (:data:`heuresis.artifacts.paths.SERVED_PLAY`: its calls and transcript beside it).
+    """
+    from heuresis.artifacts import paths as P
+
+    res = Path(results)
+    refs = P.located(P.GAME_REFERENCES, res, scenario=scenario)
+    if not refs.exists():
+        raise FileNotFoundError(f"no references of scenario {scenario!r} at {refs} (run the workflow's games "
+                                "references stage first)")
+    g = cfg["games"]
+    out = P.located(P.SERVED_PLAY, res, agent=agent, scenario=scenario)
+    return run_plays(agent, spec, "agentic", scenario, scenario_folder(cfg), plays=1, seed=g["seed"],
+                     max_turns=g["max_turns"], references=refs, out=out, calls_out=out.with_suffix(".calls.parquet"),
+                     requests_out=out.with_suffix(".requests.parquet"),
+                     transcripts_dir=P.located(P.GAME_TRANSCRIPTS, res, agent=agent, mode="agentic", scenario=scenario),
+                     log=log, task_variant=g["task_variant"], max_tool_calls=g["max_tool_calls_per_turn"],
+                     code_tool=CodeTool.from_config(cfg["episodes"]["code_tool"]))
+
+
 def judgement_unit(play: Mapping, protocol: str = "committed") -> str:
     """The checkpoint unit of one judgement: the play's id and a digest of everything the judge is shown of it.
 
