@@ -4,6 +4,15 @@
 # below); the rule files name its attributes through the declarations at the end of this file.
 # Every package name used here is imported in the one block below.
 
+import sys as _sys
+
+
+def _stop(message):
+    """Stop while the workflow is read, with the message alone (no Snakemake traceback): exit status 1."""
+    print(f"heuresis: {message}", file=_sys.stderr)
+    _sys.exit(1)
+
+
 try:
     from heuresis.agents.llm import CredentialsError, ProviderFatalError, check_credentials, llm_agents_in_use, verify_keys
     from heuresis.config import ConfigError, SPLITS, check_config_files
@@ -21,9 +30,7 @@ try:
     from heuresis.targets.registry import target_files
     from heuresis.view.live import write_plan as _write_plan
 except ImportError as exc:  # the package must be installed (README: pip install -e .)
-    raise WorkflowError(
-        f"cannot import the heuresis package ({exc}); install it first: pip install -e ."
-    )
+    _stop(f"cannot import the heuresis package ({exc}); install it first: pip install -e .")
 
 from snakemake.logging import logger as _logger
 
@@ -36,7 +43,7 @@ try:
     check_config_files(workflow.configfiles)
     config.update(validate_config(config))
 except ConfigError as exc:
-    raise WorkflowError(str(exc))
+    _stop(exc)
 
 # The secrets regime (heuresis.artifacts.sealing; docs/provenance.md): a malformed sealed seed stops the workflow
 # here; a missing one, or one without its published commitment record, is a warning (a dry run shows it) and
@@ -45,7 +52,7 @@ except ConfigError as exc:
 try:
     SECRETS = _disclosure(config)
 except SecretUnavailable as exc:
-    raise WorkflowError(str(exc))
+    _stop(exc)
 if SECRETS["test_seed"] == "sealed" and (SECRETS["commitment"] is None or SECRETS["committed"] is None):
     try:
         require_test_seed(config)
@@ -123,7 +130,7 @@ try:
     # Table 1 data files are validated at workflow start
     PLAN.target_input_paths, PLAN.target_param_values
 except ValueError as exc:
-    raise WorkflowError(str(exc))
+    _stop(exc)
 
 
 # A model-calling job is never resubmitted (the profiles' `retries` applies to every other rule): one
