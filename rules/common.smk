@@ -28,7 +28,7 @@ try:
     from heuresis.artifacts.privacy import PrivacyError, check_private_folders
     from heuresis.targets.registry import caption_file as _caption_file
     from heuresis.targets.registry import target_files
-    from heuresis.view.live import write_plan as _write_plan
+    from heuresis.view.live import finished_lines as _finished_lines, write_plan as _write_plan
 except ImportError as exc:  # the package must be installed (README: pip install -e .)
     _stop(f"cannot import the heuresis package ({exc}); install it first: pip install -e .")
 
@@ -122,6 +122,11 @@ onstart:
     # The run's plan (the jobs about to run, the agents' run caps): what `heuresis view` follows live.
     _write_plan(P.RUN_PLAN, [(_job.rule.name, _job.output) for _job in workflow.dag.needrun_jobs()],
                 {_name: _spec.get("max_run_usd") for _name, _spec in llm_agents_in_use(config).items()})
+
+onsuccess:
+    # what was built, where, and the commands to look at it (heuresis.view.live.finished_lines)
+    for _line in _finished_lines(workflow.configfiles):
+        _logger.info(_line)
 
 # The run's plan (heuresis.preflight.plan): every list, path, config slice and resource the rules declare.
 try:

@@ -99,6 +99,23 @@ def test_small_run_then_a_seventh_family_changes_no_existing_byte(tiny_run, tmp_
     assert "| smooth |" in (workdir / "results/tables/table2.md").read_text()
 
 
+def test_a_finished_run_says_what_it_built_and_how_to_look_at_it(tiny_run):
+    """The last lines of a run (onsuccess): the tables and figures counted in the results folder, and the
+    viewer, report and provenance commands with the run's own config files."""
+    import re
+
+    log = (tiny_run / "snakemake.log").read_text()
+    m = re.search(r"Finished: (\d+) tables in results/tables, (\d+) figures in results/figures", log)
+    assert m, log[-2000:]
+    tables = {p.stem for p in (tiny_run / "results/tables").glob("*.md")}
+    figures = {p.stem for p in (tiny_run / "results/figures").glob("*.png")}
+    assert (int(m[1]), int(m[2])) == (len(tables), len(figures)) and tables
+    assert "heuresis view results" in log and "heuresis provenance results/tables/table" in log
+    from tinyflow import CONFIG
+
+    assert "snakemake --report report.html --configfile " + " ".join(c for c in CONFIG if c != "--configfile") in log
+
+
 def test_bad_config_fails_at_start_naming_the_key(workdir):
     (workdir / "config" / "bad.yaml").write_text(
         "families:\n"

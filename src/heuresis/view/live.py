@@ -26,9 +26,9 @@ from pathlib import Path
 
 from heuresis.agents.spend import RATES, STOPPED, LedgerError, SpendLedger, read_stop
 from heuresis.artifacts.io import atomic_write_text
-from heuresis.artifacts.paths import RESULTS, RUN_PLAN, SPEND
+from heuresis.artifacts.paths import FIGURE, RESULTS, RUN_PLAN, SPEND, TABLE
 
-__all__ = ["PLAN_VERSION", "read_plan", "run_header", "stamp", "write_plan"]
+__all__ = ["PLAN_VERSION", "finished_lines", "read_plan", "run_header", "stamp", "write_plan"]
 
 PLAN_VERSION = 1
 
@@ -123,3 +123,33 @@ def run_header(results: str | Path, episodes: Iterable[Mapping], plays: Iterable
             "jobs": [{"rule": k, **v} for k, v in sorted(jobs.items())],
             "jobs_planned": sum(v["planned"] for v in jobs.values()), "jobs_done": sum(v["done"] for v in jobs.values()),
             "agents": agents, "failures": dict(sorted(failures.items()))}
+
+
+def finished_lines(configfiles: Iterable[str | Path], base: str | Path = "config/config.yaml",
+                   results: str | Path = RESULTS) -> list[str]:
+    """What a finished run says last (Snakemake's ``onsuccess``): what was built, where, and how to look.
+
+    ``configfiles``: the run's config files, the base config ``base`` first (left out of the
+    commands shown, as Snakemake reads it by itself).
+    """
+    res = Path(results)
+    tables = sorted({p.stem for p in _under(res, TABLE).parent.glob("*.md")})
+    figures = sorted({p.stem for p in _under(res, FIGURE).parent.glob("*.png")})
+    given = [str(_shown(f)) for f in configfiles if Path(f).resolve() != Path(base).resolve()]
+    config = f" --configfile {' '.join(given)}" if given else ""
+    named = [t for t in tables if t.startswith("table")] or tables
+    example = f"{res}/tables/{named[0]}.md" if named else str(res)
+    return [f"Finished: {len(tables)} tables in {res}/tables, {len(figures)} figures in {res}/figures; every "
+            f"artifact under {res}/ (docs/artifacts.md maps each path to its rule)",
+            f"  browse episodes, plays and tables:  heuresis view {res}",
+            f"  the report with every caption:      snakemake --report report.html{config}",
+            f"  how a number was made:              heuresis provenance {example}"]
+
+
+def _shown(path: str | Path) -> Path:
+    """``path`` relative to the working folder when it lies under it."""
+    p = Path(path)
+    try:
+        return p.resolve().relative_to(Path.cwd().resolve())
+    except ValueError:
+        return p
