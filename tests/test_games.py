@@ -304,11 +304,16 @@ def test_cli_play_by_hand(capsys):
     from heuresis.cli import build_parser, cmd_play
 
     args = build_parser().parse_args(["play", "antenna_base", "--scenarios", str(SCENARIOS), "--rows", "2"])
-    final = "submit {\"engine\": 4, \"wing\": 5, \"body\": 3, \"gun\": 4}"
-    lines = iter(["history", "deploy 20 engine=3 wing=4 camera=2", "deploy 10 antenna=9", final, "report ok", final])
+    final = "submit engine=4 wing=5 body=3 gun=4"          # one syntax for designs: deploy's
+    lines = iter(["status", "status --json", "history", "deploy 20 engine=3 wing=4 camera=2", "deploy 10 antenna=9",
+                  final, "report ok", final])
     printed: list[str] = []
     assert cmd_play(args, inp=lambda prompt: next(lines), out=printed.append) == 0
     text = "\n".join(map(str, printed))
+    short, raw = printed[2], printed[3]                      # after the task prompt and the help
+    assert short.startswith("antenna_base: stage1") and len(short.splitlines()) < 10 and "Stage 1: " in short
+    assert json.loads(raw)["scenario"] == "antenna_base"
+    assert "submit_final_design" not in text
     assert "deployment 1 (history)" in text and "deployment 1 (stage1)" in text
     assert "refused" in text and "maximum of 8" in text and "commit the report" in text
     assert "final:" in text

@@ -154,8 +154,10 @@ def test_histories_follow_the_bias_and_are_drawn_from_the_seed(scenarios):
 
 def test_designs_outside_the_action_space_are_refused_naming_the_field():
     scn = load_cg("deployment_zone_trap_categorical")
-    with pytest.raises(CGDesignError, match="def_budget=70"):
+    with pytest.raises(CGDesignError, match="def_budget=70") as refused:
         scn.design({"shield": 25})
+    kept = {c: int(v["default_def"]) for c, v in scn.spec["components"].items() if c != "shield"}
+    assert str(refused.value).endswith("keep their defaults: " + ", ".join(f"{c} {v}" for c, v in kept.items()) + ")")
     with pytest.raises(CGDesignError, match=r"design\.enhancement_module"):
         scn.design({"enhancement_module": "warp_drive"})
     with pytest.raises(CGDesignError, match=r"design\.wing_def"):

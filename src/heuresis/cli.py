@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from heuresis import __version__
@@ -501,6 +502,33 @@ def cmd_view(args: argparse.Namespace) -> int:
     return 0
 
 
+def _status_text(status: Mapping) -> str:
+    """A game's status as a few lines for a human (``status --json``: the agents' JSON)."""
+    space = status.get("design_space", {})
+    comps = ", ".join(f"{c} {v['default']} (cap {v['cap']})" if "default" in v else f"{c} (cap {v['cap']})"
+                      for c, v in space.get("components", {}).items())
+    lines = [f"{status.get('scenario')}: {status.get('stage')}"]
+    s1 = status.get("stage1") or {}
+    if s1:
+        lines.append(f"  Stage 1: {s1.get('drones_left')} of {s1.get('drones_total')} drones and "
+                     f"{s1.get('deployments_left')} of {s1.get('deployments_total')} deployments left "
+                     f"(at most {s1.get('max_per_deployment')} per deployment)")
+    defaults = any("default" in v for v in space.get("components", {}).values())
+    lines.append(f"  design: DEF per component: {comps}; at most {space.get('def_budget')} in all"
+                 + (" (a component left out keeps its default)" if defaults else " (a component left out gets 0)"))
+    for key, label in (("equipment", "equipment"), ("modules", "modules")):
+        if space.get(key):
+            lines.append(f"  {label}: {json.dumps(space[key])}")
+    queries = f"; environment queries left: {status['env_queries_left']}" if "env_queries_left" in status else ""
+    lines.append(f"  visible variables: {', '.join(status.get('visible_variables', [])) or 'none'}{queries}; "
+                 f"free history: {status.get('history_records', status.get('history_flights'))} records")
+    lines.append(f"  report: {'committed' if status.get('report_committed') else 'not committed yet'}")
+    known = {"scenario", "stage", "design_space", "stage1", "visible_variables", "env_queries_left",
+             "history_records", "history_flights", "report_committed"}
+    lines += [f"  {k}: {json.dumps(v)}" for k, v in status.items() if k not in known]
+    return "\n".join(lines)
+
+
 def _parse_design(text: str) -> dict:
     """A design typed by a human: JSON (``{"engine": 3}``) or ``engine=3 wing=4 emi_filter=yes``."""
     text = text.strip()
@@ -517,13 +545,13 @@ def _parse_design(text: str) -> dict:
 
 
 _PLAY_HELP = """commands:
-  status                          design space and budgets left
+  status                          design space and budgets left (status --json: as the agents get it)
   history                         every observed flight (free history and your deployments)
   deploy COUNT DESIGN             fly COUNT drones, e.g.  deploy 20 engine=3 wing=4 camera=2
   query VARIABLE                  summarise a visible environment variable over the rows seen (CausalGame's
                                   scenarios, within their query budget)
   report TEXT                     commit your report (once, before submitting)
-  submit DESIGN                   the final design (once, irreversible), e.g. submit {"engine": 4, "wing": 5}
+  submit DESIGN                   the final design (once, irreversible), e.g.  submit engine=4 wing=5
   help | quit"""
 
 
@@ -565,7 +593,7 @@ def cmd_play(args: argparse.Namespace, inp=input, out=print) -> int:
             if cmd == "help" or not cmd:
                 out(_PLAY_HELP)
             elif cmd == "status":
-                out(json.dumps(game.status(), indent=1))
+                out(json.dumps(game.status(), indent=1) if rest.strip() == "--json" else _status_text(game.status()))
             elif cmd == "history":
                 res = tools["get_history"].call(None, {}).data  # type: ignore[arg-type]
                 for dep in res["history"] + res["stage1"]:
@@ -579,8 +607,8 @@ def cmd_play(args: argparse.Namespace, inp=input, out=print) -> int:
                 out(tools["submit_final_design"].call(None, {"design": _parse_design(rest)}).text)  # type: ignore[arg-type]
             elif cmd == "query":
                 out(json.dumps(game.query_environment(rest.strip())))
-            elif cmd == "report":
-                out(tools["write_report"].call(None, {"text": rest}).text)  # type: ignore[arg-type]
+            elif cmd == "report":   # the tools' answers name the agents' tool; here the command is `submit`
+                out(tools["write_report"].call(None, {"text": rest}).text.replace("submit_final_design", "submit"))  # type: ignore[arg-type]
             else:
                 out(f"unknown command {cmd!r}\n{_PLAY_HELP}")
         except (GameError, ValueError) as exc:

@@ -196,7 +196,10 @@ class CGScenario:
         budget = self.spec.get("def_budget")
         total = sum(out[c] for c in comps)
         if enforce_budget and budget is not None and total > budget:
-            raise CGDesignError(f"{self.name}: design: total DEF {total} exceeds the budget def_budget={budget}")
+            kept = [f"{c} {out[c]}" for c in comps if c not in design and f"{c}_def" not in design]
+            raise CGDesignError(f"{self.name}: design: total DEF {total} exceeds the budget def_budget={budget}"
+                                + (f" (the components it leaves out keep their defaults: {', '.join(kept)})"
+                                   if kept else ""))
         if "flight_profile" in design:
             fp = design["flight_profile"]
             if fp not in self.spec.get("flight_profiles", []):
