@@ -55,7 +55,7 @@ def test_pilot_plan_is_stratified_and_nested(paper_config):
 
 def test_forecast_interval_covers_simulated_runs(paper_config):
     """200 simulated runs (log-normal episode costs, a mean per budget setting): the 90 % interval from
-    a pilot of 8 per setting covers the run's total in about 90 % of them; the point estimate is unbiased."""
+    a pilot of 8 per setting covers the run's total in at least 85 % of them; the point estimate is unbiased."""
     cfg = copy.deepcopy(paper_config)
     planned = pilot_plan(cfg, 10**6)                   # every planned LLM episode, by stratum
     rng = np.random.default_rng(1)
@@ -70,12 +70,28 @@ def test_forecast_interval_covers_simulated_runs(paper_config):
             for e in [stratum[k] for k in rng.choice(len(stratum), 8, replace=False)]:
                 pilot.append({**e, "status": "ok", "turns": 1, "requests": 1, "tokens_in": 1, "tokens_out": 1,
                               "cached_tokens": 0, "reasoning_tokens": 0, "cost": costs[id(e)]})
-        row = next(r for r in forecast(cfg, pilot, {}, resamples=400, seed=int(rng.integers(2**31)))
+        row = next(r for r in forecast(cfg, pilot, {})
                    if r["agent"] == "gpt" and r["part"] == "total")
         hits += row["low_usd"] <= actual["gpt"] <= row["high_usd"]
         errors.append(row["forecast_usd"] / actual["gpt"] - 1)
-    assert 0.8 <= hits / 200 <= 0.97, hits
+    assert 0.85 <= hits / 200 <= 0.97, hits
     assert abs(np.mean(errors)) < 0.02
+
+
+def test_the_small_sample_interval_is_welchs():
+    """Two settings of weight 1: the interval's standard error and degrees of freedom are those of
+    Welch's two-sample t test (scipy), its centre the sum of the means; one episode gives no interval."""
+    from scipy import stats
+
+    from heuresis.stages.pilot import total_interval
+
+    a, b = [0.1, 0.4, 0.25], [1.0, 2.5, 0.7, 1.9, 1.2]
+    welch = stats.ttest_ind(a, b, equal_var=False)
+    se = (np.mean(a) - np.mean(b)) / welch.statistic
+    half = stats.t.ppf(0.95, welch.df) * se
+    lo, hi = total_interval([(1, a), (1, b)], 0.9)
+    assert (lo, hi) == pytest.approx((np.mean(a) + np.mean(b) - half, np.mean(a) + np.mean(b) + half), rel=1e-12)
+    assert total_interval([(10, [0.2, 0.2])]) == (2.0, 2.0) and total_interval([(3, [0.5])]) == (None, None)
 
 
 @pytest.mark.slow

@@ -13,17 +13,18 @@ own LLM episodes and the forecast extrapolates what they cost to every episode t
   keep theirs (``results/transcripts/...``), so the full run replays them instead of paying
   for them again (:func:`run_pilot`).
 * **The forecast** (:func:`forecast`): per agent, the planned episodes of each budget setting
-  times the mean cost of its pilot episodes, summed over the settings; a ``level`` interval from
-  ``resamples`` bootstrap draws of each setting's pilot episodes (drawn independently per
-  setting, summed per draw).  One row per agent and grid (the tables each grid feeds; a
-  condition two grids share is counted in each) and one per agent in total (counted once),
+  times the mean cost of its pilot episodes, summed over the settings; a ``level`` interval
+  for that sum that allows for the pilot's small size (:func:`total_interval`: Student's t with
+  Welch–Satterthwaite degrees of freedom over the settings' sample variances).  One row per agent
+  and grid (the tables each grid feeds; a condition two grids share is counted in each) and one per agent in total (counted once),
   beside the ceiling and the agent's ``max_run_usd``, with what the pilot already paid and what
   is left to pay.  A pilot episode that failed is counted in the pilot table but not in the
   mean; the forecast says how many.  Game plays, judgements and leakage probes are not piloted:
   their rows give the ceiling only.
 
-With ``k`` pilot episodes a setting's interval rests on ``k`` values: it reflects the spread the
-pilot saw, not tails it did not see (the docs give the measured coverage).
+With ``k`` pilot episodes a setting's interval rests on ``k`` values; the t interval widens as
+``k`` falls, and its coverage on simulated runs is measured (``benchmarks/forecast_coverage.py``,
+docs/agents.md).  A setting needs at least two pilot episodes for an interval.
 """
 
 from __future__ import annotations
@@ -46,14 +47,14 @@ from heuresis.stages.episodes import episode_job_config, run_episode_shard
 from heuresis.stages.references import reference_shards
 
 __all__ = ["PILOT_SEED", "RECOMMENDED_PILOT", "forecast", "forecast_lines", "pc_kci_paths", "pilot_plan", "run_pilot",
-           "write_forecast"]
+           "total_interval", "write_forecast"]
 
 #: Seed of the pilot's choice of instances (recorded in the pilot's provenance).
 PILOT_SEED = 20261203
 #: The pilot size the docs and ``check-config`` recommend: episodes per LLM agent and budget setting.
 RECOMMENDED_PILOT = 8
-#: The forecast interval's level and bootstrap draws.
-LEVEL, RESAMPLES = 0.9, 2000
+#: The forecast interval's level.
+LEVEL = 0.9
 
 
 def _planned(config: Mapping) -> list[dict]:
@@ -174,21 +175,19 @@ def _pilot_row(ep: Mapping, episode: Mapping, requests: Sequence[Mapping]) -> di
 
 
 def forecast(config: Mapping, pilot: Sequence[Mapping], ceilings: Mapping[tuple[str, str], float | None], *,
-             level: float = LEVEL, resamples: int = RESAMPLES, seed: int = PILOT_SEED) -> list[dict]:
+             level: float = LEVEL) -> list[dict]:
     """Rows of :data:`FORECAST` from the pilot's rows (:data:`PILOT`), see the module docstring.
 
     ``ceilings`` maps (agent, part) to the upper bound of its dollars (``heuresis.preflight.spend.ceilings``).
     """
     planned = _planned(config)
     caps = {a: spec.get("max_run_usd") for a, spec in llm_agents_in_use(config).items()}
-    rng = np.random.default_rng(seed)
     rows = []
     for agent in sorted({e["agent"] for e in planned}):
         mine = [e for e in planned if e["agent"] == agent]
         budgets = sorted({e["budget"] for e in mine})
         ok = {b: [p for p in pilot if p["agent"] == agent and p["budget"] == b and p["status"] == "ok"
                   and p["cost"] is not None] for b in budgets}
-        draws = {b: _draws(ok[b], resamples, rng) for b in budgets}
         parts = [(g, [e for e in mine if g in e["grids"]]) for g in config["episodes"]["run"]] + [("total", mine)]
         for part, eps in parts:
             if not eps:
@@ -198,9 +197,8 @@ def forecast(config: Mapping, pilot: Sequence[Mapping], ceilings: Mapping[tuple[
             known = all(ok[b] for b, n in counts.items() if n)
             point = sum(n * float(np.mean([p["cost"] for p in ok[b]])) for b, n in counts.items() if n) \
                 if known else None
-            totals = sum(n * draws[b] for b, n in counts.items() if n) if known else None
-            lo, hi = (np.quantile(totals, [(1 - level) / 2, (1 + level) / 2]) if totals is not None
-                      else (None, None))
+            lo, hi = total_interval([(n, [p["cost"] for p in ok[b]]) for b, n in counts.items() if n], level) \
+                if known else (None, None)
             paid = float(sum(p["cost"] or 0.0 for p in piloted))
             per = [p for b in budgets for p in ok[b] if counts[b]]
             rows.append({
@@ -231,12 +229,30 @@ def _mean(values) -> float | None:
     return float(np.mean(values)) if values else None
 
 
-def _draws(rows: Sequence[Mapping], resamples: int, rng: np.random.Generator) -> np.ndarray:
-    """Bootstrap draws of the mean cost of a setting's pilot episodes (zeros when there are none)."""
-    costs = np.array([float(r["cost"]) for r in rows])
-    if not len(costs):
-        return np.zeros(resamples)
-    return costs[rng.integers(0, len(costs), size=(resamples, len(costs)))].mean(axis=1)
+def total_interval(settings: Sequence[tuple[int, Sequence[float]]], level: float = LEVEL) -> tuple[float | None, float | None]:
+    """A ``level`` interval for ``sum(n * mean(costs))`` over the settings ``(n planned, pilot costs)``.
+
+    Student's t around the point forecast, with the standard error ``sqrt(sum(n**2 * s**2 / k))``
+    (``s`` a setting's sample standard deviation over its ``k`` pilot costs) and the
+    Welch–Satterthwaite degrees of freedom: wider than a bootstrap of the pilot's values, which
+    with a few episodes sees only the spread they happened to have.  The lower end is at least 0.
+    (None, None) when a setting has fewer than two pilot episodes.
+    """
+    from scipy import stats
+
+    point, parts = 0.0, []
+    for n, costs in settings:
+        c = np.asarray(costs, dtype=float)
+        if len(c) < 2:
+            return None, None
+        point += n * float(c.mean())
+        parts.append((n**2 * float(c.var(ddof=1)) / len(c), len(c) - 1))
+    var = sum(v for v, _ in parts)
+    if var == 0:
+        return point, point
+    df = var**2 / sum(v**2 / k for v, k in parts if v > 0)
+    half = float(stats.t.ppf((1 + level) / 2, df)) * var**0.5
+    return max(point - half, 0.0), point + half
 
 
 def _usd(x) -> str:
@@ -264,14 +280,15 @@ def write_forecast(config: Mapping, pilot_paths: Sequence[str | Path], ceilings:
     started = utc_now()
     pilot = [row for p in pilot_paths for row in read_table(p, PILOT).to_pylist()]
     rows = forecast(config, pilot, ceilings)
-    prov = provenance_record(stage="forecast", config={"level": LEVEL, "resamples": RESAMPLES},
+    prov = provenance_record(stage="forecast", config={"level": LEVEL, "interval": "t, Welch-Satterthwaite"},
                              seeds={"pilot_seed": PILOT_SEED}, inputs=list(map(Path, pilot_paths)), started=started)
     write_table(pa.table({c: [r[c] for r in rows] for c in FORECAST.schema.names}, schema=FORECAST.schema), out,
                 FORECAST, {PROVENANCE_KEY: dumps(prov)})
     level = int(LEVEL * 100)
     atomic_write_text(text_out, "# Forecast of the run's LLM spend\n\n"
                       f"Per agent and grid: planned episodes x the mean cost of the pilot's episodes of each budget "
-                      f"setting, with a {level} % bootstrap interval; the ceiling prices every request at the full "
-                      "context window. Rows without a forecast were not piloted (game plays, judgements, leakage).\n\n"
+                      f"setting, with a {level} % interval (Student's t over the settings, for small pilots); the "
+                      "ceiling prices every request at the full context window. Rows without a forecast were not "
+                      "piloted (game plays, judgements, leakage).\n\n"
                       "```\n" + "\n".join(forecast_lines(rows)) + "\n```\n")
     return Path(out)
