@@ -10,6 +10,7 @@ from heuresis.agents.llm.errors import CredentialsError, ProviderFatalError
 from heuresis.agents.llm.provider import load_litellm
 from heuresis.agents.spend import SPEND_DIR, clear_stop
 from heuresis.harness.agent_spec import scrub
+from heuresis.registry import MODEL_KINDS
 
 
 def missing_credentials(spec: Mapping) -> list[str]:
@@ -17,8 +18,11 @@ def missing_credentials(spec: Mapping) -> list[str]:
 
     ``api_key_env`` names the variable explicitly; ``requires_key: false`` (a local server) needs
     none; otherwise litellm's ``validate_environment`` for the model says which are missing
-    (``*_API_BASE`` variables do not count when ``api_base`` is given in the config).
+    (``*_API_BASE`` variables do not count when ``api_base`` is given in the config).  An
+    ``inspect`` agent's key is inspect's to read: none is checked here.
     """
+    if spec.get("kind") == "inspect":
+        return []
     base = [str(spec["api_base_env"])] if spec.get("api_base_env") and not os.environ.get(str(spec["api_base_env"])) \
         else []
     if spec.get("api_key_env"):
@@ -33,7 +37,7 @@ def missing_credentials(spec: Mapping) -> list[str]:
 
 
 def llm_agents_in_use(config: Mapping) -> dict[str, dict]:
-    """Return the ``llm`` agents the configured run will call, by name with their config entries.
+    """Return the model-calling agents (kinds ``llm``, ``inspect``) the configured run will call, by name.
 
     They are the agents of the active episode grids, of the leakage probe and of the games
     track (``games.agents`` and ``games.judges``).
@@ -46,7 +50,7 @@ def llm_agents_in_use(config: Mapping) -> dict[str, dict]:
     used.update(config.get("games", {}).get("agents", []))
     used.update(config.get("games", {}).get("judges", []))
     agents = config.get("agents", {})
-    return {a: dict(agents[a]) for a in sorted(used) if a in agents and agents[a].get("kind") == "llm"}
+    return {a: dict(agents[a]) for a in sorted(used) if a in agents and agents[a].get("kind") in MODEL_KINDS}
 
 
 def check_credentials(config: Mapping, agents: Iterable[str] | None = None) -> None:
@@ -83,7 +87,7 @@ def verify_keys(config: Mapping, agents: Iterable[str] | None = None, log=lambda
     seen: set[tuple] = set()
     warnings = []
     for name, spec in sorted(used.items()):
-        if spec.get("requires_key") is False or spec.get("verify_key") is False:
+        if spec.get("kind") != "llm" or spec.get("requires_key") is False or spec.get("verify_key") is False:
             continue
         ident = (spec["model"], spec.get("api_base"), spec.get("api_key_env"))
         sharing = [a for a, s in used.items() if (s["model"], s.get("api_base"), s.get("api_key_env")) == ident]
