@@ -162,3 +162,35 @@ def test_the_games_task_plays_a_scenario_and_scores_from_the_plays_table(tmp_pat
     assert [c["tool"] for c in calls] == ["deploy", "fly", "write_report", "submit_final_design"]
     score = sample.scores["heuresis_play_score"].value
     assert score == {"survival": pytest.approx(row["survival"]), "won": float(row["won"]), "gap": pytest.approx(row["gap"])}
+
+
+def test_kind_inspect_in_the_workflow_lands_in_the_tables_and_the_leaderboard(tiny_run, tmp_path):
+    """An inspect model as an agent of the workflow (a config edit): its episode jobs run through the
+    harness, and the analysis tables and the leaderboard rank it beside the offline agents."""
+    import shutil
+
+    from tinyflow import CONFIG, run_snakemake
+
+    wd = tmp_path / "wf"
+    shutil.copytree(tiny_run, wd, symlinks=True)        # instances, references and the offline agents built
+    moves = [{"tool_calls": [["view_graph", {}]], "usage": [400, 10]},
+             {"tool_calls": [["submit", {"edges": ["X1 -> X2"]}]], "usage": [500, 20]}]
+    script = _script(tmp_path, moves)
+    (wd / "config" / "insp.yaml").write_text(
+        "agents:\n"
+        f"  insp: {{kind: inspect, model: heuresis-script/moves, model_args: {{script: '{script}'}},\n"
+        "         prices: {input_per_mtok: 1.0, output_per_mtok: 2.0}}\n"
+        "episodes:\n"
+        "  grids:\n"
+        "    insp: {agents: [insp], guided: [true], families: [lg]}\n"
+        "  run: [tiny, tiny_toolbox, tiny_prompts, tiny_budgets, insp]\n")
+    run_snakemake(wd, "results/tables/leaderboard.parquet", "results/tables/table6.parquet", "--cores", "2",
+                  *CONFIG, "config/insp.yaml")
+    ep = pq.read_table(wd / "results/episodes/insp/full-guided-p0-none-standard-once-r0/lg/test/shard-000.parquet")
+    ep = ep.to_pylist()
+    assert [e["agent_kind"] for e in ep] == ["inspect"] * len(ep) and all(e["status"] == "ok" for e in ep)
+    assert all(e["edges"] == "X1 -> X2" and e["tokens_in"] == 900 for e in ep)
+    assert all(e["cost"] == pytest.approx((900 * 1.0 + 30 * 2.0) / 1e6) for e in ep)
+    board = pq.read_table(wd / "results/tables/leaderboard.parquet").to_pylist()
+    assert "insp" in {r["agent"] for r in board} and "shortcut" in {r["agent"] for r in board}
+    assert "insp" in {r.get("agent") or r.get("Agent") for r in pq.read_table(wd / "results/tables/table6.parquet").to_pylist()}
