@@ -111,39 +111,65 @@ def episodes(results: str = "results", config: str | list[str] | None = None, co
                       metadata={"condition": cond, "instance": inst})
                for inst in _instances(cfg, fams, split, idx)]
     return Task(dataset=MemoryDataset(samples, name="heuresis-episodes"),
-                solver=heuresis_episode(cfg, results, agent), scorer=heuresis_score())
+                solver=heuresis_run(_episode_run, cfg, results, agent),
+                scorer=heuresis_scorer("heuresis_score", EPISODES, _episode_values, SCORES))
+
+
+#: The store key of the table a sample's run wrote (a path, not a score: read by the scorer).
+TABLE_KEY = "heuresis_table"
+
+
+def _episode_run(cfg: dict, results: str, agent: str, metadata: dict) -> Path:
+    return run_one_episode(cfg, results, agent, {"kind": "inspect"}, metadata["condition"], metadata["instance"])
+
+
+def _play_run(cfg: dict, results: str, agent: str, metadata: dict) -> Path:
+    return run_one_play(cfg, results, agent, {"kind": "inspect"}, metadata["scenario"])
+
+
+def _episode_values(row: dict) -> tuple[dict, str]:
+    f1, pc = (float("nan") if row[c] is None else float(row[c]) for c in ("f1", "pc_kci_f1"))
+    return {"f1": f1, "pc_kci_f1": pc, "gain_over_pc_kci": f1 - pc}, row["edges"]
+
+
+def _play_values(row: dict) -> tuple[dict, str]:
+    return {"survival": float(row["survival"]), "won": float(bool(row["won"])), "gap": float(row["gap"])}, row["design"]
 
 
 @solver
-def heuresis_episode(cfg: dict, results: str, agent: str):
-    """Play the sample's episode through the harness's loop with the evaluation's model."""
+def heuresis_run(run, cfg: dict, results: str, agent: str):
+    """Run the sample (``run``: its episode or its play) through the harness's loop with the evaluation's model."""
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
-        md = state.metadata
-        run = partial(run_one_episode, cfg, results, agent, {"kind": "inspect"}, md["condition"], md["instance"])
-        out = await anyio.to_thread.run_sync(run)
-        state.store.set("heuresis_episodes_table", str(out))   # a path, not a score: read by the scorer
+        out = await anyio.to_thread.run_sync(partial(run, cfg, results, agent, dict(state.metadata)))
+        state.store.set(TABLE_KEY, str(out))
         state.completed = True
         return state
 
     return solve
 
 
-@scorer(metrics={s: [mean()] for s in SCORES})
-def heuresis_score():
-    """The episode's scores from its table, after the agent finished (the truth is read only here)."""
+def heuresis_scorer(name: str, schema, values, names):
+    """The scorer ``name`` reading the sample's row of ``schema`` after the agent finished (the truth is read only here).
 
-    async def score(state: TaskState, target: Target) -> Score:
-        path = Path(state.store.get("heuresis_episodes_table"))
-        row = read_table(path, EPISODES).to_pylist()[0]
-        f1, pc = (float("nan") if row[c] is None else float(row[c]) for c in ("f1", "pc_kci_f1"))
-        values = {"f1": f1, "pc_kci_f1": pc, "gain_over_pc_kci": f1 - pc}
-        return Score(value=values, answer=row["edges"],
-                     explanation=f"{row['status']} ({row['termination']}), {row['turns']} turns",
-                     metadata={"status": row["status"], "termination": row["termination"], "table": str(path),
-                               "cost": row["cost"], "tokens_in": row["tokens_in"], "tokens_out": row["tokens_out"]})
+    ``values(row)`` gives the scores (``names``) and the answer.
+    """
 
-    return score
+    @scorer(metrics={s: [mean()] for s in names}, name=name)
+    def make():
+        async def score(state: TaskState, target: Target) -> Score:
+            path = Path(state.store.get(TABLE_KEY))
+            row = read_table(path, schema).to_pylist()[0]
+            value, answer = values(row)
+            return Score(value=value, answer=answer,
+                         explanation=f"{row['status']} ({row['termination']}), {row['turns']} turns",
+                         metadata={"status": row["status"], "termination": row["termination"], "table": str(path),
+                                   "cost": row["cost"], "tokens_in": row["tokens_in"],
+                                   "tokens_out": row["tokens_out"]})
+
+        return score
+
+    return make()
 
 
 @task
@@ -157,38 +183,8 @@ def games(results: str = "results", config: str | list[str] | None = None, scena
     if unknown:
         raise ValueError(f"scenarios {unknown}: not played by the config (known: {known})")
     samples = [Sample(id=name, input=f"Heuresis game {name}", metadata={"scenario": name}) for name in chosen]
-    return Task(dataset=MemoryDataset(samples, name="heuresis-games"), solver=heuresis_play(cfg, results, agent),
-                scorer=heuresis_play_score())
-
-
-@solver
-def heuresis_play(cfg: dict, results: str, agent: str):
-    """Play the sample's scenario through the harness's loop with the evaluation's model."""
-
-    async def solve(state: TaskState, generate: Generate) -> TaskState:
-        run = partial(run_one_play, cfg, results, agent, {"kind": "inspect"}, state.metadata["scenario"])
-        out = await anyio.to_thread.run_sync(run)
-        state.store.set("heuresis_plays_table", str(out))
-        state.completed = True
-        return state
-
-    return solve
-
-
-@scorer(metrics={s: [mean()] for s in GAME_SCORES})
-def heuresis_play_score():
-    """The play's Stage-2 survival, win and gap to the optimum, from its table after the agent finished."""
-
-    async def score(state: TaskState, target: Target) -> Score:
-        path = Path(state.store.get("heuresis_plays_table"))
-        row = read_table(path, GAME_PLAYS).to_pylist()[0]
-        values = {"survival": float(row["survival"]), "won": float(bool(row["won"])), "gap": float(row["gap"])}
-        return Score(value=values, answer=row["design"],
-                     explanation=f"{row['status']} ({row['termination']}), {row['turns']} turns",
-                     metadata={"status": row["status"], "termination": row["termination"], "table": str(path),
-                               "cost": row["cost"], "tokens_in": row["tokens_in"], "tokens_out": row["tokens_out"]})
-
-    return score
+    return Task(dataset=MemoryDataset(samples, name="heuresis-games"), solver=heuresis_run(_play_run, cfg, results, agent),
+                scorer=heuresis_scorer("heuresis_play_score", GAME_PLAYS, _play_values, GAME_SCORES))
 
 
 @modelapi(name="heuresis-script")
