@@ -64,14 +64,25 @@ def _script(tmp_path, moves, name="moves.json"):
     return str(path)
 
 
-def test_an_inspect_model_plays_as_the_llm_agent_does(small, tmp_path):
+@pytest.fixture(scope="module")
+def via_litellm(small):
+    """The scripted moves played by the built-in LLM agent against the scripted OpenAI server."""
     with ScriptedLLMServer([{**m, "tool_calls": [tuple(c) for c in m.get("tool_calls", [])],
                              "usage": tuple(m["usage"])} for m in MOVES]) as server:
-        llm = _sweep(small, "via_litellm", {"kind": "llm", "model": "openai/scripted-model",
-                                            "api_base": server.url + "/v1", "requires_key": False, "prices": PRICES})
-    insp = _sweep(small, "via_inspect", {"kind": "inspect", "model": "heuresis-script/moves", "prices": PRICES,
-                                         "model_args": {"script": _script(tmp_path, MOVES)}})
-    (ep_l, calls_l, req_l), (ep_i, calls_i, req_i) = llm, insp
+        return _sweep(small, "via_litellm", {"kind": "llm", "model": "openai/scripted-model",
+                                             "api_base": server.url + "/v1", "requires_key": False, "prices": PRICES})
+
+
+@pytest.mark.parametrize("solver", [None, "react"], ids=["our_loop", "react"])
+def test_an_inspect_model_or_agent_plays_as_the_llm_agent_does(small, via_litellm, tmp_path, solver):
+    """Through an inspect model in our loop, and through inspect's react agent (its own conversation,
+    our tools as inspect tools): the same calls, answers, turns, charges and outcome as the built-in
+    loop; the schema violation and the unknown tool, answered by inspect itself under react, are
+    recorded and charged as refused calls all the same."""
+    spec = {"kind": "inspect", "model": "heuresis-script/moves", "prices": PRICES,
+            "model_args": {"script": _script(tmp_path, MOVES)}}
+    insp = _sweep(small, f"via_inspect_{solver}", spec if solver is None else {**spec, "solver": solver})
+    (ep_l, calls_l, req_l), (ep_i, calls_i, req_i) = via_litellm, insp
     assert ep_i["status"] == "ok" and ep_i["termination"] == "submitted", ep_i["error"]
     assert ep_i["agent_kind"] == "inspect" and ep_i["model"] == "heuresis-script/moves"
     same = ("status", "termination", "turns", "edges", "f1", "n_calls", "n_errors", "tokens_in", "tokens_out",
@@ -130,7 +141,40 @@ def test_the_task_keeps_the_truth_out_writes_our_tables_and_a_rerun_pays_nothing
     assert [s.scores["heuresis_score"].metadata["status"] for s in first.samples] == ["failed", "failed"]
 
 
-def test_the_games_task_plays_a_scenario_and_scores_from_the_plays_table(tmp_path, monkeypatch):
+def test_react_in_the_task_reads_our_answers_and_its_requests_are_logged_once(small, tmp_path, monkeypatch):
+    """``-T solver=react``: inspect's react agent plays with our tools; every answer it reads is the
+    one in our calls table (a refused call as inspect's tool error), the two calls inspect answers
+    itself are in our table as refused, and each request is one ModelEvent of the sample."""
+    from inspect_ai import eval as inspect_eval
+
+    monkeypatch.chdir(ROOT)
+    log = inspect_eval("heuresis/episodes", model="heuresis-script/moves", display="none",
+                       model_args={"script": _script(tmp_path, MOVES)}, log_dir=str(tmp_path / "logs"),
+                       task_args={"results": str(small["root"]), "config": "config/quick.yaml", "families": "lg",
+                                  "split": "test", "instances": "0", "agent": "react", "solver": "react"})[0]
+    assert log.status == "success", log.error
+    (sample,) = log.samples
+    where = small["root"] / "episodes" / "react" / COND / "lg" / "test"
+    row = read_table(where / "served-0000.parquet", EPISODES).to_pylist()[0]
+    calls = read_table(where / "served-0000.calls.parquet", CALLS).to_pylist()
+    assert row["status"] == "ok" and row["termination"] == "submitted" and row["turns"] == len(MOVES)
+    assert sample.scores["heuresis_score"].value["f1"] == pytest.approx(row["f1"])
+    tools = [e for e in sample.events if type(e).__name__ == "ToolEvent"]
+    assert [e.function for e in tools] == [c["tool"] for c in calls]
+    for event, call in zip(tools, calls):
+        if call["ok"]:
+            assert event.error is None and normalize_clock(str(event.result)).startswith(
+                normalize_clock(call["result"]))
+        else:
+            assert event.error is not None
+    assert [c["tool"] for c in calls if not c["ok"]] == ["ci_test", "no_such_tool"]
+    requests = [e for e in sample.events if type(e).__name__ == "ModelEvent"]
+    # the 7 answered, then the agent's next request, refused once the run had ended (nothing sent)
+    assert [e.error is None for e in requests] == [True] * len(MOVES) + [False]
+
+
+@pytest.mark.parametrize("solver", [None, "react"], ids=["our_loop", "react"])
+def test_the_games_task_plays_a_scenario_and_scores_from_the_plays_table(tmp_path, monkeypatch, solver):
     import yaml
     from conftest import OWN_SCENARIOS, OWN_SET_GAMES
     from inspect_ai import eval as inspect_eval
@@ -151,7 +195,8 @@ def test_the_games_task_plays_a_scenario_and_scores_from_the_plays_table(tmp_pat
     log = inspect_eval("heuresis/games", model="heuresis-script/player", display="none", log_dir=str(tmp_path / "logs"),
                        model_args={"script": _script(tmp_path, moves)},
                        task_args={"results": str(results), "config": ["config/quick.yaml", str(own_set)],
-                                  "scenarios": "weather_base", "agent": "insp"})[0]
+                                  "scenarios": "weather_base", "agent": "insp",
+                                  **({"solver": solver} if solver else {})})[0]
     assert log.status == "success", log.error
     (sample,) = log.samples
     assert sample.metadata == {"scenario": "weather_base"} and sample.target in ("", [])

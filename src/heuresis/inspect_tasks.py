@@ -5,7 +5,8 @@ episodes of a built results folder with inspect's model ``M``.  A sample is one 
 instance and holds only public fields (the condition, ``family/split/index``): the truth never
 enters a sample, its target or its metadata.  The solver runs the episode through the harness's own
 loop (:func:`heuresis.stages.episodes.run_one_episode`) with an agent of kind ``inspect`` on the
-evaluation's model, so turns, budgets, the last turn, the tools and their sandbox, the request log
+evaluation's model (with ``-T solver=react``, inspect's react agent holds the conversation:
+:mod:`heuresis.agents.inspect_model`), so turns, budgets, the last turn, the tools and their sandbox, the request log
 and the spend caps are those of every other episode; each request goes through inspect's
 ``Model.generate`` and is logged in the ``.eval`` file.  The episode's tables, transcript and
 request log are written where ``heuresis serve-episode`` writes them (beside the run's own), and
@@ -92,13 +93,16 @@ def _indices(value: str | int | list) -> list[int]:
 @task
 def episodes(results: str = "results", config: str | list[str] | None = None, condition: str | None = None,
              families: str | list[str] | None = None, split: str = "dev", instances: str | list[int] | None = None,
-             agent: str = DEFAULT_AGENT, no_base: bool = False) -> Task:
+             agent: str = DEFAULT_AGENT, no_base: bool = False, solver: str | None = None,
+             solver_args: dict | None = None) -> Task:
     """Episodes of the results folder ``results`` (built with ``config``) under ``condition``.
 
     ``condition``: a condition id (``full-unguided-p1-none-standard-once-r0``, the default);
     ``families``: a family or a list (default: every family of the config); ``split``: ``dev`` or
     ``test``; ``instances``: indices (default: all of the split); ``agent``: the name the episodes
-    are recorded under; ``no_base``: read only ``config``, without the base config under it.
+    are recorded under; ``no_base``: read only ``config``, without the base config under it;
+    ``solver``: an inspect agent playing the episode with the evaluation's model (``react``, or
+    ``package.module:function``; default: the harness's own loop), ``solver_args`` its keyword arguments.
     """
     cfg = _config(config, no_base)
     fams = [families] if isinstance(families, str) else list(families or cfg["families"])
@@ -111,7 +115,7 @@ def episodes(results: str = "results", config: str | list[str] | None = None, co
                       metadata={"condition": cond, "instance": inst})
                for inst in _instances(cfg, fams, split, idx)]
     return Task(dataset=MemoryDataset(samples, name="heuresis-episodes"),
-                solver=heuresis_run(_episode_run, cfg, results, agent),
+                solver=heuresis_run(_episode_run, cfg, results, agent, _spec(solver, solver_args)),
                 scorer=heuresis_scorer("heuresis_score", EPISODES, _episode_values, SCORES))
 
 
@@ -119,12 +123,18 @@ def episodes(results: str = "results", config: str | list[str] | None = None, co
 TABLE_KEY = "heuresis_table"
 
 
-def _episode_run(cfg: dict, results: str, agent: str, metadata: dict) -> Path:
-    return run_one_episode(cfg, results, agent, {"kind": "inspect"}, metadata["condition"], metadata["instance"])
+def _spec(solver: str | None, solver_args: dict | None) -> dict:
+    """The agent spec of a task's samples: kind inspect on the evaluation's model, with the solver if one is named."""
+    return {"kind": "inspect", **({"solver": solver} if solver else {}),
+            **({"solver_args": dict(solver_args)} if solver_args else {})}
 
 
-def _play_run(cfg: dict, results: str, agent: str, metadata: dict) -> Path:
-    return run_one_play(cfg, results, agent, {"kind": "inspect"}, metadata["scenario"])
+def _episode_run(cfg: dict, results: str, agent: str, spec: dict, metadata: dict) -> Path:
+    return run_one_episode(cfg, results, agent, spec, metadata["condition"], metadata["instance"])
+
+
+def _play_run(cfg: dict, results: str, agent: str, spec: dict, metadata: dict) -> Path:
+    return run_one_play(cfg, results, agent, spec, metadata["scenario"])
 
 
 def _episode_values(row: dict) -> tuple[dict, str]:
@@ -137,11 +147,11 @@ def _play_values(row: dict) -> tuple[dict, str]:
 
 
 @solver
-def heuresis_run(run, cfg: dict, results: str, agent: str):
+def heuresis_run(run, cfg: dict, results: str, agent: str, spec: dict):
     """Run the sample (``run``: its episode or its play) through the harness's loop with the evaluation's model."""
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
-        out = await anyio.to_thread.run_sync(partial(run, cfg, results, agent, dict(state.metadata)))
+        out = await anyio.to_thread.run_sync(partial(run, cfg, results, agent, spec, dict(state.metadata)))
         state.store.set(TABLE_KEY, str(out))
         state.completed = True
         return state
@@ -174,8 +184,12 @@ def heuresis_scorer(name: str, schema, values, names):
 
 @task
 def games(results: str = "results", config: str | list[str] | None = None, scenarios: str | list[str] | None = None,
-          agent: str = DEFAULT_AGENT, no_base: bool = False) -> Task:
-    """One agentic play of each scenario (default: the config's) of the results folder ``results``."""
+          agent: str = DEFAULT_AGENT, no_base: bool = False, solver: str | None = None,
+          solver_args: dict | None = None) -> Task:
+    """One agentic play of each scenario (default: the config's) of the results folder ``results``.
+
+    ``solver``, ``solver_args``: an inspect agent playing, as for :func:`episodes`.
+    """
     cfg = _config(config, no_base)
     known = scenario_names(cfg)
     chosen = [scenarios] if isinstance(scenarios, str) else list(scenarios or known)
@@ -183,7 +197,8 @@ def games(results: str = "results", config: str | list[str] | None = None, scena
     if unknown:
         raise ValueError(f"scenarios {unknown}: not played by the config (known: {known})")
     samples = [Sample(id=name, input=f"Heuresis game {name}", metadata={"scenario": name}) for name in chosen]
-    return Task(dataset=MemoryDataset(samples, name="heuresis-games"), solver=heuresis_run(_play_run, cfg, results, agent),
+    return Task(dataset=MemoryDataset(samples, name="heuresis-games"),
+                solver=heuresis_run(_play_run, cfg, results, agent, _spec(solver, solver_args)),
                 scorer=heuresis_scorer("heuresis_play_score", GAME_PLAYS, _play_values, GAME_SCORES))
 
 
