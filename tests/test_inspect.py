@@ -125,6 +125,11 @@ def test_the_task_keeps_the_truth_out_writes_our_tables_and_a_rerun_pays_nothing
                 assert str(t[key]) not in text
         for s in log.samples:
             assert s.target in ("", []) and set(s.metadata) == {"condition", "instance"}
+        # nor in what the log records before the scorer ran (the transcript: requests, replies, tool results)
+        played = json.dumps([s.model_dump(mode="json", exclude={"scores"}) for s in log.samples])
+        for t in truth:
+            for key in ("dag", "cpdag", "causal_order", "seed_entropy", "seed_spawn_key"):
+                assert str(t[key]) not in played and json.dumps(t[key]) not in played, key
     where = small["root"] / "episodes" / "insp" / COND / "lg" / "test"
     for i, sample in enumerate(second.samples):
         row = read_table(where / f"served-{i:04d}.parquet", EPISODES).to_pylist()[0]
@@ -171,6 +176,54 @@ def test_react_in_the_task_reads_our_answers_and_its_requests_are_logged_once(sm
     requests = [e for e in sample.events if type(e).__name__ == "ModelEvent"]
     # the 7 answered, then the agent's next request, refused once the run had ended (nothing sent)
     assert [e.error is None for e in requests] == [True] * len(MOVES) + [False]
+
+
+def test_an_eval_set_killed_mid_episode_resumes_and_pays_no_answered_request_twice(small, tmp_path):
+    """``inspect eval-set`` killed (SIGKILL, its whole process group) while the episode waits for its
+    fourth reply; the same eval-set rerun retries the sample, whose episode replays the three
+    answered requests from the request log and sends only the rest."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from inspect_ai.log import read_eval_log
+
+    logs = tmp_path / "logs"
+    targs = {"results": str(small["root"]), "config": "config/quick.yaml", "families": "lg", "split": "test",
+             "instances": "0", "agent": "killed"}
+    hanging = _script(tmp_path, [*MOVES[:3], {"wait_s": 600, **MOVES[3]}], "hanging.json")
+    cmd = [sys.executable, "-m", "inspect_ai", "eval-set", "heuresis/episodes", "--model", "heuresis-script/moves",
+           "-M", f"script={hanging}", "--log-dir", str(logs), "--display", "none",
+           *[a for k, v in targs.items() for a in ("-T", f"{k}={v}")]]
+    proc = subprocess.Popen(cmd, cwd=ROOT, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
+    transcripts = small["root"] / "transcripts" / "killed"
+    answered: list = []
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and proc.poll() is None:
+        answered = [json.loads(line) for f in transcripts.rglob("*.requests.jsonl")
+                    for line in f.read_text().splitlines() if line.strip()]
+        if len(answered) >= 3:
+            break
+        time.sleep(0.2)
+    running = proc.poll() is None
+    os.killpg(proc.pid, signal.SIGKILL)
+    out = proc.communicate()[0].decode(errors="replace")
+    assert running and [e["status"] for e in answered] == ["ok"] * 3, (answered, out[-3000:])
+    _script(tmp_path, MOVES, "hanging.json")   # the same command (the eval-set's identity), the provider answering now
+    again = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600,
+                           env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    (log,) = [read_eval_log(f) for f in logs.glob("*.eval") if read_eval_log(f, header_only=True).status == "success"]
+    (sample,) = log.samples
+    where = small["root"] / "episodes" / "killed" / COND / "lg" / "test"
+    row = read_table(where / "served-0000.parquet", EPISODES).to_pylist()[0]
+    req = read_table(where / "served-0000.requests.parquet", REQUESTS).to_pylist()
+    assert row["status"] == "ok" and row["termination"] == "submitted"
+    assert [r["replayed"] for r in req] == [True] * 3 + [False] * (len(MOVES) - 3)
+    assert len([e for e in sample.events if type(e).__name__ == "ModelEvent"]) == len(MOVES) - 3
 
 
 @pytest.mark.parametrize("solver", [None, "react"], ids=["our_loop", "react"])

@@ -215,7 +215,8 @@ class ScriptedModel(ModelAPI):
     calls no tool.  A move is ``{"content": text, "tool_calls": [[name, arguments], ...], "usage":
     [tokens_in, tokens_out]}`` (each key optional): arguments are an object, or a string sent as
     written (a malformed one arrives as a call inspect could not parse); ``{"error": text}`` fails
-    the request (a provider error).  Without ``usage`` the
+    the request (a provider error); ``{"wait_s": seconds}`` answers only after that long (a slow
+    provider; a test kills an evaluation waiting there).  Without ``usage`` the
     tokens are counted as characters / 4.  For trying the task and for tests; it knows nothing of
     the instance.
     """
@@ -233,6 +234,8 @@ class ScriptedModel(ModelAPI):
         """Move ``k`` of the script, ``k`` the number of assistant messages in ``input``."""
         k = sum(m.role == "assistant" for m in input)
         move: dict[str, Any] = self.moves[k] if k < len(self.moves) else {"content": "I have nothing more to do."}
+        if "wait_s" in move:
+            await anyio.sleep(float(move["wait_s"]))
         if "error" in move:
             raise RuntimeError(f"scripted provider error: {move['error']}")
         calls = []
