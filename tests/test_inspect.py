@@ -292,3 +292,37 @@ def test_kind_inspect_in_the_workflow_lands_in_the_tables_and_the_leaderboard(ti
     board = pq.read_table(wd / "results/tables/leaderboard.parquet").to_pylist()
     assert "insp" in {r["agent"] for r in board} and "shortcut" in {r["agent"] for r in board}
     assert "insp" in {r.get("agent") or r.get("Agent") for r in pq.read_table(wd / "results/tables/table6.parquet").to_pylist()}
+
+
+def test_kcis_forked_workers_inside_an_inspect_evaluation_give_the_sequential_pvalues(monkeypatch, tmp_path):
+    """KCI's prefetch forks its workers from a process that runs inspect's event loop and threads (a
+    sample's solver in a worker thread, as the episodes task runs its episodes): the children finish,
+    and PC's tests, p-values and graph are those of one process asking one query at a time."""
+    import os
+
+    import anyio
+    from inspect_ai import Task
+    from inspect_ai import eval as inspect_eval
+    from inspect_ai.dataset import Sample
+    from inspect_ai.solver import solver
+    from test_ci_kci import _pair, _pc_run
+
+    data = _pair("nonlinear", 300, 0)[0]
+    res1, _, tests1 = _pc_run(data, 1)
+    forks: list = []
+    real_fork = os.fork
+    monkeypatch.setattr(os, "fork", lambda: forks.append(1) or real_fork())
+    inside: dict = {}
+
+    @solver
+    def pc_in_a_worker_thread():
+        async def solve(state, generate):
+            inside["run"] = await anyio.to_thread.run_sync(_pc_run, data, 2)
+            return state
+        return solve
+
+    (log,) = inspect_eval(Task(dataset=[Sample(input="kci")], solver=pc_in_a_worker_thread()), model="mockllm/model",
+                          display="none", log_dir=str(tmp_path))
+    assert log.status == "success", log.error
+    res2, _, tests2 = inside["run"]
+    assert forks and tests2 == tests1 and res2.graph == res1.graph
