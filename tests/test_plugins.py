@@ -206,6 +206,78 @@ def test_an_entry_point_shadowing_a_built_in_kind_is_an_error_naming_both(on_pat
     assert not any(f"agents.{a}" in msg for a in ("shortcut", "evidence"))
 
 
+def test_algorithms_ci_tests_and_mechanism_kinds_come_from_entry_points(on_path, tmp_path, monkeypatch):
+    """The example's algorithm is found through its entry point (with its cost class); a CI test and a
+    mechanism kind through theirs; an entry that cannot be loaded, that takes a built-in's name or that
+    registers nothing is an error naming the entry point and its distribution."""
+    import numpy as np
+
+    from heuresis.causal.algorithms import ALGORITHMS, make_algorithm
+    from heuresis.causal.ci import CI_TESTS
+    from heuresis.causal.mechanisms import MECHANISMS, MechanismKind
+
+    (on_path / "more_plugins.py").write_text(textwrap.dedent("""
+        from heuresis.causal.ci.fisherz import FisherZ
+        from heuresis.causal.mechanisms import MECHANISMS, register_mechanism
+
+        class LooseFisherZ(FisherZ):
+            pass
+
+        @register_mechanism("doubled_linear", standardize_parents=False)
+        def doubled(rng, u, sigma, c):
+            signal, noise, params = MECHANISMS["linear"].fn(rng, u, sigma, c)
+            return 2 * signal, noise, params
+
+        def unregistered(rng, u, sigma, c):
+            return 0 * u[:, 0], 0 * u[:, 0], {}
+    """))
+    dist = tmp_path / "more_plugins-2.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: more-plugins\nVersion: 2.0\n")
+    (dist / "entry_points.txt").write_text("[heuresis.ci_tests]\nloose_fisherz = more_plugins:LooseFisherZ\n"
+                                           "[heuresis.mechanisms]\ndoubled_linear = more_plugins:doubled\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    importlib.invalidate_caches()
+    registries = (ALGORITHMS, CI_TESTS, MECHANISMS)
+    for reg in registries:   # read the installed entries again (this process read them before the site was on the path)
+        monkeypatch.setattr(reg, "_loaded", False)
+    try:
+        cls = ALGORITHMS.lookup("example_correlation")
+        assert cls.__module__ == "heuresis_example_agent" and cls.name == "example_correlation"
+        assert cls.cost_class == "fast" and "example_correlation" in sorted(ALGORITHMS)
+        with pytest.raises(ValueError, match="unknown parameter 'alpha'"):
+            cls(alpha=0.1)
+        assert CI_TESTS.lookup("loose_fisherz").__name__ == "LooseFisherZ"
+        kind = MECHANISMS.lookup("doubled_linear")      # registered by its decorator when the entry loaded
+        assert isinstance(kind, MechanismKind) and not kind.standardize_parents
+        u = np.arange(6.0).reshape(3, 2)
+        c = {"weight": [0.5, 1.0]}
+        doubled, plain = kind.fn(np.random.default_rng(1), u, 0.0, c), MECHANISMS["linear"].fn(
+            np.random.default_rng(1), u, 0.0, c)
+        assert np.allclose(doubled[0], 2 * plain[0]) and doubled[2] == plain[2]
+    finally:
+        for reg, name in ((ALGORITHMS, "example_correlation"), (CI_TESTS, "loose_fisherz"),
+                          (MECHANISMS, "doubled_linear")):
+            dict.pop(reg, name, None)
+        sys.modules.pop("more_plugins", None)
+
+    for group, reg, entry, why in [
+            ("heuresis.algorithms", ALGORITHMS, "boom = broken_plugin:X",
+             "cannot be loaded: RuntimeError: boom while importing"),
+            ("heuresis.algorithms", ALGORITHMS, "ges = heuresis_example_agent:CorrelationSkeleton",
+             "names another object than the one registered under that name"),
+            ("heuresis.mechanisms", MECHANISMS, "quiet = more_plugins:unregistered", "registered nothing under 'quiet'")]:
+        (dist / "entry_points.txt").write_text(f"[{group}]\n{entry}\n")
+        importlib.invalidate_caches()
+        monkeypatch.setattr(reg, "_loaded", False)
+        name = entry.split(" =")[0]
+        with pytest.raises(ValueError, match=f"entry point {name} = .*distribution more-plugins 2.0") as exc:
+            list(reg)
+        assert why in str(exc.value)
+        dict.pop(ALGORITHMS, "example_correlation", None)
+    assert make_algorithm("ges").name == "ges"
+
+
 def test_games_accept_a_plugin_player_and_refuse_an_unknown_one(on_path):
     cfg = _config(player={"kind": "python", "class": ENTRY_POINTS["example_player"]})
     cfg["games"]["agents"] = ["game_random", "player"]
@@ -293,10 +365,12 @@ def test_the_example_runs_an_episode_and_a_play_through_the_workflow(site, tmp_p
     run = json.loads(json.dumps(PLUGIN_RUN))
     run["episodes"]["grids"]["hostile"] = {"agents": ["hostile"], "guided": [True], "families": ["lg"]}
     run["episodes"]["run"].append("hostile")
+    run["references"] = overlay["references"]                          # the example's algorithm as a baseline
     (wd / "config/plugin.yaml").write_text(yaml.safe_dump({"agents": agents, **run}))
     configs = ["--configfile", "config/quick.yaml", "config/plugin.yaml"]
     env = {"PYTHONPATH": os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))}
-    run_snakemake(wd, "results/tables/table12.md", "results/tables/games_antenna.md", "--cores", "2", *configs,
+    run_snakemake(wd, "results/tables/table12.md", "results/tables/games_antenna.md",
+                  "results/references/example_correlation/lg/test/shard-000.parquet", "--cores", "2", *configs,
                   env=env, timeout=600)
     res = wd / "results"
     sys.path.insert(0, str(site))
@@ -326,6 +400,16 @@ def test_the_example_runs_an_episode_and_a_play_through_the_workflow(site, tmp_p
         assert json.loads((wd / row.transcript).read_text())["agent_origin"] == origin
     scores = pd.read_parquet(res / "analysis/episode_scores.parquet")
     assert sorted(scores[scores.agent == "example"].condition_id) == sorted(j["condition_id"] for j in jobs)
+
+    # the package's algorithm swept as a baseline: its graph is the thresholded correlation of the instance's data
+    swept = read_table(res / "references/example_correlation/lg/test/shard-000.parquet", REFERENCES).to_pandas()
+    data = pd.read_parquet(res / "instances/lg/test/0000/data.parquet")
+    r = data.corr().abs().to_numpy()
+    names = list(data.columns)
+    truth = sorted(f"{names[i]} -- {names[j]}" for i in range(len(names)) for j in range(i + 1, len(names))
+                   if r[i, j] > 0.3)
+    assert swept.status.iloc[0] == "ok" and sorted(filter(None, swept.edges.iloc[0].split("; "))) == truth, (
+        swept.edges.iloc[0], truth)
 
     # Table 12: a row per condition naming the class and the installed distribution with its version
     t12 = pd.read_parquet(res / "tables/table12.parquet")

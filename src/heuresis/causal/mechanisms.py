@@ -59,7 +59,7 @@ class MechanismKind:
     signed_constants: tuple[str, ...] = ()
 
 
-MECHANISMS = Registry("mechanism kind")
+MECHANISMS = Registry("mechanism kind", entry_points="heuresis.mechanisms")
 
 
 def register_mechanism(name: str, *, uses_noise_scale: bool = True, standardize_parents: bool = True,

@@ -59,8 +59,6 @@ from heuresis.targets.table1 import load_table1
 
 __all__ = ["WorkflowPlan", "expand"]
 
-#: Algorithms whose reference jobs are long (KCI, forests): they ask for more minutes.
-SLOW_ALGORITHMS = {"pc_kci", "router", "resit"}
 #: Public networks whose saturation jobs are long (PC-KCI on 27 and more nodes).
 SLOW_NETWORKS = ("insurance", "alarm", "child")
 
@@ -193,8 +191,11 @@ class WorkflowPlan:
 
     @staticmethod
     def reference_runtime(batch: Sequence[str]) -> int:
-        """Minutes requested per reference job (paper scale: 25 instances; KCI is the slow part)."""
-        return 120 if SLOW_ALGORITHMS & set(batch) else 30
+        """Minutes requested per reference job: its slowest algorithm's cost class (paper scale: 25 instances)."""
+        from heuresis.causal.algorithms import ALGORITHMS
+        from heuresis.causal.algorithms.base import COST_CLASSES
+
+        return max(COST_CLASSES[ALGORITHMS.lookup(name).cost_class] for name in batch)
 
     @staticmethod
     def reference_template(algorithm: str) -> str:

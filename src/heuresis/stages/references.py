@@ -174,6 +174,7 @@ def config_errors(config: Mapping) -> list[str]:
     overlap; each batch names swept algorithms, none twice; the grades are ordered.
     """
     from heuresis.causal.algorithms import ALGORITHMS, make_algorithm
+    from heuresis.causal.algorithms.base import COST_CLASSES
 
     msgs: list[str] = []
     refs = config["references"]
@@ -187,6 +188,10 @@ def config_errors(config: Mapping) -> list[str]:
                 make_algorithm(name, **params)
             except ValueError as exc:
                 msgs.append(f"config key {key}: {exc}")
+            cost = ALGORITHMS.lookup(name).cost_class
+            if cost not in COST_CLASSES:
+                msgs.append(f"config key {key}: algorithm {name!r} declares cost_class {cost!r}; known: "
+                            f"{sorted(COST_CLASSES)}")
     overlap = set(refs["algorithms"]) & set(refs["baselines"])
     if overlap:
         msgs.append(f"config key references.baselines: {sorted(overlap)} also on the menu (references.algorithms)")

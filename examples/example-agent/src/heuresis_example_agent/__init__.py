@@ -1,4 +1,4 @@
-"""A tiny agent package for Heuresis: two honest agents from outside the package.
+"""A tiny plugin package for Heuresis: two honest agents and an algorithm from outside the package.
 
 * :class:`OneAlgorithmAgent` (episodes): reads the task (the variables and the masked algorithm
   names), runs one masked algorithm, submits that algorithm's graph.
@@ -11,13 +11,36 @@ content of the task and of each tool result (``observe``); never the truth, neve
 map.  They register as the kinds ``example_one_algorithm`` and ``example_player`` through the
 entry-point group ``heuresis.agents`` (pyproject.toml); ``{kind: python, class:
 "heuresis_example_agent:OneAlgorithmAgent"}`` names the same class without the entry point.
+
+* :class:`CorrelationSkeleton` (an algorithm): an undirected edge wherever two variables' Pearson
+  correlation exceeds ``threshold`` in absolute value.  It registers as ``example_correlation``
+  through the entry-point group ``heuresis.algorithms``; the config then sweeps it as a reference
+  baseline (``references.baselines``) or offers it on the agents' menu (``references.algorithms``).
 """
 
 from __future__ import annotations
 
+import numpy as np
+
+from heuresis.causal.algorithms import Algorithm, AlgorithmResult, Param
+from heuresis.causal.graph import Graph
 from heuresis.harness.protocol import Agent, AgentReply, Observation, Usage, tool_call
 
-__all__ = ["ExamplePlayer", "OneAlgorithmAgent"]
+__all__ = ["CorrelationSkeleton", "ExamplePlayer", "OneAlgorithmAgent"]
+
+
+class CorrelationSkeleton(Algorithm):
+    """Undirected edges between the pairs whose |Pearson r| exceeds ``threshold`` (no CI test)."""
+
+    param_spec = {"threshold": Param(0.3, lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)
+                                     and 0 < v < 1, "a number in (0, 1)", "smallest |r| that makes an edge")}
+    cost_class = "fast"
+
+    def _run(self, data: np.ndarray) -> AlgorithmResult:
+        r = np.abs(np.corrcoef(data, rowvar=False))
+        adj = (r > float(self.params["threshold"])).astype(np.int8)
+        np.fill_diagonal(adj, 0)
+        return AlgorithmResult(graph=Graph(adj), n_tests=0, details={"edges": int(adj.sum() // 2)})
 
 
 def _reply(calls: list[dict], content: str | None = None) -> AgentReply:

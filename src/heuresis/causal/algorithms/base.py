@@ -33,6 +33,7 @@ from heuresis.registry import Registry
 
 __all__ = [
     "ALGORITHMS",
+    "COST_CLASSES",
     "Algorithm",
     "AlgorithmResult",
     "Param",
@@ -184,6 +185,9 @@ class Algorithm(ABC):
 
     name: ClassVar[str] = ""
     param_spec: ClassVar[Mapping[str, Param]] = {}
+    #: How long its reference jobs run (:data:`COST_CLASSES`): ``slow`` ones (kernel tests, forests)
+    #: ask the cluster for more minutes per job.
+    cost_class: ClassVar[str] = "fast"
     #: BLAS/OpenMP threads during :meth:`run` (None: leave the process setting).  One thread is
     #: the default: these methods work on small matrices (d x d, a few hundred rows), where
     #: multi-threaded BLAS is slower (a 10 x 10 ``expm`` took 12 ms with 2 OpenBLAS threads on a
@@ -252,7 +256,10 @@ def _jsonable(obj: Any) -> Any:
 
 
 # --- registry -------------------------------------------------------------------------------
-ALGORITHMS = Registry("algorithm", Algorithm)
+#: An algorithm's :attr:`Algorithm.cost_class` -> minutes requested per reference job (paper scale: 25 instances).
+COST_CLASSES = {"fast": 30, "slow": 120}
+
+ALGORITHMS = Registry("algorithm", Algorithm, entry_points="heuresis.algorithms")
 
 #: Class decorator: register an :class:`Algorithm` subclass under a name (sets ``cls.name``).
 register_algorithm = ALGORITHMS.register

@@ -120,6 +120,8 @@ class _CountingRegressor:
 class RESIT(Algorithm):
     """RESIT (additive-noise model) with a nonlinear regressor and HSIC tests."""
 
+    cost_class = "slow"
+
     param_spec = {
         "alpha": Param(0.05, is_prob, "a float in (0, 1)", "level of the HSIC tests that prune parents"),
         "regressor": Param("spline", one_of("spline", "rf"), "one of 'spline', 'rf'",

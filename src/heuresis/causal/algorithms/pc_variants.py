@@ -54,3 +54,4 @@ class PCKCI(_PCBase):
     """PC-stable with the kernel conditional-independence test (KCI)."""
 
     ci_test = "kci"
+    cost_class = "slow"

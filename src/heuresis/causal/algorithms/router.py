@@ -65,6 +65,8 @@ def _unit_interval(v) -> bool:
 class Router(Algorithm):
     """Screen with PC-Fisher-z and distance correlation, route to PC-KCI, re-test with Holm."""
 
+    cost_class = "slow"
+
     param_spec = {
         "alpha": Param(0.05, is_prob, "a float in (0, 1)", "level of every CI test"),
         "gap": Param(0.15, _unit_interval, "a float in [0, 1]", "dCor - |r| gap that flags a deleted pair"),

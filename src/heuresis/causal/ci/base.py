@@ -128,7 +128,7 @@ class CITest(ABC):
                 f"n_tests={self.n_tests}, n_computed={self.n_computed})")
 
 
-CI_TESTS = Registry("CI test", CITest)
+CI_TESTS = Registry("CI test", CITest, entry_points="heuresis.ci_tests")
 
 #: Class decorator registering a :class:`CITest` subclass under a name (sets ``cls.name``).
 register_ci_test = CI_TESTS.register
