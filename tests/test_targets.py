@@ -52,6 +52,14 @@ def test_every_target_names_a_builder_a_stage_and_known_inputs():
                       "table2": "headroom", "table7": "analysis"}
 
 
+def test_every_games_target_has_its_own_builder_and_every_builder_its_target():
+    from heuresis.stages.games.analysis import GAMES_BUILDERS
+    from heuresis.targets.registry import GAMES_FAMILY_TABLE
+
+    games = {t.name for t in TARGETS.values() if t.builder == "games_target"} | {GAMES_FAMILY_TABLE.name}
+    assert games == set(GAMES_BUILDERS)
+
+
 def test_a_games_family_table_is_found_by_name():
     t = target_named("games_zone")
     assert (t.name, t.caption, t.kind) == ("games_zone", "games_family", "table")

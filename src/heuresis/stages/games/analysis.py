@@ -43,10 +43,12 @@ from heuresis.config.settings import Bootstrap
 from heuresis.stages.games.judge import CRITERIA, CRITERION_NAMES, FAILURE_MODES, icc
 
 __all__ = [
+    "GAMES_BUILDERS",
     "LEADERBOARD_VIEWS",
     "NO_JUDGE",
     "SCORES",
     "TIERS",
+    "GamesInputs",
     "GamesResult",
     "bias_control_table",
     "compute_target",
@@ -915,6 +917,141 @@ class GamesResult:
     bootstrap: dict        # the bootstrap settings used (level, resamples, seed)
 
 
+@dataclass
+class GamesInputs:
+    """What every games target is computed from: the run's references, plays, judgements and settings."""
+
+    target: str
+    refs: dict
+    plays: pd.DataFrame
+    judged: pd.DataFrame        # the committed view's judgements (the default)
+    every_view: pd.DataFrame    # every protocol's judgements (games_protocols)
+    judges: list[str]
+    bootstrap: Bootstrap
+    label: str                  # split_caption: whether the scenarios include sealed test variants
+    published: Mapping | None
+
+    @property
+    def facts(self) -> str:
+        """The interval level and resamples, for the caption's note."""
+        return f"{float(self.bootstrap.level):.0%} intervals, {int(self.bootstrap.resamples)} resamples."
+
+    def no_judge(self, what: str = "") -> str:
+        """The note that no judge is configured (empty when one is); ``what`` names what lacks its scores."""
+        if self.judges:
+            return ""
+        return f" {what + ': ' if what else ''}{NO_JUDGE} (games.judges is empty)."
+
+    def table(self, num: pd.DataFrame, disp: pd.DataFrame, extra: str, log: str) -> GamesResult:
+        """The target as a table, its note being ``extra`` then the split sentence."""
+        return GamesResult("table", num, disp, None, f"{extra.strip()} {self.label}".strip(), self.label,
+                           f"{self.target}: {log}", self.bootstrap.as_dict())
+
+    def figure(self, fig, numbers, log: str) -> GamesResult:
+        """The target as a figure with the numbers it plots."""
+        return GamesResult("figure", numbers, None, fig, self.label, self.label, f"{self.target}: {log}",
+                           self.bootstrap.as_dict())
+
+
+def _optima(g: GamesInputs) -> GamesResult:
+    num, disp = references_table(g.refs)
+    return g.table(num, disp, "", f"{len(num)} scenarios")
+
+
+def _expectations(g: GamesInputs) -> GamesResult:
+    num, disp = expectations_table(g.refs)
+    return g.table(num, disp, "", f"{len(num)} strategies, {int(num.inside.sum()) if len(num) else 0} inside")
+
+
+def _leaderboard(g: GamesInputs) -> GamesResult:
+    num, disp = leaderboard_table(g.plays, g.judged, g.judges, g.bootstrap, g.published)
+    extra = g.facts + g.no_judge("CR and rubric") + (
+        f" Published rows: {g.published['source']}; {g.published['setting']} Not ranked with this run's plays."
+        if g.published else "")
+    return g.table(num, disp, extra, f"{int((num.block == 'this run').sum()) // 2 if len(num) else 0} players")
+
+
+def _judges(g: GamesInputs) -> GamesResult:
+    num, disp = judges_table(g.judged, g.judges)
+    return g.table(num, disp, g.no_judge(), f"{len(g.judges)} judges, {len(g.judged)} judgements" if g.judges
+                   else NO_JUDGE)
+
+
+def _family(g: GamesInputs) -> GamesResult:
+    family = g.target.removeprefix("games_")
+    summ = summary(g.plays[g.plays.family == family], g.judged, g.judges, g.bootstrap)
+    num, disp = family_table(summ, family, g.judges)
+    extra = f"Family: {family}; {g.facts}" + g.no_judge("Rubric")
+    return g.table(num, disp, extra, f"{len(num)} rows from {int((g.plays.family == family).sum())} plays")
+
+
+def _protocols(g: GamesInputs) -> GamesResult:
+    num, disp = protocols_table(g.plays, g.every_view, g.judges, g.bootstrap)
+    return g.table(num, disp, g.facts + g.no_judge(), f"{len(num)} rows")
+
+
+def _judged_table(build):
+    def compute(g: GamesInputs) -> GamesResult:
+        num, disp = build(g)
+        return g.table(num, disp, g.facts + g.no_judge(),
+                       f"{len(num)} rows from {len(g.judged)} judgements" if g.judges else NO_JUDGE)
+    return compute
+
+
+def _ablations(g: GamesInputs) -> GamesResult:
+    num, disp = ablations_table(g.plays, g.refs, g.judged, g.judges, g.bootstrap)
+    return g.table(num, disp, g.facts + g.no_judge("CR2"), f"{len(num)} rows")
+
+
+def _plays_table(build):
+    def compute(g: GamesInputs) -> GamesResult:
+        num, disp = build(g.plays, g.refs, g.bootstrap)
+        return g.table(num, disp, g.facts, f"{len(num)} rows from {len(g.plays)} plays")
+    return compute
+
+
+def _criteria_figure(build):
+    def compute(g: GamesInputs) -> GamesResult:
+        fig, numbers = build(g)
+        return g.figure(fig, numbers, f"{len(g.plays)} plays" + ("" if g.judges else f"; criteria: {NO_JUDGE}"))
+    return compute
+
+
+def _survival_rubric(g: GamesInputs) -> GamesResult:
+    summ = summary(g.plays, g.judged, g.judges, g.bootstrap)
+    return g.figure(survival_rubric_figure(summ, g.judges), summ[summ.scenario == "all"].to_dict("records"),
+                    f"{len(g.plays)} plays" + ("" if g.judges else f"; rubric: {NO_JUDGE}"))
+
+
+def _paths(g: GamesInputs) -> GamesResult:
+    stats, per_step = path_summary(g.plays, g.refs)
+    return g.figure(paths_figure(stats, per_step), {"agents": stats.to_dict("records"),
+                                                    "per_deployment": per_step.to_dict("records")},
+                    f"{len(g.plays)} plays of {len(stats)} agent x mode")
+
+
+#: One builder per games target (the registry's ``games_*`` targets); ``games_family`` builds each
+#: family's table ``games_<family>``.
+GAMES_BUILDERS = {
+    "games_optima": _optima,
+    "games_expectations": _expectations,
+    "games_leaderboard": _leaderboard,
+    "games_judges": _judges,
+    "games_family": _family,
+    "games_protocols": _protocols,
+    "games_criteria": _judged_table(lambda g: criteria_table(g.plays, g.judged, g.judges, g.bootstrap)),
+    "games_failure_modes": _judged_table(lambda g: failure_modes_table(g.plays, g.judged, g.judges)),
+    "games_ablations": _ablations,
+    "games_trap_fall": _plays_table(trap_fall_table),
+    "games_bias_control": _plays_table(bias_control_table),
+    "games_criteria_tiers": _criteria_figure(lambda g: criteria_tiers_figure(g.plays, g.judged, g.judges,
+                                                                             g.bootstrap)),
+    "games_survival_cr": _criteria_figure(lambda g: survival_cr_figure(g.plays, g.judged, g.judges)),
+    "games_survival_rubric": _survival_rubric,
+    "games_paths": _paths,
+}
+
+
 def compute_target(target: str, *, references: Sequence, plays: Sequence, judgements: Sequence,
                    judges: Sequence[str], bootstrap: Bootstrap | Mapping,
                    secrets: Mapping | None = None, published: Mapping | None = None) -> GamesResult:
@@ -923,69 +1060,15 @@ def compute_target(target: str, *, references: Sequence, plays: Sequence, judgem
     The note after its caption holds the run's facts: the family, the interval level and
     resamples, whether a judge is configured, and whether its scenarios include sealed test
     variants (:func:`split_caption`; ``secrets``: the run's secrets regime,
-    :func:`heuresis.artifacts.sealing.disclosure`).
+    :func:`heuresis.artifacts.sealing.disclosure`).  The builder is :data:`GAMES_BUILDERS`'
+    entry of ``target`` (``games_family`` for a family's table).
     """
-    bootstrap = Bootstrap.coerce(bootstrap, "games.bootstrap")
+    boot = Bootstrap.coerce(bootstrap, "games.bootstrap")
     refs, p, every_view = load_inputs(references, plays, judgements)
-    j = every_view[every_view.protocol == "committed"]   # the default view; games_protocols shows every view
-    label = split_caption(refs, secrets)
-    facts = f"{float(bootstrap.level):.0%} intervals, {int(bootstrap.resamples)} resamples."
-    no_judge = "" if judges else f" {NO_JUDGE} (games.judges is empty)."
-
-    def table(num: pd.DataFrame, disp: pd.DataFrame, extra: str, log: str) -> GamesResult:
-        return GamesResult("table", num, disp, None, f"{extra.strip()} {label}".strip(), label, f"{target}: {log}",
-                           bootstrap.as_dict())
-
-    def figure(fig, numbers, log: str) -> GamesResult:
-        return GamesResult("figure", numbers, None, fig, label, label, f"{target}: {log}", bootstrap.as_dict())
-
-    if target == "games_optima":
-        num, disp = references_table(refs)
-        return table(num, disp, "", f"{len(num)} scenarios")
-    if target == "games_expectations":
-        num, disp = expectations_table(refs)
-        return table(num, disp, "", f"{len(num)} strategies, {int(num.inside.sum()) if len(num) else 0} inside")
-    if target == "games_leaderboard":
-        num, disp = leaderboard_table(p, j, judges, bootstrap, published)
-        extra = facts + ("" if judges else f" CR and rubric: {NO_JUDGE} (games.judges is empty).") + (
-            f" Published rows: {published['source']}; {published['setting']} Not ranked with this run's plays."
-            if published else "")
-        return table(num, disp, extra, f"{int((num.block == 'this run').sum()) // 2 if len(num) else 0} players")
-    if target == "games_judges":
-        num, disp = judges_table(j, judges)
-        return table(num, disp, no_judge, f"{len(judges)} judges, {len(j)} judgements" if judges else NO_JUDGE)
-    if target.startswith("games_") and target[len("games_"):] in set(p.family):
-        family = target[len("games_"):]
-        summ = summary(p[p.family == family], j, judges, bootstrap)
-        num, disp = family_table(summ, family, judges)
-        extra = f"Family: {family}; {facts}" + ("" if judges else f" Rubric: {NO_JUDGE} (games.judges is empty).")
-        return table(num, disp, extra, f"{len(num)} rows from {int((p.family == family).sum())} plays")
-    if target == "games_protocols":
-        num, disp = protocols_table(p, every_view, judges, bootstrap)
-        return table(num, disp, facts + no_judge, f"{len(num)} rows")
-    if target in ("games_criteria", "games_failure_modes"):
-        num, disp = (criteria_table(p, j, judges, bootstrap) if target == "games_criteria"
-                     else failure_modes_table(p, j, judges))
-        return table(num, disp, facts + no_judge,
-                     f"{len(num)} rows from {len(j)} judgements" if judges else NO_JUDGE)
-    if target == "games_ablations":
-        num, disp = ablations_table(p, refs, j, judges, bootstrap)
-        extra = facts + ("" if judges else f" CR2: {NO_JUDGE} (games.judges is empty).")
-        return table(num, disp, extra, f"{len(num)} rows")
-    if target in ("games_trap_fall", "games_bias_control"):
-        num, disp = (trap_fall_table if target == "games_trap_fall" else bias_control_table)(p, refs, bootstrap)
-        return table(num, disp, facts, f"{len(num)} rows from {len(p)} plays")
-    if target in ("games_criteria_tiers", "games_survival_cr"):
-        fig, numbers = (criteria_tiers_figure(p, j, judges, bootstrap) if target == "games_criteria_tiers"
-                        else survival_cr_figure(p, j, judges))
-        return figure(fig, numbers, f"{len(p)} plays" + ("" if judges else f"; criteria: {NO_JUDGE}"))
-    if target == "games_survival_rubric":
-        summ = summary(p, j, judges, bootstrap)
-        return figure(survival_rubric_figure(summ, judges), summ[summ.scenario == "all"].to_dict("records"),
-                      f"{len(p)} plays" + ("" if judges else f"; rubric: {NO_JUDGE}"))
-    if target == "games_paths":
-        stats, per_step = path_summary(p, refs)
-        return figure(paths_figure(stats, per_step), {"agents": stats.to_dict("records"),
-                                                      "per_deployment": per_step.to_dict("records")},
-                      f"{len(p)} plays of {len(stats)} agent x mode")
+    inputs = GamesInputs(target, refs, p, every_view[every_view.protocol == "committed"], every_view, list(judges),
+                         boot, split_caption(refs, secrets), published)
+    if target in GAMES_BUILDERS and target != "games_family":
+        return GAMES_BUILDERS[target](inputs)
+    if target.removeprefix("games_") in set(p.family):
+        return GAMES_BUILDERS["games_family"](inputs)
     raise ValueError(f"unknown games target {target!r}")
