@@ -15,7 +15,7 @@ def _stop(message):
 
 try:
     from heuresis.agents.llm import CredentialsError, ProviderFatalError, check_credentials, llm_agents_in_use, verify_keys
-    from heuresis.config import ConfigError, SPLITS, check_config_files
+    from heuresis.config import ConfigError, SPLITS, check_config_files, in_file_order
     from heuresis.preflight import validate_config
     from heuresis.preflight.plan import WorkflowPlan
     from heuresis.artifacts import paths as P
@@ -41,7 +41,7 @@ from snakemake.logging import logger as _logger
 # defaults (docs/config-validation.md). Everything below reads config[key].
 try:
     check_config_files(workflow.configfiles)
-    config.update(validate_config(config))
+    config.update(validate_config(in_file_order(config, workflow.configfiles)))
 except ConfigError as exc:
     _stop(exc)
 

@@ -376,3 +376,36 @@ def test_context_overflow_ends_the_episode_with_its_reason(small, message):
     assert graph[0, 1] == 0 and graph[1, 0] == 0 and graph[0, 2] != 0   # the working graph: complete minus X1-X2
     assert list(calls.tool) == ["set_edges"]
     assert len(req) == 2 and req.iloc[1].error and req.iloc[1].tokens_in == 0
+
+
+# --- the retry policy, alone --------------------------------------------------------------------
+def test_the_retry_policy_decides_each_failure_as_documented():
+    """docs/agents.md's policy: fatal answers never retried; rate limits, timeouts, connection and
+    server errors retried with the backoff on top of Retry-After while retries are left, then given
+    up; a prompt beyond the context is an overflow; anything else is given up at once."""
+    import random
+
+    import httpx
+    import litellm
+
+    from heuresis.agents.llm import decide
+    from heuresis.config.settings import Retries
+
+    retries = Retries(max_retries=3, base_s=1.0, max_s=8.0, max_retry_after_s=30.0)
+    resp = httpx.Response(429, headers={"retry-after": "7"}, request=httpx.Request("POST", "http://x"))
+    limited = litellm.RateLimitError("slow down", llm_provider="openai", model="m", response=resp)
+    for attempt in range(3):
+        d = decide(limited, attempt, retries, litellm, random.Random(attempt))
+        top = min(8.0, 2.0 ** attempt)
+        assert d.action == "retry" and 7.0 <= d.wait_s < 7.0 + top, (attempt, d)
+        assert d.wait_s == 7.0 + random.Random(attempt).uniform(0.0, top)   # the same draw: jitter from the rng
+    assert decide(limited, 3, retries, litellm) == type(d)("give_up", 0.0, "after 3 retries")
+    assert decide(litellm.AuthenticationError("bad key", llm_provider="openai", model="m"), 0, retries,
+                  litellm) == type(d)("fatal", 0.0, "invalid_key")
+    quota = litellm.RateLimitError("You exceeded your current quota", llm_provider="openai", model="m")
+    assert decide(quota, 0, retries, litellm).reason == "quota_exhausted"
+    server = litellm.InternalServerError("boom", llm_provider="openai", model="m")
+    assert decide(server, 1, retries, litellm).action == "retry"
+    overflow = litellm.ContextWindowExceededError("too long", model="m", llm_provider="openai")
+    assert decide(overflow, 0, retries, litellm).action == "overflow"
+    assert decide(ValueError("a bug"), 0, retries, litellm) == type(d)("give_up", 0.0, "not retryable")

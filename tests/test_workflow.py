@@ -96,7 +96,11 @@ def test_small_run_then_a_seventh_family_changes_no_existing_byte(tiny_run, tmp_
     after = _digests(workdir / "results")
     assert {k: after[k] for k in before} == before
     assert len(list(data.glob("smooth/*/*/data.parquet"))) == n_dev + n_test
-    assert "| smooth |" in (workdir / "results/tables/table2.md").read_text()
+    table2 = (workdir / "results/tables/table2.md").read_text()
+    # the new family after the paper's six, in the config's order; its kinds with the shares its weights give
+    rows = [line.split("|")[1].strip() for line in table2.splitlines() if line.startswith("| ") and "---" not in line]
+    assert rows[1:] == ["lg", "anm", "hetero", "wild", "mixed", "gauntlet", "smooth", "all"], rows
+    assert "| smooth | sigmoid 67%, piecewise 33% |" in table2
 
 
 def test_a_finished_run_says_what_it_built_and_how_to_look_at_it(tiny_run):

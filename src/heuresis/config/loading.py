@@ -41,6 +41,7 @@ __all__ = [
     "config_key",
     "constants_schema",
     "format_errors",
+    "in_file_order",
     "merge_configs",
     "range_errors",
     "read_config_file",
@@ -380,6 +381,26 @@ def check_config_files(paths) -> None:
     """Re-read config files with the safe loader (the workflow's check of what Snakemake read)."""
     for p in paths:
         read_config_file(p)
+
+
+def in_file_order(config: Mapping, paths, key: str = "families") -> dict:
+    """``config`` with the entries of its mapping ``key`` in the order the config files define them.
+
+    The base config's entries first, then each other file's new ones in the order the files are
+    given: Snakemake's merge puts an overlay's new entries (a seventh family) before the base
+    config's, and the tables list the families in this order.
+    """
+    base = [str(p) for p in paths if Path(p).resolve() == Path(BASE_CONFIG).resolve()]
+    order: list[str] = []
+    for p in [*base, *(str(p) for p in paths if str(p) not in base)]:
+        section = read_config_file(p).get(key)
+        if isinstance(section, Mapping):
+            order += [k for k in section if k not in order]
+    current = config.get(key)
+    if not isinstance(current, Mapping):
+        return dict(config)
+    keys = [k for k in order if k in current] + [k for k in current if k not in order]
+    return {**config, key: {k: current[k] for k in keys}}
 
 
 def config_files(paths, base: str | Path | None = BASE_CONFIG) -> list[str]:

@@ -324,8 +324,17 @@ def sample_rows(rng: np.random.Generator, fam: Mapping, n: int) -> tuple[np.ndar
 
 
 def family_kinds(fam: Mapping) -> str:
-    """A family's make-up in a table cell: its mechanism kinds, or its real-data source."""
-    return f"real data: {fam['source']}" if "source" in fam else ", ".join(fam["kinds"])
+    """A family's make-up in a table cell: its mechanism kinds, or its real-data source.
+
+    The kinds carry their shares when the family's weights differ (``sigmoid 67%, piecewise 33%``).
+    """
+    if "source" in fam:
+        return f"real data: {fam['source']}"
+    weights = {k: float(v.get("weight", 1)) if isinstance(v, Mapping) else 1.0 for k, v in fam["kinds"].items()}
+    if len(set(weights.values())) <= 1:
+        return ", ".join(fam["kinds"])
+    total = sum(weights.values())
+    return ", ".join(f"{k} {w / total:.0%}" for k, w in weights.items())
 
 
 def family_caveat(families: Mapping, shown: Sequence[str]) -> str:

@@ -72,10 +72,12 @@ from heuresis.agents.llm.credentials import (
 )
 from heuresis.agents.llm.errors import (
     CredentialsError,
+    Decision,
     LLMCallError,
     ProviderFatalError,
     SpendExhausted,
     context_overflow,
+    decide,
     fatal_reason,
 )
 from heuresis.agents.llm.prices import cache_write_tokens, config_token_prices, token_prices
@@ -85,6 +87,7 @@ __all__ = [
     "CACHE_AUTOMATIC_PROVIDERS",
     "CACHE_MARKED_PROVIDERS",
     "CredentialsError",
+    "Decision",
     "LLMAgent",
     "LLMCallError",
     "ProviderFatalError",
@@ -94,6 +97,7 @@ __all__ = [
     "check_credentials",
     "config_token_prices",
     "context_overflow",
+    "decide",
     "fatal_reason",
     "llm_agents_in_use",
     "missing_credentials",

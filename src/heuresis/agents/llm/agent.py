@@ -14,13 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from heuresis.agents.llm.errors import (
-    RETRYABLE_NAMES,
     CredentialsError,
+    Decision,
     LLMCallError,
     ProviderFatalError,
     SpendExhausted,
-    context_overflow,
-    fatal_reason,
+    decide,
     retry_after,
 )
 from heuresis.agents.llm.prices import cache_write_tokens, token_prices
@@ -291,8 +290,6 @@ class LLMAgent(Agent):
             When the call fails for good (not retryable, or out of retries); its ``usage`` holds
             the retry log.
         """
-        litellm = load_litellm()
-        retryable = tuple(getattr(litellm, n) for n in RETRYABLE_NAMES if hasattr(litellm, n))
         kwargs = self._kwargs(messages, tools)
         # identity: what is asked, and of which configured server (not the address api_base_env gave this run)
         key = request_key({**kwargs, "extra": self.extra, "api_base": self.params.get("api_base")})
@@ -300,26 +297,54 @@ class LLMAgent(Agent):
             hit = self._log.replay(key)
             if hit is not None:
                 return self._replayed(hit)
-        if self.stop_records and not self._stop_checked:   # once per job: an earlier fatal error stops it before it pays
-            reason = read_stop(self._spend_dir, self.name)
-            if reason is not None:
-                raise RunStopped(f"agent {self.name!r}: the run was stopped by an earlier job: {reason}. Fix the "
-                                 f"cause, then `heuresis spend --resume {self.name}` lets its jobs send requests again")
-            self._stop_checked = True
+        self._check_not_stopped()
         rate = self._rate_window()
         limited = (self._ledger is not None or self.max_episode_usd is not None or self.max_episode_tokens is not None
                    or rate is not None)
         bound = self._bound(kwargs) if limited else (0, 0.0)
         self._check_episode_limits(bound)
+        resp, log, latency, started, token, slot = self._send(kwargs, key, bound, rate)
+        reply = self._reply(resp, tools, log, latency)
+        u = reply.usage
+        u.started, u.ended, u.charged_s = started, _utc(), round(latency, 4)
+        if any(e.get("billed") == "unknown" for e in log):
+            u.warnings.append(f"{sum(e.get('billed') == 'unknown' for e in log)} timed-out attempt(s) may have been "
+                              "billed by the provider: not in the recorded cost")
+        self._settle(u, bound, token, slot, rate)
+        if self._log is not None:
+            raw = resp.model_dump() if hasattr(resp, "model_dump") else None
+            self._log.append({"key": key, "status": "ok", "attempt": len(log), "message": reply.message,
+                              "usage": u.as_dict(), "response": raw})
+        return reply
+
+    def _check_not_stopped(self) -> None:
+        """Once per job: a run an earlier job stopped (a fatal provider error) sends nothing more."""
+        if self.stop_records and not self._stop_checked:
+            reason = read_stop(self._spend_dir, self.name)
+            if reason is not None:
+                raise RunStopped(f"agent {self.name!r}: the run was stopped by an earlier job: {reason}. Fix the "
+                                 f"cause, then `heuresis spend --resume {self.name}` lets its jobs send requests again")
+            self._stop_checked = True
+
+    def _send(self, kwargs: dict, key: str, bound: tuple[int, float | None], rate: RateWindow | None):
+        """Send the request until it is answered or :func:`decide` stops it.
+
+        Returns the response, the retry log, the answered attempt's latency, the start time, its ledger
+        reservation and its rate slot.  Every failed attempt is logged and its reservation settled; a
+        stop raises (:class:`ProviderFatalError`, :class:`ContextOverflow`, :class:`LLMCallError`)
+        with the usage of what was tried.
+        """
+        litellm = load_litellm()
         log: list[dict] = []
         t_start, started = time.monotonic(), _utc()
-        for attempt in range(self.retry.max_retries + 1):
+        attempt = 0
+        while True:
             token = self._reserve(bound)
             slot = rate.acquire(bound[0]) if rate is not None else None   # waits, before the clock starts
             t0, at = time.monotonic(), _utc()
             try:
                 resp = self._complete(kwargs)
-                break
+                return resp, log, time.monotonic() - t0, started, token, slot
             except Exception as exc:
                 timeout = isinstance(exc, getattr(litellm, "Timeout", ()))
                 if token is not None:   # a timed-out attempt may be billed: it stays reserved
@@ -327,57 +352,48 @@ class LLMAgent(Agent):
                 if slot is not None:    # a timed-out attempt may have been processed: it stays counted
                     rate.settle(slot, None if timeout else 0)  # type: ignore[union-attr]
                 message = scrub(str(exc), self._secrets())
-                entry = {"attempt": attempt, "error": type(exc).__name__, "status": getattr(exc, "status_code", None),
-                         "message": message[:500], "latency_s": round(time.monotonic() - t0, 4),
-                         "started": at, "ended": _utc(), "billed": "unknown" if timeout else "no"}
-                fatal = fatal_reason(exc)
-                server_error = isinstance(getattr(exc, "status_code", None), int) and exc.status_code >= 500  # type: ignore[attr-defined]
-                last = fatal is not None or not (isinstance(exc, retryable) or server_error) \
-                    or attempt == self.retry.max_retries
-                wait = 0.0 if last else self.retry.wait(attempt, retry_after(exc), self._rng)
-                log.append({**entry, "wait_s": round(wait, 4), "retry_after_s": retry_after(exc)})
+                decision = decide(exc, attempt, self.retry, litellm, self._rng)
+                log.append({"attempt": attempt, "error": type(exc).__name__, "status": getattr(exc, "status_code", None),
+                            "message": message[:500], "latency_s": round(time.monotonic() - t0, 4),
+                            "started": at, "ended": _utc(), "billed": "unknown" if timeout else "no",
+                            "wait_s": round(decision.wait_s, 4), "retry_after_s": retry_after(exc)})
                 if self._log is not None:
                     self._log.append({"key": key, **log[-1], "status": "failed", "http_status": log[-1]["status"]})
-                if last:
-                    usage = Usage(model=self._model, provider=self.provider, retries=attempt, retry_log=log,
-                                  latency_s=round(time.monotonic() - t_start, 4), cost=0.0, price_source="no reply",
-                                  error=f"{type(exc).__name__}: {message[:300]}", started=started, ended=_utc(),
-                                  charged_s=0.0)
-                    if fatal is not None:
-                        var = self.key_variable()
-                        text = (f"agent {self.name!r} (model {self._model}): {fatal.replace('_', ' ')}"
-                                + (f" (key from the environment variable {var})" if var else "")
-                                + f": {type(exc).__name__}: {message[:300]}")
-                        if self.stop_records:
-                            stop_run(self._spend_dir, self.name, text)
-                        raise ProviderFatalError(text + ". The run stops: every request of this agent would fail "
-                                                        "the same way", usage) from exc
-                    if context_overflow(exc, litellm):
-                        raise ContextOverflow(f"the conversation exceeds the model's context window: "
-                                              f"{message[:300]}", usage) from exc
-                    final = "not retryable" if attempt < self.retry.max_retries else f"after {attempt} retries"
-                    raise LLMCallError(f"model call failed ({final}): {type(exc).__name__}: {message[:300]}",
-                                       usage) from exc
-                self._sleep(wait)
-        latency = time.monotonic() - t0
-        reply = self._reply(resp, tools, log, latency)
-        u = reply.usage
-        u.started, u.ended, u.charged_s = started, _utc(), round(latency, 4)
-        if any(e.get("billed") == "unknown" for e in log):
-            u.warnings.append(f"{sum(e.get('billed') == 'unknown' for e in log)} timed-out attempt(s) may have been "
-                              "billed by the provider: not in the recorded cost")
+                if decision.action != "retry":
+                    self._stop(decision, exc, message, log, attempt, t_start, started)
+                self._sleep(decision.wait_s)
+                attempt += 1
+
+    def _stop(self, decision: Decision, exc: Exception, message: str, log: list[dict], attempt: int,
+              t_start: float, started: str) -> None:
+        """Raise the error a stopping :class:`Decision` means, with the usage of the attempts made."""
+        usage = Usage(model=self._model, provider=self.provider, retries=attempt, retry_log=log,
+                      latency_s=round(time.monotonic() - t_start, 4), cost=0.0, price_source="no reply",
+                      error=f"{type(exc).__name__}: {message[:300]}", started=started, ended=_utc(), charged_s=0.0)
+        if decision.action == "fatal":
+            var = self.key_variable()
+            text = (f"agent {self.name!r} (model {self._model}): {decision.reason.replace('_', ' ')}"
+                    + (f" (key from the environment variable {var})" if var else "")
+                    + f": {type(exc).__name__}: {message[:300]}")
+            if self.stop_records:
+                stop_run(self._spend_dir, self.name, text)
+            raise ProviderFatalError(text + ". The run stops: every request of this agent would fail "
+                                            "the same way", usage) from exc
+        if decision.action == "overflow":
+            raise ContextOverflow(f"the conversation exceeds the model's context window: {message[:300]}",
+                                  usage) from exc
+        raise LLMCallError(f"model call failed ({decision.reason}): {type(exc).__name__}: {message[:300]}",
+                           usage) from exc
+
+    def _settle(self, u: Usage, bound: tuple[int, float | None], token: str | None, slot, rate) -> None:
+        """Charge an answered request: its ledger reservation and rate slot settled, the episode's spend counted."""
         if token is not None:
             self._ledger.settle(token, u.cost if u.cost is not None else None)  # type: ignore[union-attr]
         if slot is not None:
-            rate.settle(slot, (int(u.tokens_in) + int(u.tokens_out or 0))  # type: ignore[union-attr]
+            rate.settle(slot, (int(u.tokens_in) + int(u.tokens_out or 0))
                         if u.tokens_in is not None else None)
         self._spent_usd += float(u.cost or 0.0) if u.cost is not None else bound[1] or 0.0
         self._spent_tokens += int(u.tokens_in or 0) + int(u.tokens_out or 0) if u.tokens_in is not None else bound[0]
-        if self._log is not None:
-            raw = resp.model_dump() if hasattr(resp, "model_dump") else None
-            self._log.append({"key": key, "status": "ok", "attempt": len(log), "message": reply.message,
-                              "usage": u.as_dict(), "response": raw})
-        return reply
 
     def _complete(self, kwargs: dict):
         """Send one request (``litellm.completion``'s keywords) and return litellm's response.

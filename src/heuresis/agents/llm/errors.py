@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import random
 import re
+from dataclasses import dataclass
 
+from heuresis.config.settings import Retries
 from heuresis.harness.protocol import (
     EpisodeEnd,
     FatalAgentError,
@@ -94,6 +97,40 @@ def context_overflow(exc: Exception, litellm) -> bool:
 #: litellm's exception names of the failures worth retrying (rate limits, timeouts, connection errors, 5xx).
 RETRYABLE_NAMES = ("RateLimitError", "Timeout", "APIConnectionError", "InternalServerError",
                     "ServiceUnavailableError", "BadGatewayError")
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What to do after a failed attempt: ``retry`` after ``wait_s``, or stop.
+
+    Stopping is ``fatal`` (``reason``: why no request of the agent can succeed), ``overflow`` (the
+    prompt exceeds the context) or ``give_up`` (``reason``: not retryable, or out of retries).
+    """
+
+    action: str
+    wait_s: float = 0.0
+    reason: str = ""
+
+
+def decide(exc: Exception, attempt: int, retries: Retries, litellm, rng: random.Random | None = None) -> Decision:
+    """The retry policy: what to do after attempt ``attempt`` (0-based) failed with ``exc``.
+
+    A fatal answer (:func:`fatal_reason`) is never retried; a rate limit, timeout, connection error or
+    server error (5xx) is retried after :meth:`Retries.wait` while retries are left; at the last
+    attempt, or for any other error, the call stops: as a context overflow when the prompt did not fit
+    (:func:`context_overflow`), else given up.
+    """
+    fatal = fatal_reason(exc)
+    if fatal is not None:
+        return Decision("fatal", reason=fatal)
+    retryable = tuple(getattr(litellm, n) for n in RETRYABLE_NAMES if hasattr(litellm, n))
+    status = getattr(exc, "status_code", None)
+    transient = isinstance(exc, retryable) or (isinstance(status, int) and status >= 500)
+    if transient and attempt < retries.max_retries:
+        return Decision("retry", retries.wait(attempt, retry_after(exc), rng))
+    if context_overflow(exc, litellm):
+        return Decision("overflow")
+    return Decision("give_up", reason="not retryable" if attempt < retries.max_retries else f"after {attempt} retries")
 
 
 class CredentialsError(RuntimeError):
