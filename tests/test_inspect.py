@@ -176,6 +176,7 @@ def test_react_in_the_task_reads_our_answers_and_its_requests_are_logged_once(sm
     requests = [e for e in sample.events if type(e).__name__ == "ModelEvent"]
     # the 7 answered, then the agent's next request, refused once the run had ended (nothing sent)
     assert [e.error is None for e in requests] == [True] * len(MOVES) + [False]
+    assert {e.model for e in requests} == {"heuresis-script/moves"}   # logged as the evaluation's model
 
 
 def test_an_eval_set_killed_mid_episode_resumes_and_pays_no_answered_request_twice(small, tmp_path):

@@ -493,8 +493,8 @@ def _bridge_class():
     im = load_inspect()
 
     class Bridge(im.ModelAPI):
-        def __init__(self, agent: InspectAgent) -> None:
-            super().__init__(agent.model, None, None, [], im.GenerateConfig())
+        def __init__(self, agent: InspectAgent) -> None:   # named as the model it stands for
+            super().__init__(agent.model_object().api.model_name, None, None, [], im.GenerateConfig())
             self.agent = agent
 
         async def generate(self, input, tools, tool_choice, config):
