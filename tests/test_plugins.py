@@ -77,9 +77,22 @@ def on_path(site, monkeypatch):
     """``site`` on ``sys.path`` (the entry points are found through importlib.metadata), modules forgotten after."""
     monkeypatch.syspath_prepend(str(site))
     importlib.invalidate_caches()
+    _reread_entry_points(monkeypatch)
     yield site
     for name in [m for m in sys.modules if m.split(".")[0] in ("heuresis_example_agent", "plugin_cases")]:
         del sys.modules[name]
+
+
+def _reread_entry_points(monkeypatch):
+    """Make the registries read the installed entry points again (this process may have read them before
+    the site was on the path); the example's algorithm is forgotten afterwards."""
+    from heuresis.causal.algorithms import ALGORITHMS
+    from heuresis.causal.ci import CI_TESTS
+    from heuresis.causal.mechanisms import MECHANISMS
+
+    monkeypatch.delitem(ALGORITHMS, "example_correlation", raising=False)   # before: reading would load it
+    for reg in (ALGORITHMS, CI_TESTS, MECHANISMS):
+        monkeypatch.setattr(reg, "_loaded", False)
 
 
 def _config(**agents) -> dict:
@@ -346,7 +359,7 @@ HOSTILE_EVENTS = {"refused_tool": 1, "malformed_call": 2, "probe": 1, "repeated_
 
 
 @pytest.mark.slow
-def test_the_example_runs_an_episode_and_a_play_through_the_workflow(site, tmp_path):
+def test_the_example_runs_an_episode_and_a_play_through_the_workflow(site, tmp_path, monkeypatch):
     from tinyflow import copy_workflow, run_snakemake
 
     from heuresis.artifacts.io import read_table
@@ -374,6 +387,7 @@ def test_the_example_runs_an_episode_and_a_play_through_the_workflow(site, tmp_p
                   env=env, timeout=600)
     res = wd / "results"
     sys.path.insert(0, str(site))
+    _reread_entry_points(monkeypatch)
     try:
         cfg = load_config(wd / "config/config.yaml", wd / "config/quick.yaml", wd / "config/plugin.yaml")
     finally:
