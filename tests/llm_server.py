@@ -43,7 +43,7 @@ import random
 import re
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
@@ -61,6 +61,7 @@ class ScriptedLLMServer:
         self.in_flight = 0
         self.max_in_flight = 0
         self._lock = threading.Lock()
+        self.ids = itertools.count()   # tool-call and reply ids, unique over this server's life as providers make them
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
 
@@ -128,7 +129,7 @@ class ScriptedLLMServer:
                         usage, dollars = server.cache.usage(body, anthropic, step)
                         server.bill += dollars
                     step = {**step, "usage": usage}
-                reply = _anthropic_reply(step, model) if anthropic else _openai_reply(step, model)
+                reply = (_anthropic_reply if anthropic else _openai_reply)(step, model, server.ids)
                 with server._lock:
                     server.replies.append({"path": self.path, "step": step, "reply": reply, "body": body})
                 self._send(200, reply)
@@ -149,7 +150,6 @@ class ScriptedLLMServer:
         return Handler
 
 
-_ids = itertools.count()   # tool-call ids unique over the server's life, as providers make them
 
 
 def _arguments(args) -> str:
@@ -170,15 +170,15 @@ def _finish(step: dict, calls) -> str:
     return step.get("finish_reason") or ("tool_calls" if calls else "stop")
 
 
-def _openai_reply(step: dict, model: str) -> dict:
+def _openai_reply(step: dict, model: str, ids: Iterator[int]) -> dict:
     u = _usage(step)
-    calls = [{"id": f"call_{next(_ids)}", "type": "function",
+    calls = [{"id": f"call_{next(ids)}", "type": "function",
               "function": {"name": name, "arguments": _arguments(args)}}
              for k, (name, args) in enumerate(step.get("tool_calls", []))]
     message = {"role": "assistant", "content": step.get("content")}
     if calls:
         message["tool_calls"] = calls
-    reply = {"id": f"chatcmpl-{next(_ids)}", "object": "chat.completion", "created": 0, "model": model,
+    reply = {"id": f"chatcmpl-{next(ids)}", "object": "chat.completion", "created": 0, "model": model,
              "choices": [{"index": 0, "message": message, "finish_reason": _finish(step, calls)}]}
     if u is not None:
         reply["usage"] = {"prompt_tokens": u["prompt_tokens"], "completion_tokens": u["completion_tokens"],
@@ -189,16 +189,16 @@ def _openai_reply(step: dict, model: str) -> dict:
     return reply
 
 
-def _anthropic_reply(step: dict, model: str) -> dict:
+def _anthropic_reply(step: dict, model: str, ids: Iterator[int]) -> dict:
     u = _usage(step) or {"prompt_tokens": 0, "completion_tokens": 0, "cached_tokens": 0}
     content = []
     if step.get("content"):
         content.append({"type": "text", "text": step["content"]})
     for _k, (name, args) in enumerate(step.get("tool_calls", [])):
-        content.append({"type": "tool_use", "id": f"toolu_{next(_ids)}", "name": name,
+        content.append({"type": "tool_use", "id": f"toolu_{next(ids)}", "name": name,
                         "input": args if isinstance(args, dict) else {}})
     # Anthropic counts cache reads apart from input_tokens
-    return {"id": f"msg_{next(_ids)}", "type": "message", "role": "assistant", "model": model, "content": content,
+    return {"id": f"msg_{next(ids)}", "type": "message", "role": "assistant", "model": model, "content": content,
             "stop_reason": {"length": "max_tokens"}.get(step.get("finish_reason", ""),
                                                         "tool_use" if step.get("tool_calls") else "end_turn"),
             "stop_sequence": None,
@@ -277,6 +277,9 @@ class PromptCache:
 
 #: The budgets line's clock (wall time left, whole seconds), masked: two runs of a conversation differ in it.
 CLOCK = (r"wall time \d+/", "wall time ?/")
+#: The ids a server gives tool calls, masked: they count the server's replies, so they depend on what else
+#: it answered (another episode, a retried attempt), not on the conversation.
+CALL_IDS = (r'"(call|toolu)_\d+"', r'"\1_?"')
 
 
 class Conversations:
@@ -290,24 +293,27 @@ class Conversations:
     the same attempt in another run the same draw; the budgets line's clock is left out of a
     request's identity); a 429 carries ``Retry-After: retry_after``.  ``latency`` is a (low, high)
     range of seconds each failed attempt waits before its error, ``reply_latency`` the seconds each
-    reply waits (so that the requests of parallel jobs overlap).  ``counts`` holds the number
-    of attempts per distinct request body, so a test tells a replayed request from a resent one.
+    reply waits (so that the requests of parallel jobs overlap).  ``schedule`` names faults outright
+    instead: ``{(k, attempt): status}`` fails attempt ``attempt`` of every conversation's step ``k``.
+    ``counts`` holds the number of attempts per distinct request body, so a test tells a replayed
+    request from a resent one.
     """
 
     def __init__(self, script: Callable[[str], Sequence[dict]], faults: dict | None = None, seed: int = 0,
                  retry_after: float = 0.05, latency: tuple[float, float] = (0.0, 0.0),
-                 reply_latency: float = 0.0) -> None:
-        self.script, self.faults, self.seed = script, dict(faults or {}), seed
+                 reply_latency: float = 0.0, schedule: dict[tuple[int, int], int] | None = None) -> None:
+        self.script, self.faults, self.seed, self.schedule = script, dict(faults or {}), seed, dict(schedule or {})
         self.retry_after, self.latency, self.reply_latency = retry_after, latency, reply_latency
         self.counts: dict[str, int] = {}
         self.prompts: set[str] = set()   # the first user message of every conversation seen
         self.faulted = 0
+        self._lock = threading.Lock()   # the server answers requests in threads
 
     @staticmethod
     def key(body: dict) -> str:
         """A digest of a request body (its messages and tools), the identity of a request."""
         text = json.dumps([body.get("messages"), body.get("tools")], sort_keys=True, default=str)
-        return hashlib.sha256(re.sub(*CLOCK, text).encode()).hexdigest()
+        return hashlib.sha256(re.sub(*CALL_IDS, re.sub(*CLOCK, text)).encode()).hexdigest()
 
     def __call__(self, request: dict) -> dict:
         body = request["body"]
@@ -319,15 +325,18 @@ class Conversations:
         k = sum(m.get("role") == "assistant" for m in msgs)
         self.prompts.add(first)
         key = self.key(body)
-        attempt = self.counts.get(key, 0)
-        self.counts[key] = attempt + 1
+        with self._lock:
+            attempt = self.counts.get(key, 0)
+            self.counts[key] = attempt + 1
         rng = random.Random(f"{self.seed}/{key}/{attempt}")
         wait = rng.uniform(*self.latency) if self.latency[1] > 0 else 0.0
-        for status, p in sorted(self.faults.items()):
-            if rng.random() < p:
+        drawn = [status for status, p in sorted(self.faults.items()) if rng.random() < p]
+        status = self.schedule.get((k, attempt)) or next(iter(drawn), None)
+        if status is not None:
+            with self._lock:
                 self.faulted += 1
-                headers = {"Retry-After": str(self.retry_after)} if status == 429 else {}
-                return {"status": status, "error": f"scripted {status}", "headers": headers, "sleep": wait}
+            headers = {"Retry-After": str(self.retry_after)} if status == 429 else {}
+            return {"status": status, "error": f"scripted {status}", "headers": headers, "sleep": wait}
         steps = list(self.script(first))
         step = dict(steps[min(k, len(steps) - 1)])
         if self.reply_latency:

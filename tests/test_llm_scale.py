@@ -73,13 +73,13 @@ def test_same_episodes_with_and_without_faults_and_slow_failed_attempts(small, t
     wall = 6      # seconds: the clean run's few short requests stay far inside it, even on a loaded machine
     with ScriptedLLMServer(Conversations(_conversation)) as server:
         clean, _ = _sweep(small, "clean", _spec(server.url), indices=(0, 1), wall_seconds=wall, root=tmp_path / "a")
-    # the faults are drawn from the seed in the order of the requests: two 429s in each episode, whose
-    # Retry-After floors alone (2 x 3.5 s) pass the wall budget on any machine, however fast
-    responder = Conversations(_conversation, faults={429: 0.4, 500: 0.2}, seed=3, retry_after=3.5,
+    # two 429s and a 500 in each episode, named outright (never left to a draw that depends on what the
+    # server answered before); the Retry-After floors alone (2 x 3.5 s) pass the wall budget on any machine
+    responder = Conversations(_conversation, schedule={(0, 0): 429, (0, 1): 500, (2, 0): 429}, retry_after=3.5,
                               latency=(0.15, 0.9))
     with ScriptedLLMServer(responder) as server:
         faulty, req = _sweep(small, "clean", _spec(server.url), indices=(0, 1), wall_seconds=wall, root=tmp_path / "b")
-    assert responder.faulted >= 4                                  # faults did happen
+    assert responder.faulted == 6 and len(server.requests) == 8 + 6   # the faults did happen, each retried once
     floors = req.groupby("episode_id").retry_log.agg(lambda logs: sum(e["retry_after_s"] or 0.0 for log in logs
                                                                 for e in json.loads(log)))
     assert (floors > wall).all(), floors                           # the waits alone pass the wall budget

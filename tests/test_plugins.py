@@ -73,24 +73,26 @@ def site(tmp_path_factory) -> Path:
 
 
 @pytest.fixture
-def on_path(site, monkeypatch):
+def on_path(site, monkeypatch, request):
     """``site`` on ``sys.path`` (the entry points are found through importlib.metadata), modules forgotten after."""
     monkeypatch.syspath_prepend(str(site))
     importlib.invalidate_caches()
-    _reread_entry_points(monkeypatch)
+    _reread_entry_points(monkeypatch, request)
     yield site
     for name in [m for m in sys.modules if m.split(".")[0] in ("heuresis_example_agent", "plugin_cases")]:
         del sys.modules[name]
 
 
-def _reread_entry_points(monkeypatch):
+def _reread_entry_points(monkeypatch, request):
     """Make the registries read the installed entry points again (this process may have read them before
-    the site was on the path); the example's algorithm is forgotten afterwards."""
+    the site was on the path); the example's algorithm is forgotten at the test's end, so that no later
+    test in this process sees it."""
     from heuresis.causal.algorithms import ALGORITHMS
     from heuresis.causal.ci import CI_TESTS
     from heuresis.causal.mechanisms import MECHANISMS
 
-    monkeypatch.delitem(ALGORITHMS, "example_correlation", raising=False)   # before: reading would load it
+    ALGORITHMS.pop("example_correlation", None)   # before: reading would load it
+    request.addfinalizer(lambda: ALGORITHMS.pop("example_correlation", None))
     for reg in (ALGORITHMS, CI_TESTS, MECHANISMS):
         monkeypatch.setattr(reg, "_loaded", False)
 
@@ -359,7 +361,7 @@ HOSTILE_EVENTS = {"refused_tool": 1, "malformed_call": 2, "probe": 1, "repeated_
 
 
 @pytest.mark.slow
-def test_the_example_runs_an_episode_and_a_play_through_the_workflow(site, tmp_path, monkeypatch):
+def test_the_example_runs_an_episode_and_a_play_through_the_workflow(site, tmp_path, monkeypatch, request):
     from tinyflow import copy_workflow, run_snakemake
 
     from heuresis.artifacts.io import read_table
@@ -387,7 +389,7 @@ def test_the_example_runs_an_episode_and_a_play_through_the_workflow(site, tmp_p
                   env=env, timeout=600)
     res = wd / "results"
     sys.path.insert(0, str(site))
-    _reread_entry_points(monkeypatch)
+    _reread_entry_points(monkeypatch, request)
     try:
         cfg = load_config(wd / "config/config.yaml", wd / "config/quick.yaml", wd / "config/plugin.yaml")
     finally:

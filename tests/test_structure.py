@@ -309,3 +309,14 @@ def test_every_third_party_import_is_a_runtime_dependency_or_a_lazy_extra():
                     undeclared.append(f"{where} ({sorted(found) or 'not installed'})")
     assert not undeclared, undeclared
     assert not eager, eager
+
+
+def test_an_entry_point_module_without_its_extra_names_the_install(monkeypatch):
+    """A host's module imported on a plain install fails with the command that installs its extra."""
+    import importlib
+    import sys
+
+    monkeypatch.setitem(sys.modules, "inspect_ai", None)   # as if not installed
+    monkeypatch.delitem(sys.modules, "heuresis.inspect_tasks", raising=False)
+    with pytest.raises(ImportError, match=r"`inspect` extra.*requirements/inspect-lock\.txt"):
+        importlib.import_module("heuresis.inspect_tasks")

@@ -18,10 +18,18 @@ games track's scenarios the same way (:func:`heuresis.stages.games.workflow.run_
 agentic play per sample, a sample is a scenario name); the scorer reports the play's Stage-2
 survival, whether it won and its gap to the scenario's optimum.
 
-This module is loaded by inspect through the ``inspect_ai`` entry point; it imports inspect_ai.
+This module is loaded by inspect through the ``inspect_ai`` entry point and needs the ``inspect``
+extra; importing it without inspect_ai says which install provides it.
 """
 
 from __future__ import annotations
+
+try:
+    import inspect_ai  # noqa: F401
+except ImportError as exc:   # a plain install: the rest of heuresis never imports this module
+    raise ImportError("heuresis.inspect_tasks needs inspect_ai, which the `inspect` extra installs: "
+                      "python -m pip install --no-deps --require-hashes -r requirements/inspect-lock.txt "
+                      "(docs/agents.md, \"From inspect_ai\")") from exc
 
 import json
 from functools import partial
