@@ -316,9 +316,27 @@ def test_cli_play_by_hand(capsys):
     assert "submit_final_design" not in text
     assert "deployment 1 (history)" in text and "deployment 1 (stage1)" in text
     assert "refused" in text and "maximum of 8" in text and "commit the report" in text
-    assert "final:" in text
+    assert "final:" in text and "searched by simulation: heuresis game-references antenna_base" in text
 
 
+def test_cli_play_shows_the_result_beside_the_exact_optimum():
+    """A CausalGame scenario played by hand ends with the design's exact survival, which the Stage-2 fleet's
+    rate agrees with (1,000 drones: within 4 standard errors), beside the best design of the lattice."""
+    import re
+
+    from heuresis.cli import build_parser, cmd_play
+
+    args = build_parser().parse_args(["play", "antenna_trap", "--rows", "1"])
+    lines = iter(["query wind_speed", "deploy 20 engine=30 antenna=0", "report engine armour", "submit engine=30 antenna=0"])
+    printed: list[str] = []
+    assert cmd_play(args, inp=lambda prompt: next(lines), out=printed.append) == 0
+    text = "\n".join(map(str, printed))
+    assert "submitted: engine=30 cockpit=20 wing=15 body=15 antenna=0 camera=5 gun=5" in text
+    assert re.search(r"wind_speed: rows 24, queries left 9, mean [\d.]+", text), text[-2000:]
+    rate = int(re.search(r"final: (\d+)/1000 survived", text).group(1)) / 1000
+    yours, best = map(float, re.search(r"exact survival: ([\d.]+), [\d.]+ below the best: .* survives ([\d.]+)",
+                                       text).groups())
+    assert abs(rate - yours) < 4 * (yours * (1 - yours) / 1000) ** 0.5 and best == 0.928 > yours   # docs/games.md
 # --- the mechanism-aware baseline ---------------------------------------------------------------------------
 def test_mechanism_baseline_is_passed_the_family_name_and_reads_no_file(scenarios, monkeypatch):
     """What it is given: its config entry, the play seed and the family's name; what it reads: the tool

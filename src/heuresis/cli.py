@@ -572,7 +572,7 @@ def cmd_play(args: argparse.Namespace, inp=input, out=print) -> int:
 
     def show(dep: dict) -> None:
         counts = f"{dep['returned']}/{dep['count']} returned" if "count" in dep else f"{dep['records']} records"
-        out(f"deployment {dep['deployment']} ({dep['source']}): {counts}; design {json.dumps(dep['design'])}")
+        out(f"deployment {dep['deployment']} ({dep['source']}): {counts}; design {_design_text(dep['design'])}")
         rows = rows_of(dep)
         if rows:
             out("  " + "  ".join(rows[0]))
@@ -604,19 +604,41 @@ def cmd_play(args: argparse.Namespace, inp=input, out=print) -> int:
                 show(res)
                 out(f"left: {res['drones_left']} drones, {res['deployments_left']} deployments")
             elif cmd == "submit":
-                out(tools["submit_final_design"].call(None, {"design": _parse_design(rest)}).text)  # type: ignore[arg-type]
+                res = tools["submit_final_design"].call(None, {"design": _parse_design(rest)})  # type: ignore[arg-type]
+                out(f"submitted: {_design_text(res.data['submitted'])}")
             elif cmd == "query":
-                out(json.dumps(game.query_environment(rest.strip())))
-            elif cmd == "report":   # the tools' answers name the agents' tool; here the command is `submit`
-                out(tools["write_report"].call(None, {"text": rest}).text.replace("submit_final_design", "submit"))  # type: ignore[arg-type]
+                q = game.query_environment(rest.strip())
+                out(f"{q.pop('variable')}: " + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in q.items()))
+            elif cmd == "report":
+                tools["write_report"].call(None, {"text": rest})  # type: ignore[arg-type]
+                out(f"report committed ({len(rest)} characters); next: submit DESIGN")
             else:
                 out(f"unknown command {cmd!r}\n{_PLAY_HELP}")
-        except (GameError, ValueError) as exc:
-            out(f"refused: {exc}")
+        except (GameError, ValueError) as exc:   # the tools' messages name the agents' tools; here the commands
+            out("refused: " + str(exc).replace("submit_final_design", "submit").replace("write_report", "report"))
     if game.stage2 is not None:
         s = game.stage2
         out(f"final: {s.survived}/{s.fleet} survived ({s.survival:.1%})" + ("" if s.won is None else f", won: {s.won}"))
+        out(_beside_optimum(scn, s.design))
     return 0
+
+
+def _design_text(design: dict) -> str:
+    """A design as the hand-played game writes it (``engine=30 wing=15 ...``, equipment fitted by name)."""
+    return " ".join(k if v is True else f"{k}={v}" for k, v in design.items() if v is not False)
+
+
+def _beside_optimum(scn, design: dict) -> str:
+    """The submitted design's exact survival beside the best design of the scenario's lattice."""
+    from heuresis.causal.games import causalgame as cg
+    from heuresis.causal.games import exact
+
+    if not isinstance(scn, cg.CGScenario):
+        return f"the optimum of this scenario is searched by simulation: heuresis game-references {scn.name}"
+    best, yours = exact.exact_optimum(scn), exact.exact_survival(scn, design)
+    gap = "as good as the best" if yours >= best.value - 1e-9 else f"{best.value - yours:.3f} below the best"
+    return (f"your design's exact survival: {yours:.3f}, {gap}: {_design_text(best.design)} survives {best.value:.3f} "
+            f"(exact, over the {best.lattice_size:,} designs with DEF in steps of {best.step})")
 
 
 def cmd_game_references(args: argparse.Namespace) -> int:
