@@ -604,8 +604,8 @@ def cmd_play(args: argparse.Namespace, inp=input, out=print) -> int:
                 show(res)
                 out(f"left: {res['drones_left']} drones, {res['deployments_left']} deployments")
             elif cmd == "submit":
-                res = tools["submit_final_design"].call(None, {"design": _parse_design(rest)})  # type: ignore[arg-type]
-                out(f"submitted: {_design_text(res.data['submitted'])}")
+                done = tools["submit_final_design"].call(None, {"design": _parse_design(rest)}).data  # type: ignore[arg-type]
+                out(f"submitted: {_design_text(done['submitted'])}")
             elif cmd == "query":
                 q = game.query_environment(rest.strip())
                 out(f"{q.pop('variable')}: " + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in q.items()))
