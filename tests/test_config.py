@@ -345,7 +345,7 @@ def test_the_bill_under_the_caps_and_the_recommended_pilot(paper_config):
     budget setting) at their ceilings, each (turns + last-turn requests) x (window in, turn budget out)."""
     import copy
 
-    from heuresis.cli import spend_lines
+    from heuresis.cli.costs import spend_lines
     from heuresis.preflight.spend import pilot_bound, spend_bounds
     from heuresis.stages.pilot import RECOMMENDED_PILOT, pilot_plan
 

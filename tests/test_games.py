@@ -301,7 +301,8 @@ def test_bad_calls_are_answered_and_recorded(scenarios):
 
 
 def test_cli_play_by_hand(capsys):
-    from heuresis.cli import build_parser, cmd_play
+    from heuresis.cli import build_parser
+    from heuresis.cli.games import cmd_play
 
     args = build_parser().parse_args(["play", "antenna_base", "--scenarios", str(SCENARIOS), "--rows", "2"])
     final = "submit engine=4 wing=5 body=3 gun=4"          # one syntax for designs: deploy's
@@ -324,7 +325,8 @@ def test_cli_play_shows_the_result_beside_the_exact_optimum():
     rate agrees with (1,000 drones: within 4 standard errors), beside the best design of the lattice."""
     import re
 
-    from heuresis.cli import build_parser, cmd_play
+    from heuresis.cli import build_parser
+    from heuresis.cli.games import cmd_play
 
     args = build_parser().parse_args(["play", "antenna_trap", "--rows", "1"])
     lines = iter(["query wind_speed", "deploy 20 engine=30 antenna=0", "report engine armour", "submit engine=30 antenna=0"])

@@ -320,3 +320,30 @@ def test_an_entry_point_module_without_its_extra_names_the_install(monkeypatch):
     monkeypatch.delitem(sys.modules, "heuresis.inspect_tasks", raising=False)
     with pytest.raises(ImportError, match=r"`inspect` extra.*requirements/inspect-lock\.txt"):
         importlib.import_module("heuresis.inspect_tasks")
+
+
+def test_every_command_runs_a_function_of_its_own_group():
+    """Each module of ``heuresis.cli`` adds its commands, and each command runs a function of that module."""
+    import argparse
+
+    from heuresis import cli
+
+    def leaves(action) -> dict:
+        out = {}
+        for name, parser in action.choices.items():
+            inner = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+            out.update(leaves(inner[0]) if inner else {name: parser})
+        return out
+
+    seen = []
+    for group in cli.GROUPS:
+        sub = argparse.ArgumentParser().add_subparsers()
+        group.add_commands(sub)
+        commands = leaves(sub)
+        assert commands, group.__name__
+        for name, parser in commands.items():
+            func = parser.get_default("func")
+            assert func is not None and func.__module__ == group.__name__, (name, func)
+        seen += commands
+    top = leaves(next(a for a in cli.build_parser()._actions if isinstance(a, argparse._SubParsersAction)))
+    assert sorted(seen) == sorted(top) and len(top) == 20

@@ -1,0 +1,7 @@
+"""``python -m heuresis.cli``: the ``heuresis`` command."""
+
+import sys
+
+from heuresis.cli import main
+
+sys.exit(main())
