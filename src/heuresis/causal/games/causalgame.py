@@ -71,6 +71,17 @@ REDUCTION_CAP = 0.65
 DETECTION_CLAMP = (0.01, 0.95)
 HIT_CLAMP = (0.05, 0.95)
 CG_DIR = CHECKOUT / "config" / "games" / "causalgame"
+# antenna_trap_scm.py: raw damage to a non-critical component, U(high) above wind_threshold_high and U(mid) above
+# wind_threshold_low, floored; its own mitigation takes at most this share of the raw damage
+ANTENNA_TIER_DAMAGE = {"antenna": ((55, 75), (35, 55)), "camera": ((25, 40), (10, 25)), "gun": ((35, 50), (20, 35))}
+TIER_MITIGATION_CAP = 0.8
+# antenna_trap_scm.py: raw damage to wing and engine when the wind passes 50, to body and cockpit when the weather
+# pattern passes 0.7 (each scaled up below 15 DEF)
+ANTENNA_CRITICAL_DAMAGE = {"engine": (40, 70), "wing": (40, 70), "body": (30, 55), "cockpit": (30, 55)}
+# deployment_zone_trap_scm.py: a communication crash deals floor(k * severity) to each critical component, and the
+# altitude band shifts the communication-failure probability
+ZONE_CRASH_DAMAGE = {"engine": 60, "wing": 50, "body": 40, "cockpit": 35}
+ZONE_ALTITUDE_FAILURE = {"low": -0.05, "medium": 0.0, "high": 0.05}
 
 
 #: This track's extra disclosures, each a named ablation of a CausalGame scenario (``NAME~DISCLOSURE``,
@@ -454,19 +465,19 @@ def _antenna(spec: Mapping, d: Mapping[str, Any], n: int, rng: np.random.Generat
     def tier(hi: tuple[float, float], md: tuple[float, float]) -> np.ndarray:
         return np.where(high, np.floor(_uniform(rng, *hi, n)), np.where(mid, np.floor(_uniform(rng, *md, n)), 0.0))
 
-    ant_raw, cam_raw, gun_raw = tier((55, 75), (35, 55)), tier((25, 40), (10, 25)), tier((35, 50), (20, 35))
+    ant_raw, cam_raw, gun_raw = (tier(*ANTENNA_TIER_DAMAGE[c]) for c in ("antenna", "camera", "gun"))
     damage: dict[str, np.ndarray] = {}
     latent: dict[str, np.ndarray] = {"weather_pattern": weather, "is_storm": storm}
-    for group, cond, lo_hi in ((("wing", "engine"), wind > 50, (40, 70)), (("body", "cockpit"), weather > 0.7, (30, 55))):
+    for group, cond in ((("wing", "engine"), wind > 50), (("body", "cockpit"), weather > 0.7)):
         for c in group:
-            base = _uniform(rng, *lo_hi, n)
+            base = _uniform(rng, *ANTENNA_CRITICAL_DAMAGE[c], n)
             if d[c] < 15:
                 base = base * (1.0 + (1.0 - d[c] / 15.0))
             damage[c] = np.where(cond, np.floor(base), 0.0)
             latent[f"_damaged_{c}"] = cond
 
     def mitigated(raw: np.ndarray, def_value: int, factor: float) -> np.ndarray:
-        red = np.minimum(np.floor(def_value * factor), np.floor(raw * 0.8))
+        red = np.minimum(np.floor(def_value * factor), np.floor(raw * TIER_MITIGATION_CAP))
         return np.where(raw > 0, np.maximum(1, raw - red), 0.0)
 
     ant = mitigated(ant_raw, d["antenna"], p["antenna_def_factor"])
@@ -528,7 +539,8 @@ def _zone(spec: Mapping, d: Mapping[str, Any], n: int, rng: np.random.Generator,
     eff = emi * (1 - total_red)
     thr = p["emi_threshold"]
     cfp = np.where(eff < thr, 0.0, (eff - thr) * p["emi_base_failure_rate"])
-    alt_mod = np.select([bands == "low", bands == "high"], [-0.05, 0.05], 0.0)
+    alt = ZONE_ALTITUDE_FAILURE
+    alt_mod = np.select([bands == "low", bands == "high"], [alt["low"], alt["high"]], alt["medium"])
     cfp = np.clip(cfp + alt_mod, 0.0, 0.95)
     damage: dict[str, np.ndarray] = {c: np.zeros(n) for c in ("engine", "wing", "body", "cockpit", "antenna", "camera")}
     present = {c: np.zeros(n, bool) for c in damage}
@@ -548,7 +560,7 @@ def _zone(spec: Mapping, d: Mapping[str, Any], n: int, rng: np.random.Generator,
     present["camera"] |= cam_on
     crash = (cfp > 0) & (rng.random(n) < cfp)
     severity = _uniform(rng, 0.6, 1.0, n) * cfp
-    for c, k in (("engine", 60), ("wing", 50), ("body", 40), ("cockpit", 35)):
+    for c, k in ZONE_CRASH_DAMAGE.items():
         damage[c] = damage[c] + np.where(crash, np.floor(k * severity), 0.0)
         present[c] |= crash
     detection = 0.20 + cfp * 0.5

@@ -37,7 +37,7 @@ import math
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -218,28 +218,24 @@ def _wind_cats(lo: float, hi: float, p: Mapping) -> list[tuple[str, bool, float]
     return out
 
 
-_TIERS = {"antenna": ((55, 75), (35, 55)), "camera": ((25, 40), (10, 25)), "gun": ((35, 50), (20, 35))}
-
-
 def _tier_raw(comp: str, tier: str) -> tuple[np.ndarray, np.ndarray]:
     """The antenna SCM's raw tier damage to a non-critical component: values and probabilities."""
     if tier == "none":
         return np.zeros(1), np.ones(1)
-    hi, md = _TIERS[comp]
+    hi, md = cg.ANTENNA_TIER_DAMAGE[comp]
     return _floor_uniform_pmf(*(hi if tier == "high" else md))
 
 
 def _mitigated(raw: np.ndarray, def_value: np.ndarray, factor: float) -> np.ndarray:
     """The antenna SCM's own mitigation of a tier damage (``antenna_trap_scm.py``)."""
-    red = np.minimum(np.floor(def_value * factor), np.floor(raw * 0.8))
+    red = np.minimum(np.floor(def_value * factor), np.floor(raw * cg.TIER_MITIGATION_CAP))
     return np.where(raw > 0, np.maximum(1, raw - red), 0.0)
 
 
 class _Antenna:
     """The antenna SCM's survival, split into critical-component polynomials and context weights."""
 
-    CRIT_ENV = {"engine": ("w50", (40, 70)), "wing": ("w50", (40, 70)), "body": ("w07", (30, 55)),
-                "cockpit": ("w07", (30, 55))}
+    CRIT_ENV = {c: ("w50" if c in ("engine", "wing") else "w07", cg.ANTENNA_CRITICAL_DAMAGE[c]) for c in cg.CRITICAL}
 
     def __init__(self, spec: Mapping):
         self.spec = spec
@@ -489,9 +485,7 @@ def _weather_survival(spec: Mapping, designs: Mapping[str, np.ndarray], stage: i
 
 
 # --- the deployment-zone SCM -------------------------------------------------------------------------
-_CRASH = {"engine": 60, "wing": 50, "body": 40, "cockpit": 35}     # deployment_zone_trap_scm.py: floor(k * severity)
 _BANDS = ("low", "medium", "high")
-_ALT = {"low": -0.05, "medium": 0.0, "high": 0.05}
 
 
 def _zone_probs(spec: Mapping, stage: int) -> dict[str, float]:
@@ -521,6 +515,18 @@ class _Nodes:
     segw: np.ndarray         # (node, 1 + segments): no crash (1 - cfp), then 2.5 x overlap of each severity segment
 
 
+class ZoneBlock(NamedTuple):
+    """Designs of the zone model's lattice that share a flight profile, shield and camera DEF and critical DEF sum."""
+
+    profile: str | None      # the flight profile (None: the scenario has none)
+    shield: int
+    camera: int
+    total: int               # DEF spent in all
+    rows: np.ndarray         # (n, 4): the critical components' DEF as indices into the lattice's values
+    bound: np.ndarray        # (n,): each design's survival bound (the damage modifier taken as 1)
+    exact: bool              # whether the bound is the survival (no EMI above 0.5)
+
+
 class _Zone:
     """The deployment-zone SCM's survival, split into critical-component polynomials and context weights."""
 
@@ -535,11 +541,12 @@ class _Zone:
         self.w_crit = sum(cg.TARGET_WEIGHTS.get(c, 1.0) for c in cg.CRITICAL)
         # severity segments: the crash damages floor(k * s) are constant on each
         cuts = {0.0, 0.95}
-        for k in _CRASH.values():
+        for k in cg.ZONE_CRASH_DAMAGE.values():
             cuts.update(j / k for j in range(1, int(0.95 * k) + 1) if j / k < 0.95)
         self.seg_edges = np.array(sorted(cuts))
         mids = 0.5 * (self.seg_edges[:-1] + self.seg_edges[1:])
-        self.seg_damage = {c: np.concatenate([[0.0], np.floor(k * mids)]) for c, k in _CRASH.items()}   # (1 + segments,)
+        # per critical component (1 + segments,)
+        self.seg_damage = {c: np.concatenate([[0.0], np.floor(k * mids)]) for c, k in cg.ZONE_CRASH_DAMAGE.items()}
         hp_max = max(self.hp[c] for c in cg.CRITICAL)
         self.r_max = int(_reduction(spec, int(spec["def_cap"])))
         self.smax = hp_max + self.r_max + 2
@@ -557,7 +564,7 @@ class _Zone:
 
     def _cuts(self, band: str, lo: float, hi: float, exact_dm: bool) -> np.ndarray:
         """Every point of ``(lo, hi)`` where the integrand's piece changes (sorted, with ``lo`` and ``hi``)."""
-        thr, rate, alt = self.thr, self.rate, _ALT[band]
+        thr, rate, alt = self.thr, self.rate, cg.ZONE_ALTITUDE_FAILURE[band]
         pts = [thr, 0.4, 0.5]
         pts += [thr + j / 80.0 for j in range(1, int(max(0.0, hi - thr) * 80) + 2)]
         if rate > 0:
@@ -600,7 +607,7 @@ class _Zone:
             wts.append((length[:, None] * _GL_W[None, :]).ravel() * dens / scale)
             bands.append(np.full(len(node), b))
         eff, wt, band_i = np.concatenate(effs), np.concatenate(wts), np.concatenate(bands)
-        alt = np.array([_ALT[x] for x in _BANDS])[band_i]
+        alt = np.array([cg.ZONE_ALTITUDE_FAILURE[x] for x in _BANDS])[band_i]
         cfp = np.clip(np.where(eff < self.thr, 0.0, (eff - self.thr) * self.rate) + alt, 0.0, 0.95)
         det = np.clip(0.20 + cfp * 0.5, *cg.DETECTION_CLAMP)
         rounds = np.maximum(1, np.floor(cg.BASE_ROUNDS * np.where(cfp > 0.5, 1.8, 1.0))).astype(int)
@@ -690,9 +697,7 @@ class _Zone:
 
         The bound takes the damage modifier as 1 (survival falls as it grows), so it is exact for a
         design whose EMI never exceeds 0.5. Yields, per flight profile, shield and camera DEF and
-        sum of the critical DEFs, ``(profile, shield, camera, total, rows, bound, exact)``: ``rows``
-        the critical DEF indices into ``values`` (n, 4), ``bound`` their bounds (n,), ``exact``
-        whether the bound is the survival.
+        sum of the critical DEFs, a :class:`ZoneBlock`.
         """
         tabs = [t[:, 0] for t in self.crit_tables(dict.fromkeys(cg.CRITICAL, values), np.ones(1))]   # (d, band, seg, n)
         combos, sums = _combos(4, values, budget)
@@ -722,7 +727,8 @@ class _Zone:
                         B[..., 0] += U
                         if s not in prods:
                             prods[s] = _crit_products(tabs, rows, self.kmax)                          # (n, band, seg, k)
-                        yield prof, int(sh), int(cm), total, rows, np.einsum("bsk,nbsk->n", B, prods[s][:, used]), exact
+                        yield ZoneBlock(prof, int(sh), int(cm), total, rows,
+                                        np.einsum("bsk,nbsk->n", B, prods[s][:, used]), exact)
 
     def _w_total(self, nd: _Nodes, camera: int) -> np.ndarray:
         """Summed target weight of the components alive at the start of combat, per node."""
@@ -858,6 +864,95 @@ def _top2(best: list[tuple[float, Any, dict[str, Any]]], value: float, key: Any,
     del best[2:]
 
 
+class Lattice(NamedTuple):
+    """The designs :func:`exact_optimum` values: each DEF a multiple of ``step`` up to ``cap``, the sum within ``budget``."""
+
+    values: np.ndarray
+    cap: int
+    budget: int
+    step: int
+
+
+#: The two best designs of a lattice: (survival, DEF vector, design), best first.
+Top2 = list[tuple[float, Any, dict[str, Any]]]
+
+
+def _antenna_top(scn: cg.CGScenario, lat: Lattice, stage: int) -> tuple[Top2, int, int]:
+    """Antenna model: every lattice design valued (its flights do not depend on the stage)."""
+    model, values, comps = _Antenna(scn.spec), lat.values, scn.components
+    best: Top2 = []
+    evaluated = 0
+    for rest, rows, F in _antenna_lattice(model, values, lat.budget):
+        evaluated += F.size
+        flat = np.argpartition(F, F.size - 2, axis=None)[-2:] if F.size > 2 else np.arange(F.size)
+        for f in flat:
+            i, j = np.unravel_index(f, F.shape)
+            d = {**dict(zip(cg.CRITICAL, (int(x) for x in values[rows[j]]))),
+                 **dict(zip(("antenna", "camera", "gun"), (int(x) for x in values[rest[i]])))}
+            _top2(best, float(F[i, j]), tuple(d[c] for c in comps), d)
+    return best, evaluated, 0
+
+
+def _weather_top(scn: cg.CGScenario, lat: Lattice, stage: int) -> tuple[Top2, int, int]:
+    """Weather model: every lattice design valued in one closed form."""
+    comps, values = scn.components, lat.values
+    idx, _ = _combos(len(comps), values, lat.budget)
+    F = _weather_survival(scn.spec, {c: values[idx[:, k]] for k, c in enumerate(comps)}, stage)
+    best: Top2 = []
+    for f in np.argsort(-F, kind="stable")[:2]:
+        d = {c: int(values[idx[f, k]]) for k, c in enumerate(comps)}
+        _top2(best, float(F[f]), tuple(d[c] for c in comps), d)
+    return best, len(F), 0
+
+
+def _zone_top(scn: cg.CGScenario, lat: Lattice, stage: int) -> tuple[Top2, int, int]:
+    """Zone model: bounds of the designs without antenna and gun DEF, the best refined exactly (:func:`exact_optimum`)."""
+    comps, values = scn.components, lat.values
+    model = _Zone(scn.spec, stage)
+    equip = _best_equipment(scn)
+    blocks = list(model.lattice(values, lat.budget, equip))
+    ub = np.concatenate([b.bound for b in blocks])
+    where = np.concatenate([np.full(len(b.bound), k) for k, b in enumerate(blocks)])
+    pos = np.concatenate([np.arange(len(b.bound)) for b in blocks])
+
+    def design_of(b: ZoneBlock, j: int) -> dict[str, Any]:
+        d: dict[str, Any] = dict.fromkeys(comps, 0)
+        d.update(zip(cg.CRITICAL, (int(x) for x in values[b.rows[j]])))
+        if "shield" in d:
+            d["shield"] = b.shield
+        if "camera" in d:
+            d["camera"] = b.camera
+        d.update(equip)
+        if b.profile is not None:
+            d["flight_profile"] = b.profile
+        return d
+
+    best: Top2 = []
+    refined = 0
+    for i in np.argsort(-ub, kind="stable"):
+        if len(best) == 2 and ub[i] < best[1][0]:
+            break
+        block = blocks[int(where[i])]
+        d = design_of(block, int(pos[i]))
+        if block.exact:
+            val = float(ub[i])
+        else:
+            val = model.survival(scn.design(d))
+            refined += 1
+        _top2(best, val, tuple(d[c] for c in comps), d)
+    top = best[0][2]
+    spare = [c for c in comps if c not in cg.CRITICAL and c not in ("camera", "shield")]
+    if spare and sum(top[c] for c in comps) + lat.step <= lat.budget and top[spare[0]] + lat.step <= lat.cap:
+        d = {**top, spare[0]: top[spare[0]] + lat.step}
+        _top2(best, model.survival(scn.design(d)), tuple(d[c] for c in comps), d)
+        refined += 1
+    return best, len(ub), refined
+
+
+#: Each game model's exact optimum over a lattice: the two best designs, designs valued or bounded, designs refined.
+_TOP = {"antenna": _antenna_top, "weather": _weather_top, "zone": _zone_top}
+
+
 def exact_optimum(scn: cg.CGScenario, step: int = LATTICE_STEP, stage: int = 2) -> ExactOptimum:
     """The design of the largest exact survival over the scenario's lattice.
 
@@ -887,70 +982,9 @@ def exact_optimum(scn: cg.CGScenario, step: int = LATTICE_STEP, stage: int = 2) 
         The optimal design, its survival, the best design with another DEF vector and the counts.
     """
     t0 = time.perf_counter()
-    spec = scn.spec
-    cap = int(spec["def_cap"])
-    budget = int(spec.get("def_budget") or cap * len(scn.components))
-    values = np.arange(0, cap + 1, step)
-    comps = scn.components
-    best: list[tuple[float, Any, dict[str, Any]]] = []
-    evaluated = refined = 0
-    if scn.model == "antenna":
-        model = _Antenna(spec)
-        for rest, rows, F in _antenna_lattice(model, values, budget):
-            evaluated += F.size
-            flat = np.argpartition(F, F.size - 2, axis=None)[-2:] if F.size > 2 else np.arange(F.size)
-            for f in flat:
-                i, j = np.unravel_index(f, F.shape)
-                d = {**dict(zip(cg.CRITICAL, (int(x) for x in values[rows[j]]))),
-                     **dict(zip(("antenna", "camera", "gun"), (int(x) for x in values[rest[i]])))}
-                _top2(best, float(F[i, j]), tuple(d[c] for c in comps), d)
-    elif scn.model == "weather":
-        idx, _ = _combos(len(comps), values, budget)
-        F = _weather_survival(spec, {c: values[idx[:, k]] for k, c in enumerate(comps)}, stage)
-        evaluated = len(F)
-        for f in np.argsort(-F, kind="stable")[:2]:
-            d = {c: int(values[idx[f, k]]) for k, c in enumerate(comps)}
-            _top2(best, float(F[f]), tuple(d[c] for c in comps), d)
-    else:
-        model_z = _Zone(spec, stage)
-        equip = _best_equipment(scn)
-        blocks = list(model_z.lattice(values, budget, equip))
-        ub = np.concatenate([b[5] for b in blocks])
-        evaluated = len(ub)
-        where = np.concatenate([np.full(len(b[5]), k) for k, b in enumerate(blocks)])
-        pos = np.concatenate([np.arange(len(b[5])) for b in blocks])
-
-        def design_of(k: int, j: int) -> dict[str, Any]:
-            prof, sh, cm, _total, rows, _b, _e = blocks[k]
-            d: dict[str, Any] = dict.fromkeys(comps, 0)
-            d.update(zip(cg.CRITICAL, (int(x) for x in values[rows[j]])))
-            if "shield" in d:
-                d["shield"] = sh
-            if "camera" in d:
-                d["camera"] = cm
-            d.update(equip)
-            if prof is not None:
-                d["flight_profile"] = prof
-            return d
-
-        for i in np.argsort(-ub, kind="stable"):
-            if len(best) == 2 and ub[i] < best[1][0]:
-                break
-            k, j = int(where[i]), int(pos[i])
-            d = design_of(k, j)
-            if blocks[k][6]:
-                val = float(ub[i])
-            else:
-                val = model_z.survival(scn.design(d))
-                refined += 1
-            _top2(best, val, tuple(d[c] for c in comps), d)
-        top = best[0][2]
-        spare = [c for c in comps if c not in cg.CRITICAL and c not in ("camera", "shield")]
-        total = sum(top[c] for c in comps)
-        if spare and total + step <= budget and top[spare[0]] + step <= cap:
-            d = {**top, spare[0]: top[spare[0]] + step}
-            _top2(best, model_z.survival(scn.design(d)), tuple(d[c] for c in comps), d)
-            refined += 1
+    cap = int(scn.spec["def_cap"])
+    lattice = Lattice(np.arange(0, cap + 1, step), cap, int(scn.spec.get("def_budget") or cap * len(scn.components)), step)
+    best, evaluated, refined = _TOP[scn.model](scn, lattice, stage)
     (value, _, design), (runner, _, runner_design) = best[0], best[1]
     return ExactOptimum(scn.name, design, value, runner, runner_design, step, lattice_designs(scn, step), evaluated,
                         refined, time.perf_counter() - t0, stage)
