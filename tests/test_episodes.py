@@ -8,6 +8,7 @@ from conftest import small_lg_split
 
 from heuresis.artifacts.io import read_table
 from heuresis.artifacts.schemas import CALLS, EPISODES
+from heuresis.harness.budgets import normalize_clock
 from heuresis.stages.episodes import run_episode_shard
 
 COND = "full-guided-p0-none-standard-once-r0"
@@ -73,6 +74,12 @@ def test_killed_sweep_resumes_to_the_same_episodes(small):
     ref = read_table(_run(small, "reference"), EPISODES).to_pandas()
     assert list(ep.edges) == list(ref.edges) and list(ep.seed) == list(ref.seed)
     assert not out.with_name("shard-000.parquet.parts").exists()
+    # each conversation is the same as without the kill, tool-call ids included (the budgets line's clock and
+    # each message's measured times aside)
+    for i in range(4):
+        convo = [normalize_clock(json.dumps([{k: v for k, v in m.items() if k != "meta"} for m in json.loads(
+            (small["root"] / f"transcripts/{run}/{i:04d}.json").read_text())["messages"]])) for run in ("killed", "reference")]
+        assert convo[0] == convo[1] and '"call_0"' in convo[0], i
 
 
 def test_a_crashing_agent_is_recorded_failed(small):

@@ -46,7 +46,16 @@ from heuresis.harness.agent_spec import scrub
 from heuresis.harness.conditions import LAST_TURN_REQUESTS, LAST_TURNS
 from heuresis.harness.parse import echo
 from heuresis.harness.prompts import render
-from heuresis.harness.protocol import UNREADABLE_TOOL, Agent, AgentReply, EpisodeEnd, FatalAgentError, Observation, Usage
+from heuresis.harness.protocol import (
+    UNREADABLE_TOOL,
+    Agent,
+    AgentReply,
+    EpisodeEnd,
+    FatalAgentError,
+    Observation,
+    Usage,
+    new_conversation,
+)
 from heuresis.harness.tools import Tool, ToolError, ToolResult
 
 __all__ = ["AgentLoop", "Call", "Exchange", "Request", "TurnLimit", "UsageTotals",
@@ -395,6 +404,7 @@ class AgentLoop:
     # --- the run ------------------------------------------------------------------------------------
     def run(self, system: str, prompt: str, task: Mapping | None = None) -> None:
         """Run to the end; sets :attr:`termination`, :attr:`exhausted`, :attr:`status` and :attr:`error`."""
+        new_conversation()
         self.limits.start()
         self.add({"role": "system", "content": system})
         self.add({"role": "user", "content": prompt})

@@ -29,13 +29,14 @@ installed distribution it came from, for the records.
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import importlib
 import inspect
 import itertools
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from importlib import metadata
 from typing import Any, ClassVar
@@ -417,12 +418,24 @@ def make_agent(name: str, spec: Mapping, *, algorithm_map: Mapping[str, str] | N
     return agent
 
 
-_ids = itertools.count()
+#: The numbers :func:`tool_call` gives its ids, counted per conversation (:func:`new_conversation`), so
+#: that an episode's transcript does not depend on what its process ran before (a resumed sweep's too).
+_call_ids: contextvars.ContextVar[Iterator[int]] = contextvars.ContextVar("heuresis_call_ids")
+
+
+def new_conversation() -> None:
+    """Number the ids :func:`tool_call` writes from ``call_0`` again (the loop calls it as each run starts)."""
+    _call_ids.set(itertools.count())
 
 
 def tool_call(name: str, arguments: Mapping, call_id: str | None = None) -> dict:
-    """One tool call in OpenAI format (arguments serialized to a JSON string)."""
+    """One tool call in OpenAI format (arguments serialized to a JSON string); ids count within the conversation."""
     import json
 
-    return {"id": call_id or f"call_{next(_ids)}", "type": "function",
-            "function": {"name": name, "arguments": json.dumps(dict(arguments))}}
+    if call_id is None:
+        ids = _call_ids.get(None)
+        if ids is None:
+            new_conversation()
+            ids = _call_ids.get()
+        call_id = f"call_{next(ids)}"
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(dict(arguments))}}
