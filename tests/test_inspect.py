@@ -2,7 +2,7 @@
 
 The same scripted moves played through an inspect model (agent kind ``inspect``) and through the
 built-in LLM agent against the scripted OpenAI server give the same calls, outcome and usage; the
-task ``heuresis/episodes`` keeps the truth out of its samples, writes our tables, scores from them,
+task ``heuresis_inspect/episodes`` keeps the truth out of its samples, writes our tables, scores from them,
 and a rerun after a failed request pays no answered request again.  CI runs this module in the
 inspect environment (.ci/run); without inspect_ai it is skipped, or not collected where
 ``HEURESIS_INSPECT_TESTS=separate`` says it runs elsewhere (tests/conftest.py).
@@ -111,7 +111,8 @@ def test_the_task_keeps_the_truth_out_writes_our_tables_and_a_rerun_pays_nothing
     model = "heuresis-script/moves"
 
     def run(moves, log_dir):
-        log = inspect_eval("heuresis/episodes", model=model, model_args={"script": _script(tmp_path, moves, f"{log_dir}.json")},
+        script = _script(tmp_path, moves, f"{log_dir}.json")
+        log = inspect_eval("heuresis_inspect/episodes", model=model, model_args={"script": script},
                            task_args=args, log_dir=str(tmp_path / log_dir), display="none")[0]
         return read_eval_log(log.location)
 
@@ -153,7 +154,7 @@ def test_react_in_the_task_reads_our_answers_and_its_requests_are_logged_once(sm
     from inspect_ai import eval as inspect_eval
 
     monkeypatch.chdir(ROOT)
-    log = inspect_eval("heuresis/episodes", model="heuresis-script/moves", display="none",
+    log = inspect_eval("heuresis_inspect/episodes", model="heuresis-script/moves", display="none",
                        model_args={"script": _script(tmp_path, MOVES)}, log_dir=str(tmp_path / "logs"),
                        task_args={"results": str(small["root"]), "config": "config/quick.yaml", "families": "lg",
                                   "split": "test", "instances": "0", "agent": "react", "solver": "react"})[0]
@@ -195,7 +196,7 @@ def test_an_eval_set_killed_mid_episode_resumes_and_pays_no_answered_request_twi
     targs = {"results": str(small["root"]), "config": "config/quick.yaml", "families": "lg", "split": "test",
              "instances": "0", "agent": "killed"}
     hanging = _script(tmp_path, [*MOVES[:3], {"wait_s": 600, **MOVES[3]}], "hanging.json")
-    cmd = [sys.executable, "-m", "inspect_ai", "eval-set", "heuresis/episodes", "--model", "heuresis-script/moves",
+    cmd = [sys.executable, "-m", "inspect_ai", "eval-set", "heuresis_inspect/episodes", "--model", "heuresis-script/moves",
            "-M", f"script={hanging}", "--log-dir", str(logs), "--display", "none",
            *[a for k, v in targs.items() for a in ("-T", f"{k}={v}")]]
     proc = subprocess.Popen(cmd, cwd=ROOT, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -246,7 +247,7 @@ def test_the_games_task_plays_a_scenario_and_scores_from_the_plays_table(tmp_pat
     moves = [{"tool_calls": [[name, args]], "usage": [500, 20]} for name, args in
              [("deploy", {"design": {"engine": 1}, "count": 5}), ("fly", {}),
               ("write_report", {"text": "engines matter"}), ("submit_final_design", {"design": {"engine": 2}})]]
-    log = inspect_eval("heuresis/games", model="heuresis-script/player", display="none", log_dir=str(tmp_path / "logs"),
+    log = inspect_eval("heuresis_inspect/games", model="heuresis-script/player", display="none", log_dir=str(tmp_path / "logs"),
                        model_args={"script": _script(tmp_path, moves)},
                        task_args={"results": str(results), "config": ["config/quick.yaml", str(own_set)],
                                   "scenarios": "weather_base", "agent": "insp",

@@ -256,15 +256,6 @@ def test_a_stage_imported_alone_knows_every_built_in_kind(module):
 EXTRA_IMPORTS = {"llama_cpp": ("llama-cpp-python", "local"), "inspect_ai": ("inspect-ai", "inspect")}
 
 
-def entry_point_modules() -> set[str]:
-    """Modules that only a host loads, through an entry point of pyproject.toml (inspect_ai loads
-    ``heuresis.inspect_tasks``): they may import their extra at load time."""
-    import tomllib
-
-    groups = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"].get("entry-points", {})
-    return {f"src/{target.split(':')[0].replace('.', '/')}.py" for group in groups.values() for target in group.values()}
-
-
 def _requirement_names(reqs) -> set[str]:
     import re
 
@@ -282,8 +273,6 @@ def test_every_third_party_import_is_a_runtime_dependency_or_a_lazy_extra():
     runtime = _requirement_names(project["dependencies"])
     extras = {name: _requirement_names(reqs) for name, reqs in project["optional-dependencies"].items()}
     dists = packages_distributions()
-    hosted = entry_point_modules()
-    assert hosted == {"src/heuresis/inspect_tasks.py"}, hosted
     undeclared, eager = [], []
     for path in sorted((ROOT / "src" / "heuresis").rglob("*.py")):
         tree = ast.parse(path.read_text())
@@ -301,7 +290,7 @@ def test_every_third_party_import_is_a_runtime_dependency_or_a_lazy_extra():
                 if top in EXTRA_IMPORTS:
                     dist, extra = EXTRA_IMPORTS[top]
                     assert dist in extras[extra], f"{dist} is not in the [{extra}] extra"
-                    if id(node) not in in_function and str(path.relative_to(ROOT)) not in hosted:
+                    if id(node) not in in_function:
                         eager.append(where)
                     continue
                 found = {re.sub(r"[-_.]+", "-", d).lower() for d in dists.get(top, [])}
@@ -309,17 +298,6 @@ def test_every_third_party_import_is_a_runtime_dependency_or_a_lazy_extra():
                     undeclared.append(f"{where} ({sorted(found) or 'not installed'})")
     assert not undeclared, undeclared
     assert not eager, eager
-
-
-def test_an_entry_point_module_without_its_extra_names_the_install(monkeypatch):
-    """A host's module imported on a plain install fails with the command that installs its extra."""
-    import importlib
-    import sys
-
-    monkeypatch.setitem(sys.modules, "inspect_ai", None)   # as if not installed
-    monkeypatch.delitem(sys.modules, "heuresis.inspect_tasks", raising=False)
-    with pytest.raises(ImportError, match=r"`inspect` extra.*requirements/inspect-lock\.txt"):
-        importlib.import_module("heuresis.inspect_tasks")
 
 
 def test_every_command_runs_a_function_of_its_own_group():

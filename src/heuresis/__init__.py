@@ -18,8 +18,8 @@ layer's folders and modules (tests/test_structure.py reads this list and checks 
 * ``targets``, ``view`` — the paper's tables and figures, each declared once; the results viewer;
 * ``preflight`` — validation of the whole config (each stage's checks), what it may spend, and the
   workflow's plan: what each rule asks of the config (``preflight.plan``);
-* ``cli``, ``local_server``, ``inspect_tasks`` — the ``heuresis`` command (a module per group of
-  commands); the local model server; the inspect_ai task (the ``inspect`` extra).
+* ``cli``, ``local_server`` — the ``heuresis`` command (a module per group of commands); the local
+  model server.  The inspect_ai tasks are a distribution of their own (``integrations/inspect``).
 """
 
 from heuresis.causal.graph import Graph, Relation, d_separated, dag_to_cpdag, meek_closure

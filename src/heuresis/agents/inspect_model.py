@@ -5,7 +5,7 @@ request log (a rerun replays what was paid for), the spend ledger and the rate w
 the LLM agent (:class:`~heuresis.agents.llm.LLMAgent`), of which this is a subclass.  Only the
 request itself goes elsewhere: through an inspect_ai model (any provider inspect supports, its
 ``mockllm`` offline), converted from and back to the OpenAI chat format the harness speaks.
-Inside an inspect evaluation (the ``heuresis/episodes`` task, :mod:`heuresis.inspect_tasks`) an
+Inside an inspect evaluation (the task ``heuresis_inspect/episodes`` of ``integrations/inspect``) an
 agent without a ``model`` uses the evaluation's model, and each request runs on inspect's event
 loop, so it appears in the evaluation's ``.eval`` log.
 

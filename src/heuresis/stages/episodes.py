@@ -186,7 +186,7 @@ def run_one_episode(cfg: Mapping, results: str | Path, agent: str, spec: Mapping
     ``instance`` is ``family/split/index`` (e.g. ``wild/dev/0003``); the instance, its PC-KCI
     reference and the run's salt come from ``results`` (the salt is drawn into it once, as the
     workflow does, unless the config's salt is public).  What ``heuresis serve-episode`` and the
-    inspect task (:mod:`heuresis.inspect_tasks`) run; returns the episodes table's path
+    inspect task ``heuresis_inspect/episodes`` (``integrations/inspect``) run; returns the episodes table's path
     (:data:`heuresis.artifacts.paths.SERVED_EPISODE`: its calls, requests and transcript beside it).
     """
     parts = instance.split("/")

@@ -557,7 +557,7 @@ def run_one_play(cfg: Mapping, results: str | Path, agent: str, spec: Mapping, s
     """Play ``scenario`` once in the agentic mode outside the workflow, into a built results folder.
 
     The scenario's references come from ``results`` (the workflow's games references stage).  What
-    ``heuresis serve-play`` and the inspect task ``heuresis/games`` run; returns the plays table's
+    ``heuresis serve-play`` and the inspect task ``heuresis_inspect/games`` run; returns the plays table's
     path (:data:`heuresis.artifacts.paths.SERVED_PLAY`: its calls and transcript beside it).
     """
     from heuresis.artifacts import paths as P

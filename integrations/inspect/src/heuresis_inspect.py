@@ -1,6 +1,6 @@
 """Heuresis episodes and game plays as inspect_ai tasks (the ``inspect`` extra; docs/agents.md, "From inspect_ai").
 
-``inspect eval heuresis/episodes --model M -T results=results -T config=config/quick.yaml`` plays
+``inspect eval heuresis_inspect/episodes --model M -T results=results -T config=config/quick.yaml`` plays
 episodes of a built results folder with inspect's model ``M``.  A sample is one condition ×
 instance and holds only public fields (the condition, ``family/split/index``): the truth never
 enters a sample, its target or its metadata.  The solver runs the episode through the harness's own
@@ -13,23 +13,17 @@ request log are written where ``heuresis serve-episode`` writes them (beside the
 the scorer reports the episode's scores from that table once the agent has finished.  A rerun of the
 task on the same results folder replays every request already answered (nothing is paid twice).
 
-``inspect eval heuresis/games --model M -T results=results -T config=config/quick.yaml`` plays the
+``inspect eval heuresis_inspect/games --model M -T results=results -T config=config/quick.yaml`` plays the
 games track's scenarios the same way (:func:`heuresis.stages.games.workflow.run_one_play`: one
 agentic play per sample, a sample is a scenario name); the scorer reports the play's Stage-2
 survival, whether it won and its gap to the scenario's optimum.
 
-This module is loaded by inspect through the ``inspect_ai`` entry point and needs the ``inspect``
-extra; importing it without inspect_ai says which install provides it.
+The distribution ``heuresis-inspect`` (``integrations/inspect``) holds this module alone, so that
+heuresis itself never needs inspect_ai; inspect loads it through its ``inspect_ai`` entry point
+and names its tasks after its top-level module.
 """
 
 from __future__ import annotations
-
-try:
-    import inspect_ai  # noqa: F401
-except ImportError as exc:   # a plain install: the rest of heuresis never imports this module
-    raise ImportError("heuresis.inspect_tasks needs inspect_ai, which the `inspect` extra installs: "
-                      "python -m pip install --no-deps --require-hashes -r requirements/inspect-lock.txt "
-                      "(docs/agents.md, \"From inspect_ai\")") from exc
 
 import json
 from functools import partial
