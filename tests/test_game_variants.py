@@ -86,12 +86,11 @@ def test_variants_are_reproducible_rebuilt_from_their_references_and_redrawn_by_
         V.variant_entropy(sealed, draw_secret())
 
 
-def test_ranges_that_admit_no_trap_are_refused_naming_the_variant():
-    """weather_noise's own ranges: in every draw the armoured antenna is the exact Stage-2 optimum (the
-    trap pattern), so every draw is refused and the error names why (docs/games.md, divergence 5)."""
+def test_a_scenario_without_a_trap_has_no_test_variant():
+    """weather_noise has no trap (its Stage-1 and Stage-2 optima are one design): a variant of it is refused
+    before any draw, naming the scenario and the key (docs/games.md, divergence 5)."""
     base = load_scenario("weather_noise", CG)
-    with pytest.raises(ScenarioError, match=r"'weather_noise@test0': no draw of 8 .* is a game with a trap: the "
-                                            r"optimum found .*'antenna': 50.* follows the trap pattern"):
+    with pytest.raises(ScenarioError, match=r"'weather_noise': trap_design: the scenario has no trap"):
         V.build_variant(base, 0, V.variant_entropy(PUBLIC), SEARCH)
 
 

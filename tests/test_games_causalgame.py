@@ -211,21 +211,23 @@ def _weather_combat_survival(scn, d):
 def test_weather_survival_matches_its_closed_form_and_its_optimum_is_below_the_threshold():
     from heuresis.causal.games.causalgame import weather_pre_survival
     scn = load_cg("weather_noise")
-    for i, design in enumerate(({}, {"antenna": 50}, {"antenna": 0, "engine": 30, "cockpit": 30, "wing": 20, "body": 10})):
+    for i, design in enumerate(({}, {"antenna": 30}, {"antenna": 0, "engine": 30, "cockpit": 30, "wing": 20, "body": 10})):
         d = scn.design(design, enforce_budget=False)
         want = weather_pre_survival(scn.spec, d, 2) * _weather_combat_survival(scn, d)
         got = fly(scn, design, 40000, np.random.default_rng(20 + i), stage=2, enforce_budget=False).survival
         assert abs(got - want) < 4 * np.sqrt(want * (1 - want) / 40000), (design, got, want)
-    # exhaustive over the lattice (budget 90, caps 50): camera and gun DEF change nothing here, so
+    # exhaustive over the integer designs (budget 90, caps 30): camera and gun DEF change nothing here, so
     # survival is pre(antenna, engine) x combat(engine, cockpit, wing, body); for every split of the
-    # remaining budget the best (cockpit, wing, body) is found by enumerating all 51^3 of them
-    term = {c: np.array([_weather_kill_term(scn, c, v) for v in range(51)]) for c in ("engine", "cockpit", "wing", "body")}
+    # remaining budget the best (cockpit, wing, body) is found by enumerating all 31^3 of them
+    cap = int(scn.spec["def_cap"])
+    assert cap == 30                                                  # CausalGame's action_space.json
+    term = {c: np.array([_weather_kill_term(scn, c, v) for v in range(cap + 1)]) for c in ("engine", "cockpit", "wing", "body")}
     cwb = term["cockpit"][:, None, None] + term["wing"][None, :, None] + term["body"][None, None, :]
-    spend = np.add.outer(np.add.outer(np.arange(51), np.arange(51)), np.arange(51))
+    spend = np.add.outer(np.add.outer(np.arange(cap + 1), np.arange(cap + 1)), np.arange(cap + 1))
     least = np.array([cwb[spend <= r].min() for r in range(91)])     # the best (cockpit, wing, body) within r
     best = 0.0
-    for a in range(51):
-        for e in range(51):
+    for a in range(cap + 1):
+        for e in range(cap + 1):
             r = 90 - a - e
             if r < 0:
                 continue

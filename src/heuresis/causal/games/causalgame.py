@@ -165,10 +165,10 @@ class CGScenario:
         return list(MEASURABLE[self.model]) if "hidden_measurements" in self.disclosures else []
 
     def follows_trap(self, design: Mapping | None) -> bool | None:
-        """Whether ``design`` (its defaults filled in) matches the scenario's ``trap_pattern``; None for no design."""
+        """Whether ``design`` (its defaults filled in) matches the scenario's ``trap_pattern``; None for no design or no trap."""
         if design is None:
             return None
-        return follows_pattern(self.spec["trap_pattern"], self.design(design, enforce_budget=False))
+        return follows_pattern(self.spec.get("trap_pattern"), self.design(design, enforce_budget=False))
 
     @property
     def model(self) -> str:

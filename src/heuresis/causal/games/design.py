@@ -154,11 +154,14 @@ class DesignSpace:
                 "def_budget": self.budget}
 
 
-def follows_pattern(pattern, design: Mapping) -> bool:
+def follows_pattern(pattern, design: Mapping) -> bool | None:
     """Whether ``design`` meets every condition of a trap pattern (fields left out count 0, fitted equipment 1).
 
     A condition with ``in`` holds when its one field's choice (a CausalGame equipment slot) is one of those listed.
+    None for a scenario without a trap (``pattern`` None): no design can fall into it.
     """
+    if pattern is None:
+        return None
     for cond in pattern:
         if "in" in cond:
             if design.get(cond["of"][0]) not in cond["in"]:

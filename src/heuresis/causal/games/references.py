@@ -237,8 +237,9 @@ class References:
     best, or the best of ``sample_size`` uniform lattice designs) and ``better_share_ub`` a 95%
     upper bound on the share of the lattice better than the optimum on those draws (0 when
     enumerated).  ``threshold`` is the win threshold under ``threshold_rule`` (``fixed`` or
-    ``margin``); ``trap_pattern`` the scenario's trap predicate; ``seed`` the scenario seed every
-    draw derives from. A CausalGame scenario also has its exact values
+    ``margin``); ``trap_pattern`` the scenario's trap predicate (a scenario without a trap, as
+    CausalGame's weather_noise: ``trap_design`` and ``trap_pattern`` None, the trap's values NaN);
+    ``seed`` the scenario seed every draw derives from. A CausalGame scenario also has its exact values
     (:mod:`heuresis.causal.games.exact`): ``optimum_exact`` (the exact maximum over the lattice of
     DEF steps of ``lattice_step``; then ``optimum_method`` is ``exact``), ``trap_exact`` and
     ``standard_exact``. Over the full integer lattice (every integer DEF within the caps and the
@@ -263,8 +264,8 @@ class References:
     optimum: float
     optimum_lo: float
     optimum_hi: float
-    trap_design: dict
-    trap_pattern: list
+    trap_design: dict | None
+    trap_pattern: list | None
     trap: float
     trap_lo: float
     trap_hi: float
@@ -366,11 +367,19 @@ def compute_cg_references(scn: cg.CGScenario, *, fleets: int | None = None, step
     opt = exact.exact_optimum(scn, step=step, stage=2)
     size = int(scn.budgets["stage2_fleet"])
     named = scn.spec.get("strategies") or {}
-    designs = [scn.design(opt.design), scn.design(scn.spec["trap_design"], False), scn.design(scn.spec["standard_design"]),
+    trap = scn.spec.get("trap_design")     # None: a scenario without a trap (weather_noise); its columns are NaN
+    best, standard = scn.design(opt.design), scn.design(scn.spec["standard_design"])
+    designs = [best, None if trap is None else scn.design(trap, False), standard,
                *(scn.design(v["design"], False) for v in named.values())]
-    exact_values = [opt.value, *(exact.exact_survival(scn, d) for d in designs[1:])]
-    ver = np.array([[cg.fly(scn, d, size, np.random.default_rng(seed_of(seed, scn.name, "verify", f)), stage=2,
-                            enforce_budget=False).survival for f in range(fleets)] for d in designs])
+    exact_values = [opt.value, *(np.nan if d is None else exact.exact_survival(scn, d) for d in designs[1:])]
+
+    def survivals(d):
+        if d is None:
+            return [np.nan] * fleets
+        return [cg.fly(scn, d, size, np.random.default_rng(seed_of(seed, scn.name, "verify", f)), stage=2,
+                       enforce_budget=False).survival for f in range(fleets)]
+
+    ver = np.array([survivals(d) for d in designs])
     strategies = []
     for (key, v), d, row, ex in zip(named.items(), designs[3:], ver[3:], exact_values[3:]):
         m, lo, hi = _interval(row)
@@ -383,9 +392,9 @@ def compute_cg_references(scn: cg.CGScenario, *, fleets: int | None = None, step
                                str(div.get("reason", "")).split())})
     (om, olo, ohi), (tm, tlo, thi), (sm, slo, shi) = (_interval(r) for r in ver[:3])
     dm, dlo, dhi = _interval(ver[2] - ver[1])
-    ref = References(scn.name, scn.family, scn.spec["variant"], designs[0], opt.value, 0.0, "exact", opt.lattice_size,
-                     opt.runner_up, 0.0, 0, om, olo, ohi, designs[1], list(scn.spec.get("trap_pattern") or []),
-                     tm, tlo, thi, designs[2], sm, slo, shi, dm, dlo, dhi, scn.threshold, "fixed", 0.0, 0,
+    ref = References(scn.name, scn.family, scn.spec["variant"], best, opt.value, 0.0, "exact", opt.lattice_size,
+                     opt.runner_up, 0.0, 0, om, olo, ohi, designs[1], scn.spec.get("trap_pattern"),
+                     tm, tlo, thi, standard, sm, slo, shi, dm, dlo, dhi, scn.threshold, "fixed", 0.0, 0,
                      opt.evaluated, fleets, size, seed, strategies, opt.value, exact_values[1], exact_values[2], step)
     return with_integer(scn, ref) if integer else ref
 

@@ -154,7 +154,9 @@ _REPLACED = {"trap_design", "standard_design", "calibrated_design", "history"}
 
 
 def pattern_text(pattern) -> str:
-    """A trap pattern in words, e.g. ``antenna >= 4 and emi_filter <= 0``."""
+    """A trap pattern in words, e.g. ``antenna >= 4 and emi_filter <= 0`` (``no trap`` for None)."""
+    if pattern is None:
+        return "no trap"
     parts = []
     for cond in pattern:
         lhs = " + ".join(cond["of"])

@@ -211,7 +211,8 @@ def references_table(refs: Mapping[str, Mapping]) -> tuple[pd.DataFrame, pd.Data
         "Bias": [r["bias"] for r in rows],
         "Optimum [95% CI]": [format_interval(r["optimum"], r["optimum_lo"], r["optimum_hi"]) for r in rows],
         "Threshold": [f"{r['threshold']:.3f}" for r in rows],
-        "Trap": [f"{r['trap']:.3f}" for r in rows], "Standard": [f"{r['standard']:.3f}" for r in rows],
+        "Trap": ["—" if pd.isna(r["trap"]) else f"{r['trap']:.3f}" for r in rows],
+        "Standard": [f"{r['standard']:.3f}" for r in rows],
         "Exact optimum": [exact(r.get("optimum_exact")) for r in rows],
         "Exact trap": [exact(r.get("trap_exact")) for r in rows],
         "Exact standard": [exact(r.get("standard_exact")) for r in rows],
@@ -219,7 +220,7 @@ def references_table(refs: Mapping[str, Mapping]) -> tuple[pd.DataFrame, pd.Data
         "Optimum design": [short(r["optimum_design"]) for r in rows],
         "Integer optimum": [integer(r) for r in rows],
         "Integer design": [short(r["integer_design"]) if r.get("integer_design") else "" for r in rows],
-        "Trap design": [short(r["trap_design"]) for r in rows],
+        "Trap design": [short(r["trap_design"]) if r["trap_design"] else "none" for r in rows],
     })
     return num, disp
 
@@ -540,7 +541,10 @@ def failure_modes_table(plays: pd.DataFrame, judgements: pd.DataFrame | None,
 
 def trap_fall_table(plays: pd.DataFrame, refs: Mapping[str, Mapping],
                     boot: Bootstrap) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Per scenario x agent x mode: share of submitted designs following the scenario's trap pattern, with its interval."""
+    """Per scenario x agent x mode: share of submitted designs following the scenario's trap pattern, with its interval.
+
+    A scenario without a trap (``trap_pattern`` None) has no rate (NaN) and the pattern ``no trap``.
+    """
     plays = _scored(plays).copy()
     plays["trap_fall"] = trap_fall(plays, refs)
     rows = []
@@ -549,7 +553,8 @@ def trap_fall_table(plays: pd.DataFrame, refs: Mapping[str, Mapping],
         iv = bootstrap_mean(tf, **boot.kwargs())
         sv = bootstrap_mean(df.survival.to_numpy(float), **boot.kwargs())
         rows.append({"scenario": scn, "family": refs[scn]["family"], "agent": agent, "mode": mode, "plays": len(df),
-                     "submitted": len(tf), "trap_pattern": pattern_text(refs[scn]["trap_pattern"]),
+                     "submitted": sum(bool(s) and d not in (None, "null") for s, d in zip(df.submitted, df.design)),
+                     "trap_pattern": pattern_text(refs[scn]["trap_pattern"]),
                      "trap_fall": iv.estimate, "trap_fall_lo": iv.lo, "trap_fall_hi": iv.hi,
                      "survival": sv.estimate, "survival_lo": sv.lo, "survival_hi": sv.hi})
     num = pd.DataFrame(rows)
@@ -656,7 +661,9 @@ def _paired(plays: pd.DataFrame, refs: Mapping[str, Mapping], pairs: Sequence[tu
 
 
 def _falls(df: pd.DataFrame, pattern) -> np.ndarray:
-    """0/1 per submitted play of ``df``: its design follows ``pattern``."""
+    """0/1 per submitted play of ``df``: its design follows ``pattern`` (none for a scenario without a trap)."""
+    if pattern is None:
+        return np.array([], dtype=float)
     out = [follows_pattern(pattern, json.loads(d)) for d, sub in zip(df.design, df.submitted)
            if bool(sub) and d not in (None, "null")]
     return np.array(out, dtype=float)

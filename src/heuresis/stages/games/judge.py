@@ -77,7 +77,8 @@ def judge_prompt(play: Mapping, scn) -> str:
         lines.append(f"{k + 1}. {json.dumps(d, sort_keys=True)}{obs}")
     return render("game_judge", description=scn.spec.get("description", scn.name), bias=scn.spec["bias"],
                   mechanism=" ".join(scn.spec["intended_mechanism"].split()),
-                  trap=json.dumps(scn.spec["trap_design"], sort_keys=True),
+                  trap=("(none: no design of this scenario is a trap)" if scn.spec.get("trap_design") is None
+                        else json.dumps(scn.spec["trap_design"], sort_keys=True)),
                   optimum=play.get("optimum_design") or "(not given)",
                   deployments="\n".join(lines) or "(none)",
                   submitted=play.get("design") if play.get("submitted") else "(none: the agent did not submit)",

@@ -154,6 +154,9 @@ def perturbation_errors(scn: CGScenario) -> list[str]:
     """Problems of a scenario's ``perturb:`` section (each message names the scenario and the key)."""
     section = scn.spec.get("perturb")
     where = f"scenario {scn.name!r}: perturb"
+    if scn.spec.get("trap_design") is None:
+        return [f"scenario {scn.name!r}: trap_design: the scenario has no trap, and a test variant is a game with a "
+                "trap (its optimum must clearly beat the trap)"]
     if not isinstance(section, Mapping) or not section:
         return [f"{where}: a test variant needs the ranges its values are drawn from (a perturb: mapping of "
                 "dotted keys to [lo, hi] or [lo, hi, step])"]

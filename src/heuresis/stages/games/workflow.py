@@ -409,7 +409,8 @@ def run_references(scenario: str, folder: str | Path, search: Mapping, out: str 
     seeds["scenario_seed"] = int(scn.spec["seed"])
     log(f"{scenario}: optimum {format_interval(ref.optimum, ref.optimum_lo, ref.optimum_hi)} ({ref.optimum_method} "
         f"{ref.optimum_search:.3f} ± {ref.optimum_se:.3f}, {ref.designs_evaluated} of {ref.lattice_size} designs, "
-        f"runner-up {ref.runner_up:.3f}), trap {ref.trap:.3f}, standard {ref.standard:.3f}, "
+        f"runner-up {ref.runner_up:.3f}), trap {'none' if ref.trap_design is None else f'{ref.trap:.3f}'}, "
+        f"standard {ref.standard:.3f}, "
         f"threshold {ref.threshold:.3f} ({ref.threshold_rule}) in {time.perf_counter() - t0:.1f} s")
     if ref.integer_optimum is not None:
         log(f"{scenario}: full integer lattice ({ref.integer_lattice_size} designs): the best design found survives "
