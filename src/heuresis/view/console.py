@@ -90,9 +90,9 @@ class Progress:
 
     @staticmethod
     def intro() -> str:
-        """The compact console's first line: what it shows and where the rest is."""
-        return (f"One line per finished job; every job's inputs, outputs and reasons are in .snakemake/log/ "
-                f"({MODE_VARIABLE}=full prints them here).")
+        """The compact console's first lines: what it shows and where the rest is."""
+        return (f"One line per finished job; each job's details are in .snakemake/log/.\n"
+                f"{MODE_VARIABLE}=full prints them here.")
 
     @staticmethod
     def text(message: str) -> str:

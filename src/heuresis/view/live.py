@@ -139,8 +139,8 @@ def finished_lines(configfiles: Iterable[str | Path], base: str | Path = "config
     config = f" --configfile {' '.join(given)}" if given else ""
     named = [t for t in tables if t.startswith("table")] or tables
     example = f"{res}/tables/{named[0]}.md" if named else str(res)
-    return [f"Finished: {len(tables)} tables in {res}/tables, {len(figures)} figures in {res}/figures; every "
-            f"artifact under {res}/ (docs/artifacts.md maps each path to its rule)",
+    return [f"Finished: {len(tables)} tables in {res}/tables, {len(figures)} figures in {res}/figures;",
+            f"  every artifact under {res}/ (docs/artifacts.md maps each path to its rule)",
             f"  browse episodes, plays and tables:  heuresis view {res}",
             f"  the report with every caption:      snakemake --report report.html{config}",
             f"  how a number was made:              heuresis provenance {example}"]
