@@ -4,9 +4,10 @@ Runs ``snakemake all --cores N --configfile config/quick.yaml`` from scratch in 
 checkout's tracked files (``--runs`` times, each in its own copy), then reads the rules' benchmark files
 (``results/benchmarks/``: Snakemake's ``s`` and ``cpu_time`` per job) and prints per rule: jobs,
 their summed wall and CPU seconds, the mean wall per job and the share of the run's job time.
-Beside it, the fixed cost of one job: a Python process importing the rule's script module
-(the median of five), and of the workflow itself: ``snakemake -n`` (reading the workflow and
-planning the DAG). With ``--workers`` the job time a perfect 2-core schedule would need is printed.
+Beside it, the fixed cost of one job: a fresh Python process importing ``heuresis`` and the
+stage modules the scripts call (the median of five each), and of the workflow itself: ``snakemake
+-n`` (reading the workflow and planning the DAG); and the time a perfect schedule of the jobs on
+``--cores`` cores would need.
 
     python benchmarks/first_run.py                 # one run on 2 cores
     python benchmarks/first_run.py --runs 2        # two runs from scratch, side by side

@@ -121,11 +121,16 @@ def survival_tier(play: Mapping) -> str:
     return "close" if play["survival"] >= play["threshold"] - TIER_WIDTH else "far"
 
 
+def _has_design(submitted, design) -> bool:
+    """A play submitted a design (its ``submitted`` flag and a design that is not null)."""
+    return bool(submitted) and design not in (None, "null")
+
+
 def trap_fall(plays: pd.DataFrame, refs: Mapping[str, Mapping]) -> pd.Series:
     """Per play: the submitted design follows its scenario's trap pattern (True/False; None unsubmitted)."""
     out = []
     for _, p in plays.iterrows():
-        design = json.loads(p.design) if bool(p.submitted) and p.design not in (None, "null") else None
+        design = json.loads(p.design) if _has_design(p.submitted, p.design) else None
         out.append(None if design is None else follows_pattern(refs[p.scenario]["trap_pattern"], design))
     return pd.Series(out, index=plays.index, dtype=object)
 
@@ -553,7 +558,7 @@ def trap_fall_table(plays: pd.DataFrame, refs: Mapping[str, Mapping],
         iv = bootstrap_mean(tf, **boot.kwargs())
         sv = bootstrap_mean(df.survival.to_numpy(float), **boot.kwargs())
         rows.append({"scenario": scn, "family": refs[scn]["family"], "agent": agent, "mode": mode, "plays": len(df),
-                     "submitted": sum(bool(s) and d not in (None, "null") for s, d in zip(df.submitted, df.design)),
+                     "submitted": sum(map(_has_design, df.submitted, df.design)),
                      "trap_pattern": pattern_text(refs[scn]["trap_pattern"]),
                      "trap_fall": iv.estimate, "trap_fall_lo": iv.lo, "trap_fall_hi": iv.hi,
                      "survival": sv.estimate, "survival_lo": sv.lo, "survival_hi": sv.hi})
@@ -665,7 +670,7 @@ def _falls(df: pd.DataFrame, pattern) -> np.ndarray:
     if pattern is None:
         return np.array([], dtype=float)
     out = [follows_pattern(pattern, json.loads(d)) for d, sub in zip(df.design, df.submitted)
-           if bool(sub) and d not in (None, "null")]
+           if _has_design(sub, d)]
     return np.array(out, dtype=float)
 
 
