@@ -72,7 +72,7 @@ def main() -> int:
             for s in (scn.spec.get("strategies") or {}).values():
                 try:
                     heads.append(scn.design(s["design"]))
-                except cg.CGDesignError:
+                except cg.DesignError:
                     continue
             t0 = time.perf_counter()
             best, value = None, -1.0

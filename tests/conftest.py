@@ -22,10 +22,10 @@ if os.environ.get("HEURESIS_INSPECT_TESTS") == "separate":
 
     if importlib.util.find_spec("inspect_ai") is None:
         collect_ignore.append("test_inspect.py")
-#: this track's own scenario set (the default folder, ``games.scenarios_dir``, is CausalGame's)
-OWN_SCENARIOS = ROOT / "config" / "games"
-#: the ``games`` keys that play the own set, in a copy of the workflow (its folder relative to the copy)
-OWN_SET_GAMES = {"scenarios_dir": "config/games", "scenarios": [], "ablations": [], "test_variants": {"count": 0}}
+#: the scenario folder (``games.scenarios_dir``'s default: CausalGame's 14 scenarios)
+SCENARIOS = ROOT / "config" / "games" / "causalgame"
+#: the ``games`` keys of a test that names its own scenarios: no ablations, no test variants
+NAMED_GAMES = {"scenarios": [], "ablations": [], "test_variants": {"count": 0}}
 
 
 @pytest.fixture(scope="session")

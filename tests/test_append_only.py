@@ -113,14 +113,13 @@ def test_agentic_play_requests_are_append_only():
     from heuresis.causal.games import load_scenario
     from heuresis.stages.games.play import run_play
 
-    scn = load_scenario("antenna_base", SCENARIOS)
-    scn.spec["measurable"] = ["storm_intensity"]     # the ablation that offers the measurement query
+    scn = load_scenario("antenna_trap~hidden_measurements", SCENARIOS)   # the ablation that offers the measurement query
     script = [{"tool_calls": [("get_history", {}), ("run_code", {"code": "print(open('drones.csv').read()[:80])"})],
                "usage": (1500, 20)},
               *({"tool_calls": [("deploy", {"design": d, "count": 20})], "usage": (2000, 40)} for d in ANTENNA_DESIGNS),
-              {"tool_calls": [("measure", {"variable": "storm_intensity", "deployment": 2})], "usage": (2500, 30)},
+              {"tool_calls": [("measure", {"variable": "weather_pattern", "deployment": 2})], "usage": (2500, 30)},
               {"content": "Thinking about the wings.", "usage": (3000, 30)},
-              {"tool_calls": [("submit_final_design", {"design": {"engine": 9}})], "usage": (3100, 30)},
+              {"tool_calls": [("submit_final_design", {"design": {"engine": 51}})], "usage": (3100, 30)},
               {"tool_calls": [("submit_final_design", {"design": ANTENNA_DESIGNS[1],
                                                        "report": "Wings matter; the antenna draws fire."})],
                "usage": (3500, 30)}]
@@ -140,7 +139,7 @@ def test_prompting_play_requests_are_append_only():
     from heuresis.causal.games import load_scenario
     from heuresis.stages.games.play import run_play
 
-    scn = load_scenario("antenna_base", SCENARIOS)
+    scn = load_scenario("antenna_trap", SCENARIOS)
     script = [_deploy(ANTENNA_DESIGNS[0], 20), {"content": "I cannot decide."},
               *(_deploy(d, 20) for d in ANTENNA_DESIGNS[1:]),
               {"content": json.dumps({"action": "submit", "design": ANTENNA_DESIGNS[1], "report": "Wings matter."})}]

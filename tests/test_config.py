@@ -138,10 +138,10 @@ CASES = [
      "references.algorithms.pc_kci", "parameter 'alpha' must be a float in (0, 1); got 1.5"),
     ("huge resamples", lambda c: c["bootstrap"].update(resamples=10**9), "bootstrap.resamples",
      "(allowed: an integer in [100, 1000000])"),
-    ("games search below its minimum", lambda c: c["games"].update(search={"drones": 50}), "games.search.drones",
-     "(allowed: an integer in [100, 1000000])"),
-    ("games search typo", lambda c: c["games"].update(search={"drnes": 500}), "games.search.drnes",
-     "unknown key; did you mean 'drones'?"),
+    ("games search below its minimum", lambda c: c["games"].update(search={"verify_fleets": 1}),
+     "games.search.verify_fleets", "(allowed: an integer in [2, 1000])"),
+    ("games search typo", lambda c: c["games"].update(search={"verify_fleet": 5}), "games.search.verify_fleet",
+     "unknown key; did you mean 'verify_fleets'?"),
     ("unknown salt mode", lambda c: c["secrets"].update(salt="fixed"), "secrets.salt", "'fixed'"),
     ("unknown test seed mode", lambda c: c["secrets"].update(test_seed="open"), "secrets.test_seed", "'open'"),
 ]
@@ -516,7 +516,8 @@ def test_shipped_configs_validate(root, tmp_path):
     (tmp_path / "tiny.yaml").write_text(TINY)
     tiny = load_config(root / "config/config.yaml", root / "config/quick.yaml", tmp_path / "tiny.yaml")
     assert tiny["instances"] == {"d": 5, "n": 200, "n_dev": 2, "n_test": 2}
-    assert len(load_scenarios(root / "config/games")) == len(list((root / "config/games").glob("*.yaml"))) == 14
+    folder = root / "config/games/causalgame"
+    assert len(load_scenarios(folder)) == len(list(folder.glob("*.yaml"))) == 14
 
 
 # --- config files: malformed YAML and unsafe tags -------------------------------------------------
@@ -668,20 +669,21 @@ def test_game_references_without_scenarios(tmp_path, capsys, folder, words):
 
 
 @pytest.mark.parametrize("override,words", [
-    ("combat: {waves: 2.0}", "key combat.waves: 2.0 is not of type 'integer' (allowed: an integer in [1, 10])"),
-    ("seed: 4294967296", "key seed: 4294967296 is greater than the maximum of 4294967295"),
-    ("budgets: {stage2_fleet: 100000000}", "key budgets.stage2_fleet: 100000000 is greater than the maximum of 1000000"),
+    ("model: plasma", "model: 'plasma' is not one of ['antenna', 'weather', 'zone']"),
+    ("seed: abc", "seed: every draw derives from the scenario's integer seed, got 'abc'"),
+    ("seed: true", "seed: every draw derives from the scenario's integer seed, got True"),
+    ("name: bad_one", "key 'name' given twice"),
 ])
 def test_scenario_values_name_key_and_range(root, tmp_path, override, words):
     import shutil
 
     from heuresis.causal.games.scenario import ScenarioError, load_scenario
 
-    shutil.copy(root / "config/games/antenna_base.yaml", tmp_path / "antenna_base.yaml")
-    (tmp_path / "bad_one.yaml").write_text(f"extends: antenna_base\nname: bad_one\n{override}\n")
+    shutil.copy(root / "config/games/causalgame/antenna_trap.yaml", tmp_path / "antenna_trap.yaml")
+    (tmp_path / "bad_one.yaml").write_text(f"extends: antenna_trap\nname: bad_one\n{override}\n")
     with pytest.raises(ScenarioError) as info:
         load_scenario("bad_one", tmp_path)
-    assert f"scenario 'bad_one': {words}" in str(info.value)
+    assert str(info.value).startswith("scenario 'bad_one': ") and words in str(info.value)
 
 
 def test_code_defaults_are_the_schema_defaults(root):

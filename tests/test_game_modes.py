@@ -1,8 +1,9 @@
 """The games' task and modes as the protocol states them (docs/games.md §4), checked on what a scripted
 LLM server on 127.0.0.1 (tests/llm_server.py) received and answered.
 
-* the default task states the flow, budgets, design space, tools and victory condition and asks the
-  loop's questions, with no mechanism fact; the ``hints`` variant states them, recorded per play;
+* the default task states the flow, budgets, design space, tools and victory condition, with no
+  mechanism fact beyond the side information CausalGame's own prompt gives; the ``hints`` variant
+  states them, recorded per play;
 * the agentic mode's code tool computes over every observed flight in the sandbox (checked against
   the numbers recomputed from the game), and its measurement query reports the hidden variable
   (checked against the SCM's own draws);
@@ -24,16 +25,13 @@ from llm_server import ScriptedLLMServer
 from test_games_workflow import SCENARIOS, _deploy, _spec
 
 from heuresis.causal.games import Game, load_scenario, load_scenarios
+from heuresis.causal.games import causalgame as cg
 from heuresis.causal.games.references import seed_of
-from heuresis.causal.games.scm import draw, simulate
 from heuresis.stages.games.play import run_play, task_prompt
 
 #: Phrases of the mechanism (GAMES.md §1: what the agent is not told); none may appear in the default task.
 MECHANISM_FACTS = ("critical", "agility", "agile", "destroyed when any", "bias", "nois", "measurement error",
                    "selection", "confound", "survivor", "lowers", "emits", "draws fire", "filter prevents")
-#: What the default task does state: the loop and its questions.
-LOOP = ("OBSERVE", "DISCOVER", "ANALYZE", "HYPOTHESIZE", "TEST", "random or systematic",
-        "more DEF always improve survival", "trade-offs", "hidden variables", "each component affect performance")
 DESIGN = {"engine": 3, "cockpit": 3, "wing": 4, "body": 4, "camera": 3, "gun": 3}
 REPORT = "Camera and gun lower the enemy's fire; the antenna draws detection, so it gets no DEF."
 
@@ -47,7 +45,7 @@ def _text(body: dict) -> str:
 
 
 @pytest.mark.parametrize("mode", ["agentic", "prompting"])
-@pytest.mark.parametrize("scenario", ["antenna_base", "zone_base", "weather_base"])
+@pytest.mark.parametrize("scenario", ["antenna_trap", "deployment_zone_trap_categorical", "weather_noise"])
 def test_the_default_task_states_no_mechanism_fact_and_hints_does(mode, scenario):
     scn = load_scenario(scenario, SCENARIOS)
     first = (_say(("deploy", {"design": {"engine": 3, "wing": 4}, "count": 10})) if mode == "agentic"
@@ -62,10 +60,13 @@ def test_the_default_task_states_no_mechanism_fact_and_hints_does(mode, scenario
         seen[variant] = (body, body["messages"][1]["content"])
     body, task = seen["standard"]
     lowered = _text(body).lower()                          # system, task, tool descriptions: all of it
+    for lines in (scn.spec.get("side_information") or {}).values():   # CausalGame's own prompt states these
+        lowered = lowered.replace(json.dumps(lines).lower()[1:-1], "")
+        for line in lines:
+            lowered = lowered.replace(json.dumps(line).lower()[1:-1], "")
     assert not [f for f in MECHANISM_FACTS if f in lowered], [f for f in MECHANISM_FACTS if f in lowered]
-    assert all(q in task for q in LOOP), [q for q in LOOP if q not in task]
     b = scn.budgets
-    for stated in (f"DEF budget of {scn.space.budget}", f"up to {b['stage1_drones']} drones",
+    for stated in (f"at most {scn.space.budget}", f"up to {b['stage1_drones']} drones",
                    f"at most {b['stage1_deployments']} deployments", f"fleet of {b['stage2_fleet']} drones",
                    "you win at or above 75.0%", "once and irreversibly", *scn.space.components, *scn.space.equipment):
         assert stated in task, stated
@@ -80,20 +81,19 @@ def _csv(text: str) -> list[dict]:
 
 
 def test_agentic_mode_computes_over_the_flights_in_the_sandbox_and_measures_the_hidden_variable():
-    scn = load_scenario("antenna_base", SCENARIOS)
-    scn.spec["measurable"] = ["storm_intensity"]     # the ablation that offers the hidden look
+    scn = load_scenario("antenna_trap~hidden_measurements", SCENARIOS)   # the ablation that offers the hidden look
     probe = ("import csv\n"
              "deps = list(csv.DictReader(open('deployments.csv')))\n"
              "rows = list(csv.DictReader(open('drones.csv')))\n"
-             "print(len(deps), sum(int(d['returned']) for d in deps), len(rows), sum(int(r['hits']) for r in rows))\n"
+             "print(len(deps), len(rows), sum(int(r['hit_count']) for r in rows))\n"
              "try:\n"
-             f"    open({str(SCENARIOS / 'antenna_base.yaml')!r})\n"
+             f"    open({str(SCENARIOS / 'antenna_trap.yaml')!r})\n"
              "    print('SCENARIO FILE READ')\n"
              "except OSError as exc:\n"
              "    print('no scenario file:', type(exc).__name__)\n")
     script = [_say(("run_code", {"code": probe})),
               _say(("deploy", {"design": DESIGN, "count": 30})),
-              _say(("run_code", {"code": probe}), ("measure", {"variable": "storm_intensity", "source": "history",
+              _say(("run_code", {"code": probe}), ("measure", {"variable": "weather_pattern", "source": "history",
                                                               "deployment": 1})),
               _say(("submit_final_design", {"design": DESIGN, "report": REPORT}))]
     with ScriptedLLMServer(script) as server:
@@ -103,12 +103,10 @@ def test_agentic_mode_computes_over_the_flights_in_the_sandbox_and_measures_the_
     calls = {(c["turn"], c["tool"]): c for c in out.calls}
     # the expected numbers, from the same play replayed on the engine
     g = Game(scn, seed=4)
-    before = [(len(g.history), sum(d.returned for d in g.history), sum(len(d.rows) for d in g.history),
-               sum(r["hits"] for d in g.history for r in d.rows))]
+    before = [(len(g.history), sum(len(d.rows) for d in g.history), sum(r["hit_count"] for d in g.history for r in d.rows))]
     g.deploy(DESIGN, 30)
     obs = g.observed()
-    after = (len(obs), sum(d.returned for d in obs), sum(len(d.rows) for d in obs),
-             sum(r["hits"] for d in obs for r in d.rows))
+    after = (len(obs), sum(len(d.rows) for d in obs), sum(r["hit_count"] for d in obs for r in d.rows))
     for turn, want in ((1, before[0]), (3, after)):
         c = calls[(turn, "run_code")]
         assert c["ok"], c["error"]
@@ -116,21 +114,22 @@ def test_agentic_mode_computes_over_the_flights_in_the_sandbox_and_measures_the_
         assert lines[0] == " ".join(map(str, want)), (turn, lines, want)
         assert lines[1] == "no scenario file: FileNotFoundError"             # only the data files are there
         assert json.loads(c["details"])["isolation"] == "bwrap"
-    assert after[2] > before[0][2]                                            # the deployment's rows came along
-    # the measurement: the latent storm intensity of the shown history drones, as the SCM drew it
+    assert after[1] > before[0][1]                                            # the deployment's rows came along
+    # the measurement: the hidden weather of the shown history drones, as the SCM drew it (the history flown again)
     m = json.loads(calls[(3, "measure")]["result"])
-    group = scn.spec["history"]["groups"][0]
-    d = draw(scn, seed_of(scn["seed"], scn.name, "history", 0), int(group["n"]), stage=1, force=group.get("force"))
-    survived = simulate(scn, d, scn.space.vector(group["design"])[None]).survived[0]
-    shown = np.flatnonzero(survived) + 1                                      # rows of returned drones only
-    assert m["drones"] == shown.tolist()
-    assert np.allclose(m["values"], d.env.latent["storm"][shown - 1], atol=5e-4)
-    wind = [r["wind"] for r in g.history[0].rows]
-    assert np.corrcoef(m["values"], wind)[0, 1] > 0.5                         # the confounder behind the wind
+    part, design, force = cg.history_groups(scn)[0]
+    n = int(scn.spec["resources"]["initial_observations"])
+    assert part == "all"
+    rng = np.random.default_rng(seed_of(scn["seed"], scn.seed_name, "play", 4, "history", 0))
+    f = cg.fly(scn, design, n, rng, stage=1, enforce_budget=False, force=force)
+    shown = np.flatnonzero(f.returned)                                        # rows of returned drones only
+    assert m["drones"] == (np.arange(len(shown)) + 1).tolist()
+    assert m["values"] == [cg._py(v) for v in f.latent["weather_pattern"][shown]]
+    assert len(set(m["values"])) > 1 and all(0 <= v <= 1 for v in m["values"])   # the weather's uniform draw
 
 
 def test_agentic_injections_the_per_turn_limit_and_the_guard():
-    scn = load_scenario("zone_base", SCENARIOS)
+    scn = load_scenario("deployment_zone_trap_categorical", SCENARIOS)
     script = [_say(*[("get_status", {})] * 7),                                # one call over the limit of 6
               _say(("submit_final_design", {"design": {"engine": 3}, "report": "too early"})),   # the guard
               _say(("deploy", {"design": {"engine": 3, "wing": 3}, "count": 20}), ("get_history", {})),
@@ -189,7 +188,7 @@ def test_agentic_injections_the_per_turn_limit_and_the_guard():
 def test_no_report_once_the_outcome_is_shown():
     """The submission's result (survival, win) ends the play: no request follows it, and a report call in
     the same reply is not executed; a report committed before the submission is the one recorded."""
-    scn = load_scenario("antenna_base", SCENARIOS)
+    scn = load_scenario("antenna_trap", SCENARIOS)
     script = [_say(("deploy", {"design": DESIGN, "count": 20})),
               _say(("submit_final_design", {"design": DESIGN, "report": REPORT}),
                    ("write_report", {"text": "Rewritten after the outcome."})),
@@ -216,7 +215,7 @@ def test_no_report_once_the_outcome_is_shown():
 
 def test_task_prompt_of_an_unknown_variant_is_refused():
     with pytest.raises(ValueError, match="unknown task variant 'spoilers'"):
-        task_prompt(Game(load_scenario("zone_base", SCENARIOS)), variant="spoilers")
+        task_prompt(Game(load_scenario("deployment_zone_trap_categorical", SCENARIOS)), variant="spoilers")
 
 
 def test_the_sandbox_takes_named_data_files_only():
@@ -270,7 +269,7 @@ def test_a_causalgame_scenario_offers_its_environment_query_in_both_modes_and_no
                  "returned drones only"):
         assert word not in sent, word
     assert "Low-altitude zones are known to be extremely dangerous." in sent     # side information, as given
-    assert out.transcript.prompts["task"]["file"] == "game_task_causalgame.txt"
+    assert out.transcript.prompts["task"]["file"] == "game_task.txt"
 
 
 DEBRIEF = "1. Yes. 2. A bare antenna keeps the drone stealthy. 3. Storm wind. 4. Trust interventions, not survivors."

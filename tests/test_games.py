@@ -1,181 +1,29 @@
-"""The games track (docs/games.md): engine, scenarios, references, traps, budgets, tools, agents.
+"""The games track (docs/games.md): budgets and refusals, tools, offline players and the hand-played game.
 
-Numbers that need the full reference search (minutes) come from the golden file
-``tests/data/games_references.json``, written by ``heuresis game-references`` (its header says
-with which code and settings); the tests re-measure them on fresh fleets, and run a small search
-themselves on each family's base scenario.
+CausalGame's models, their exact survival and references are tested in test_games_causalgame.py and
+test_games_exact.py; these tests play the scenarios through the game and its tools.
 """
 
 from __future__ import annotations
 
 import json
-import shutil
 
 import numpy as np
 import pytest
-from conftest import OWN_SCENARIOS, ROOT
+from conftest import SCENARIOS
 
-from heuresis.causal.games import Game, GameError, ScenarioError, load_scenario, load_scenarios
-from heuresis.causal.games.reading import correlational_design, reading_scores
-from heuresis.causal.games.references import search_optimum, seed_of, verify
-from heuresis.causal.games.scenario import DesignError
-from heuresis.causal.games.scm import draw, simulate, survival
+from heuresis.causal.games import Game, GameError, load_scenario, load_scenarios
 from heuresis.harness.game_tools import game_tools
 from heuresis.harness.tools import ToolError
 from heuresis.stages.games.play import run_play
 
-SCENARIOS = OWN_SCENARIOS
-GOLDEN = json.loads((ROOT / "tests/data/games_references.json").read_text())
-BASES = ["antenna_base", "zone_base", "weather_base"]
+#: antenna_trap's exact Stage-2 optimum over the lattice of DEF steps of 5 (docs/games.md; test_games_exact.py)
+ANTENNA_OPTIMUM = 0.928
 
 
 @pytest.fixture(scope="module")
 def scenarios():
     return load_scenarios(SCENARIOS)
-
-
-def _l1(space, a, b) -> int:
-    return int(np.abs(space.vector(a) - space.vector(b)).sum())
-
-
-# --- scenarios and validation ------------------------------------------------------------------
-def test_fourteen_scenarios_three_families(scenarios):
-    assert len(scenarios) == 14
-    fams = {s.family for s in scenarios.values()}
-    assert fams == {"antenna", "zone", "weather"}
-    assert {s.spec["variant"] for s in scenarios.values()} == {
-        "base", "high_def", "local_optima", "no_history", "no_selection_bias", "simpsons_paradox", "categorical",
-        "env_shift"}
-    for s in scenarios.values():
-        assert s.spec["intended_mechanism"].strip() and s.spec["bias"]
-        s.space.validate(s.spec["trap_design"])
-
-
-@pytest.mark.parametrize("override, key", [
-    ("combat: {hit_base: 1.5}", "combat.hit_base"),
-    ("env_damage: {storm: {rotor: 1.0}}", "env_damage.storm.rotor"),
-    ("environment: {storm_beta: [0, 2]}", "environment.storm_beta"),
-    ("trap_design: {antenna: 9}", "trap_design"),
-    ("components: {wing: {cap: -1}}", "components.wing.cap"),
-    ("family: plasma", "family"),
-])
-def test_invalid_parameter_names_scenario_and_key(tmp_path, override, key):
-    shutil.copy(SCENARIOS / "antenna_base.yaml", tmp_path / "antenna_base.yaml")
-    (tmp_path / "bad_one.yaml").write_text(f"extends: antenna_base\nname: bad_one\n{override}\n")
-    with pytest.raises(ScenarioError) as err:
-        load_scenario("bad_one", tmp_path)
-    assert "'bad_one'" in str(err.value) and key in str(err.value)
-
-
-def test_zone_family_keys_checked(tmp_path):
-    shutil.copy(SCENARIOS / "zone_base.yaml", tmp_path / "zone_base.yaml")
-    (tmp_path / "zone_bad.yaml").write_text("extends: zone_base\nname: zone_bad\n"
-                                            "environment: {zones: {ridge: {emi: -1}}}\n")
-    with pytest.raises(ScenarioError, match=r"'zone_bad'.*environment\.zones\.ridge\.emi"):
-        load_scenario("zone_bad", tmp_path)
-
-
-def test_design_validation_names_the_field(scenarios):
-    space = scenarios["zone_base"].space
-    with pytest.raises(DesignError, match="'antenna'.*cap of 8"):
-        space.validate({"antenna": 9})
-    with pytest.raises(DesignError, match="'total DEF'.*budget of 20"):
-        space.validate({"engine": 8, "wing": 8, "body": 2, "emi_filter": True})
-    with pytest.raises(DesignError, match="'rotor'"):
-        space.validate({"rotor": 1})
-    with pytest.raises(DesignError, match="'engine'.*whole number"):
-        space.validate({"engine": 1.5})
-    assert space.validate({"engine": 8, "wing": 8, "emi_filter": True})["emi_filter"] is True
-
-
-# --- the engine --------------------------------------------------------------------------------
-def test_deterministic_vectorized_and_fast(scenarios):
-    scn = scenarios["antenna_base"]
-    vec = scn.space.vector(scn.spec["standard_design"])
-    a = simulate(scn, draw(scn, seed_of(1), 1000, 2), vec)
-    b = simulate(scn, draw(scn, seed_of(1), 1000, 2), vec)
-    assert np.array_equal(a.survived, b.survived) and np.array_equal(a.hits, b.hits)
-    # one design on a batch equals that design alone (common random numbers)
-    d = draw(scn, seed_of(2), 1000, 2)
-    both = survival(scn, d, np.stack([vec, scn.space.vector(scn.spec["trap_design"])]))
-    assert both[0] == survival(scn, d, vec[None])[0]
-
-
-def test_agility_makes_max_everything_worse(scenarios):
-    """DEF is not free: all points on the critical parts beats the same plus every cap filled elsewhere."""
-    scn = scenarios["antenna_high_def"]
-    d = draw(scn, seed_of(4), 4000, 2)
-    opt = scn.space.vector(GOLDEN["antenna_high_def"]["optimum_design"])
-    heavier = opt.copy()
-    heavier[scn.space.components.index("antenna")] += 4
-    s = survival(scn, d, np.stack([opt, heavier]))
-    assert s[0] > s[1] + 0.02
-
-
-# --- references: optimum, trap, threshold ----------------------------------------------------------
-@pytest.mark.parametrize("name", BASES)
-def test_trap_reading_and_search_optimum(scenarios, name):
-    """The correlational reading of Stage-1 observations favours the trap; the searched optimum beats it."""
-    scn = scenarios[name]
-    space = scn.space
-    game = Game(scn, seed=0)
-    game.deploy(scn.spec["standard_design"], 50)
-    rows = [r for d in game.observed() for r in d.rows]
-    reading = correlational_design(space, rows)
-    found = search_optimum(scn, drones=800, starts=2, max_steps=40, sample=0)
-    vec, val = found.vec, found.value
-    opt = space.design(vec)
-    assert _l1(space, reading, scn.spec["trap_design"]) < _l1(space, reading, opt)
-    ver = verify(scn, np.stack([vec, space.vector(scn.spec["trap_design"]), space.vector(reading)]), fleets=3)
-    opt_s, trap_s, reading_s = ver.mean(axis=1)
-    assert opt_s - trap_s >= 0.10, (opt_s, trap_s)
-    assert opt_s - reading_s >= 0.08, (opt_s, reading_s)
-    assert scn.threshold <= opt_s <= 0.93
-    assert abs(val - opt_s) <= 0.04   # a small search; the full one is within 2-3 points (golden test)
-
-
-def test_golden_optima_verified_and_winnable(scenarios):
-    """Every scenario: the golden optimum re-measured on 2 fresh fleets, >= threshold, beats its trap."""
-    assert set(GOLDEN) - {"_about"} == set(scenarios)
-    for name, scn in scenarios.items():
-        g = GOLDEN[name]
-        # search vs its verification: the CRN estimate of the best of many designs is optimistic (selection)
-        assert -0.02 <= g["optimum_search"] - g["optimum"] <= 0.04, name
-        assert g["optimum"] >= g["threshold"] and g["threshold"] == scn.threshold   # the family's fixed threshold
-        assert g["optimum"] - g["trap"] >= 0.08, name
-        vecs = np.stack([scn.space.vector(g["optimum_design"]), scn.space.vector(scn.spec["trap_design"])])
-        s = verify(scn, vecs, fleets=2, seed=99).mean(axis=1)
-        assert abs(s[0] - g["optimum"]) <= 0.03, (name, s[0], g["optimum"])
-        assert s[0] >= g["threshold"] - 0.015 and s[1] < g["threshold"], name
-
-
-def test_no_selection_bias_shows_destroyed_and_changes_the_reading(scenarios):
-    biased, control = scenarios["antenna_base"], scenarios["antenna_no_selection_bias"]
-    readings = {}
-    for scn in (biased, control):
-        game = Game(scn, seed=0)
-        dep = game.deploy(scn.spec["standard_design"], 50)
-        rows = [r for d in game.observed() for r in d.rows]
-        if scn is biased:
-            assert len(dep.rows) == dep.returned and all("status" not in r for r in rows)
-        else:
-            assert len(dep.rows) == dep.count
-            assert sum(r["status"] == "destroyed" for r in dep.rows) == dep.destroyed > 0
-        readings[scn.name] = (correlational_design(scn.space, rows), reading_scores(scn.space, rows)[1])
-    (rb, mode_b), (rc, mode_c) = readings["antenna_base"], readings["antenna_no_selection_bias"]
-    assert (mode_b, mode_c) == ("survivor_damage", "contrast")
-    assert rb["antenna"] >= 5 and rc["antenna"] == 0
-    s = verify(control, np.stack([control.space.vector(rb), control.space.vector(rc)]), fleets=2).mean(axis=1)
-    assert s[1] > s[0] + 0.08
-
-
-def test_simpsons_history_reverses(scenarios):
-    for name in ("antenna_simpsons_paradox", "zone_simpsons_paradox"):
-        scn = scenarios[name]
-        good, trap = Game(scn, seed=0).history
-        assert good.returned / good.count < trap.returned / trap.count        # the aggregate says "trap"
-        s = verify(scn, np.stack([scn.space.vector(good.design), scn.space.vector(trap.design)]), fleets=2)
-        assert s[0].mean() > s[1].mean() + 0.05                                 # Stage 2 says otherwise
 
 
 # --- budgets, refusals, tools ---------------------------------------------------------------------
@@ -184,7 +32,7 @@ def _state(game: Game) -> str:
 
 
 def test_budget_refusals_leave_state_unchanged(scenarios):
-    scn = scenarios["antenna_base"]
+    scn = scenarios["antenna_trap"]
     game = Game(scn, seed=1)
     tools = game_tools(game)
     design = scn.spec["standard_design"]
@@ -196,26 +44,18 @@ def test_budget_refusals_leave_state_unchanged(scenarios):
     with pytest.raises(ToolError, match="count 2 exceeds the 1 Stage-1 drones left"):   # the 201st drone
         tools["deploy"].call(None, {"design": design, "count": 2})
     assert _state(game) == before and game.drones_used == 199
-    game2 = Game(scn, seed=2)
-    t2 = game_tools(game2)
-    for _ in range(4):
-        t2["deploy"].call(None, json.dumps({"design": design, "count": 50}))
-    before = _state(game2)
-    with pytest.raises(ToolError, match="exceeds the 0 Stage-1 drones left"):
-        t2["deploy"].call(None, {"design": design, "count": 1})
-    assert _state(game2) == before
     game3 = Game(scn, seed=3)
     t3 = game_tools(game3)
     for _ in range(10):
-        t3["deploy"].call(None, {"design": design, "count": 1})
+        t3["deploy"].call(None, json.dumps({"design": design, "count": 1}))
     before = _state(game3)
     with pytest.raises(ToolError, match="no deployments left"):                      # the 11th deployment
         t3["deploy"].call(None, {"design": design, "count": 1})
     assert _state(game3) == before
-    with pytest.raises(ToolError, match="antenna.*maximum of 8"):                    # over a cap (schema)
-        t3["submit_final_design"].call(None, {"design": {**design, "antenna": 9}})
-    with pytest.raises(ToolError, match="'total DEF'.*budget of 20"):                # over the budget
-        t3["submit_final_design"].call(None, {"design": {"engine": 8, "wing": 8, "body": 8}})
+    with pytest.raises(ToolError, match="antenna.*maximum of 50"):                   # over a cap (schema)
+        t3["submit_final_design"].call(None, {"design": {**design, "antenna": 51}})
+    with pytest.raises(ToolError, match="total DEF 110 exceeds the budget def_budget=90.*cockpit 20"):
+        t3["submit_final_design"].call(None, {"design": {"engine": 30, "wing": 20, "body": 20}})   # defaults named
     assert _state(game3) == before
     with pytest.raises(ToolError, match="commit the report with or before the submission"):   # no report
         t3["submit_final_design"].call(None, {"design": design})
@@ -233,7 +73,7 @@ def test_budget_refusals_leave_state_unchanged(scenarios):
 
 
 def test_201st_drone_refused():
-    scn = load_scenario("weather_base", SCENARIOS)
+    scn = load_scenario("weather_noise", SCENARIOS)
     game = Game(scn, seed=0)
     for _ in range(4):
         game.deploy(scn.spec["standard_design"], 50)
@@ -244,30 +84,31 @@ def test_201st_drone_refused():
 
 
 def test_tool_schemas_are_function_calling_specs(scenarios):
-    tools = game_tools(Game(scenarios["zone_base"], seed=0))
+    tools = game_tools(Game(scenarios["deployment_zone_trap_categorical"], seed=0))
     assert list(tools) == ["get_status", "get_history", "deploy", "write_report", "submit_final_design"]
     spec = tools["deploy"].spec()
     assert spec["type"] == "function" and spec["function"]["name"] == "deploy"
     props = spec["function"]["parameters"]["properties"]["design"]["properties"]
-    assert props["shield"]["maximum"] == 8 and props["emi_filter"]["type"] == "boolean"
+    assert props["shield"]["maximum"] == 50 and props["enhancement_module"]["type"] == "string"
+    assert "signal_filter" in props["enhancement_module"]["enum"]
 
 
 # --- plays ---------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("kind", ["game_random", "game_greedy", "game_bandit", "game_mechanism", "game_trap_follower"])
 def test_offline_agents_play_through_the_interface(scenarios, kind):
-    scn = scenarios["antenna_base"]
-    g = GOLDEN["antenna_base"]
-    out = run_play(kind, {"kind": kind}, scn, repeat=0, seed=3, threshold=g["threshold"], optimum=g["optimum"])
+    # the trap-follower reads the hits per component, which the component_hits ablation shows
+    scn = load_scenario("antenna_trap~component_hits") if kind == "game_trap_follower" else scenarios["antenna_trap"]
+    out = run_play(kind, {"kind": kind}, scn, repeat=0, seed=3, threshold=scn.threshold, optimum=ANTENNA_OPTIMUM)
     row = out.row
     assert row["status"] == "ok" and row["termination"] == "submitted" and row["submitted"]
     assert row["drones_used"] <= 200 and row["deployments"] <= 10 and row["n_errors"] == 0
     assert [c["tool"] for c in out.calls][:2] == ["get_status", "get_history"]
     assert out.calls[-1]["tool"] == "submit_final_design" and row["report"]      # committed with the submission
     assert (row["mode"], row["task_variant"], row["code_isolation"]) == ("agentic", "standard", "bwrap")
-    assert row["gap"] == pytest.approx(g["optimum"] - row["survival"])
+    assert row["gap"] == pytest.approx(ANTENNA_OPTIMUM - row["survival"])
     if kind == "game_trap_follower":
-        assert row["survival"] < g["threshold"] and not row["won"]
-        assert json.loads(row["design"])["antenna"] >= 5
+        assert row["survival"] < scn.threshold and not row["won"]
+        assert scn.follows_trap(json.loads(row["design"]))
 
 
 def test_bad_calls_are_answered_and_recorded(scenarios):
@@ -290,7 +131,7 @@ def test_bad_calls_are_answered_and_recorded(scenarios):
                 tc["function"]["arguments"] = args
             return AgentReply({"role": "assistant", "content": None, "tool_calls": [tc]})
 
-    out = run_play("scripted", {"kind": "scripted_game_test"}, scenarios["weather_base"], seed=0)
+    out = run_play("scripted", {"kind": "scripted_game_test"}, scenarios["weather_noise"], seed=0)
     oks = [c["ok"] for c in out.calls]
     assert oks == [False, False, False, False, True, False, True, False, True]
     assert "unknown tool" in out.calls[0]["error"] and "valid JSON" in out.calls[1]["error"]
@@ -304,20 +145,20 @@ def test_cli_play_by_hand(capsys):
     from heuresis.cli import build_parser
     from heuresis.cli.games import cmd_play
 
-    args = build_parser().parse_args(["play", "antenna_base", "--scenarios", str(SCENARIOS), "--rows", "2"])
-    final = "submit engine=4 wing=5 body=3 gun=4"          # one syntax for designs: deploy's
-    lines = iter(["status", "status --json", "history", "deploy 20 engine=3 wing=4 camera=2", "deploy 10 antenna=9",
+    args = build_parser().parse_args(["play", "antenna_trap", "--scenarios", str(SCENARIOS), "--rows", "2"])
+    final = "submit engine=25 antenna=0"                   # one syntax for designs: deploy's
+    lines = iter(["status", "status --json", "history", "deploy 20 engine=30 wing=15 antenna=0", "deploy 10 antenna=51",
                   final, "report ok", final])
     printed: list[str] = []
     assert cmd_play(args, inp=lambda prompt: next(lines), out=printed.append) == 0
     text = "\n".join(map(str, printed))
     short, raw = printed[2], printed[3]                      # after the task prompt and the help
-    assert short.startswith("antenna_base: stage1") and len(short.splitlines()) < 10 and "Stage 1: " in short
-    assert json.loads(raw)["scenario"] == "antenna_base"
+    assert short.startswith("antenna_trap: stage1") and len(short.splitlines()) < 10 and "Stage 1: " in short
+    assert json.loads(raw)["scenario"] == "antenna_trap"
     assert "submit_final_design" not in text
     assert "deployment 1 (history)" in text and "deployment 1 (stage1)" in text
-    assert "refused" in text and "maximum of 8" in text and "commit the report" in text
-    assert "final:" in text and "searched by simulation: heuresis game-references antenna_base" in text
+    assert "refused" in text and "51 is greater than the maximum of 50" in text and "commit the report" in text
+    assert "final:" in text and "your design's exact survival" in text
 
 
 def test_cli_play_shows_the_result_beside_the_exact_optimum():
@@ -368,7 +209,7 @@ def test_mechanism_baseline_is_passed_the_family_name_and_reads_no_file(scenario
         return agent
 
     monkeypatch.setattr(play, "make_agent", spy)
-    scn = scenarios["zone_env_shift"]
+    scn = scenarios["deployment_zone_trap_env_shift"]
     out = run_play("game_mechanism", {"kind": "game_mechanism"}, scn, seed=5, threshold=0.7)
     assert out.row["status"] == "ok", out.row["error"]
     assert given == {"kind": "game_mechanism", "seed": 5, "family": "zone"}

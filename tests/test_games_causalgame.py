@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from heuresis.causal.games.causalgame import (
-    CGDesignError,
+    DesignError,
     agent_view,
     agility,
     fly,
@@ -154,15 +154,15 @@ def test_histories_follow_the_bias_and_are_drawn_from_the_seed(scenarios):
 
 def test_designs_outside_the_action_space_are_refused_naming_the_field():
     scn = load_cg("deployment_zone_trap_categorical")
-    with pytest.raises(CGDesignError, match="def_budget=70") as refused:
+    with pytest.raises(DesignError, match="def_budget=70") as refused:
         scn.design({"shield": 25})
     kept = {c: int(v["default_def"]) for c, v in scn.spec["components"].items() if c != "shield"}
     assert str(refused.value).endswith("keep their defaults: " + ", ".join(f"{c} {v}" for c, v in kept.items()) + ")")
-    with pytest.raises(CGDesignError, match=r"design\.enhancement_module"):
+    with pytest.raises(DesignError, match=r"design\.enhancement_module"):
         scn.design({"enhancement_module": "warp_drive"})
-    with pytest.raises(CGDesignError, match=r"design\.wing_def"):
+    with pytest.raises(DesignError, match=r"design\.wing_def"):
         scn.design({"wing_def": 51})
-    with pytest.raises(CGDesignError, match=r"design\.laser"):
+    with pytest.raises(DesignError, match=r"design\.laser"):
         scn.design({"laser": 1})
 
 
@@ -334,7 +334,7 @@ def test_the_env_query_shows_visible_variables_only_and_stops_at_its_budget(scen
 
 # --- CausalGame's scenarios played through the game, its tools and the play loop ---------------------
 OFFLINE_PLAYERS = ("game_random", "game_greedy", "game_bandit", "game_trap_follower", "game_mechanism")
-# what this track's own scenarios show and CausalGame's agent is never told (the default variant)
+# what the ablations disclose and CausalGame's agent is never told (the default variant)
 DISCLOSURES = ("hits_", "misleading", "returned drones only", "\"measure\"", "storm_intensity")
 
 

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from heuresis.causal.games import exact
-from heuresis.causal.games.causalgame import CGScenario, fly, hit_chance, load_cg, weather_pre_survival
+from heuresis.causal.games.causalgame import Scenario, fly, hit_chance, load_cg, weather_pre_survival
 from heuresis.causal.games.exact import LATTICE_STEP, exact_optimum, exact_survival
 from heuresis.causal.games.exact_integer import integer_optimum
 
@@ -196,7 +196,7 @@ def test_a_bound_that_is_not_exact_is_refined_until_the_optimum_is_certain():
     spec = copy.deepcopy(base.spec)
     spec["equipment"]["enhancement_module"]["options"]["signal_filter"] = 0.0
     spec["scm"]["max_shield_reduction"] = 0.3
-    scn = CGScenario(spec, base.path)
+    scn = Scenario(spec, base.path)
     opt = exact_optimum(scn)
     assert opt.refined >= 1
     assert exact_survival(scn, opt.design) == pytest.approx(opt.value, abs=1e-12)
@@ -206,11 +206,11 @@ def test_a_bound_that_is_not_exact_is_refined_until_the_optimum_is_certain():
 
 # --- the references ----------------------------------------------------------------------------------------
 def test_the_references_carry_the_exact_values_and_the_fleets_agree_with_them():
-    from heuresis.causal.games.references import compute_cg_references
+    from heuresis.causal.games.references import compute_references
     from heuresis.stages.games.analysis import expectations_table, references_table
 
     scn = load_cg("deployment_zone_trap_categorical")
-    ref = compute_cg_references(scn, fleets=4)
+    ref = compute_references(scn, fleets=4)
     assert ref.optimum_method == "exact" and ref.lattice_step == LATTICE_STEP and ref.optimum_se == 0.0
     assert ref.optimum_exact == ref.optimum_search == pytest.approx(exact_survival(scn, ref.optimum_design), abs=1e-12)
     assert ref.trap_exact == pytest.approx(exact_survival(scn, scn.spec["trap_design"]), abs=1e-12)
@@ -222,15 +222,14 @@ def test_the_references_carry_the_exact_values_and_the_fleets_agree_with_them():
     assert ref.integer_exact and ref.integer_bound == ref.integer_optimum >= ref.optimum_exact
     assert ref.integer_optimum == pytest.approx(exact_survival(scn, ref.integer_design), abs=1e-12)
     assert ref.integer_lattice_size == exact.lattice_designs(scn, 1) and ref.integer_design["shield"] == 23
-    own = {**ref.as_dict(), "scenario": "zone_base", "optimum_exact": None, "trap_exact": None, "standard_exact": None,
-           "lattice_step": None, "strategies": [], "bias": "x", "integer_optimum": None, "integer_design": None,
-           "integer_bound": None, "integer_exact": None, "integer_lattice_size": None}
-    _, disp = references_table({scn.name: {**ref.as_dict(), "bias": "x"}, "zone_base": own})
+    # references computed without the integer lattice (integer=False) show none of its columns
+    plain = {**ref.as_dict(), "scenario": "plain", "bias": "x", "integer_optimum": None, "integer_design": None,
+             "integer_bound": None, "integer_exact": None, "integer_lattice_size": None}
+    _, disp = references_table({scn.name: {**ref.as_dict(), "bias": "x"}, "plain": plain})
     row = disp.set_index("Scenario")
     assert row.loc[scn.name, "Exact optimum"] == f"{ref.optimum_exact:.4f}" and row.loc[scn.name, "Lattice"] == "DEF step 5"
-    assert row.loc["zone_base", "Exact optimum"] == "" and row.loc["zone_base", "Lattice"] == ""
     assert row.loc[scn.name, "Integer optimum"] == f"{ref.integer_optimum:.4f} (exact)"
-    assert row.loc["zone_base", "Integer optimum"] == "" and row.loc["zone_base", "Integer design"] == ""
+    assert row.loc["plain", "Integer optimum"] == "" and row.loc["plain", "Integer design"] == ""
     open_row = {**ref.as_dict(), "integer_exact": False, "integer_bound": 0.9, "bias": "x"}
     _, disp = references_table({scn.name: open_row})
     assert disp["Integer optimum"][0] == f"{ref.integer_optimum:.4f} (bound 0.9000)"
@@ -239,7 +238,7 @@ def test_the_references_carry_the_exact_values_and_the_fleets_agree_with_them():
 
 
 # --- the full integer lattice (heuresis.causal.games.exact_integer) -------------------------------------
-def _shrunk(name: str, cap: int, budget: int, no_filter: bool = False) -> CGScenario:
+def _shrunk(name: str, cap: int, budget: int, no_filter: bool = False) -> Scenario:
     """A scenario with smaller caps and budget, whose whole integer lattice exact_optimum(step=1) values."""
     base = load_cg(name)
     spec = copy.deepcopy(base.spec)
@@ -247,7 +246,7 @@ def _shrunk(name: str, cap: int, budget: int, no_filter: bool = False) -> CGScen
     if no_filter:          # EMI above 0.5 left: bounds that are not exact, designs valued again
         spec["equipment"]["enhancement_module"]["options"]["signal_filter"] = 0.0
         spec["scm"]["max_shield_reduction"] = 0.3
-    return CGScenario(spec, base.path)
+    return Scenario(spec, base.path)
 
 
 @pytest.fixture(scope="module")
@@ -361,7 +360,7 @@ def test_a_premise_that_fails_is_refused():
     base = load_cg("antenna_trap")
     spec = copy.deepcopy(base.spec)
     spec["agility_system"].update(linear_coefficient=0.05, exponential_decay_scale=10.0)
-    scn = CGScenario(spec, base.path)
+    scn = Scenario(spec, base.path)
     with pytest.raises(ValueError, match="agility grows"):
         integer_optimum(scn, start={})
 
@@ -371,7 +370,7 @@ def test_the_exact_survival_reads_only_the_stage2_keys():
     file does: the key the references share integer optima by covers everything the exact models read."""
     for name in BASES:
         scn = load_cg(name)
-        bare = CGScenario({"name": scn.name, **{k: scn.spec[k] for k in exact.STAGE2_KEYS if k in scn.spec}}, scn.path)
+        bare = Scenario({"name": scn.name, **{k: scn.spec[k] for k in exact.STAGE2_KEYS if k in scn.spec}}, scn.path)
         for design in (scn.spec.get("trap_design") or {"antenna": 20}, scn.spec["standard_design"]):
             assert exact_survival(bare, design) == exact_survival(scn, design)
             assert exact_survival(bare, design, 1) == exact_survival(scn, design, 1)

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from conftest import OWN_SCENARIOS, OWN_SET_GAMES, ROOT
+from conftest import NAMED_GAMES, ROOT, SCENARIOS
 from llm_server import ScriptedLLMServer
 
 from heuresis.artifacts.io import read_table
@@ -34,10 +34,9 @@ from heuresis.preflight import load_config, validate_config
 from heuresis.stages.games.analysis import NO_JUDGE, criteria_table, family_table, judges_table, path_summary, summary
 from heuresis.stages.games.judge import CRITERIA, ScoreError, icc, parse_scores
 from heuresis.stages.games.play import AnswerError, parse_answer, run_play
-from heuresis.stages.games.workflow import play_seed, run_judgements, run_plays, run_references
+from heuresis.stages.games.workflow import play_optimum, play_seed, run_judgements, run_plays, run_references
 
-SCENARIOS = OWN_SCENARIOS
-FAST_SEARCH = {"drones": 300, "starts": 1, "verify_fleets": 2}
+FAST_SEARCH = {"verify_fleets": 2}
 
 
 def _spec(url, **kw):
@@ -109,7 +108,7 @@ def test_parse_scores_criteria_with_reasons_tolerant_and_strict():
 
 
 def test_parse_answer_tolerant_and_strict():
-    space = load_scenario("antenna_base", SCENARIOS).space
+    space = load_scenario("antenna_trap", SCENARIOS).space
     a = parse_answer('I will explore.\n```json\n{"action": "Deploy", "design": {"Engine": "3", "wing": 4.0}, '
                      '"count": "20",}\n```', space)
     assert a == {"action": "deploy", "design": {"engine": 3, "wing": 4}, "count": 20}
@@ -132,7 +131,7 @@ def _deploy(design, count, prose="Let me test this."):
 
 
 def test_prompting_mode_plays_through_the_local_server():
-    scn = load_scenario("antenna_base", SCENARIOS)
+    scn = load_scenario("antenna_trap", SCENARIOS)
     d1 = {"engine": 3, "cockpit": 3, "wing": 4, "body": 4, "camera": 3, "gun": 3}
     d2 = {"engine": 3, "cockpit": 3, "wing": 5, "body": 4, "camera": 2, "gun": 3}
     final = {"engine": 3, "cockpit": 3, "wing": 5, "body": 4, "camera": 2, "gun": 3}
@@ -176,17 +175,17 @@ def test_prompting_mode_plays_through_the_local_server():
     assert {r: v["file"] for r, v in out.transcript.prompts.items()} == {
         "system": "game_prompting_system.txt", "task": "game_task.txt", "hints": "game_hints.txt",
         "format": "game_prompting_format.txt", "result": "game_prompting_result.txt",
-        "retry": "game_prompting_retry.txt"}
+        "retry": "game_prompting_retry.txt", "query": "game_prompting_query.txt"}
     assert [m["role"] for m in out.transcript.messages] == [m["role"] for m in bodies[2]["messages"]] + ["assistant"]
 
 
 def test_prompting_mode_answers_an_unreadable_or_refused_answer_with_a_retry():
     """Each bad answer (unreadable, over a cap, a submission without a report) is answered with the retry
     message naming the problem, as the next user message; the play goes on within its turn limit."""
-    scn = load_scenario("antenna_base", SCENARIOS)
-    good = {"engine": 3, "cockpit": 3, "wing": 4, "body": 4, "camera": 3, "gun": 3}
+    scn = load_scenario("antenna_trap", SCENARIOS)
+    good = {"engine": 25, "antenna": 0}
     answers = ["I am not sure what to do.",
-               json.dumps({"action": "deploy", "design": {"antenna": 9}, "count": 10}),
+               json.dumps({"action": "deploy", "design": {"antenna": 51}, "count": 10}),
                json.dumps({"action": "submit", "design": good}),
                json.dumps({"action": "submit", "design": good, "report": "Camera and gun lower the enemy's fire."})]
     with ScriptedLLMServer([{"content": a} for a in answers]) as server:
@@ -198,7 +197,7 @@ def test_prompting_mode_answers_an_unreadable_or_refused_answer_with_a_retry():
     assert r["report"].startswith("Camera and gun") and r["survival"] > 0
     bodies = [q["body"] for q in server.requests]
     assert len(bodies) == 4
-    for k, why in enumerate(["no JSON", "exceeds the cap of 8", "commit the report"], start=1):
+    for k, why in enumerate(["no JSON", "in [0, 50], got 51", "commit the report"], start=1):
         last = bodies[k]["messages"][-1]
         assert last["role"] == "user" and last["content"].startswith("Your answer could not be played:"), last
         assert why in last["content"] and f"({6 - k} turns left)" in last["content"]
@@ -207,7 +206,7 @@ def test_prompting_mode_answers_an_unreadable_or_refused_answer_with_a_retry():
 
 
 def test_prompting_mode_ends_unsubmitted_at_the_turn_limit():
-    scn = load_scenario("zone_base", SCENARIOS)
+    scn = load_scenario("deployment_zone_trap_categorical", SCENARIOS)
     with ScriptedLLMServer([{"content": "Hmm."}] * 3) as server:
         out = run_play("llm_local", _spec(server.url), scn, seed=1, threshold=0.8, optimum=0.88, mode="prompting",
                        max_turns=3)
@@ -219,24 +218,25 @@ def test_prompting_mode_ends_unsubmitted_at_the_turn_limit():
 
 def test_offline_agents_refuse_prompting_mode():
     with pytest.raises(ValueError, match="agentic mode only"):
-        run_play("game_random", {"kind": "game_random"}, load_scenario("zone_base", SCENARIOS), mode="prompting")
+        run_play("game_random", {"kind": "game_random"}, load_scenario("deployment_zone_trap_categorical", SCENARIOS),
+                 mode="prompting")
 
 
 # --- jobs: references, plays (checkpoint, failures), judgements ------------------------------------------
 @pytest.fixture(scope="module")
 def refs(tmp_path_factory):
-    out = tmp_path_factory.mktemp("games_refs") / "antenna_base.parquet"
-    run_references("antenna_base", SCENARIOS, FAST_SEARCH, out)
+    out = tmp_path_factory.mktemp("games_refs") / "antenna_trap.parquet"
+    run_references("antenna_trap", SCENARIOS, FAST_SEARCH, out)
     return out
 
 
 def test_references_job_row(refs):
     r = read_table(refs, GAME_REFERENCES).to_pylist()[0]
-    assert r["scenario"] == "antenna_base" and r["verify_fleets"] == 2 and r["search_drones"] == 300
-    assert r["threshold"] == 0.75 and r["threshold_rule"] == "fixed"        # the antenna family's fixed threshold
-    assert r["trap_margin_lo"] > 0 and json.loads(r["trap_pattern"]) == [{"of": ["antenna"], "at_least": 4}]
-    assert r["control"] == "antenna_no_selection_bias" and r["optimum_method"] == "searched"
-    assert r["optimum"] > r["threshold"] > r["trap"]
+    assert r["scenario"] == "antenna_trap" and r["verify_fleets"] == 2 and r["search_drones"] == 0
+    assert r["threshold"] == 0.75 and r["threshold_rule"] == "fixed"        # CausalGame's published threshold
+    assert r["trap_margin_lo"] > 0 and json.loads(r["trap_pattern"]) == [{"of": ["antenna"], "at_least": 20}]
+    assert r["control"] == "antenna_trap_no_selection_bias" and r["optimum_method"] == "exact"
+    assert r["optimum"] > r["threshold"] > r["trap"] and r["integer_optimum"] >= r["optimum_exact"]
 
 
 def test_plays_job_resumes_from_checkpoint_and_records_a_crash(refs, tmp_path):
@@ -245,26 +245,26 @@ def test_plays_job_resumes_from_checkpoint_and_records_a_crash(refs, tmp_path):
 
     out, calls = tmp_path / "plays.parquet", tmp_path / "plays.calls.parquet"
     kw = dict(plays=3, seed=9, max_turns=40, references=refs, out=out, calls_out=calls, transcripts_dir=tmp_path / "t")
-    run_plays("game_random", {"kind": "game_random"}, "agentic", "antenna_base", SCENARIOS, **kw)
+    run_plays("game_random", {"kind": "game_random"}, "agentic", "antenna_trap", SCENARIOS, **kw)
     first = read_table(out, GAME_PLAYS).to_pandas()
-    assert list(first.seed) == [play_seed(9, "antenna_base", r) for r in range(3)]
+    assert list(first.seed) == [play_seed(9, "antenna_trap", r) for r in range(3)]
     assert all((tmp_path / "t" / f"r{r}.json").exists() for r in range(3))
     # a killed job: play 1 is in the checkpoint (marked), the rerun keeps it and redoes only the others
     ref = read_table(refs, GAME_REFERENCES).to_pylist()[0]
     key = config_digest({"agent": "game_random", "spec": {"kind": "game_random"}, "mode": "agentic",
-                         "scenario": load_scenario("antenna_base", SCENARIOS).spec, "plays": 3, "seed": 9,
-                         "max_turns": 40, "threshold": ref["threshold"], "optimum": ref["optimum"],
+                         "scenario": load_scenario("antenna_trap", SCENARIOS).spec, "plays": 3, "seed": 9,
+                         "max_turns": 40, "threshold": ref["threshold"], "optimum": play_optimum(ref),
                          "task_variant": "standard", "max_tool_calls": None, "code_tool": {}})
     marked = first.iloc[1].to_dict()
     marked["report"] = "FROM CHECKPOINT"
     Checkpoint(out, key).save(1, {"row": marked, "calls": []})
-    run_plays("game_random", {"kind": "game_random"}, "agentic", "antenna_base", SCENARIOS, **kw)
+    run_plays("game_random", {"kind": "game_random"}, "agentic", "antenna_trap", SCENARIOS, **kw)
     again = read_table(out, GAME_PLAYS).to_pandas()
     assert list(again.report)[1] == "FROM CHECKPOINT" and list(again.survival) == list(first.survival)
     assert not (tmp_path / "plays.parquet.parts").exists()
     # an LLM whose server refuses: every play recorded failed, none dropped
     with ScriptedLLMServer([{"status": 400, "error": "bad request"}] * 2) as server:
-        run_plays("llm_local", _spec(server.url), "agentic", "antenna_base", SCENARIOS,
+        run_plays("llm_local", _spec(server.url), "agentic", "antenna_trap", SCENARIOS,
                   **{**kw, "plays": 2, "out": tmp_path / "f.parquet", "calls_out": tmp_path / "f.calls.parquet"})
     failed = read_table(tmp_path / "f.parquet", GAME_PLAYS).to_pandas()
     assert list(failed.status) == ["failed", "failed"] and (failed.survival == 0).all() and (~failed.won).all()
@@ -290,18 +290,18 @@ def test_failed_llm_play_rerun_replays_what_was_paid(refs, tmp_path, monkeypatch
         return server
 
     with serve([_deploy(d1, 30), _deploy(d2, 40), {"status": 400, "error": "bad request"}]) as server:
-        run_plays("llm_local", spec, "prompting", "antenna_base", SCENARIOS, **kw)
+        run_plays("llm_local", spec, "prompting", "antenna_trap", SCENARIOS, **kw)
     first = read_table(tmp_path / "p.parquet", GAME_PLAYS).to_pandas()
     assert list(first.status) == ["failed"] and len(server.requests) == 3
     with serve([submit]) as server:
-        run_plays("llm_local", spec, "prompting", "antenna_base", SCENARIOS, **kw)
+        run_plays("llm_local", spec, "prompting", "antenna_trap", SCENARIOS, **kw)
     assert len(server.requests) == 1                     # the two paid answers came from the log
     again = read_table(tmp_path / "p.parquet", GAME_PLAYS).to_pandas().iloc[0]
     assert (again.status, again.termination, again.deployments) == ("ok", "submitted", 2)
     req = read_table(tmp_path / "p.requests.parquet", GAME_PLAY_REQUESTS).to_pandas()
     assert list(req.replayed) == [True, True, False]
     with ScriptedLLMServer([_deploy(d1, 30), _deploy(d2, 40), submit]) as server:
-        clean = run_play("llm_local", _spec(server.url), load_scenario("antenna_base", SCENARIOS),
+        clean = run_play("llm_local", _spec(server.url), load_scenario("antenna_trap", SCENARIOS),
                          seed=again.seed, threshold=again.threshold, optimum=again.optimum, max_turns=10,
                          mode="prompting").row
     assert (clean["survival"], clean["design"], clean["tokens_in"]) == (again.survival, again.design, again.tokens_in)
@@ -309,7 +309,7 @@ def test_failed_llm_play_rerun_replays_what_was_paid(refs, tmp_path, monkeypatch
 
 def test_judge_job_through_the_local_server(refs, tmp_path):
     kw = dict(plays=3, seed=4, max_turns=40, references=refs, transcripts_dir=tmp_path / "t")
-    run_plays("game_trap_follower", {"kind": "game_trap_follower"}, "agentic", "antenna_base", SCENARIOS,
+    run_plays("game_trap_follower", {"kind": "game_trap_follower"}, "agentic", "antenna_trap", SCENARIOS,
               out=tmp_path / "p.parquet", calls_out=tmp_path / "p.calls.parquet", **kw)
     plays = read_table(tmp_path / "p.parquet", GAME_PLAYS).to_pandas()
     # play 2 lost its report: scored 0 without a request
@@ -335,7 +335,7 @@ def test_judge_job_through_the_local_server(refs, tmp_path):
     assert j.total[2] == 0.0 and j.cr1[2] == 0.0
     assert len(server.requests) == 2 and all(r["body"]["max_tokens"] == 700 for r in server.requests)
     prompt = server.requests[0]["body"]["messages"][1]["content"]
-    scn = load_scenario("antenna_base", SCENARIOS)
+    scn = load_scenario("antenna_trap", SCENARIOS)
     assert " ".join(scn.spec["intended_mechanism"].split()) in prompt
     assert plays.report[0] in prompt and "survival" not in prompt.split("<<<")[0].lower().replace(
         "observed survival rate", "")   # the judge is not told the Stage-2 outcome
@@ -347,7 +347,7 @@ def test_judgements_are_checkpointed_per_play(refs, tmp_path):
     the job's output before rerunning it); a transport change (timeout, retries) re-buys nothing."""
     from heuresis.artifacts.io import write_table
 
-    run_plays("game_trap_follower", {"kind": "game_trap_follower"}, "agentic", "antenna_base", SCENARIOS,
+    run_plays("game_trap_follower", {"kind": "game_trap_follower"}, "agentic", "antenna_trap", SCENARIOS,
               plays=3, seed=4, max_turns=40, references=refs, out=tmp_path / "p.parquet",
               calls_out=tmp_path / "p.calls.parquet", transcripts_dir=tmp_path / "t")
     played = read_table(tmp_path / "p.parquet", GAME_PLAYS).to_pylist()
@@ -386,7 +386,7 @@ def test_judgements_are_checkpointed_per_play(refs, tmp_path):
 def _fake_plays():
     rng = np.random.default_rng(0)
     rows = []
-    for fam, scns in (("antenna", ["antenna_base", "antenna_high_def"]), ("zone", ["zone_base"])):
+    for fam, scns in (("antenna", ["antenna_trap", "antenna_trap_high_def"]), ("zone", ["deployment_zone_trap_categorical"])):
         for scn in scns:
             for agent in ("a1", "a2"):
                 for r in range(4):
@@ -403,8 +403,8 @@ BOOT = Bootstrap(resamples=300, level=0.9, seed=5)
 def test_summary_against_independent_computation():
     plays = _fake_plays()
     summ = summary(plays, None, [], BOOT)
-    row = summ[(summ.scenario == "antenna_base") & (summ.agent == "a2")].iloc[0]
-    sub = plays[(plays.scenario == "antenna_base") & (plays.agent == "a2")]
+    row = summ[(summ.scenario == "antenna_trap") & (summ.agent == "a2")].iloc[0]
+    sub = plays[(plays.scenario == "antenna_trap") & (plays.agent == "a2")]
     assert row.survival == pytest.approx(sub.survival.mean()) and row.plays == 4
     iv = bootstrap_mean(sub.survival.to_numpy(), resamples=300, seed=5, level=0.9)
     assert (row.survival_lo, row.survival_hi) == (iv.lo, iv.hi)
@@ -432,8 +432,8 @@ def test_rubric_and_icc_from_judgements():
                          "cr": items["cr1"] + items["cr2"] + items["cr3"]})
     jd = pd.DataFrame(rows)
     summ = summary(plays, jd, ["j1", "j2", "j3"], BOOT)
-    row = summ[(summ.scenario == "zone_base") & (summ.agent == "a1")].iloc[0]
-    ids = plays[(plays.scenario == "zone_base") & (plays.agent == "a1")].play_id
+    row = summ[(summ.scenario == "deployment_zone_trap_categorical") & (summ.agent == "a1")].iloc[0]
+    ids = plays[(plays.scenario == "deployment_zone_trap_categorical") & (plays.agent == "a1")].play_id
     assert row.rubric == pytest.approx(jd[jd.play_id.isin(ids)].groupby("play_id").total.mean().mean())
     num, disp = judges_table(jd, ["j1", "j2", "j3"])
     wide = jd.pivot(index="play_id", columns="judge", values="total")[["j1", "j2", "j3"]]
@@ -486,16 +486,17 @@ def test_games_config_errors_name_the_key(games, key):
     assert key in str(err.value)
 
 
-def test_bad_scenario_and_unwinnable_threshold_fail_at_start(tmp_path):
-    shutil.copy(SCENARIOS / "zone_base.yaml", tmp_path / "zone_base.yaml")
-    (tmp_path / "zone_bad.yaml").write_text("extends: zone_base\nname: zone_bad\ncombat: {hit_base: 1.5}\n")
-    (tmp_path / "zone_hard.yaml").write_text("extends: zone_base\nname: zone_hard\nthreshold: 0.97\n")
+def test_bad_scenario_files_fail_at_start(tmp_path):
+    shutil.copy(SCENARIOS / "deployment_zone_trap_categorical.yaml", tmp_path / "deployment_zone_trap_categorical.yaml")
+    (tmp_path / "zone_bad.yaml").write_text("extends: deployment_zone_trap_categorical\nname: zone_bad\nmodel: plasma\n")
+    (tmp_path / "zone_orphan.yaml").write_text("extends: zone_nowhere\nname: zone_orphan\n")
     with pytest.raises(ConfigError) as err:
-        validate_config(_cfg(scenarios_dir=str(tmp_path), scenarios=["zone_base", "zone_bad", "zone_hard"]))
+        validate_config(_cfg(**{**NAMED_GAMES, "scenarios_dir": str(tmp_path),
+                                "scenarios": ["deployment_zone_trap_categorical", "zone_bad", "zone_orphan"]}))
     msg = str(err.value)
-    assert "scenario 'zone_bad': key combat.hit_base" in msg
-    assert "scenario 'zone_hard': key threshold: 0.970 is above the optimum" in msg
-    assert "zone_base" not in msg.replace("extends: zone_base", "")
+    assert "scenario 'zone_bad':" in msg and "model: 'plasma' is not one of ['antenna', 'weather', 'zone']" in msg
+    assert "scenario 'zone_orphan':" in msg and "zone_nowhere" in msg
+    assert "scenario 'deployment_zone_trap_categorical'" not in msg and "antenna_trap" not in msg
 
 
 def test_games_agents_and_judges_need_credentials(paper_config, quick_config):
@@ -514,13 +515,14 @@ def test_games_rules_on_two_scenarios(tmp_path):
     from tinyflow import copy_workflow, run_snakemake
 
     wd = copy_workflow(tmp_path / "wf")
-    # an unwinnable scenario stops the workflow at start, naming the scenario and the key
-    (wd / "config/games/zone_hard.yaml").write_text("extends: zone_base\nname: zone_hard\nthreshold: 0.97\n")
-    (wd / "config/own_set.yaml").write_text(yaml.safe_dump({"games": OWN_SET_GAMES}))   # where zone_base is
-    proc = run_snakemake(wd, "-n", "--configfile", "config/quick.yaml", "config/own_set.yaml", check=False)
-    assert proc.returncode != 0 and "scenario 'zone_hard': key threshold" in proc.stdout + proc.stderr
-    assert "games_plays" not in proc.stdout
-    (wd / "config/games/zone_hard.yaml").unlink()
+    # a bad scenario file stops the workflow at start, naming the scenario and the key
+    bad = wd / "config/games/causalgame/zone_bad.yaml"
+    bad.write_text("extends: deployment_zone_trap_categorical\nname: zone_bad\nmodel: plasma\n")
+    (wd / "config/named.yaml").write_text(yaml.safe_dump({"games": {**NAMED_GAMES, "scenarios": ["zone_bad"]}}))
+    proc = run_snakemake(wd, "-n", "--configfile", "config/quick.yaml", "config/named.yaml", check=False)
+    assert proc.returncode != 0 and "scenario 'zone_bad':" in proc.stdout + proc.stderr
+    assert "model: 'plasma'" in proc.stdout + proc.stderr and "games_plays" not in proc.stdout
+    bad.unlink()
     rng = np.random.default_rng(2)
     answers = [{"content": _answer(cr1=int(rng.integers(0, 5)), cr2=int(rng.integers(0, 5)), rq=int(rng.integers(0, 3)),
                                    mode=str(rng.choice(["none", "correlational_reading"])))}
@@ -529,7 +531,8 @@ def test_games_rules_on_two_scenarios(tmp_path):
         judge = _spec(server.url)
         (wd / "config/games_test.yaml").write_text(yaml.safe_dump({
             "agents": {"j_one": judge, "j_two": judge},
-            "games": {**OWN_SET_GAMES, "scenarios": ["antenna_base", "zone_base"], "agents": ["game_trap_follower"], "plays": 2,
+            "games": {**NAMED_GAMES, "scenarios": ["antenna_trap", "deployment_zone_trap_categorical"],
+                      "agents": ["game_trap_follower"], "plays": 2,
                       "baseline_plays": 2,
                       "judges": ["j_one", "j_two"], "search": FAST_SEARCH, "bootstrap": {"resamples": 200},
                       "protocols": ["committed", "as_published"]}}))
@@ -543,16 +546,16 @@ def test_games_rules_on_two_scenarios(tmp_path):
                       timeout=900)
     res = wd / "results"
     plays = pd.concat([read_table(res / f"games/plays/game_trap_follower/agentic/{s}.parquet", GAME_PLAYS).to_pandas()
-                       for s in ("antenna_base", "zone_base")])
+                       for s in ("antenna_trap", "deployment_zone_trap_categorical")])
     assert len(plays) == 4 and (plays.status == "ok").all() and len(server.requests) == 8
     table = pd.read_parquet(res / "tables/games_antenna.parquet")
-    row = table[table.scenario == "antenna_base"].iloc[0]
-    assert row.survival == pytest.approx(plays[plays.scenario == "antenna_base"].survival.mean())
+    row = table[table.scenario == "antenna_trap"].iloc[0]
+    assert row.survival == pytest.approx(plays[plays.scenario == "antenna_trap"].survival.mean())
     every_view = pd.concat([read_table(p, GAME_JUDGEMENTS).to_pandas() for p in (res / "games/judgements").rglob("*.parquet")
                             if not p.name.endswith(".requests.parquet")])
     assert (every_view[every_view.protocol == "as_published"].status == "no_report").all()   # no debrief: 0, unasked
     jd = every_view[every_view.protocol == "committed"]                    # the view every other table shows
-    ids = plays[plays.scenario == "antenna_base"].play_id
+    ids = plays[plays.scenario == "antenna_trap"].play_id
     assert row.rubric == pytest.approx(jd[jd.play_id.isin(ids)].groupby("play_id").total.mean().mean())
     judges = pd.read_parquet(res / "tables/games_judges.parquet")
     wide = jd.pivot(index="play_id", columns="judge", values="total")[["j_one", "j_two"]]
@@ -566,9 +569,10 @@ def test_games_rules_on_two_scenarios(tmp_path):
     modes = pd.read_parquet(res / "tables/games_failure_modes.parquet")
     assert modes[modes.agent == "all"]["count"].sum() == 8
     falls = pd.read_parquet(res / "tables/games_trap_fall.parquet")
-    assert set(falls.scenario) == {"antenna_base", "zone_base"} and (falls.submitted == 2).all()
+    assert set(falls.scenario) == {"antenna_trap", "deployment_zone_trap_categorical"} and (falls.submitted == 2).all()
     optima = pd.read_parquet(res / "tables/games_optima.parquet")
-    assert set(optima.scenario) == {"antenna_base", "zone_base"} and (optima.optimum > optima.threshold).all()
+    assert set(optima.scenario) == {"antenna_trap", "deployment_zone_trap_categorical"}
+    assert (optima.optimum > optima.threshold).all()
     assert (res / "figures/games_paths.pdf").stat().st_size > 0
     views = pd.read_parquet(res / "tables/games_protocols.parquet")     # offline players answer no debrief: 0
     pub = views[(views.agent == "all") & (views.protocol == "as_published")].iloc[0]
@@ -582,7 +586,7 @@ def test_the_as_published_view_judges_the_debrief_and_keeps_the_committed_judgem
     from heuresis.artifacts.io import write_table
     from heuresis.stages.games.analysis import protocols_table
 
-    run_plays("game_trap_follower", {"kind": "game_trap_follower"}, "agentic", "antenna_base", SCENARIOS,
+    run_plays("game_trap_follower", {"kind": "game_trap_follower"}, "agentic", "antenna_trap", SCENARIOS,
               plays=3, seed=4, max_turns=40, references=refs, out=tmp_path / "p.parquet",
               calls_out=tmp_path / "p.calls.parquet", transcripts_dir=tmp_path / "t")
     played = read_table(tmp_path / "p.parquet", GAME_PLAYS).to_pylist()
@@ -630,16 +634,16 @@ def test_baselines_have_their_own_play_count_and_a_table_row(refs, tmp_path, pap
     cfg["games"]["baseline_plays"] = 6
     n = plays_of(cfg, "game_mechanism")
     out = tmp_path / "m.parquet"
-    run_plays("game_mechanism", {"kind": "game_mechanism"}, "agentic", "antenna_base", SCENARIOS, plays=n, seed=2024,
+    run_plays("game_mechanism", {"kind": "game_mechanism"}, "agentic", "antenna_trap", SCENARIOS, plays=n, seed=2024,
               max_turns=40, references=refs, out=out, calls_out=tmp_path / "m.calls.parquet",
               transcripts_dir=tmp_path / "t")
     plays = read_table(out, GAME_PLAYS).to_pandas()
     assert len(plays) == 6 and (plays.status == "ok").all() and (plays.drones_used <= 200).all()
     assert all(json.loads(d)["antenna"] == 0 for d in plays.design)   # the structure: a bare antenna
     num, disp = family_table(summary(plays, None, [], BOOT), "antenna", [])
-    row = disp[(disp.Agent == "game_mechanism") & (disp.Scenario == "antenna_base")]
+    row = disp[(disp.Agent == "game_mechanism") & (disp.Scenario == "antenna_trap")]
     assert len(row) == 1 and row.Plays.iloc[0] == "6"
-    assert num[(num.agent == "game_mechanism") & (num.scenario == "antenna_base")].win_rate.iloc[0] == pytest.approx(
+    assert num[(num.agent == "game_mechanism") & (num.scenario == "antenna_trap")].win_rate.iloc[0] == pytest.approx(
         plays.won.mean())
 
 
@@ -662,7 +666,7 @@ def test_failed_plays_are_written_counted_and_retried_alone(refs, tmp_path, monk
     kw = dict(plays=3, seed=9, max_turns=40, references=refs, out=out, calls_out=tmp_path / "p.calls.parquet",
               transcripts_dir=tmp_path / "t")
     monkeypatch.setattr(play_mod, "run_play", flaky)
-    run_plays("game_random", {"kind": "game_random"}, "agentic", "antenna_base", SCENARIOS, **kw,
+    run_plays("game_random", {"kind": "game_random"}, "agentic", "antenna_trap", SCENARIOS, **kw,
               attempt=attempt_param(out))
     first = read_table(out, GAME_PLAYS).to_pandas()
     assert list(first.status) == ["ok", "failed", "ok"] and ran == [0, 1, 2]
@@ -670,14 +674,14 @@ def test_failed_plays_are_written_counted_and_retried_alone(refs, tmp_path, monk
     assert sorted(p.name for p in (tmp_path / "p.parquet.parts").glob("*.json")) == ["0.json", "2.json"]
     assert attempt_param(out) == "attempt 2: retry 1 failed plays"
     summ = summary(first, None, [], BOOT)
-    row = summ[summ.scenario == "antenna_base"].iloc[0]
+    row = summ[summ.scenario == "antenna_trap"].iloc[0]
     ok = first[first.status == "ok"]
     assert (row.plays, row.failed) == (3, 1) and row.survival == pytest.approx(ok.survival.mean())
     assert row.win_rate == pytest.approx(ok.won.mean()) and row.gap == pytest.approx(ok.gap.mean())
     _, disp = family_table(summ, "antenna", [])
     assert disp.Plays.iloc[0] == "3 (1 failed, not scored)"
     from heuresis.stages.games.judge import judge_play  # a failed play is not judged (no request: no model here)
-    judged = judge_play(None, "j", first.iloc[1].to_dict(), load_scenario("antenna_base", SCENARIOS))
+    judged = judge_play(None, "j", first.iloc[1].to_dict(), load_scenario("antenna_trap", SCENARIOS))
     assert judged["status"] == "play_failed" and judged["total"] is None
 
     ran.clear()
@@ -686,7 +690,7 @@ def test_failed_plays_are_written_counted_and_retried_alone(refs, tmp_path, monk
         return real(*args, repeat=repeat, **kw)
 
     monkeypatch.setattr(play_mod, "run_play", counted)
-    run_plays("game_random", {"kind": "game_random"}, "agentic", "antenna_base", SCENARIOS, **kw,
+    run_plays("game_random", {"kind": "game_random"}, "agentic", "antenna_trap", SCENARIOS, **kw,
               attempt=attempt_param(out))
     again = read_table(out, GAME_PLAYS).to_pandas()
     assert ran == [1] and (again.status == "ok").all() and n_failed(out) == 0
@@ -700,7 +704,7 @@ OVERFLOW = {"status": 400, "error": "the request exceeds the available context s
 @pytest.mark.parametrize("mode", ["agentic", "prompting"])
 def test_context_overflow_ends_a_play_with_its_reason(mode):
     """A full context ends the play ``ok`` as ``context_overflow`` (survival 0: nothing submitted)."""
-    scn = load_scenario("antenna_base", SCENARIOS)
+    scn = load_scenario("antenna_trap", SCENARIOS)
     design = {"engine": 3, "cockpit": 3, "wing": 4, "body": 4, "camera": 3, "gun": 3}
     first = ({"tool_calls": [("deploy", {"design": design, "count": 10})], "usage": (2000, 60)} if mode == "agentic"
              else _deploy(design, 10))
@@ -717,14 +721,14 @@ def test_judge_context_overflow_is_a_judgement_it_cannot_make(refs, tmp_path):
     from heuresis.agents import make_agent
     from heuresis.stages.games.judge import judge_play
 
-    run_plays("game_trap_follower", {"kind": "game_trap_follower"}, "agentic", "antenna_base", SCENARIOS,
+    run_plays("game_trap_follower", {"kind": "game_trap_follower"}, "agentic", "antenna_trap", SCENARIOS,
               out=tmp_path / "p.parquet", calls_out=tmp_path / "p.calls.parquet", plays=1, seed=4, max_turns=40,
               references=refs, transcripts_dir=tmp_path / "t")
     play = read_table(tmp_path / "p.parquet", GAME_PLAYS).to_pylist()[0]
     assert play["report"].strip()
     with ScriptedLLMServer([OVERFLOW]) as server:
         row = judge_play(make_agent("judge_local", _spec(server.url)), "judge_local", play,
-                         load_scenario("antenna_base", SCENARIOS))
+                         load_scenario("antenna_trap", SCENARIOS))
     assert row["status"] == "unparsed" and row["error"].startswith("context_overflow: ") and row["total"] is None
     assert len(server.requests) == 1
 
@@ -737,7 +741,7 @@ def test_quota_error_stops_the_play_job_after_one_request(refs, tmp_path, mode):
     quota = {"status": 429, "error": "You exceeded your current quota", "code": "insufficient_quota"}
     with ScriptedLLMServer([quota] * 10) as server:
         with pytest.raises(ProviderFatalError, match="quota exhausted"):
-            run_plays("llm_local", _spec(server.url), mode, "antenna_base", SCENARIOS, plays=3, seed=1, max_turns=10,
+            run_plays("llm_local", _spec(server.url), mode, "antenna_trap", SCENARIOS, plays=3, seed=1, max_turns=10,
                       references=refs, out=tmp_path / "p.parquet", calls_out=tmp_path / "p.calls.parquet",
                       transcripts_dir=tmp_path / "t", spend_dir=tmp_path / "spend")
     assert len(server.requests) == 1 and not (tmp_path / "p.parquet").exists()

@@ -231,7 +231,7 @@ def test_an_eval_set_killed_mid_episode_resumes_and_pays_no_answered_request_twi
 @pytest.mark.parametrize("solver", [None, "react"], ids=["our_loop", "react"])
 def test_the_games_task_plays_a_scenario_and_scores_from_the_plays_table(tmp_path, monkeypatch, solver):
     import yaml
-    from conftest import OWN_SCENARIOS, OWN_SET_GAMES
+    from conftest import NAMED_GAMES, SCENARIOS
     from inspect_ai import eval as inspect_eval
 
     from heuresis.artifacts import paths as P
@@ -240,22 +240,22 @@ def test_the_games_task_plays_a_scenario_and_scores_from_the_plays_table(tmp_pat
 
     monkeypatch.chdir(ROOT)
     results = tmp_path / "results"
-    run_references("weather_base", OWN_SCENARIOS, {"drones": 300, "starts": 1, "verify_fleets": 2},
-                   P.located(P.GAME_REFERENCES, results, scenario="weather_base"))
-    own_set = tmp_path / "own_set.yaml"
-    own_set.write_text(yaml.safe_dump({"games": {**OWN_SET_GAMES, "scenarios_dir": str(OWN_SCENARIOS)}}))
+    run_references("weather_noise", SCENARIOS, {"verify_fleets": 2},
+                   P.located(P.GAME_REFERENCES, results, scenario="weather_noise"))
+    named = tmp_path / "named.yaml"
+    named.write_text(yaml.safe_dump({"games": {**NAMED_GAMES, "scenarios_dir": str(SCENARIOS)}}))
     moves = [{"tool_calls": [[name, args]], "usage": [500, 20]} for name, args in
              [("deploy", {"design": {"engine": 1}, "count": 5}), ("fly", {}),
               ("write_report", {"text": "engines matter"}), ("submit_final_design", {"design": {"engine": 2}})]]
     log = inspect_eval("heuresis_inspect/games", model="heuresis-script/player", display="none", log_dir=str(tmp_path / "logs"),
                        model_args={"script": _script(tmp_path, moves)},
-                       task_args={"results": str(results), "config": ["config/quick.yaml", str(own_set)],
-                                  "scenarios": "weather_base", "agent": "insp",
+                       task_args={"results": str(results), "config": ["config/quick.yaml", str(named)],
+                                  "scenarios": "weather_noise", "agent": "insp",
                                   **({"solver": solver} if solver else {})})[0]
     assert log.status == "success", log.error
     (sample,) = log.samples
-    assert sample.metadata == {"scenario": "weather_base"} and sample.target in ("", [])
-    out = P.located(P.SERVED_PLAY, results, agent="insp", scenario="weather_base")
+    assert sample.metadata == {"scenario": "weather_noise"} and sample.target in ("", [])
+    out = P.located(P.SERVED_PLAY, results, agent="insp", scenario="weather_noise")
     row = read_table(out, GAME_PLAYS).to_pylist()[0]
     calls = read_table(out.with_suffix(".calls.parquet"), GAME_CALLS).to_pylist()
     assert row["status"] == "ok" and row["agent_kind"] == "inspect" and row["tokens_in"] == 2000

@@ -463,7 +463,7 @@ def _scenario():
     from heuresis.causal.games.scenario import load_scenario
     from heuresis.stages.games.workflow import play_seed
 
-    scn = load_scenario("antenna_base", str(ROOT / "config" / "games"))
+    scn = load_scenario("antenna_trap")
     return scn, play_seed(2024, scn.name, 0)
 
 

@@ -146,12 +146,11 @@ def test_single_request_records_a_failure_with_what_it_spent():
 
 def test_game_agents_read_the_data_not_the_text(monkeypatch):
     """Rewording every game tool's text changes nothing an offline game agent does."""
-    from pathlib import Path
 
     from heuresis.causal.games import load_scenarios
     from heuresis.stages.games.play import run_play
 
-    scn = load_scenarios(Path(__file__).resolve().parents[1] / "config" / "games")["antenna_base"]
+    scn = load_scenarios()["antenna_trap"]
     plain = {a: run_play(a, {"kind": a}, scn, seed=2) for a in ("game_bandit", "game_trap_follower")}
     original = harness_tools.Tool.call
 

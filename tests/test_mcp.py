@@ -21,7 +21,7 @@ from pathlib import Path
 import anyio
 import pytest
 import yaml
-from conftest import OWN_SCENARIOS, OWN_SET_GAMES, ROOT, small_lg_split
+from conftest import NAMED_GAMES, ROOT, SCENARIOS, small_lg_split
 from llm_server import CLOCK
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
@@ -513,22 +513,21 @@ asyncio.run(main())
 '''
 
 
-# CausalGame's weather scenario: its environment query (a visible variable answers, a hidden one is refused)
+# the environment query (a visible variable answers, a hidden one is refused)
 CG_GAME_MOVES = [("get_status", {}), ("query_environment", {"variable": "wind_speed"}),
                  ("query_environment", {"variable": "weather"}), ("deploy", {"design": {"antenna": 5}, "count": 5}),
                  ("write_report", {"text": "the antenna's DEF matters"}),
                  ("submit_final_design", {"design": {"antenna": 5}})]
 
 
-@pytest.mark.parametrize(("folder", "name", "moves", "ok"), [
-    ("config/games", "weather_base", GAME_MOVES, [True, False, True, False, True, True]),
-    ("config/games/causalgame", "weather_noise", CG_GAME_MOVES, [True, True, False, True, True, True])])
-def test_external_command_plays_a_game_like_the_scripted_agent(tmp_path, folder, name, moves, ok):
+@pytest.mark.parametrize(("moves", "ok"), [(GAME_MOVES, [True, False, True, False, True, True]),
+                                           (CG_GAME_MOVES, [True, True, False, True, True, True])])
+def test_external_command_plays_a_game_like_the_scripted_agent(tmp_path, moves, ok):
     """The games' agentic mode through the same bridge: the same calls, stages and outcome as the built-in loop."""
     from heuresis.causal.games import load_scenarios
     from heuresis.stages.games.play import run_play
 
-    scn = load_scenarios(ROOT / folder)[name]
+    scn = load_scenarios(SCENARIOS)["weather_noise"]
     (tmp_path / "client.py").write_text(GAME_CLIENT)
     ext = run_play("player", {"kind": "external", "command": ["python", str(tmp_path / "client.py"),
                                                              json.dumps(moves)],
@@ -718,15 +717,14 @@ def test_cli_serves_a_game_play_over_stdio(tmp_path, monkeypatch):
     from heuresis.artifacts.schemas import GAME_CALLS, GAME_PLAYS
     from heuresis.stages.games.workflow import run_references
 
-    folder = OWN_SCENARIOS
-    run_references("weather_base", folder, {"drones": 300, "starts": 1, "verify_fleets": 2},
-                   tmp_path / "games" / "references" / "weather_base.parquet")
-    own_set = tmp_path / "own_set.yaml"
-    own_set.write_text(yaml.safe_dump({"games": {**OWN_SET_GAMES, "scenarios_dir": str(folder)}}))
+    run_references("weather_noise", SCENARIOS, {"verify_fleets": 2},
+                   tmp_path / "games" / "references" / "weather_noise.parquet")
+    named = tmp_path / "named.yaml"
+    named.write_text(yaml.safe_dump({"games": {**NAMED_GAMES, "scenarios_dir": str(SCENARIOS)}}))
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "heuresis.cli", "serve-play", "weather_base", "--no-base", "--config", str(ROOT / "config" / "config.yaml"),
-              "--config", str(ROOT / "config" / "quick.yaml"), "--config", str(own_set),
+        args=["-m", "heuresis.cli", "serve-play", "weather_noise", "--no-base", "--config", str(ROOT / "config" / "config.yaml"),
+              "--config", str(ROOT / "config" / "quick.yaml"), "--config", str(named),
               "--agent", "player", "--results", str(tmp_path),
               "--idle-timeout", "60"],
         env={k: v for k, v in os.environ.items() if k in ("PATH", "PYTHONPATH", "LITELLM_LOCAL_MODEL_COST_MAP")},
@@ -738,10 +736,11 @@ def test_cli_serves_a_game_play_over_stdio(tmp_path, monkeypatch):
             return tools, [await client.call_tool(n, a) for n, a in GAME_MOVES]
 
     tools, results = anyio.run(play)
-    # no measure tool: no scenario offers a look at a hidden variable unless its file declares one
-    assert tools == {"get_status", "get_history", "deploy", "submit_final_design", "write_report", "run_code"}
+    # no measure tool: only the hidden_measurements ablation offers a look at a hidden variable
+    assert tools == {"get_status", "get_history", "deploy", "submit_final_design", "write_report", "run_code",
+                     "query_environment"}
     assert [r.is_error for r in results] == [False, True, False, True, False, False]
-    out = tmp_path / "games" / "plays" / "player" / "agentic" / "served-weather_base.parquet"
+    out = tmp_path / "games" / "plays" / "player" / "agentic" / "served-weather_noise.parquet"
     _wait_for_file(out)
     row = read_table(out, GAME_PLAYS).to_pylist()[0]
     assert (row["agent_kind"], row["termination"], row["submitted"]) == ("external", "submitted", True)

@@ -22,7 +22,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from conftest import OWN_SET_GAMES, ROOT
+from conftest import NAMED_GAMES, ROOT
 
 from heuresis.config import ConfigError
 from heuresis.config.loading import read_config_files
@@ -325,8 +325,8 @@ PLUGIN_RUN = {
     "instances": {"d": 4, "n": 100, "n_dev": 1, "n_test": 1},
     "episodes": {"grids": {"example": {"agents": ["example"], "guided": [True, False], "families": ["lg"]}},
                  "run": ["example"]},
-    "games": {**OWN_SET_GAMES, "scenarios": ["antenna_base"], "agents": ["example_player"], "plays": 1,
-              "search": {"drones": 300, "starts": 1, "verify_fleets": 2}},
+    "games": {**NAMED_GAMES, "scenarios": ["antenna_trap"], "agents": ["example_player"], "plays": 1,
+              "search": {"verify_fleets": 2}},
 }
 
 
@@ -453,7 +453,7 @@ def test_the_example_runs_an_episode_and_a_play_through_the_workflow(site, tmp_p
     assert f"{ENTRY_POINTS['example_one_algorithm']} ({DIST} {VERSION})" in (res / "tables/table12.md").read_text()
 
     # games: the play is recorded with its kind and class; it submitted the better of its two deployments
-    plays_path = res / "games/plays/example_player/agentic/antenna_base.parquet"
+    plays_path = res / "games/plays/example_player/agentic/antenna_trap.parquet"
     play = read_table(plays_path, GAME_PLAYS).to_pandas().iloc[0]
     assert (play.agent, play.agent_kind, play.status, play.termination, play.deployments) == (
         "example_player", "python", "ok", "submitted", 2)
@@ -468,5 +468,5 @@ def test_the_example_runs_an_episode_and_a_play_through_the_workflow(site, tmp_p
                                                "distribution": DIST, "version": VERSION}
     assert pprov["packages"][DIST] == VERSION
     table = pd.read_parquet(res / "tables/games_antenna.parquet")
-    mine = table[(table.agent == "example_player") & (table.scenario == "antenna_base")]
+    mine = table[(table.agent == "example_player") & (table.scenario == "antenna_trap")]
     assert len(mine) == 1 and mine.survival.iloc[0] == pytest.approx(play.survival)

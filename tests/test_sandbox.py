@@ -24,7 +24,7 @@ from heuresis.harness.sandbox import (
 
 sys.path.insert(0, str(Path(__file__).parent))
 import sandbox_attacks
-from conftest import OWN_SCENARIOS
+from conftest import SCENARIOS
 
 DATA = np.arange(12.0).reshape(4, 3)
 HERE = Path(__file__).resolve().parent
@@ -176,13 +176,13 @@ def _keys(obj) -> set:
     return set()
 
 
-@pytest.mark.parametrize("name", ["antenna_base", "zone_base", "weather_base"])
+@pytest.mark.parametrize("name", ["antenna_trap", "deployment_zone_trap_categorical", "weather_noise"])
 def test_game_tools_reveal_no_hidden_parameters_or_stage2_draw(name):
     from heuresis.causal.games import Game, load_scenario
     from heuresis.harness.game_tools import game_tools
     from heuresis.harness.tools import ToolError
 
-    scn = load_scenario(name, OWN_SCENARIOS)
+    scn = load_scenario(name, SCENARIOS)
     game = Game(scn, seed=5)
     tools = game_tools(game)
     design = scn.spec["standard_design"]
@@ -196,10 +196,9 @@ def test_game_tools_reveal_no_hidden_parameters_or_stage2_draw(name):
     for t in texts[:3]:
         keys = _keys(json.loads(t))
         # the SCM's parameters (hit points, target weights, damage, detection, combat, seed) are never keys
-        hidden = {k for k in scn.spec if k not in ("name", "budgets", "components", "equipment", "def_budget",
-                                                   "selection_bias", "description", "family", "variant", "bias",
-                                                   "history", "threshold")}
-        # history: the free flights, shown by design; threshold: the victory condition, told in the task
+        hidden = {k for k in scn.spec if k not in ("name", "components", "equipment", "def_budget", "selection_bias",
+                                                   "variant", "source")}
+        # source: a flight's origin (history or stage1) shares its name with the file's citation of its source
         assert not keys & (hidden | {"hp", "target_weight", "critical", "seed"}), (keys & hidden)
     assert str(scn.spec["seed"]) not in "".join(texts)
     assert game.stage2 is None and "stage2_survival" not in "".join(texts)   # nothing of Stage 2 is drawn yet

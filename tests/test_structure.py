@@ -175,7 +175,8 @@ def test_the_layers_are_ordered_and_name_every_module():
     assert len(modules) > 80
     assert {layer_of(m, graph=graph) for m in modules} == set(range(len(package_layers())))   # no empty layer
     assert layer_of("heuresis.harness.protocol") < layer_of("heuresis.agents.llm") < layer_of("heuresis.stages.episodes")
-    game = ["heuresis.causal.games.scm", "heuresis.harness.game_tools", "heuresis.agents.players", "heuresis.stages.games.play"]
+    game = ["heuresis.causal.games.causalgame", "heuresis.harness.game_tools", "heuresis.agents.players",
+            "heuresis.stages.games.play"]
     assert [layer_of(m) for m in game] == sorted(layer_of(m) for m in game) and len({layer_of(m) for m in game}) == 4
 
 

@@ -201,7 +201,7 @@ _EDITS = {
     "an agent no grid uses": "agents:\n  spare_merge: {kind: merge, k: 3}\n",
     "a family": ("families:\n  smooth:\n    root_noise: [1.0, 1.0]\n    kinds:\n"
                  "      sigmoid: {weight: 1, noise: [0.2, 0.3]}\n"),
-    "a games scenario": "games:\n  scenarios: [antenna_base, zone_base, weather_base]\n",
+    "a games scenario": "games:\n  scenarios: [antenna_trap, deployment_zone_trap_categorical, weather_noise]\n",
     "a games agent": "games:\n  agents: [game_random, game_trap_follower, game_greedy]\n",
     "a judge": ("agents:\n  judge_local: {kind: llm, model: openai/judge, api_base: 'http://127.0.0.1:9/v1',"
                 " requires_key: false, prices: {input_per_mtok: 0, output_per_mtok: 0}}\n"

@@ -52,15 +52,14 @@ episodes:                 # every analysis table gets content from 10 short jobs
     tiny_budgets: {agents: [shortcut], guided: [true], budget: [one_turn], last_turn: [none, once, retry],
                    families: [lg]}
   run: [tiny, tiny_toolbox, tiny_prompts, tiny_budgets]
-games:                      # two scenarios, two offline players, one play, a short reference search
-  scenarios_dir: config/games   # this track's own set (CausalGame's: the default folder)
-  test_variants: {count: 0}     # test variants are drawn from CausalGame scenarios
-  scenarios: [antenna_base, zone_base]
+games:                      # two scenarios, two offline players, one play, references on two fleets
+  test_variants: {count: 0}
+  scenarios: [antenna_trap, deployment_zone_trap_categorical]
   ablations: []
   agents: [game_random, game_trap_follower]
   plays: 1
   baseline_plays: 1
-  search: {drones: 300, starts: 1, verify_fleets: 2}
+  search: {verify_fleets: 2}
 """
 CONFIG = ["--configfile", "config/quick.yaml", "config/tiny.yaml"]
 ANALYSIS_TABLES = ["table4", "table6", "table7", "table8", "table9", "table10", "table12", "table13"]

@@ -18,10 +18,9 @@ rate (the bandit: the best posterior mean among deployed designs).
   the history, deploys an even spread, and submits what the correlational reading recommends;
 * ``game_mechanism`` — mechanism-aware: it knows the family's causal structure
   (:data:`STRUCTURE`: which parts are critical, that a working antenna draws detection, which
-  parts storms damage, that the EMI filter prevents failures and the shield absorbs them, that
-  camera and gun lower the enemy's accuracy and damage) but none of its parameters.  The
-  structure fixes the *form* of the design (no DEF on the antenna, equipment that prevents a
-  failure fitted, the whole DEF budget spent); the Stage-1 budget chooses the *amounts* — the
+  parts storms damage, that the shield absorbs EMI failures, that camera and gun lower the
+  enemy's accuracy and damage) but none of its parameters.  The structure fixes the *form* of
+  the design (no DEF on the antenna, the whole DEF budget spent); the Stage-1 budget chooses the *amounts* — the
   share of DEF on camera and gun and the share on the exposed parts (storm-damaged parts, or
   the shield) — from a 3 x 3 grid of designs, one deployment each, read through a
   main-effects model of the observed survival rates (each level pooled over three
@@ -294,18 +293,18 @@ class TrapFollowerAgent(GameAgent):
 #: ``silent``: a working part that raises detection (leave it bare so it fails and goes silent);
 #: ``combat``: parts whose condition lowers the enemy's accuracy and damage; ``exposed``: parts
 #: damaged directly by the family's hazard (storms; for the zone family the shield, which absorbs
-#: the damage of EMI failures); ``prevent``: equipment that prevents a hazard outright;
+#: the damage of EMI failures);
 #: ``exposed_shares``: the shares of the exposed parts tried in Stage 1 — higher in the weather
 #: family, whose main hazard (storms) damages the exposed parts directly.
 STRUCTURE = {
     "antenna": {"critical": ("engine", "cockpit", "wing", "body"), "silent": ("antenna",),
-                "combat": ("gun", "camera"), "exposed": ("wing", "engine"), "prevent": (),
+                "combat": ("gun", "camera"), "exposed": ("wing", "engine"),
                 "exposed_shares": (0.0, 0.2, 0.6)},
     "zone": {"critical": ("engine", "cockpit", "wing", "body"), "silent": ("antenna",),
-             "combat": ("gun", "camera"), "exposed": ("shield",), "prevent": ("emi_filter",),
+             "combat": ("gun", "camera"), "exposed": ("shield",),
              "exposed_shares": (0.0, 0.2, 0.6)},
     "weather": {"critical": ("engine", "cockpit", "wing", "body"), "silent": ("antenna",),
-                "combat": ("gun", "camera"), "exposed": ("wing", "engine"), "prevent": (),
+                "combat": ("gun", "camera"), "exposed": ("wing", "engine"),
                 "exposed_shares": (0.4, 0.7, 1.0)},
 }
 
@@ -323,7 +322,7 @@ def _fill(vec: np.ndarray, idx: list[int], caps: list[int], amount: int) -> int:
 def structured_design(space: DesignSpace, structure: dict, combat: float, exposed: float) -> dict:
     """The design of the structural form with ``combat`` and ``exposed`` shares of the DEF budget.
 
-    Prevention equipment first (when it fits), no DEF on silent parts; of the remaining points the
+    No DEF on silent parts; of the DEF budget the
     share ``combat`` goes to the combat parts, then the share ``exposed`` of the rest to the
     exposed parts; everything left is spread over the critical parts (then over any part that
     still has room), so the whole budget is spent.
@@ -332,12 +331,6 @@ def structured_design(space: DesignSpace, structure: dict, combat: float, expose
     C = len(comps)
     vec = np.zeros(C + len(space.equipment), dtype=np.int64)
     room = space.budget
-    for e in structure["prevent"]:
-        if e in space.equipment:
-            k = space.equipment.index(e)
-            if space.costs[k] <= room:
-                vec[C + k] = 1
-                room -= space.costs[k]
     at = [comps.index(c) for c in comps]
     combat_idx = [comps.index(c) for c in structure["combat"] if c in comps]
     exposed_idx = [comps.index(c) for c in structure["exposed"] if c in comps]
@@ -394,7 +387,6 @@ class MechanismAgent(GameAgent):
         yield from self.finish(designs[best], (
             f"Mechanism-aware baseline ({family} family structure, no parameters): no DEF on "
             f"{', '.join(structure['silent'])} (a working one raises detection), "
-            + (f"{', '.join(structure['prevent'])} fitted, " if structure["prevent"] else "")
             + f"{combat[best[0]]:.0%} of the DEF on {' and '.join(structure['combat'])}, "
             f"{exposed[best[1]]:.0%} of the rest on {' and '.join(structure['exposed'])}, the remainder on the "
             f"critical parts; the shares chosen from Stage-1 survival rates (main-effects model over a 3 x 3 grid)."))

@@ -657,9 +657,9 @@ GAME_PLAYS = _schema("game_plays", 3, [
     ("survival", pa.float64(), "Stage-2 survival rate (0 when unsubmitted)"),
     ("threshold", pa.float64(), "win threshold (references)"),
     ("won", pa.bool_(), "survival >= threshold"),
-    ("optimum", pa.float64(), "the optimum over the agent's action space: CausalGame's scenarios the exact "
-                              "optimum over the integer lattice (references' integer_optimum), this track's own "
-                              "the verified optimum (references' optimum)"),
+    ("optimum", pa.float64(), "the optimum over the agent's action space: the exact optimum over the integer "
+                              "lattice (references' integer_optimum; the lattice's optimum where it was not "
+                              "computed)"),
     ("gap", pa.float64(), "optimum - survival"),
     ("deployments", pa.int32(), "Stage-1 deployments flown"),
     ("drones_used", pa.int32(), "Stage-1 drones flown"),

@@ -11,7 +11,6 @@ from heuresis.artifacts.io import atomic_write_text
 from heuresis.artifacts.provenance import code_version
 from heuresis.artifacts.report import format_interval
 from heuresis.causal.games import Game, exact
-from heuresis.causal.games import causalgame as cg
 from heuresis.causal.games.game import GameError
 from heuresis.causal.games.references import scenario_references
 from heuresis.causal.games.scenario import load_scenario, load_scenarios, scenario_dir
@@ -38,16 +37,16 @@ def _status_text(status: Mapping) -> str:
             lines.append(f"  {label}: {json.dumps(space[key])}")
     queries = f"; environment queries left: {status['env_queries_left']}" if "env_queries_left" in status else ""
     lines.append(f"  visible variables: {', '.join(status.get('visible_variables', [])) or 'none'}{queries}; "
-                 f"free history: {status.get('history_records', status.get('history_flights'))} records")
+                 f"free history: {status.get('history_records')} records")
     lines.append(f"  report: {'committed' if status.get('report_committed') else 'not committed yet'}")
     known = {"scenario", "stage", "design_space", "stage1", "visible_variables", "env_queries_left",
-             "history_records", "history_flights", "report_committed"}
+             "history_records", "report_committed"}
     lines += [f"  {k}: {json.dumps(v)}" for k, v in status.items() if k not in known]
     return "\n".join(lines)
 
 
 def _parse_design(text: str) -> dict:
-    """A design typed by a human: JSON (``{"engine": 3}``) or ``engine=3 wing=4 emi_filter=yes``."""
+    """A design typed by a human: JSON (``{"engine": 30}``) or ``engine=30 wing=15 antenna_type=standard``."""
     text = text.strip()
     if text.startswith("{"):
         return json.loads(text)
@@ -55,20 +54,21 @@ def _parse_design(text: str) -> dict:
     for part in text.replace(",", " ").split():
         key, sep, val = part.partition("=")
         if not sep:
-            raise ValueError(f"cannot read {part!r}: write component=points, e.g. engine=3")
+            raise ValueError(f"cannot read {part!r}: write component=points, e.g. engine=30")
         low = val.lower()
-        out[key] = True if low in ("yes", "true", "on") else False if low in ("no", "false", "off") else int(val)
+        out[key] = (True if low in ("yes", "true", "on") else False if low in ("no", "false", "off")
+                    else int(val) if val.lstrip("-").isdigit() else val)   # an equipment slot's choice by name
     return out
 
 
 _PLAY_HELP = """commands:
   status                          design space and budgets left (status --json: as the agents get it)
   history                         every observed flight (free history and your deployments)
-  deploy COUNT DESIGN             fly COUNT drones, e.g.  deploy 20 engine=3 wing=4 camera=2
-  query VARIABLE                  summarise a visible environment variable over the rows seen (CausalGame's
-                                  scenarios, within their query budget)
+  deploy COUNT DESIGN             fly COUNT drones, e.g.  deploy 20 engine=30 wing=15 body=15
+  query VARIABLE                  summarise a visible environment variable over the rows seen (within the
+                                  scenario's query budget)
   report TEXT                     commit your report (once, before submitting)
-  submit DESIGN                   the final design (once, irreversible), e.g.  submit engine=4 wing=5
+  submit DESIGN                   the final design (once, irreversible), e.g.  submit engine=30 wing=15
   help | quit"""
 
 
@@ -140,8 +140,6 @@ def _design_text(design: dict) -> str:
 
 def _beside_optimum(scn, design: dict) -> str:
     """The submitted design's exact survival beside the best design of the scenario's lattice."""
-    if not isinstance(scn, cg.CGScenario):
-        return f"the optimum of this scenario is searched by simulation: heuresis game-references {scn.name}"
     best, yours = exact.exact_optimum(scn), exact.exact_survival(scn, design)
     gap = "as good as the best" if yours >= best.value - 1e-9 else f"{best.value - yours:.3f} below the best"
     return (f"your design's exact survival: {yours:.3f}, {gap}: {_design_text(best.design)} survives {best.value:.3f} "
@@ -149,15 +147,13 @@ def _beside_optimum(scn, design: dict) -> str:
 
 
 def cmd_game_references(args: argparse.Namespace) -> int:
-    """Optimum, trap, standard and threshold of game scenarios; writes JSON (the tests' golden file)."""
+    """Optimum, trap, standard and threshold of game scenarios; writes JSON with ``--out``."""
     scns = load_scenarios(args.scenarios, args.scenario or None)
     if not scns:
         raise ValueError(f"no scenario file (*.yaml) in {args.scenarios or scenario_dir()}")
     out: dict = {"_about": {"command": "heuresis game-references", "code": code_version(),
-                            "note": "optimum on search.drones CRN drones (enumerated or searched, see "
-                                    "optimum_method; a CausalGame scenario's is exact), verified on "
-                                    "search.verify_fleets fresh 1,000-drone fleets; trap and standard on the same "
-                                    "fleets"}}
+                            "note": "optimum, trap and standard exact (the lattice of DEF steps of 5 and the "
+                                    "full integer lattice), each flown on 10 fresh Stage-2 fleets"}}
     for name, scn in scns.items():
         ref = scenario_references(scn)
         out[name] = ref.as_dict()

@@ -29,12 +29,14 @@ from heuresis.causal.games.game import Deployment, Game, GameError
 from heuresis.harness.sandbox import SandboxLimits, run_code
 from heuresis.harness.tools import Tool, ToolError, ToolResult
 
-__all__ = ["ANALYSIS_TOOL_NAMES", "GAME_TOOL_NAMES", "design_schema", "flight_files", "game_tools", "rows_csv"]
+__all__ = ["ANALYSIS_TOOL_NAMES", "GAME_TOOL_NAMES", "MISLEADING_QUESTION", "REPORT_QUESTION", "design_schema", "flight_files",
+           "game_tools", "report_question", "rows_csv"]
 
 GAME_TOOL_NAMES = ("get_status", "get_history", "deploy", "write_report", "submit_final_design")
-#: What the report answers (this track's scenarios; CausalGame's ask no question about misleading patterns).
-REPORT_QUESTION = "what drives survival, why drones failed, which observed patterns were misleading and why"
-REPORT_QUESTION_CAUSALGAME = "what drives survival and why drones failed"
+#: What the report answers (CausalGame's question).
+REPORT_QUESTION = "what drives survival and why drones failed"
+#: What the report answers under the ``misleading_question`` ablation, which also asks about misleading patterns.
+MISLEADING_QUESTION = "what drives survival, why drones failed, which observed patterns were misleading and why"
 #: The agentic mode's analysis tools (the code tool only where the code tool's isolation is not ``off``).
 ANALYSIS_TOOL_NAMES = ("run_code", "measure", "query_environment")
 
@@ -42,37 +44,38 @@ ANALYSIS_TOOL_NAMES = ("run_code", "measure", "query_environment")
 def design_schema(game: Game) -> dict:
     """JSON schema of a design in this scenario (caps as maxima; the total budget is checked after)."""
     space = game.space
-    if game.causalgame:
-        spec = game.scn.spec
-        props: dict[str, dict] = {
-            c: {"type": "integer", "minimum": 0, "maximum": cap,
-                "description": f"DEF on {c} (0..{cap}; default {spec['components'][c]['default_def']})"}
-            for c, cap in zip(space.components, space.caps)}
-        for slot, cfg in game.choices.items():
-            options = list(cfg["options"])
-            props[slot] = {"type": "boolean" if any(isinstance(o, bool) for o in options) else "string",
-                           "enum": options, "description": f"one {slot} (default {cfg['default']})"}
-        if spec.get("flight_profiles"):
-            props["flight_profile"] = {"type": "string", "enum": list(spec["flight_profiles"]),
-                                       "description": "the altitude band the drones fly at (default: the zone's)"}
-        return {"type": "object", "properties": props, "additionalProperties": False,
-                "description": f"DEF points per component (omitted = the component's default); total at most "
-                               f"{space.budget}"}
-    props = {c: {"type": "integer", "minimum": 0, "maximum": cap, "description": f"DEF on {c} (cap {cap})"}
-             for c, cap in zip(space.components, space.caps)}
-    props.update({e: {"type": "boolean", "description": f"fit {e} (costs {k} DEF points)"}
-                  for e, k in zip(space.equipment, space.costs)})
+    spec = game.scn.spec
+    props: dict[str, dict] = {
+        c: {"type": "integer", "minimum": 0, "maximum": cap,
+            "description": f"DEF on {c} (0..{cap}; default {spec['components'][c]['default_def']})"}
+        for c, cap in zip(space.components, space.caps)}
+    for slot, cfg in game.choices.items():
+        options = list(cfg["options"])
+        props[slot] = {"type": "boolean" if any(isinstance(o, bool) for o in options) else "string",
+                       "enum": options, "description": f"one {slot} (default {cfg['default']})"}
+    if spec.get("flight_profiles"):
+        props["flight_profile"] = {"type": "string", "enum": list(spec["flight_profiles"]),
+                                   "description": "the altitude band the drones fly at (default: the zone's)"}
     return {"type": "object", "properties": props, "additionalProperties": False,
-            "description": f"DEF points per component (omitted = 0); total at most {space.budget} including "
-                           f"equipment costs"}
+            "description": f"DEF points per component (omitted = the component's default); total at most "
+                           f"{space.budget}"}
+
+
+def report_question(game: Game) -> str:
+    """What the play's report answers: CausalGame's question, or the ``misleading_question`` ablation's."""
+    return MISLEADING_QUESTION if "misleading_question" in game.scn.disclosures else REPORT_QUESTION
 
 
 def rows_csv(rows: list[dict]) -> str:
-    """Per-drone rows as CSV text (header from the first row; empty without rows)."""
+    """Rows as CSV text: every key of any row, in order of first appearance, a row's missing ones left empty.
+
+    A free history of survivors only has no counts, so its flight groups lack the columns a Stage-1
+    deployment has (``returned``, ``destroyed``, ...); an empty text without rows.
+    """
     if not rows:
         return ""
     buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
+    w = csv.DictWriter(buf, fieldnames=list(dict.fromkeys(k for r in rows for k in r)), lineterminator="\n")
     w.writeheader()
     w.writerows(rows)
     return buf.getvalue()
@@ -87,7 +90,7 @@ def flight_files(game: Game) -> dict[str, str]:
     space = game.space
     deps, drones = [], []
     for d in game.observed():
-        slots = list(game.choices) if game.causalgame else []
+        slots = list(game.choices)
         summ = d.summary()
         deps.append({"source": summ.pop("source"), "deployment": summ.pop("deployment"),
                      **{k: v for k, v in summ.items() if k != "design"},
@@ -173,8 +176,7 @@ def game_tools(game: Game, *, analysis: bool = False, code_isolation: str = "off
     def tool(name, description, params, fn):
         return Tool(name, description, {"type": "object", "additionalProperties": False, **params}, guard(fn))
 
-    own = game.causalgame and "misleading_question" not in game.scn.disclosures
-    question = REPORT_QUESTION_CAUSALGAME if own else REPORT_QUESTION
+    question = report_question(game)
     report_text = {"type": "string", "minLength": 1, "description": question}
     out = {
         "get_status": tool("get_status", "The design space (components, caps, equipment, DEF budget), the visible "

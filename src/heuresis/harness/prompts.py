@@ -31,7 +31,7 @@ MODE_PROMPTS = {
                 "nudge": "game_nudge"},
     "prompting": {"system": "game_prompting_system", "task": "game_task", "hints": "game_hints",
                   "format": "game_prompting_format", "result": "game_prompting_result",
-                  "retry": "game_prompting_retry"},
+                  "retry": "game_prompting_retry", "query": "game_prompting_query"},
 }
 #: The games judge's templates (:mod:`heuresis.stages.games.judge`).
 JUDGE_PROMPTS = ("game_judge_system", "game_judge")
@@ -40,9 +40,8 @@ LEAKAGE_PROMPTS = ("leakage_system", "leakage")
 
 
 def play_prompts(mode: str) -> list[str]:
-    """Every template a play of ``mode`` may be built from (either scenario set, the debrief included)."""
-    return [*MODE_PROMPTS[mode].values(), "game_task_causalgame", "game_debrief",
-            *(["game_prompting_query"] if mode == "prompting" else [])]
+    """Every template a play of ``mode`` may be built from (the debrief included)."""
+    return [*MODE_PROMPTS[mode].values(), "game_debrief"]
 
 LAST_TURN_TEXT = {
     "none": "the episode ends at once and your working graph is scored as unfinished.",

@@ -159,8 +159,12 @@ def _even(space: dict) -> dict:
 
 
 def _best_of_history(history: dict) -> list[dict]:
-    """The design of the free history with the best observed survival rate (none without a history)."""
-    rows = [h for h in history.get("history") or [] if h.get("count")]
-    if not rows:
-        return []
-    return [dict(max(rows, key=lambda h: h["returned"] / h["count"])["design"])]
+    """The design of the free history with the best observed survival rate (none without a history).
+
+    A history of survivors only counts no losses: then its first flight group's design.
+    """
+    groups = history.get("history") or []
+    counted = [h for h in groups if h.get("count")]
+    if counted:
+        return [dict(max(counted, key=lambda h: h["returned"] / h["count"])["design"])]
+    return [dict(groups[0]["design"])] if groups else []

@@ -35,21 +35,20 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
-from heuresis.causal.games.design import ABLATION_SEP, DesignSpace, follows_pattern
-from heuresis.config.loading import CHECKOUT
+from heuresis.causal.games.design import ABLATION_SEP, DesignError, DesignSpace, follows_pattern
+from heuresis.config.loading import CHECKOUT, read_yaml
 
 __all__ = [
     "CRITICAL",
     "DISCLOSURES",
     "MEASURABLE",
     "TARGET_WEIGHTS",
-    "CGDesignError",
-    "CGScenario",
+    "DesignError",
     "EnvQuery",
     "EnvQueryBudgetError",
     "Fleet",
+    "Scenario",
     "ablation",
     "agent_view",
     "agility",
@@ -93,12 +92,8 @@ DISCLOSURES = ("component_hits", "returned_only_note", "misleading_question", "h
 MEASURABLE = {"antenna": ("weather_pattern",), "zone": ("mission_zone", "emi_level"), "weather": ("weather_pattern",)}
 
 
-class CGDesignError(ValueError):
-    """A design outside a CausalGame scenario's action space (the message names the field)."""
-
-
 @dataclass
-class CGScenario:
+class Scenario:
     """One CausalGame scenario: its file's mapping, with accessors for the parts the simulator reads."""
 
     spec: dict[str, Any]
@@ -200,27 +195,27 @@ class CGScenario:
                 continue
             c = k[:-4] if k.endswith("_def") else k
             if c not in comps:
-                raise CGDesignError(f"{self.name}: design.{k}: unknown component; known: {list(comps)}")
+                raise DesignError(f"{self.name}: design.{k}: unknown component; known: {list(comps)}")
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not 0 <= v <= cap:
-                raise CGDesignError(f"{self.name}: design.{k}: DEF must be an integer in [0, {cap}], got {v!r}")
+                raise DesignError(f"{self.name}: design.{k}: DEF must be an integer in [0, {cap}], got {v!r}")
             out[c] = int(v)
         budget = self.spec.get("def_budget")
         total = sum(out[c] for c in comps)
         if enforce_budget and budget is not None and total > budget:
             kept = [f"{c} {out[c]}" for c in comps if c not in design and f"{c}_def" not in design]
-            raise CGDesignError(f"{self.name}: design: total DEF {total} exceeds the budget def_budget={budget}"
+            raise DesignError(f"{self.name}: design: total DEF {total} exceeds the budget def_budget={budget}"
                                 + (f" (the components it leaves out keep their defaults: {', '.join(kept)})"
                                    if kept else ""))
         if "flight_profile" in design:
             fp = design["flight_profile"]
             if fp not in self.spec.get("flight_profiles", []):
                 known = self.spec.get("flight_profiles", [])
-                raise CGDesignError(f"{self.name}: design.flight_profile: {fp!r} is not one of {known}")
+                raise DesignError(f"{self.name}: design.flight_profile: {fp!r} is not one of {known}")
             out["flight_profile"] = fp
         for slot, cfg in slots.items():
             m = design.get(slot, cfg["default"])
             if m not in cfg["options"]:
-                raise CGDesignError(f"{self.name}: design.{slot}: unknown choice {m!r}; known: {list(cfg['options'])}")
+                raise DesignError(f"{self.name}: design.{slot}: unknown choice {m!r}; known: {list(cfg['options'])}")
             out[slot] = m
         return out
 
@@ -233,10 +228,13 @@ def _read_spec(path: Path) -> dict:
 
 @functools.lru_cache(maxsize=256)
 def _parse_spec(path: str, mtime_ns: int, size: int) -> dict:
-    return yaml.load(Path(path).read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    spec = read_yaml(path, "scenario file")   # safe YAML; an error names the file, line and column
+    if not isinstance(spec, dict):
+        raise ValueError(f"scenario file {path}: the file must hold a mapping")
+    return spec
 
 
-def load_cg(name_or_path: str | Path, folder: str | Path | None = None) -> CGScenario:
+def load_cg(name_or_path: str | Path, folder: str | Path | None = None) -> Scenario:
     """Load one CausalGame scenario file (by name from ``config/games/causalgame``, or a path), resolving ``extends``."""
     folder = Path(folder) if folder is not None else CG_DIR
     p = Path(name_or_path)
@@ -262,10 +260,10 @@ def load_cg(name_or_path: str | Path, folder: str | Path | None = None) -> CGSce
     shared = next((k for k, (a, b) in enumerate(zip(words, base)) if a != b), min(len(words), len(base)))
     spec["variant"] = "_".join(words[shared:]) or "base"
     spec["selection_bias"] = bool(spec["hide_failed_drones"])
-    return CGScenario(spec, str(path))
+    return Scenario(spec, str(path))
 
 
-def ablation(scn: CGScenario, disclosure: str) -> CGScenario:
+def ablation(scn: Scenario, disclosure: str) -> Scenario:
     """The scenario with one of this track's extra disclosures (:data:`DISCLOSURES`): ``NAME~DISCLOSURE``.
 
     Everything else is the scenario's own (its SCM, seed, history, references); the ablation's
@@ -276,10 +274,10 @@ def ablation(scn: CGScenario, disclosure: str) -> CGScenario:
                          f"known: {list(DISCLOSURES)}")
     spec = {**scn.spec, "name": f"{scn.name}{ABLATION_SEP}{disclosure}", "disclosures": [disclosure],
             "variant": f"{scn.spec['variant']}{ABLATION_SEP}{disclosure}", "ablation_of": scn.name, "control": None}
-    return CGScenario(spec, scn.path)
+    return Scenario(spec, scn.path)
 
 
-def load_cg_all(folder: str | Path | None = None) -> dict[str, CGScenario]:
+def load_cg_all(folder: str | Path | None = None) -> dict[str, Scenario]:
     """Every CausalGame scenario of ``folder`` (default ``config/games/causalgame``), by name."""
     folder = Path(folder) if folder is not None else CG_DIR
     return {p.stem: load_cg(p) for p in sorted(folder.glob("*.yaml"))}
@@ -355,13 +353,13 @@ class Fleet:
         return float(self.returned.mean())
 
 
-def fly(scn: CGScenario, design: Mapping[str, Any], n: int, rng: np.random.Generator, stage: int = 1,
+def fly(scn: Scenario, design: Mapping[str, Any], n: int, rng: np.random.Generator, stage: int = 1,
         enforce_budget: bool = True, force: Mapping[str, Any] | None = None) -> Fleet:
     """Fly ``n`` drones of ``design`` through ``scn``'s SCM, combat and judge.
 
     Parameters
     ----------
-    scn : CGScenario
+    scn : Scenario
         The scenario.
     design : Mapping
         ``{component or component_def: DEF, module: name}``; left-out components keep their default DEF.
@@ -618,7 +616,7 @@ _MODELS = {"antenna": _antenna, "zone": _zone, "weather": _weather}
 
 
 # --- what the agent is shown ------------------------------------------------------------------------
-def agent_view(scn: CGScenario, fleet: Fleet, rng: np.random.Generator | None = None,
+def agent_view(scn: Scenario, fleet: Fleet, rng: np.random.Generator | None = None,
                design: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """A deployment's result as CausalGame's agent sees it (``drone_sheet.filter_result_for_agent``, ``action_space.py``).
 
@@ -683,7 +681,7 @@ _ZONE_HIGH_DEF = {"engine": 30, "cockpit": 30, "wing": 25, "body": 25, "antenna"
 _ZONE_LOCAL = {"engine": 35, "cockpit": 30, "wing": 30, "body": 25, "antenna": 15, "camera": 10, "gun": 10, "shield": 5}
 
 
-def history_groups(scn: CGScenario) -> list[tuple[str, dict[str, Any], dict[str, Any] | None]]:
+def history_groups(scn: Scenario) -> list[tuple[str, dict[str, Any], dict[str, Any] | None]]:
     """The history's row groups: (``"all"``, ``"third"`` (rows i % 3 == 0) or ``"rest"``; design; forced environment)."""
     std = dict(scn.spec["standard_design"])
     bias = scn.spec["resources"]["initial_observation_bias"]
@@ -707,7 +705,7 @@ def history_groups(scn: CGScenario) -> list[tuple[str, dict[str, Any], dict[str,
     raise ValueError(f"{scn.name}: resources.initial_observation_bias: unknown bias {bias!r}")
 
 
-def history(scn: CGScenario, rng: np.random.Generator, include_failed: bool = False) -> list[dict[str, Any]]:
+def history(scn: Scenario, rng: np.random.Generator, include_failed: bool = False) -> list[dict[str, Any]]:
     """The history of ``initial_observations`` earlier flights, drawn afresh from ``rng`` (one per play).
 
     Each record: id, design, status, hit count and the SCM's visible environment; destroyed
@@ -733,7 +731,7 @@ def history(scn: CGScenario, rng: np.random.Generator, include_failed: bool = Fa
 
 
 # --- the best design found by search ------------------------------------------------------------------
-def search_best(scn: CGScenario, start: Mapping[str, Any], seed: int, n: int = 3000, step: int = 5,
+def search_best(scn: Scenario, start: Mapping[str, Any], seed: int, n: int = 3000, step: int = 5,
                 max_moves: int = 60) -> tuple[dict[str, Any], float]:
     """Hill-climb from ``start`` on Stage-2 survival, all designs flown on the same ``n`` drones.
 
@@ -794,7 +792,7 @@ class EnvQuery:
     by name, and a call past the budget raises :class:`EnvQueryBudgetError`.
     """
 
-    def __init__(self, scn: CGScenario):
+    def __init__(self, scn: Scenario):
         self.scn = scn
         self.budget = int(scn.spec["resources"].get("env_query_budget", 0))
         self.used = 0

@@ -784,7 +784,7 @@ class ExactOptimum:
     stage: int = 2
 
 
-def exact_survival(scn: cg.CGScenario, design: Mapping[str, Any], stage: int = 2) -> float:
+def exact_survival(scn: cg.Scenario, design: Mapping[str, Any], stage: int = 2) -> float:
     """The exact probability that a drone of ``design`` returns from a flight of ``stage``.
 
     The share of a large fleet that :func:`~heuresis.causal.games.causalgame.fly` flies converges
@@ -792,7 +792,7 @@ def exact_survival(scn: cg.CGScenario, design: Mapping[str, Any], stage: int = 2
 
     Parameters
     ----------
-    scn : CGScenario
+    scn : Scenario
         The scenario (any of the three models).
     design : Mapping
         Read as ``fly`` reads it: left-out components keep their default DEF, equipment its
@@ -828,7 +828,7 @@ def _count(n: int, cap: int, budget: int) -> int:
     return sum(ways)
 
 
-def lattice_designs(scn: cg.CGScenario, step: int = LATTICE_STEP) -> int:
+def lattice_designs(scn: cg.Scenario, step: int = LATTICE_STEP) -> int:
     """Designs of the scenario's lattice: DEF multiples of ``step`` within the caps and the budget.
 
     Every equipment choice and flight profile (none, or each the scenario offers) multiplies them.
@@ -841,7 +841,7 @@ def lattice_designs(scn: cg.CGScenario, step: int = LATTICE_STEP) -> int:
     return n * (1 + len(scn.spec.get("flight_profiles") or []))
 
 
-def _best_equipment(scn: cg.CGScenario) -> dict[str, Any]:
+def _best_equipment(scn: cg.Scenario) -> dict[str, Any]:
     """Per equipment slot the choice of the largest EMI resistance (the default when it is one of them)."""
     out = {}
     for slot, cfg in scn.equipment.items():
@@ -877,7 +877,7 @@ class Lattice(NamedTuple):
 Top2 = list[tuple[float, Any, dict[str, Any]]]
 
 
-def _antenna_top(scn: cg.CGScenario, lat: Lattice, stage: int) -> tuple[Top2, int, int]:
+def _antenna_top(scn: cg.Scenario, lat: Lattice, stage: int) -> tuple[Top2, int, int]:
     """Antenna model: every lattice design valued (its flights do not depend on the stage)."""
     model, values, comps = _Antenna(scn.spec), lat.values, scn.components
     best: Top2 = []
@@ -893,7 +893,7 @@ def _antenna_top(scn: cg.CGScenario, lat: Lattice, stage: int) -> tuple[Top2, in
     return best, evaluated, 0
 
 
-def _weather_top(scn: cg.CGScenario, lat: Lattice, stage: int) -> tuple[Top2, int, int]:
+def _weather_top(scn: cg.Scenario, lat: Lattice, stage: int) -> tuple[Top2, int, int]:
     """Weather model: every lattice design valued in one closed form."""
     comps, values = scn.components, lat.values
     idx, _ = _combos(len(comps), values, lat.budget)
@@ -905,7 +905,7 @@ def _weather_top(scn: cg.CGScenario, lat: Lattice, stage: int) -> tuple[Top2, in
     return best, len(F), 0
 
 
-def _zone_top(scn: cg.CGScenario, lat: Lattice, stage: int) -> tuple[Top2, int, int]:
+def _zone_top(scn: cg.Scenario, lat: Lattice, stage: int) -> tuple[Top2, int, int]:
     """Zone model: bounds of the designs without antenna and gun DEF, the best refined exactly (:func:`exact_optimum`)."""
     comps, values = scn.components, lat.values
     model = _Zone(scn.spec, stage)
@@ -953,7 +953,7 @@ def _zone_top(scn: cg.CGScenario, lat: Lattice, stage: int) -> tuple[Top2, int, 
 _TOP = {"antenna": _antenna_top, "weather": _weather_top, "zone": _zone_top}
 
 
-def exact_optimum(scn: cg.CGScenario, step: int = LATTICE_STEP, stage: int = 2) -> ExactOptimum:
+def exact_optimum(scn: cg.Scenario, step: int = LATTICE_STEP, stage: int = 2) -> ExactOptimum:
     """The design of the largest exact survival over the scenario's lattice.
 
     The lattice: every DEF a multiple of ``step`` within the cap, their sum within the DEF budget,
@@ -969,7 +969,7 @@ def exact_optimum(scn: cg.CGScenario, step: int = LATTICE_STEP, stage: int = 2) 
 
     Parameters
     ----------
-    scn : CGScenario
+    scn : Scenario
         The scenario.
     step : int
         The lattice's DEF step (default :data:`LATTICE_STEP`).

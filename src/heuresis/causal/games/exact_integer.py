@@ -201,7 +201,7 @@ class _Best:
 
 
 # --- the weather model ---------------------------------------------------------------------------
-def _weather_integer(scn: cg.CGScenario, stage: int, best: _Best) -> tuple[int, int]:
+def _weather_integer(scn: cg.Scenario, stage: int, best: _Best) -> tuple[int, int]:
     spec, comps = scn.spec, scn.components
     cap = int(spec["def_cap"])
     budget = int(spec.get("def_budget") or cap * len(comps))
@@ -243,7 +243,7 @@ def _weather_integer(scn: cg.CGScenario, stage: int, best: _Best) -> tuple[int, 
 
 
 # --- the antenna model ---------------------------------------------------------------------------
-def _antenna_integer(scn: cg.CGScenario, best: _Best, max_bounds: int | None) -> tuple[int, int, float]:
+def _antenna_integer(scn: cg.Scenario, best: _Best, max_bounds: int | None) -> tuple[int, int, float]:
     spec = scn.spec
     model = ex._Antenna(spec)
     cap = int(spec["def_cap"])
@@ -372,7 +372,7 @@ class _ZoneRest:
         return d
 
 
-def _zone_integer(scn: cg.CGScenario, stage: int, best: _Best, max_bounds: int | None) -> tuple[int, int, float]:
+def _zone_integer(scn: cg.Scenario, stage: int, best: _Best, max_bounds: int | None) -> tuple[int, int, float]:
     spec = scn.spec
     model = ex._Zone(spec, stage)
     comps = scn.components
@@ -460,13 +460,13 @@ def _zone_integer(scn: cg.CGScenario, stage: int, best: _Best, max_bounds: int |
 
 
 # --- the public function -------------------------------------------------------------------------
-def integer_optimum(scn: cg.CGScenario, start: Mapping[str, Any] | None = None, stage: int = 2,
+def integer_optimum(scn: cg.Scenario, start: Mapping[str, Any] | None = None, stage: int = 2,
                     max_bounds: int | None = None) -> IntegerOptimum:
     """The best design over the scenario's full integer lattice and an upper bound on every design's survival.
 
     Parameters
     ----------
-    scn : CGScenario
+    scn : Scenario
         The scenario (any of the three models).
     start : Mapping, optional
         A design of the integer lattice, the first incumbent (the better it is, the more boxes

@@ -1,25 +1,26 @@
 """One play of a scenario (docs/games.md §1): free history, Stage 1, one Stage-2 submission, report.
 
-Observation rules (what :meth:`Game.deploy` and :attr:`Game.history` show):
+Observation rules (what :meth:`Game.deploy` and :attr:`Game.history` show, as CausalGame's agent sees them,
+:func:`~heuresis.causal.games.causalgame.agent_view`):
 
 * per deployment the **exact** counts of returned and destroyed drones;
-* per drone a row with the hit count (total and per component) and the visible environment
-  variables — for the drones *reported* returned only when the scenario has selection bias,
-  for every drone with its reported status when it has none (``no_selection_bias``);
-* in the weather family the per-drone values (environment, hits, even the status) pass
-  through the family's measurement error; the counts stay exact;
-* latent variables, HP, detection and EMI are never shown.
+* per drone a row with its status, hit count, whether it was detected and the scenario's visible
+  environment (``environment_shown``); destroyed drones' rows are left out where the scenario hides
+  failed drones;
+* in the weather scenario the per-drone values pass through its measurement noise; the counts stay exact;
+* hidden variables are never shown, except through the ablations' extra disclosures
+  (``component_hits``, ``hidden_measurements``).
 
 Budgets are enforced here, server-side: Stage 1 allows ``stage1_deployments`` deployments of
 1..``max_per_deployment`` drones and ``stage1_drones`` drones in all; one submission, after at
 least one deployment where the exploration guard applies (``guard``: the agentic mode); the
 report is committed once, with or before the submission and never after it, so no report is
 written once the Stage-2 outcome is known.  A refused action raises :class:`GameError` and
-changes nothing.  The measurement query (:meth:`Game.measure`) reports a scenario's declared
-hidden variables (``measurable``) for the drones of a flight whose rows the agent sees (exact
+changes nothing.  The measurement query (:meth:`Game.measure`, the ``hidden_measurements``
+ablation) reports hidden variables for the drones of a flight whose rows the agent sees (exact
 values, no draw).  Every draw derives from ``(scenario seed, play seed)`` through
-:func:`~heuresis.causal.games.references.seed_of`; the free history depends on the scenario only, so
-every agent sees the same history.
+:func:`~heuresis.causal.games.references.seed_of`; the free history is drawn per play (as CausalGame
+draws one per game), so every agent's play of the same seed sees the same history.
 """
 
 from __future__ import annotations
@@ -30,11 +31,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from heuresis.causal.games import causalgame as cg
+from heuresis.causal.games.design import DesignError
 from heuresis.causal.games.references import seed_of
-from heuresis.causal.games.scenario import DesignError, Scenario
-from heuresis.causal.games.scm import FAMILIES, draw, simulate
 
-__all__ = ["REPORT_MAX_CHARS", "Deployment", "Game", "GameError", "Stage2", "observe_rows"]
+__all__ = ["REPORT_MAX_CHARS", "Deployment", "Game", "GameError", "Stage2"]
 
 REPORT_MAX_CHARS = 6000
 
@@ -99,44 +99,18 @@ class Stage2:
     won: bool | None
 
 
-def observe_rows(scn: Scenario, draws, survived: np.ndarray, hits: np.ndarray, first_id: int = 1) -> list[dict]:
-    """The per-drone rows an agent sees, by the scenario's observation rules."""
-    fam = FAMILIES.lookup(scn.family)
-    vis, hits_obs, reported = fam.observe(scn.spec, draws.env, hits, survived, np.random.default_rng(draws.u_obs))
-    comps = scn.space.components
-    rows = []
-    for i in range(draws.n):
-        if scn.spec["selection_bias"] and not reported[i]:
-            continue
-        row: dict = {"drone": first_id + i}
-        if not scn.spec["selection_bias"]:
-            row["status"] = "returned" if reported[i] else "destroyed"
-        row["hits"] = int(hits_obs[i].sum())
-        row.update({f"hits_{c}": int(hits_obs[i, k]) for k, c in enumerate(comps)})
-        for key, val in vis.items():
-            v = val[i]
-            row[key] = v if isinstance(v, str) else round(float(v), 1)
-        rows.append(row)
-    return rows
-
-
 class Game:
     """State of one play: history, Stage-1 deployments, the submission, the report."""
 
-    def __init__(self, scn: Scenario | cg.CGScenario, seed: int = 0, threshold: float | None = None, *,
+    def __init__(self, scn: cg.Scenario, seed: int = 0, threshold: float | None = None, *,
                  guard: bool = True) -> None:
         self.scn = scn
         self.seed = int(seed)
         self.threshold = threshold
         self.guard = bool(guard)
         self.space = scn.space
-        self.causalgame = isinstance(scn, cg.CGScenario)
-        self.env_query = cg.EnvQuery(scn) if isinstance(scn, cg.CGScenario) else None
-        self.history: list[Deployment] = self._cg_history() if self.causalgame else []
-        for k, group in enumerate([] if self.causalgame else scn.spec["history"]["groups"]):
-            design = self.validate_design(group["design"])
-            self.history.append(self._fly(design, int(group["n"]), seed_of(scn["seed"], scn.name, "history", k),
-                                          source="history", index=k + 1, force=group.get("force")))
+        self.env_query = cg.EnvQuery(scn)
+        self.history: list[Deployment] = self._history()
         self.deployments: list[Deployment] = []
         self.stage2: Stage2 | None = None
         self.report: str | None = None
@@ -174,37 +148,44 @@ class Game:
 
     def status(self) -> dict:
         """Return the play's state as the agent may see it: design space, visible variables, budgets left, designs flown."""
-        if isinstance(self.scn, cg.CGScenario):
-            return self._cg_status()
+        scn = self.scn
+        comps = scn.spec["components"]
         return {
-            "scenario": self.scn.name, "stage": self.stage,
-            "design_space": self.space.describe(),
-            "visible_variables": self.scn.visible_variables(),
-            "measurable_variables": self.scn.measurable_variables(),
+            "scenario": scn.name, "stage": self.stage,
+            "design_space": {
+                "components": {c: {"cap": int(scn.spec["def_cap"]), "default": int(v["default_def"])}
+                               for c, v in comps.items()},
+                "equipment": {}, "def_budget": self.space.budget,
+                "modules": {slot: {"options": list(v["options"]), "default": v["default"]}
+                            for slot, v in scn.equipment.items()},
+                "note": "a component or module left out of a design keeps its default",
+            },
+            "visible_variables": scn.visible_variables(),
+            **({"measurable_variables": scn.measurable_variables()} if scn.measurable_variables() else {}),
+            **({"per_drone_details": "returned drones only" if scn.spec["hide_failed_drones"]
+                else "every drone, with its status"} if "returned_only_note" in scn.disclosures else {}),
             "report_committed": self.report is not None,
-            "per_drone_details": ("returned drones only" if self.scn.spec["selection_bias"]
-                                  else "every drone, with its status"),
-            "history_flights": sum(h.count for h in self.history),
+            "history_records": sum(len(h.rows) for h in self.history),
+            "env_queries_left": self.env_query.budget - self.env_query.used,
             **self._budgets_left(),
         }
 
     # --- actions -------------------------------------------------------------------------------------
-    def _fly(self, design: dict, count: int, ss, *, source: str, index: int, stage: int = 1,
-             force: Mapping | None = None) -> Deployment:
-        if isinstance(self.scn, cg.CGScenario):
-            return self._cg_fly(design, count, ss, source=source, index=index)
-        draws = draw(self.scn, ss, count, stage=stage, force=force)
-        flight = simulate(self.scn, draws, self.space.vector(design)[None])
-        survived, hits = flight.survived[0], flight.hits[0]
-        rows = observe_rows(self.scn, draws, survived, hits)
-        n_ret = int(survived.sum())
-        latent, names = draws.env.latent, FAMILIES.lookup(self.scn.family).measurable
-        measures = {}
-        for var in self.scn.measurable_variables():
-            vals = latent[names[var]]
-            shown = [vals[r["drone"] - 1] for r in rows]
-            measures[var] = [v if isinstance(v, str) else round(float(v), 3) for v in shown]
-        return Deployment(index, source, design, count, n_ret, count - n_ret, rows, survived, measures)
+    def _fly(self, design: dict, count: int, ss, *, source: str, index: int) -> Deployment:
+        """Fly ``count`` drones of ``design`` from seed ``ss``: the deployment as the agent sees it, and its truth."""
+        scn = self.scn
+        fly_ss, view_ss = ss.spawn(2)
+        f = cg.fly(scn, design, count, np.random.default_rng(fly_ss))
+        view = cg.agent_view(scn, f, np.random.default_rng(view_ss), design)
+        rows = []
+        for r in view["results"]:
+            row = {"drone": r["drone"], "status": r["status"], "hit_count": r["hit_count"],
+                   **self._component_hits(f, r["drone"] - 1), "was_detected": r["was_detected"], **r["environment"]}
+            row.update({f"{c}_def": round(v, 3) for c, v in r.get("def_remaining", {}).items()})
+            rows.append(row)
+        measures = self._measures(f, [r["drone"] - 1 for r in view["results"]])
+        return Deployment(index, source, design, count, view["survived"], view["destroyed"], rows, f.returned,
+                          measures)
 
     def validate_design(self, design) -> dict:
         """Return ``design`` validated against the scenario's design space; a :class:`GameError` if it is invalid.
@@ -212,20 +193,18 @@ class Game:
         A CausalGame design names DEF per component and one choice per equipment slot; what it
         leaves out keeps the drone sheet's default (``default_def``, the slot's ``default``).
         """
+        if not isinstance(design, Mapping):
+            raise GameError(f"a design must be an object mapping components to DEF points, got "
+                            f"{type(design).__name__}")
         try:
-            if isinstance(self.scn, cg.CGScenario):
-                if not isinstance(design, Mapping):
-                    raise GameError(f"a design must be an object mapping components to DEF points, got "
-                                    f"{type(design).__name__}")
-                return self.scn.design(design)
-            return self.space.validate(design)
-        except (DesignError, cg.CGDesignError) as exc:
+            return self.scn.design(design)
+        except DesignError as exc:
             raise GameError(str(exc)) from None
 
     @property
     def choices(self) -> dict[str, dict]:
-        """CausalGame's equipment slots (one choice each): slot -> ``{default, options}``; empty for this track's scenarios."""
-        return self.scn.equipment if isinstance(self.scn, cg.CGScenario) else {}
+        """The scenario's equipment slots (one choice each): slot -> ``{default, options}``; empty when it has none."""
+        return self.scn.equipment
 
     def vector(self, design: Mapping) -> np.ndarray:
         """A validated design as the design space's vector (DEF per component, then equipment; module choices left out)."""
@@ -269,11 +248,7 @@ class Game:
             self.write_report(report)
         n = int(self.scn.budgets["stage2_fleet"])
         ss = seed_of(self.scn["seed"], self.scn.seed_name, "play", self.seed, "stage2")
-        if isinstance(self.scn, cg.CGScenario):
-            surv = int(cg.fly(self.scn, design, n, np.random.default_rng(ss), stage=2).returned.sum())
-        else:
-            draws = draw(self.scn, ss, n, stage=2)
-            surv = int(simulate(self.scn, draws, self.space.vector(design)[None]).survived[0].sum())
+        surv = int(cg.fly(self.scn, design, n, np.random.default_rng(ss), stage=2).returned.sum())
         rate = surv / n
         won = None if self.threshold is None else bool(rate >= self.threshold)
         self.stage2 = Stage2(design, n, surv, rate, self.threshold, won)
@@ -312,40 +287,14 @@ class Game:
 
     def query_environment(self, variable: str) -> dict:
         """CausalGame's environment query: a visible variable summarised over every row shown so far, within its budget."""
-        if self.env_query is None:
-            raise GameError("this scenario has no environment query")
         rows = [{"environment": r} for d in self.observed() for r in d.rows]
         try:
             return self.env_query(variable, rows)
         except (ValueError, cg.EnvQueryBudgetError) as exc:
             raise GameError(str(exc)) from None
 
-    # --- CausalGame's scenarios ---------------------------------------------------------------------
-    def _cg_status(self) -> dict:
-        scn = self.scn
-        assert isinstance(scn, cg.CGScenario) and self.env_query is not None
-        comps = scn.spec["components"]
-        return {
-            "scenario": scn.name, "stage": self.stage,
-            "design_space": {
-                "components": {c: {"cap": int(scn.spec["def_cap"]), "default": int(v["default_def"])}
-                               for c, v in comps.items()},
-                "equipment": {}, "def_budget": self.space.budget,
-                "modules": {slot: {"options": list(v["options"]), "default": v["default"]}
-                            for slot, v in scn.equipment.items()},
-                "note": "a component or module left out of a design keeps its default",
-            },
-            "visible_variables": scn.visible_variables(),
-            **({"measurable_variables": scn.measurable_variables()} if scn.measurable_variables() else {}),
-            **({"per_drone_details": "returned drones only" if scn.spec["hide_failed_drones"]
-                else "every drone, with its status"} if "returned_only_note" in scn.disclosures else {}),
-            "report_committed": self.report is not None,
-            "history_records": sum(len(h.rows) for h in self.history),
-            "env_queries_left": self.env_query.budget - self.env_query.used,
-            **self._budgets_left(),
-        }
-
-    def _cg_history(self) -> list[Deployment]:
+    # --- flights ---------------------------------------------------------------------------------
+    def _history(self) -> list[Deployment]:
         """The free history, drawn afresh for this play from its seed (as CausalGame draws one per game).
 
         One flight group per design of the scenario's history bias; rows carry the history's
@@ -353,7 +302,6 @@ class Game:
         the scenario hides failed drones.
         """
         scn = self.scn
-        assert isinstance(scn, cg.CGScenario)
         n = int(scn.spec["resources"]["initial_observations"])
         idx = np.arange(n)
         shown = list(scn.spec.get("history_environment_shown", scn.spec["environment_shown"]))
@@ -374,22 +322,6 @@ class Game:
             out.append(Deployment(k + 1, "history", scn.design(design, False), len(sel), n_ret, len(sel) - n_ret,
                                   rows, f.returned, self._measures(f, kept), counts_shown=not hide))
         return out
-
-    def _cg_fly(self, design: dict, count: int, ss, *, source: str, index: int) -> Deployment:
-        scn = self.scn
-        assert isinstance(scn, cg.CGScenario)
-        fly_ss, view_ss = ss.spawn(2)
-        f = cg.fly(scn, design, count, np.random.default_rng(fly_ss))
-        view = cg.agent_view(scn, f, np.random.default_rng(view_ss), design)
-        rows = []
-        for r in view["results"]:
-            row = {"drone": r["drone"], "status": r["status"], "hit_count": r["hit_count"],
-                   **self._component_hits(f, r["drone"] - 1), "was_detected": r["was_detected"], **r["environment"]}
-            row.update({f"{c}_def": round(v, 3) for c, v in r.get("def_remaining", {}).items()})
-            rows.append(row)
-        measures = self._measures(f, [r["drone"] - 1 for r in view["results"]])
-        return Deployment(index, source, design, count, view["survived"], view["destroyed"], rows, f.returned,
-                          measures)
 
     def _component_hits(self, f: cg.Fleet, j: int) -> dict:
         """Hits per component of drone ``j`` where the ``component_hits`` ablation shows them, else nothing."""

@@ -187,12 +187,12 @@ def family_table(summ: pd.DataFrame, family: str, judges: Sequence[str]) -> tupl
 def references_table(refs: Mapping[str, Mapping]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Optimum [interval], trap and standard survival, threshold, and the designs, per scenario.
 
-    A CausalGame scenario also shows its exact optimum, trap and standard survival and the DEF step
-    of the lattice its optimum is exact over, and the best design over the full integer lattice
-    (every integer DEF: the agent's action space) with its exact survival, marked ``exact`` when it
-    is the integer lattice's optimum, else followed by the upper bound on every integer design
-    (blank for this track's own scenarios); its fleet columns are the lattice optimum's design
-    flown on fresh fleets.
+    Each scenario also shows its exact optimum, trap and standard survival and the DEF step of the
+    lattice its optimum is exact over, and the best design over the full integer lattice (every
+    integer DEF: the agent's action space) with its exact survival, marked ``exact`` when it is the
+    integer lattice's optimum, else followed by the upper bound on every integer design (blank for
+    references computed without it); its fleet columns are the lattice optimum's design flown on
+    fresh fleets.
     """
     def short(d):
         return ", ".join(k if isinstance(v, bool) else f"{k} {v}" if isinstance(v, str) else f"{k} {int(v)}"

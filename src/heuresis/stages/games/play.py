@@ -58,7 +58,7 @@ from heuresis.causal.games.game import Game, GameError
 from heuresis.causal.games.scenario import Scenario
 from heuresis.config.loading import schema_default
 from heuresis.config.settings import CodeTool
-from heuresis.harness.game_tools import REPORT_QUESTION, REPORT_QUESTION_CAUSALGAME, game_tools, rows_csv
+from heuresis.harness.game_tools import game_tools, report_question, rows_csv
 from heuresis.harness.loop import AgentLoop, TurnLimit, UsageTotals, single_request
 from heuresis.harness.prompts import MODE_PROMPTS, render, template
 from heuresis.harness.protocol import FatalAgentError
@@ -106,18 +106,9 @@ class PlayOutcome:
     requests: list[dict] = field(default_factory=list)   # one row per model request (GAME_PLAY_REQUESTS)
 
 
-def _space_text(game: Game) -> tuple[str, str]:
-    space = game.space
-    comps = ", ".join(f"{c} (cap {k})" for c, k in zip(space.components, space.caps))
-    eq = "".join(f" Equipment: {e} (costs {k} DEF points)." for e, k in zip(space.equipment, space.costs))
-    return comps, eq
-
-
 def _example(game: Game) -> str:
-    if game.causalgame:
-        comps = game.scn.spec["components"]
-        return json.dumps({c: int(comps[c]["default_def"]) for c in game.space.components[:3]})
-    return json.dumps(dict.fromkeys(game.space.components[:3], 1))
+    comps = game.scn.spec["components"]
+    return json.dumps({c: int(comps[c]["default_def"]) for c in game.space.components[:3]})
 
 
 #: What a scenario with noisy per-drone rows tells the agent (CausalGame's Weather prompt warns likewise).
@@ -125,9 +116,17 @@ NOISE_WARNING = (" Observation data may carry measurement uncertainty, and its q
                  "conditions; the counts of returned and destroyed drones are exact.")
 
 
-def _causalgame_task(game: Game, variant: str, interaction: str, thr: str, guard: str) -> str:
-    """The task of a CausalGame scenario: its facts, the side information it shows, no fact beyond them."""
+def task_prompt(game: Game, *, variant: str = "standard", interaction: str = "") -> str:
+    """The task: the scenario's facts, the side information it shows, no fact beyond them; flow, budgets, victory.
+
+    Then ``interaction`` (the mode's tools or answer format); the ``hints`` variant (or the ``hints``
+    ablation) adds the mechanism facts (``game_hints.txt``).
+    """
+    if variant not in TASK_VARIANTS:
+        raise ValueError(f"unknown task variant {variant!r}; known: {list(TASK_VARIANTS)}")
     scn, b = game.scn, game.scn.budgets
+    thr = f"; you win at or above {game.threshold:.1%}" if game.threshold is not None else ""
+    guard = " (after at least one deployment)" if game.guard else ""
     spec = scn.spec
     comps = ", ".join(f"{c} ({v['default_def']})" for c, v in spec["components"].items())
     eq = "".join(f" Choose one {slot}: {', '.join(map(json.dumps, cfg['options']))} (default "
@@ -150,46 +149,20 @@ def _causalgame_task(game: Game, variant: str, interaction: str, thr: str, guard
         history += (f" A free measurement query reports the exact values of {', '.join(scn.measurable_variables())} "
                     f"for the drones of any flight group whose rows you see.")
     hints = render("game_hints") if variant == "hints" or "hints" in told else ""
-    return render("game_task_causalgame", cap=spec["def_cap"], budget=game.space.budget, components=comps,
+    return render("game_task", cap=spec["def_cap"], budget=game.space.budget, components=comps,
                   equipment=eq, side_information=side or "- (nothing)", visible=visible,
                   env_queries=spec["resources"].get("env_query_budget", 0),
-                  question=REPORT_QUESTION if "misleading_question" in told else REPORT_QUESTION_CAUSALGAME,
+                  question=report_question(game),
                   noise=NOISE_WARNING if spec.get("observation_noise") else "", history=history,
                   stage1_drones=b["stage1_drones"], stage1_deployments=b["stage1_deployments"],
                   fleet=b["stage2_fleet"], threshold_text=thr, guard=guard, hints=hints, interaction=interaction)
 
 
-def task_prompt(game: Game, *, variant: str = "standard", interaction: str = "") -> str:
-    """The task: flow, budgets, design space, victory condition and the loop's questions.
 
-    Then ``interaction`` (the mode's tools or answer format); the ``hints`` variant adds the
-    mechanism facts (``game_hints.txt``).
-    """
-    if variant not in TASK_VARIANTS:
-        raise ValueError(f"unknown task variant {variant!r}; known: {list(TASK_VARIANTS)}")
-    scn, b = game.scn, game.scn.budgets
-    thr = f"; you win at or above {game.threshold:.1%}" if game.threshold is not None else ""
-    guard = " (after at least one deployment)" if game.guard else ""
-    if game.causalgame:
-        return _causalgame_task(game, variant, interaction, thr, guard)
-    comps, eq = _space_text(game)
-    n_hist = sum(h.count for h in game.history)
-    history = (f"\nA free history of {n_hist} earlier flights (flown before you arrived, with designs you can "
-               f"see) is available at no cost." if n_hist else "\nThere is no earlier flight history.")
-    details = ("per-drone rows are shown for returned drones only" if scn.spec["selection_bias"]
-               else "per-drone rows are shown for every drone, with its status")
-    return render("game_task", budget=game.space.budget, components=comps, equipment=eq,
-                  visible=", ".join(scn.visible_variables()), details=details, history=history,
-                  stage1_drones=b["stage1_drones"], stage1_deployments=b["stage1_deployments"],
-                  max_per_deployment=b["max_per_deployment"], fleet=b["stage2_fleet"], threshold_text=thr,
-                  guard=guard, hints=render("game_hints") if variant == "hints" else "", interaction=interaction)
-
-
-def _prompt_record(mode: str, causalgame: bool = False) -> dict:
-    """The prompt files of ``mode`` (a CausalGame scenario's task its own): role -> {file, template text}."""
-    own = {"task": "game_task_causalgame", **({"query": "game_prompting_query"} if mode == "prompting" else {})}
-    names = {**MODE_PROMPTS[mode], **(own if causalgame else {})}
-    return {role: {"file": f"{name}.txt", "template": template(name).template} for role, name in names.items()}
+def _prompt_record(mode: str) -> dict:
+    """The prompt files of ``mode``: role -> {file, template text}."""
+    return {role: {"file": f"{name}.txt", "template": template(name).template}
+            for role, name in MODE_PROMPTS[mode].items()}
 
 
 def path_stats(game: Game) -> dict:
@@ -334,7 +307,7 @@ def run_play(agent_name: str, agent_spec: Mapping, scn: Scenario, *, repeat: int
         "wall_s": round(time.monotonic() - t0, 3),
     }
     record = PlayTranscript(row, agent_origin=agent_origin(agent_name, agent_spec), scenario=scn.spec,
-                            prompts=_prompt_record(mode, game.causalgame), **transcript, calls=calls)
+                            prompts=_prompt_record(mode), **transcript, calls=calls)
     keys = {"play_id": play_id, "agent": agent_name, "mode": mode, "scenario": scn.name, "repeat": int(repeat)}
     requests = [{**keys, "index": k, **r.row()} for k, r in enumerate(spend.requests)]
     return PlayOutcome(row, [{**keys, **c} for c in calls], record, requests)

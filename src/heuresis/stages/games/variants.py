@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from heuresis.causal.games.causalgame import CGScenario
+from heuresis.causal.games.causalgame import Scenario
 from heuresis.causal.games.design import VARIANT_SEP, follows_pattern
 from heuresis.causal.games.references import References, scenario_references, seed_of, with_integer
 from heuresis.causal.games.scenario import ScenarioError
@@ -150,7 +150,7 @@ def _is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-def perturbation_errors(scn: CGScenario) -> list[str]:
+def perturbation_errors(scn: Scenario) -> list[str]:
     """Problems of a scenario's ``perturb:`` section (each message names the scenario and the key)."""
     section = scn.spec.get("perturb")
     where = f"scenario {scn.name!r}: perturb"
@@ -193,7 +193,7 @@ def draw_values(section: Mapping, rng: np.random.Generator) -> dict[str, int | f
     return out
 
 
-def make_variant(base: CGScenario, k: int, values: Mapping[str, Any], seed: int, attempt: int) -> CGScenario:
+def make_variant(base: Scenario, k: int, values: Mapping[str, Any], seed: int, attempt: int) -> Scenario:
     """Test variant ``k`` of ``base`` with the given drawn values and scenario seed (no draw: a rebuild)."""
     spec = copy.deepcopy(base.spec)
     for path, v in values.items():
@@ -201,17 +201,17 @@ def make_variant(base: CGScenario, k: int, values: Mapping[str, Any], seed: int,
     spec.update(name=variant_name(base.name, k), seed=int(seed), variant=f"{spec['variant']}{VARIANT_SEP}{int(k)}",
                 variant_of=base.name, split="test", perturbed=dict(values), variant_attempt=int(attempt),
                 strategies={}, control=None)
-    return CGScenario(spec, base.path)
+    return Scenario(spec, base.path)
 
 
-def draw_variant(base: CGScenario, k: int, entropy: int, attempt: int) -> CGScenario:
+def draw_variant(base: Scenario, k: int, entropy: int, attempt: int) -> Scenario:
     """Attempt ``attempt`` at test variant ``k`` of ``base``: its values and seed drawn from ``entropy``."""
     rng = np.random.default_rng(seed_of(entropy, "games-test-variant", base.name, int(k), int(attempt)))
     values = draw_values(base.spec["perturb"], rng)
     return make_variant(base, k, values, int(rng.integers(2**31 - 1)), attempt)
 
 
-def accepted(ref: References, scn: CGScenario) -> str:
+def accepted(ref: References, scn: Scenario) -> str:
     """Why a drawn variant is refused ('' when accepted): its optimum must clearly beat its trap and avoid the trap pattern."""
     if not ref.optimum_lo > ref.trap_hi:
         return (f"the optimum found ({ref.optimum:.3f}, 95% [{ref.optimum_lo:.3f}, {ref.optimum_hi:.3f}]) does not "
@@ -222,8 +222,8 @@ def accepted(ref: References, scn: CGScenario) -> str:
     return ""
 
 
-def build_variant(base: CGScenario, k: int, entropy: int, search: Mapping | None = None,
-                  log: Callable[[str], None] = lambda _m: None) -> tuple[CGScenario, References]:
+def build_variant(base: Scenario, k: int, entropy: int, search: Mapping | None = None,
+                  log: Callable[[str], None] = lambda _m: None) -> tuple[Scenario, References]:
     """The first accepted attempt at test variant ``k`` of ``base`` and its references.
 
     Raises :class:`~heuresis.causal.games.scenario.ScenarioError` naming the variant and the last reason
@@ -244,7 +244,7 @@ def build_variant(base: CGScenario, k: int, entropy: int, search: Mapping | None
                         f"ranges is a game with a trap: {why}")
 
 
-def from_references(base: CGScenario, name: str, ref: Mapping) -> CGScenario:
+def from_references(base: Scenario, name: str, ref: Mapping) -> Scenario:
     """The variant a references row records (its values, seed and attempt), rebuilt without the test seed."""
     perturbed = ref["perturbed"]
     values = json.loads(perturbed) if isinstance(perturbed, str) else perturbed

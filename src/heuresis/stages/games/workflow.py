@@ -2,8 +2,7 @@
 
 * :func:`config_errors` — the ``games:`` section checked at workflow start: every scenario file
   loads (errors name the scenario and the key), agents and judges exist with the right kinds,
-  and a scenario with a fixed ``threshold`` above its optimum is unwinnable
-  (:func:`~heuresis.causal.games.references.winnability_errors`);
+  and test variants are drawn from scenarios with valid ``perturb:`` ranges;
 * :func:`play_jobs` — one job per agent x mode x scenario (offline agents play the agentic
   mode only; LLM agents every configured mode);
 * :func:`run_references` — the references of one scenario into :data:`GAME_REFERENCES`;
@@ -48,10 +47,9 @@ from heuresis.artifacts.schemas import (
     GAME_REFERENCES,
 )
 from heuresis.artifacts.transcripts import PlayTranscript
-from heuresis.causal.games.causalgame import CGScenario
-from heuresis.causal.games.references import scenario_references, seed_of, winnability_errors
-from heuresis.causal.games.scenario import Scenario, ScenarioError, load_scenario, scenario_schema
-from heuresis.config.loading import CHECKOUT, StrictValidator, agent_errors, config_digest, config_key, format_errors
+from heuresis.causal.games.references import scenario_references, seed_of
+from heuresis.causal.games.scenario import Scenario, ScenarioError, load_scenario
+from heuresis.config.loading import CHECKOUT, agent_errors, config_digest
 from heuresis.config.settings import CodeTool
 from heuresis.harness.agent_spec import result_spec
 from heuresis.harness.protocol import FatalAgentError
@@ -95,7 +93,6 @@ __all__ = [
     "run_references",
     "scenario_folder",
     "scenario_names",
-    "search_errors",
     "test_variant_errors",
 ]
 
@@ -139,8 +136,8 @@ def plays_of(config: Mapping, agent: str) -> int:
 def play_optimum(ref: Mapping) -> float:
     """The optimum a play's gap is measured to: over the agent's whole action space where it is known.
 
-    CausalGame's scenarios: the exact optimum over the full integer lattice (``integer_optimum``);
-    this track's own: the references' verified optimum.
+    The exact optimum over the full integer lattice (``integer_optimum``) where it was computed,
+    else the references' optimum over the lattice.
     """
     best = ref.get("integer_optimum")
     return float(best) if best is not None and best == best else float(ref["optimum"])
@@ -279,7 +276,7 @@ def config_errors(config: Mapping) -> list[str]:
     from heuresis.agents import AGENTS
     from heuresis.harness.protocol import is_plugin
 
-    msgs: list[str] = search_errors(g["search"])
+    msgs: list[str] = []
     # every agent plays but the privileged ones: the episodes' offline baselines, built on the unmasking map
     baselines = {k for k in AGENTS if AGENTS.lookup(k).privileged}
     players = {k for k in AGENTS if k not in baselines}
@@ -297,21 +294,18 @@ def config_errors(config: Mapping) -> list[str]:
     names = scenario_names(config)
     if not names:
         msgs.append(f"config key games.scenarios: no scenario file in {str(folder)!r}")
-    loaded = []
     for name in names:
         if is_variant(name):
             continue
         try:
-            loaded.append(load_scenario(name, folder))
+            load_scenario(name, folder)
         except ScenarioError as exc:
             msgs.extend(f"config key games.scenarios: {line}" for line in str(exc).splitlines())
-    msgs += test_variant_errors(g, folder)
-    msgs.extend(f"config key games.scenarios: {m}" for m in winnability_errors(loaded))
-    return msgs
+    return msgs + test_variant_errors(g, folder)
 
 
 def test_variant_errors(games: Mapping, folder: str | Path) -> list[str]:
-    """Problems of ``games.test_variants``: each scenario of ``of`` is a CausalGame file with valid ``perturb:`` ranges."""
+    """Problems of ``games.test_variants``: each scenario of ``of`` loads and has valid ``perturb:`` ranges."""
     msgs: list[str] = []
     tv = games.get("test_variants") or {}
     for name in (tv.get("of") or []) if int(tv.get("count", 0)) else []:   # count 0: `of` draws nothing
@@ -319,10 +313,6 @@ def test_variant_errors(games: Mapping, folder: str | Path) -> list[str]:
             base = load_scenario(name, folder)
         except ScenarioError as exc:
             msgs.extend(f"config key games.test_variants.of: {line}" for line in str(exc).splitlines())
-            continue
-        if not isinstance(base, CGScenario):
-            msgs.append(f"config key games.test_variants.of: {name!r} is this track's own scenario; test variants "
-                        "are drawn from CausalGame scenarios (a file with perturb: ranges)")
             continue
         msgs.extend(f"config key games.test_variants.of: {m}" for m in perturbation_errors(base))
     return msgs
@@ -332,7 +322,7 @@ def game_scenario(name: str, folder: str | Path, references: Mapping[str, Mappin
     """The scenario a play or a judgement meets: a test variant rebuilt from its references row, any other from its file."""
     if not is_variant(name):
         return load_scenario(name, folder)
-    return from_references(load_scenario(base_of(name), folder), name, references[name])  # type: ignore[arg-type,return-value]
+    return from_references(load_scenario(base_of(name), folder), name, references[name])
 
 
 def output_cap_errors(config: Mapping) -> list[str]:
@@ -364,14 +354,6 @@ def output_cap_errors(config: Mapping) -> list[str]:
     return msgs
 
 
-def search_errors(search: Mapping) -> list[str]:
-    """Problems of ``games.search``, which overrides a scenario's ``search``: the scenario schema's declaration applies."""
-    node = scenario_schema()["properties"]["search"]
-    validator = StrictValidator({k: v for k, v in node.items() if k != "default"})
-    return format_errors(validator.iter_errors(search),
-                         lambda path: f"config key games.search.{config_key(path)}" if path else "config key games.search")
-
-
 def play_seed(seed: int, scenario: str, repeat: int) -> int:
     """Seed of play ``repeat`` of ``scenario`` (the same for every agent and mode)."""
     return int(seed_of(int(seed), scenario, "play", int(repeat)).generate_state(1)[0])
@@ -384,23 +366,23 @@ _JSON_COLUMNS = ("optimum_design", "trap_design", "standard_design", "trap_patte
 
 def run_references(scenario: str, folder: str | Path, search: Mapping, out: str | Path, *, log: _Log = _quiet,
                    variants: Mapping | None = None, test_seed: str | None = None) -> Path:
-    """Optimum (CRN search, verified on fresh fleets), trap, standard and threshold of one scenario.
+    """Optimum (exact, flown on fresh fleets), trap, standard and threshold of one scenario.
 
     A test variant (``NAME@testK``) is drawn here (:func:`~heuresis.stages.games.variants.build_variant`)
     from ``variants`` (:func:`~heuresis.stages.games.variants.variant_spec`) and, when sealed, the sealed
     ``test_seed``; its drawn values are recorded in the row, from which plays rebuild it.
 
-    Raises :class:`~heuresis.causal.games.scenario.ScenarioError` (the job fails) when the scenario is
-    unwinnable or its trap is no trap, or when no draw of a test variant has a trap.
+    Raises :class:`~heuresis.causal.games.scenario.ScenarioError` (the job fails) when no draw of a
+    test variant has a trap.
     """
     started = utc_now()
     t0 = time.perf_counter()
     seeds: dict[str, object] = {}
-    scn: Scenario | CGScenario
+    scn: Scenario
     if is_variant(scenario):
         if variants is None:
             raise ScenarioError(f"scenario {scenario!r}: a test variant's references need the variants' seed spec")
-        scn, ref = build_variant(load_scenario(base_of(scenario), folder), variant_index(scenario),  # type: ignore[arg-type]
+        scn, ref = build_variant(load_scenario(base_of(scenario), folder), variant_index(scenario),
                                  variant_entropy(variants, test_seed), search, log)
         seeds["test_variants"] = dict(variants)   # the public seed or the sealed seed's commitment, never the seed
     else:
