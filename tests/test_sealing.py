@@ -354,7 +354,7 @@ def test_the_workflow_refuses_a_sealed_test_split_without_its_seed(tmp_path):
     wd = copy_workflow(tmp_path / "wf")
     (wd / "config" / "sealed.yaml").write_text("instances: {d: 5, n: 100, n_dev: 1, n_test: 1}\n"
                                                "games: {test_variants: {count: 1, of: [deployment_zone_trap_categorical]},\n"
-                                               "        search: {drones: 500, starts: 1, verify_fleets: 3, sample: 0}}\n")
+                                               "        search: {verify_fleets: 3}}\n")
     conf = ["--cores", "1", "--configfile", "config/sealed.yaml"]     # over config.yaml: sealed, drawn
     env = {k: v for k, v in os.environ.items() if k != "HEURESIS_TEST_SEED"}
     named = "set the environment variable HEURESIS_TEST_SEED"

@@ -701,8 +701,12 @@ def test_every_page_says_it_holds_the_hidden_truth(run):
 
 # --- the plays, first-class ----------------------------------------------------------------------------
 def _follows(pattern: list[dict], design: dict) -> bool:
-    """This test's own reading of a trap pattern: every condition's sum within its bound."""
+    """This test's own reading of a trap pattern: every condition's sum within its bound, or its choice in its set."""
     for cond in pattern:
+        if "in" in cond:
+            if design.get(cond["of"][0]) not in cond["in"]:
+                return False
+            continue
         total = sum(int(design.get(f) or 0) for f in cond["of"])
         if total < cond.get("at_least", -math.inf) or total > cond.get("at_most", math.inf):
             return False
