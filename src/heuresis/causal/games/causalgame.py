@@ -136,8 +136,6 @@ class Scenario:
         """The scenario's victory threshold (``resources.victory_threshold``)."""
         return float(self.spec["resources"]["victory_threshold"])
 
-    threshold_margin = 0.0
-
     def visible_variables(self) -> list[str]:
         """The environment variables of a deployment's per-drone rows (``environment_shown``)."""
         return list(self.spec["environment_shown"])

@@ -3,7 +3,7 @@
 A **design** is a mapping ``{component: DEF points, equipment: true/false}``; components left
 out get 0 and equipment left out is not fitted.  :class:`DesignSpace` validates designs and
 converts them to the integer vectors the simulator uses; :func:`follows_pattern` tests a design
-against a scenario's trap pattern.  Both scenario sets (this track's and CausalGame's) use them.
+against a scenario's trap pattern.
 """
 
 from __future__ import annotations
@@ -117,41 +117,6 @@ class DesignSpace:
                 break
             vec[rng.choice(free)] += 1
         return vec
-
-    def neighbours(self, vec: np.ndarray, step: int = 1) -> np.ndarray:
-        """Every valid design one move away: add, remove, or move ``step`` points; toggle equipment."""
-        c = self.n_components
-        out = []
-        for i in range(c):
-            for sign in (step, -step):
-                v = vec.copy()
-                v[i] += sign
-                out.append(v)
-            for j in range(c):
-                if i != j:
-                    v = vec.copy()
-                    v[i] -= step
-                    v[j] += step
-                    out.append(v)
-        for k in range(len(self.equipment)):
-            v = vec.copy()
-            v[c + k] = 1 - v[c + k]
-            out.append(v)
-            if v[c + k] == 1:   # fitting equipment may need points freed: take them from the largest
-                w = v.copy()
-                need = int(w[:c].sum() + (w[c:] * np.array(self.costs)).sum()) - self.budget
-                while need > 0 and w[:c].max() > 0:
-                    w[int(np.argmax(w[:c]))] -= 1
-                    need -= 1
-                out.append(w)
-        cand = [v for v in out if self.is_valid_vector(v)]
-        return np.array(cand, dtype=np.int64).reshape(-1, c + len(self.equipment))
-
-    def describe(self) -> dict:
-        """Return the design space as agents are told it: component caps, equipment costs, DEF budget."""
-        return {"components": {c: {"cap": k} for c, k in zip(self.components, self.caps)},
-                "equipment": {e: {"cost": k} for e, k in zip(self.equipment, self.costs)},
-                "def_budget": self.budget}
 
 
 def follows_pattern(pattern, design: Mapping) -> bool | None:

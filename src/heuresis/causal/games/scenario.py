@@ -15,8 +15,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-import yaml
-
 from heuresis.causal.games.causalgame import Scenario, ablation, load_cg
 from heuresis.causal.games.design import ABLATION_SEP, VARIANT_SEP, DesignError, DesignSpace, follows_pattern
 from heuresis.config.loading import CHECKOUT, ConfigError, read_yaml, schema_default
@@ -102,7 +100,7 @@ def load_scenario(name_or_path: str | Path, folder: str | Path | None = None) ->
             raise ScenarioError(f"scenario {name!r}: {exc}") from None
     try:
         return load_cg(p)
-    except (ValueError, FileNotFoundError, KeyError, yaml.YAMLError) as exc:
+    except (ValueError, FileNotFoundError, KeyError) as exc:   # a YAML error arrives as ConfigError
         raise ScenarioError(f"scenario {p.stem!r}: {exc}") from None
 
 
